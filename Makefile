@@ -1,0 +1,32 @@
+# The two commands of the README: `make check` (the safety gate) and `make test` (the test suite).
+PYTHON ?= python3
+VENV ?= .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed
+
+.PHONY: check test gate-all bench clean
+
+$(STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -e '.[test]'
+	touch $(STAMP)
+
+## check: create the virtual environment, install, run the safety gate on the default models
+check: $(STAMP)
+	$(VENV)/bin/isrcheck gate
+
+## test: install with test extras and run the test suite
+test: $(STAMP)
+	$(PY) -m pytest -q
+
+## gate-all: the gate including the large models
+gate-all: $(STAMP)
+	$(VENV)/bin/isrcheck gate --all
+
+## bench: print throughput and memory figures for the standard models
+bench: $(STAMP)
+	$(PY) benchmarks/bench_checker.py
+
+clean:
+	rm -rf $(VENV) build *.egg-info

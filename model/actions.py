@@ -1,0 +1,264 @@
+"""Every action of the model: when it is enabled and what it does.
+
+An :class:`Action` is a name and a tuple of arguments, exactly as listed in specs/actions.toml
+(the vocabulary the reference implementation and the conformance harness share). Controllers are
+named by their epoch, brokers by id, partitions by index.
+"""
+from __future__ import annotations
+
+from itertools import product
+from typing import Callable, NamedTuple
+
+from . import broker as B
+from . import controller as C
+from .brokersets import members
+from .protocol import Protocol
+from .state import NO_LEADER, State
+from .tables import PartitionState as PS
+from .world import ControllerWork, World
+
+
+class Action(NamedTuple):
+    name: str
+    args: tuple
+
+    def __str__(self) -> str:
+        return f"{self.name}({', '.join(_fmt(a) for a in self.args)})"
+
+
+def _fmt(a: object) -> str:
+    if isinstance(a, tuple):
+        return "[" + ",".join(str(x) for x in a) + "]"
+    return str(a)
+
+
+# ---------------------------------------------------------------------------- enumeration
+def enabled_actions(protocol: Protocol, s: State) -> list[Action]:
+    """All actions enabled in ``s``, in a fixed order (which keeps runs deterministic)."""
+    cfg = protocol.config
+    out: list[Action] = []
+    zk = s.zk
+    budget = s.budget
+    nparts = len(zk.partitions)
+
+    # -- brokers: deliveries, replication, checkpoints
+    for i, br in enumerate(s.brokers):
+        b = i + 1
+        if not br.alive:
+            continue
+        queue = s.inbox[i]
+        if queue:
+            out.append(Action("DeliverRequest", (b,)))
+            if budget.delayed_requests:
+                for k in range(1, len(queue)):
+                    out.append(Action("DeliverDelayedRequest", (b, k)))
+        for p, r in enumerate(br.replicas):
+            if r is None:
+                continue
+            if r.leader == b:
+                if (s.ghost[p].produced < cfg.max_records and zk.partitions[p].replicas
+                        and r.isr.bit_count() >= cfg.min_insync_replicas):
+                    out.append(Action("Produce", (b, p)))
+                if budget.isr_shrinks and zk.partitions[p].version == r.zk_version:
+                    for f in members(r.isr):
+                        if f != b:
+                            out.append(Action("ShrinkIsr", (b, p, f)))
+            elif r.leader != NO_LEADER:
+                lb = s.brokers[r.leader - 1]
+                lr = lb.replicas[p]
+                if lb.alive and lr is not None and lr.leader == r.leader:
+                    out.append(Action("Fetch", (b, p)))
+            if cfg.hw_checkpoint == "periodic" and r.checkpoint != r.hw:
+                out.append(Action("CheckpointHighWatermark", (b, p)))
+
+    # -- controllers (active first, then a stale one)
+    for c, active in ((s.controller, True), (s.stale, False)):
+        if c is None:
+            continue
+        e = c.epoch
+        if c.live != zk.live or (protocol.detects_restarts() and c.generation != zk.generation):
+            out.append(Action("ProcessBrokerChange", (e,)))
+        if cfg.operations.topic_creation and not zk.deleting and any(
+                zk.partitions[p].replicas and c.partition_states[p] == PS.NON_EXISTENT for p in range(nparts)):
+            out.append(Action("CreateTopic", (e,)))
+        for p in range(nparts):
+            step = c.reassign_step[p]
+            if step or (active and zk.reassign[p]):
+                w = World(protocol, s)
+                cw = w.controller(e)
+                assert cw is not None
+                if C.reassignment_step_enabled(w, cw, p):
+                    out.append(Action("ReassignPartition", (e, p, step if step > 1 else 1)))
+            if zk.preferred >> p & 1:
+                out.append(Action("ElectPreferredLeader", (e, p)))
+        if zk.deleting:
+            w = World(protocol, s)
+            cw = w.controller(e)
+            assert cw is not None
+            if not C.deletion_started(w, cw):
+                if not any(cw.reassign_step[p] for p in members(zk.deleting)):
+                    out.append(Action("StartTopicDeletion", (e,)))
+            elif C.deletion_complete(w, cw):
+                out.append(Action("CompleteTopicDeletion", (e,)))
+        if active and budget.controlled_shutdowns:
+            for b in members(c.live & zk.live & ~c.shutting_down):
+                out.append(Action("ControlledShutdown", (e, b)))
+        if not active:
+            out.append(Action("ResignController", (e,)))
+    if budget.controller_failovers:
+        out.append(Action("ControllerFailover", ()))
+
+    # -- administrators
+    if s.reassignments:
+        p, target = s.reassignments[0]
+        if zk.partitions[p].replicas and not zk.reassign[p] and not zk.deleting >> p & 1:
+            out.append(Action("RequestReassignment", (p, target)))
+    if budget.preferred_elections:
+        for p in range(nparts):
+            if zk.partitions[p].replicas and not zk.preferred >> p & 1 and not zk.deleting:
+                out.append(Action("RequestPreferredElection", (p,)))
+    if budget.topic_deletions and not zk.deleting and any(zp.replicas for zp in zk.partitions):
+        out.append(Action("RequestTopicDeletion", ()))
+
+    # -- faults
+    for i, br in enumerate(s.brokers):
+        b = i + 1
+        if br.alive:
+            if budget.crashes:
+                out.append(Action("Crash", (b,)))
+            if budget.lossy_crashes:
+                choices = [range(len(r.log) + 1) if r is not None else (0,) for r in br.replicas]
+                full = tuple(len(r.log) if r is not None else 0 for r in br.replicas)
+                for kept in product(*choices):
+                    if kept != full:
+                        out.append(Action("LossyCrash", (b, kept)))
+        else:
+            noticed = not s.controller.live >> b & 1
+            if noticed:
+                out.append(Action("Restart", (b,)))
+            elif budget.undetected_restarts:
+                out.append(Action("QuickRestart", (b,)))
+    return out
+
+
+# ---------------------------------------------------------------------------- application
+def _controller(w: World, epoch: int) -> ControllerWork:
+    c = w.controller(epoch)
+    if c is None:
+        raise ValueError(f"no controller with epoch {epoch}")
+    return c
+
+
+def _spend(w: World, field: str) -> None:
+    left = getattr(w.budget, field)
+    if left <= 0:
+        raise ValueError(f"no {field} left in the budget")
+    w.budget = w.budget._replace(**{field: left - 1})
+
+
+def _deliver(w: World, b: int, index: int) -> None:
+    queue = w.inbox[b - 1]
+    req = queue[index]
+    w.inbox[b - 1] = queue[:index] + queue[index + 1:]
+    B.handle_request(w, b, req)
+
+
+def _deliver_delayed(w: World, b: int, index: int) -> None:
+    _spend(w, "delayed_requests")
+    _deliver(w, b, index)
+
+
+def _controller_failover(w: World) -> None:
+    _spend(w, "controller_failovers")
+    w.controller_epoch += 1
+    cfg = w.protocol.config
+    nb, np_ = cfg.brokers, cfg.partitions
+    new = ControllerWork(initial_controller(w.controller_epoch, nb, np_))
+    w.replace_active(new, keep_old_as_stale=cfg.stale_controller)
+    C.on_controller_failover(w, new)
+
+
+def _controlled_shutdown(w: World, e: int, b: int) -> None:
+    _spend(w, "controlled_shutdowns")
+    C.controlled_shutdown(w, _controller(w, e), b)
+    B.graceful_stop(w, b)
+
+
+def _request_reassignment(w: World, p: int, target: tuple[int, ...]) -> None:
+    w.reassign[p] = target
+    w.ghost[p] = w.ghost[p]._replace(reassign_origin=w.parts[p].replicas)
+    w.reassignments = w.reassignments[1:]
+
+
+def _request_preferred(w: World, p: int) -> None:
+    _spend(w, "preferred_elections")
+    w.preferred |= 1 << p
+
+
+def _request_deletion(w: World) -> None:
+    _spend(w, "topic_deletions")
+    for p, zp in enumerate(w.parts):
+        if zp.replicas:
+            w.deleting |= 1 << p
+
+
+def _crash(w: World, b: int) -> None:
+    _spend(w, "crashes")
+    B.crash(w, b)
+
+
+def _lossy_crash(w: World, b: int, kept: tuple[int, ...]) -> None:
+    _spend(w, "lossy_crashes")
+    B.crash(w, b, kept)
+
+
+def _quick_restart(w: World, b: int) -> None:
+    _spend(w, "undetected_restarts")
+    B.restart(w, b)
+
+
+def _shrink(w: World, leader: int, p: int, follower: int) -> None:
+    _spend(w, "isr_shrinks")
+    B.shrink_isr(w, leader, p, follower)
+
+
+APPLY: dict[str, Callable[..., None]] = {
+    "DeliverRequest": lambda w, b: _deliver(w, b, 0),
+    "DeliverDelayedRequest": _deliver_delayed,
+    "Produce": B.produce,
+    "Fetch": B.fetch,
+    "ShrinkIsr": _shrink,
+    "CheckpointHighWatermark": B.checkpoint_hw,
+    "ProcessBrokerChange": lambda w, e: C.process_broker_change(w, _controller(w, e)),
+    "CreateTopic": lambda w, e: C.on_new_partition_creation(w, _controller(w, e)),
+    "ReassignPartition": lambda w, e, p, step: C.reassignment_step(w, _controller(w, e), p),
+    "ElectPreferredLeader": lambda w, e, p: C.on_preferred_replica_election(w, _controller(w, e), p),
+    "StartTopicDeletion": lambda w, e: C.start_topic_deletion(w, _controller(w, e)),
+    "CompleteTopicDeletion": lambda w, e: C.complete_topic_deletion(w, _controller(w, e)),
+    "ControlledShutdown": _controlled_shutdown,
+    "ControllerFailover": _controller_failover,
+    "ResignController": lambda w, e: w.drop_stale(),
+    "RequestReassignment": _request_reassignment,
+    "RequestPreferredElection": _request_preferred,
+    "RequestTopicDeletion": _request_deletion,
+    "Crash": _crash,
+    "LossyCrash": _lossy_crash,
+    "Restart": B.restart,
+    "QuickRestart": _quick_restart,
+}
+
+
+def apply(protocol: Protocol, s: State, action: Action) -> State:
+    """The state after ``action``; raises IllegalTransition if a state machine forbids a move."""
+    w = World(protocol, s)
+    APPLY[action.name](w, *action.args)
+    return w.freeze()
+
+
+def initial_controller(epoch: int, brokers: int, partitions: int):
+    from .state import Controller
+    return Controller(
+        epoch, 0, (0,) * brokers, (PS.NON_EXISTENT,) * partitions,
+        tuple((0,) * brokers for _ in range(partitions)), (0,) * partitions,
+        ((),) * partitions, ((),) * partitions, 0,
+    )

@@ -1,0 +1,213 @@
+"""Brokers: controller requests, the replication path and crashes (specs/05-replication.md).
+
+Each function is one atomic model step (or a part of one) on a :class:`World`. A fetch is a
+request and its response in one step, as in the public TLA+ specifications: the follower sends
+its log end offset, the leader records it, may expand the ISR and advance its high watermark,
+and answers with the records from that offset and the high watermark it had then — which is
+why a follower's HW lags the leader's by one fetch.
+"""
+from __future__ import annotations
+
+from .brokersets import bit, members, size
+from .records import ids_in, make_record
+from .state import LEADER_AND_ISR, NO_LEADER, STOP_REPLICA, LeaderAndIsr, Replica, Request, StopReplica
+from .tables import ReplicaState as RS
+from .tables import check_replica_move
+from .world import World, fresh_replica
+
+
+# ---------------------------------------------------------------------------- controller requests
+def handle_request(w: World, b: int, req: Request) -> None:
+    br = w.brokers[b - 1]
+    if req[1] < br.controller_epoch:
+        return  # from a deposed controller: rejected
+    if req[1] > br.controller_epoch:
+        w.brokers[b - 1] = br._replace(controller_epoch=req[1])
+    if req[0] == LEADER_AND_ISR:
+        _leader_and_isr(w, b, req)  # type: ignore[arg-type]
+    elif req[0] == STOP_REPLICA:
+        _stop_replica(w, b, req)  # type: ignore[arg-type]
+    # UpdateMetadata: its only modelled effect is the controller epoch above.
+
+
+def _leader_and_isr(w: World, b: int, req: LeaderAndIsr) -> None:
+    if b not in req.replicas:
+        return
+    p = req.partition
+    r = w.replica(b, p)
+    if r is None:
+        r = fresh_replica(len(w.brokers))  # startReplica: create the partition locally
+    if req.leader_epoch <= r.leader_epoch:
+        w.set_replica(b, p, r)
+        return  # stale leader epoch: rejected
+    if req.leader == b:
+        _become_leader(w, b, p, r, req)
+    else:
+        w.set_replica(b, p, w.protocol.become_follower(w, b, p, r, req))
+
+
+def _become_leader(w: World, b: int, p: int, r: Replica, req: LeaderAndIsr) -> None:
+    if r.leader == b:  # still the leader, with a newer epoch (an ISR or assignment change)
+        r = r._replace(leader_epoch=req.leader_epoch, isr=req.isr, zk_version=req.zk_version)
+    else:
+        r = Replica(r.log, r.hw, r.checkpoint, b, req.leader_epoch, req.isr, req.zk_version,
+                    (0,) * len(w.brokers), 0)
+    r = advance_hw(w, b, p, r)
+    w.set_replica(b, p, r)
+    w.expose(p, r.log, r.hw)
+
+
+def become_follower_truncating_to_hw(w: World, b: int, p: int, r: Replica, req: LeaderAndIsr) -> Replica:
+    """The seeds' rule: on a leader change, stop any commit work and truncate the log to the HW."""
+    log = r.log
+    if r.leader != req.leader:
+        log = log[: r.hw]
+    return Replica(log, min(r.hw, len(log)), r.checkpoint, req.leader, req.leader_epoch, 0, 0, (), 0)
+
+
+def _stop_replica(w: World, b: int, req: StopReplica) -> None:
+    p = req.partition
+    r = w.replica(b, p)
+    if req.delete:
+        w.set_replica(b, p, None)
+        c = w.controller(req.controller_epoch)  # the response reaches the controller that asked
+        if c is not None and c.replica_states[p][b - 1] == RS.DELETION_STARTED:
+            check_replica_move(p, b, RS.DELETION_STARTED, RS.DELETION_SUCCESSFUL)
+            c.replica_states[p][b - 1] = RS.DELETION_SUCCESSFUL
+    elif r is not None and r.leader != b:
+        w.set_replica(b, p, r._replace(leader=NO_LEADER))  # stop fetching
+
+
+# ---------------------------------------------------------------------------- replication path
+def is_leader(w: World, b: int, p: int) -> bool:
+    br = w.brokers[b - 1]
+    r = br.replicas[p]
+    return br.alive and r is not None and r.leader == b
+
+
+def advance_hw(w: World, leader: int, p: int, r: Replica) -> Replica:
+    """HW = the smallest LEO in the leader's ISR; acknowledge what that commits."""
+    new_hw = len(r.log)
+    remote = r.remote_leo
+    for m in members(r.isr):
+        if m != leader and remote[m - 1] < new_hw:
+            new_hw = remote[m - 1]
+    if new_hw <= r.hw:
+        return r
+    pending = r.pending
+    if pending:
+        committed = ids_in(r.log[:new_hw]) & pending
+        if committed:
+            if w.protocol.acknowledges(r, committed):
+                w.acknowledge(p, committed)
+            pending &= ~committed
+    r = r._replace(hw=new_hw, pending=pending)
+    w.expose(p, r.log, new_hw)
+    return r
+
+
+def produce(w: World, leader: int, p: int) -> None:
+    r = w.replica(leader, p)
+    assert r is not None
+    g = w.ghost[p]
+    rid = g.produced + 1
+    w.ghost[p] = g._replace(produced=rid)
+    r = r._replace(log=r.log + (make_record(rid, r.leader_epoch),), pending=r.pending | 1 << rid)
+    w.set_replica(leader, p, advance_hw(w, leader, p, r))
+
+
+def can_produce(w: World, leader: int, p: int) -> bool:
+    r = w.replica(leader, p)
+    return (r is not None and w.ghost[p].produced < w.protocol.config.max_records
+            and size(r.isr) >= w.protocol.config.min_insync_replicas and bool(w.parts[p].replicas))
+
+
+def fetch(w: World, f: int, p: int) -> None:
+    rf = w.replica(f, p)
+    assert rf is not None
+    leader = rf.leader
+    rl = w.replica(leader, p)
+    assert rl is not None
+    offset = len(rf.log)
+    if offset > len(rl.log):  # OffsetOutOfRange: the follower truncates to the leader's LEO
+        log = rf.log[: len(rl.log)]
+        w.set_replica(f, p, rf._replace(log=log, hw=min(rf.hw, len(log))))
+        return
+    remote = list(rl.remote_leo)
+    remote[f - 1] = offset
+    rl = rl._replace(remote_leo=tuple(remote))
+    if not rl.isr >> f & 1 and w.protocol.may_join_isr(rl, offset):
+        zp = w.parts[p]
+        if zp.version == rl.zk_version:  # conditional write on the znode version
+            w.parts[p] = zp._replace(isr=zp.isr | bit(f), version=zp.version + 1)
+            rl = rl._replace(isr=rl.isr | bit(f), zk_version=zp.version + 1)
+    rl = advance_hw(w, leader, p, rl)
+    w.set_replica(leader, p, rl)
+    log = rf.log + rl.log[offset:]
+    w.set_replica(f, p, rf._replace(log=log, hw=min(rl.hw, len(log))))
+
+
+def can_fetch(w: World, f: int, p: int) -> bool:
+    rf = w.replica(f, p)
+    if rf is None or rf.leader in (NO_LEADER, f):
+        return False
+    return is_leader(w, rf.leader, p)
+
+
+def shrink_isr(w: World, leader: int, p: int, follower: int) -> None:
+    rl = w.replica(leader, p)
+    assert rl is not None
+    zp = w.parts[p]
+    w.parts[p] = zp._replace(isr=zp.isr & ~bit(follower), version=zp.version + 1)
+    rl = rl._replace(isr=rl.isr & ~bit(follower), zk_version=zp.version + 1)
+    w.set_replica(leader, p, advance_hw(w, leader, p, rl))
+
+
+def can_shrink_isr(w: World, leader: int, p: int, follower: int) -> bool:
+    rl = w.replica(leader, p)
+    return (rl is not None and follower != leader and bool(rl.isr >> follower & 1)
+            and w.parts[p].version == rl.zk_version)
+
+
+def checkpoint_hw(w: World, b: int, p: int) -> None:
+    r = w.replica(b, p)
+    assert r is not None
+    w.set_replica(b, p, r._replace(checkpoint=r.hw))
+
+
+# ---------------------------------------------------------------------------- crashes
+def crash(w: World, b: int, kept: tuple[int, ...] | None = None) -> None:
+    """The broker stops; only its logs and HW checkpoints survive (``kept``: surviving lengths)."""
+    br = w.brokers[b - 1]
+    periodic = w.protocol.config.hw_checkpoint == "periodic"
+    replicas: list[Replica | None] = []
+    for p, r in enumerate(br.replicas):
+        if r is None:
+            replicas.append(None)
+            continue
+        log = r.log if kept is None else r.log[: kept[p]]
+        on_disk = r.checkpoint if periodic else r.hw
+        hw = min(on_disk, len(log))
+        replicas.append(Replica(log, hw, hw if periodic else 0, NO_LEADER, -1, 0, 0, (), 0))
+    w.brokers[b - 1] = br._replace(alive=False, controller_epoch=0, replicas=tuple(replicas))
+    w.inbox[b - 1] = ()
+    w.live &= ~bit(b)
+
+
+def graceful_stop(w: World, b: int) -> None:
+    """Controlled shutdown's last act: flush and checkpoint, then stop."""
+    br = w.brokers[b - 1]
+    if w.protocol.config.hw_checkpoint == "periodic":
+        w.brokers[b - 1] = br._replace(
+            replicas=tuple(None if r is None else r._replace(checkpoint=r.hw) for r in br.replicas))
+    crash(w, b)
+
+
+def restart(w: World, b: int) -> None:
+    br = w.brokers[b - 1]
+    w.brokers[b - 1] = br._replace(alive=True)
+    w.live |= bit(b)
+    if w.protocol.detects_restarts():
+        gen = list(w.generation)
+        gen[b - 1] += 1
+        w.generation = tuple(gen)

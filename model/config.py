@@ -1,0 +1,240 @@
+"""Model configuration: the bounds of one check, read from TOML (specs/03-configuration.md).
+
+Every field is validated here so that a bad file fails with one clear line
+(:class:`ConfigError`) before the checker starts, never with a traceback halfway through.
+"""
+from __future__ import annotations
+
+import dataclasses
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+MAX_BROKERS = 8
+MAX_PARTITIONS = 4
+MAX_RECORDS = 8
+
+
+class ConfigError(ValueError):
+    """A configuration that cannot describe a model; the message is one line for the user."""
+
+
+@dataclass(frozen=True)
+class Reassignment:
+    partition: int
+    target: tuple[int, ...]
+
+
+@dataclass(frozen=True)
+class Faults:
+    """Budgets of perturbations. Healing (restart, delivery, fetch) is never bounded."""
+
+    crashes: int = 0
+    lossy_crashes: int = 0
+    undetected_restarts: int = 0
+    controller_failovers: int = 0
+    isr_shrinks: int = 0
+    delayed_requests: int = 0
+
+
+@dataclass(frozen=True)
+class Operations:
+    """Administrative operations the model may perform (each at most as often as given)."""
+
+    reassignments: tuple[Reassignment, ...] = ()
+    preferred_elections: int = 0
+    controlled_shutdowns: int = 0
+    topic_deletions: int = 0
+    topic_creation: bool = False
+
+
+@dataclass(frozen=True)
+class Config:
+    brokers: int = 3
+    partitions: int = 1
+    replication_factor: int = 3
+    max_records: int = 2
+    min_insync_replicas: int = 1
+    unclean_leader_election: bool = False
+    hw_checkpoint: str = "periodic"  # "periodic" | "every-change"
+    stale_controller: bool = True
+    assignment: tuple[tuple[int, ...], ...] = ()
+    faults: Faults = field(default_factory=Faults)
+    operations: Operations = field(default_factory=Operations)
+
+    # ------------------------------------------------------------------ derived
+    @property
+    def broker_ids(self) -> tuple[int, ...]:
+        return tuple(range(1, self.brokers + 1))
+
+    def replicas_of(self, partition: int) -> tuple[int, ...]:
+        return self.assignment[partition]
+
+    def to_dict(self) -> dict[str, Any]:
+        d = dataclasses.asdict(self)
+        d["assignment"] = [list(a) for a in self.assignment]
+        d["operations"]["reassignments"] = [
+            {"partition": r.partition, "target": list(r.target)} for r in self.operations.reassignments
+        ]
+        return d
+
+
+_TOP_KEYS = {f.name for f in dataclasses.fields(Config)}
+_FAULT_KEYS = {f.name for f in dataclasses.fields(Faults)}
+_OP_KEYS = {f.name for f in dataclasses.fields(Operations)}
+
+
+def _int(where: str, value: Any, lo: int, hi: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ConfigError(f"{where} must be an integer, got {value!r}")
+    if not lo <= value <= hi:
+        raise ConfigError(f"{where} must be between {lo} and {hi}, got {value}")
+    return value
+
+
+def _bool(where: str, value: Any) -> bool:
+    if not isinstance(value, bool):
+        raise ConfigError(f"{where} must be true or false, got {value!r}")
+    return value
+
+
+def _table(where: str, value: Any) -> dict[str, Any]:
+    if not isinstance(value, dict):
+        raise ConfigError(f"[{where}] must be a table, got {value!r}")
+    return value
+
+
+def _unknown(where: str, keys: set[str], known: set[str]) -> None:
+    extra = sorted(keys - known)
+    if extra:
+        raise ConfigError(f"unknown key {where}{extra[0]!r} (known: {', '.join(sorted(known))})")
+
+
+def from_mapping(raw: dict[str, Any]) -> Config:
+    """Build and validate a :class:`Config` from a parsed TOML document."""
+    raw = dict(raw)
+    raw.pop("name", None)
+    raw.pop("description", None)
+    _unknown("", set(raw), _TOP_KEYS)
+    brokers = _int("brokers", raw.get("brokers", 3), 1, MAX_BROKERS)
+    partitions = _int("partitions", raw.get("partitions", 1), 1, MAX_PARTITIONS)
+    rf = _int("replication_factor", raw.get("replication_factor", min(3, brokers)), 1, MAX_BROKERS)
+    if rf > brokers:
+        raise ConfigError(f"replication_factor {rf} exceeds brokers {brokers}")
+    max_records = _int("max_records", raw.get("max_records", 2), 0, MAX_RECORDS)
+    min_isr = _int("min_insync_replicas", raw.get("min_insync_replicas", 1), 1, MAX_BROKERS)
+    if min_isr > rf:
+        raise ConfigError(f"min_insync_replicas {min_isr} exceeds replication_factor {rf}: no write could commit")
+    unclean = _bool("unclean_leader_election", raw.get("unclean_leader_election", False))
+    stale = _bool("stale_controller", raw.get("stale_controller", True))
+    hw_checkpoint = raw.get("hw_checkpoint", "periodic")
+    if hw_checkpoint not in ("periodic", "every-change"):
+        raise ConfigError(f"hw_checkpoint must be \"periodic\" or \"every-change\", got {hw_checkpoint!r}")
+
+    if "assignment" in raw:
+        assignment_raw = raw["assignment"]
+        if not isinstance(assignment_raw, list) or len(assignment_raw) != partitions:
+            raise ConfigError(f"assignment must be a list of {partitions} replica lists")
+        assignment = tuple(
+            _replica_list(f"assignment[{p}]", a, brokers, rf) for p, a in enumerate(assignment_raw)
+        )
+    else:
+        assignment = tuple(
+            tuple(((p + i) % brokers) + 1 for i in range(rf)) for p in range(partitions)
+        )
+
+    f = _table("faults", raw.get("faults", {}))
+    _unknown("faults.", set(f), _FAULT_KEYS)
+    faults = Faults(**{k: _int(f"faults.{k}", v, 0, 16) for k, v in f.items()})
+
+    o = _table("operations", raw.get("operations", {}))
+    _unknown("operations.", set(o), _OP_KEYS)
+    reassignments = []
+    for i, r in enumerate(o.get("reassignments", [])):
+        r = _table(f"operations.reassignments[{i}]", r)
+        _unknown(f"operations.reassignments[{i}].", set(r), {"partition", "target"})
+        if "partition" not in r or "target" not in r:
+            raise ConfigError(f"operations.reassignments[{i}] needs both partition and target")
+        p = _int(f"operations.reassignments[{i}].partition", r["partition"], 0, partitions - 1)
+        target = _replica_list(f"operations.reassignments[{i}].target", r["target"], brokers, None)
+        reassignments.append(Reassignment(p, target))
+    ops = Operations(
+        reassignments=tuple(reassignments),
+        preferred_elections=_int("operations.preferred_elections", o.get("preferred_elections", 0), 0, 16),
+        controlled_shutdowns=_int("operations.controlled_shutdowns", o.get("controlled_shutdowns", 0), 0, 16),
+        topic_deletions=_int("operations.topic_deletions", o.get("topic_deletions", 0), 0, 1),
+        topic_creation=_bool("operations.topic_creation", o.get("topic_creation", False)),
+    )
+    return Config(
+        brokers=brokers,
+        partitions=partitions,
+        replication_factor=rf,
+        max_records=max_records,
+        min_insync_replicas=min_isr,
+        unclean_leader_election=unclean,
+        hw_checkpoint=hw_checkpoint,
+        stale_controller=stale,
+        assignment=assignment,
+        faults=faults,
+        operations=ops,
+    )
+
+
+def _replica_list(where: str, value: Any, brokers: int, length: int | None) -> tuple[int, ...]:
+    if not isinstance(value, list) or not value:
+        raise ConfigError(f"{where} must be a non-empty list of broker ids")
+    ids = tuple(_int(f"{where} entry", b, 1, brokers) for b in value)
+    if len(set(ids)) != len(ids):
+        raise ConfigError(f"{where} lists a broker twice: {list(ids)}")
+    if length is not None and len(ids) != length:
+        raise ConfigError(f"{where} must have replication_factor={length} replicas, got {len(ids)}")
+    return ids
+
+
+def load(path: str | Path) -> Config:
+    """Read a configuration file; any problem is a :class:`ConfigError`."""
+    p = Path(path)
+    try:
+        text = p.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise ConfigError(f"{path}: no such file") from None
+    except (OSError, UnicodeDecodeError) as e:
+        raise ConfigError(f"{path}: cannot read: {e}") from None
+    try:
+        raw = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as e:
+        raise ConfigError(f"{path}: not valid TOML: {e}") from None
+    return from_mapping(raw)
+
+
+def parse_override(text: str) -> tuple[list[str], Any]:
+    """``faults.crashes=1`` -> (["faults", "crashes"], 1); the value is read as TOML."""
+    if "=" not in text:
+        raise ConfigError(f"--set expects KEY=VALUE, got {text!r}")
+    key, value = text.split("=", 1)
+    key = key.strip()
+    if not key or any(not part for part in key.split(".")):
+        raise ConfigError(f"--set expects KEY=VALUE, got {text!r}")
+    try:
+        parsed = tomllib.loads(f"v = {value.strip()}")["v"]
+    except tomllib.TOMLDecodeError:
+        parsed = value.strip()  # a bare word is a string
+    return key.split("."), parsed
+
+
+def apply_overrides(raw: dict[str, Any], overrides: list[str]) -> dict[str, Any]:
+    """Return a copy of ``raw`` with each ``KEY=VALUE`` applied (dotted keys reach into tables)."""
+    out: dict[str, Any] = {k: (dict(v) if isinstance(v, dict) else v) for k, v in raw.items()}
+    for text in overrides:
+        path, value = parse_override(text)
+        node = out
+        for part in path[:-1]:
+            child = node.get(part)
+            if child is None:
+                child = node[part] = {}
+            elif not isinstance(child, dict):
+                raise ConfigError(f"--set {'.'.join(path)}: {part} is not a table")
+            node = child
+        node[path[-1]] = value
+    return out

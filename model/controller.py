@@ -1,0 +1,466 @@
+"""The controller: its state machines in action and its operations (specs/04-controller.md).
+
+Every function here runs inside one atomic model step on a :class:`World`, on behalf of one
+controller context ``c`` (the active controller, or a stale one that has not yet noticed it was
+deposed). Requests carry ``c.epoch``; brokers that have seen a newer epoch reject them.
+"""
+from __future__ import annotations
+
+from .brokersets import bit, members
+from .selectors import Election, NoEligibleLeader, Selector, SelectorInput
+from .state import NO_LEADER, UPDATE_METADATA, STOP_REPLICA, StopReplica, UpdateMetadata, ZkPartition
+from .tables import PartitionState as PS
+from .tables import ReplicaState as RS
+from .tables import check_partition_move, check_replica_move
+from .world import ControllerWork, World, empty_zk_partition
+
+
+class Fenced(Exception):
+    """A newer controller wrote this partition's leader/ISR znode; this controller must stop."""
+
+
+# ---------------------------------------------------------------------------- views
+def assignment(w: World, c: ControllerWork, p: int) -> tuple[int, ...]:
+    """The controller's view of AR: ZooKeeper's, except RAR once step 6 set it in memory."""
+    if c.reassign_step[p] >= 7:
+        return c.reassign_new[p]
+    return w.parts[p].replicas
+
+
+def exists(w: World, p: int) -> bool:
+    return bool(w.parts[p].replicas)
+
+
+def live_in(c: ControllerWork, brokers: tuple[int, ...]) -> tuple[int, ...]:
+    return tuple(b for b in brokers if c.live >> b & 1)
+
+
+def broadcast_metadata(w: World, c: ControllerWork) -> None:
+    for b in members(c.live):
+        w.send(b, UpdateMetadata(UPDATE_METADATA, c.epoch))
+
+
+def send_leader_and_isr(w: World, c: ControllerWork, p: int, to: tuple[int, ...]) -> None:
+    req = w.leader_and_isr(c.epoch, p, assignment(w, c, p))
+    for b in to:
+        if c.live >> b & 1:
+            w.send(b, req)
+
+
+def write_leader_isr(w: World, c: ControllerWork, p: int, leader: int, isr: int) -> None:
+    """Conditional write of the leader/ISR znode with a new leader epoch.
+
+    The check-then-write of the 0.8 design: refuse when a newer controller wrote the znode.
+    """
+    zp = w.parts[p]
+    if zp.controller_epoch > c.epoch or w.protocol.controller_fenced(w, c):
+        raise Fenced()
+    w.parts[p] = ZkPartition(zp.replicas, leader, isr, zp.leader_epoch + 1, zp.version + 1, c.epoch)
+
+
+# ---------------------------------------------------------------------------- partition state machine
+def partition_to(w: World, c: ControllerWork, p: int, target: PS, selector: Selector | None = None) -> bool:
+    """Move partition ``p``; False when the move could not happen (no leader, or fenced)."""
+    source = c.partition_states[p]
+    check_partition_move(p, source, target)
+    if target == PS.ONLINE:
+        try:
+            if source == PS.NEW:
+                _initialize_leader_and_isr(w, c, p)
+            else:
+                _elect(w, c, p, selector or Selector.OFFLINE_PARTITION)
+        except (NoEligibleLeader, Fenced):
+            return False
+    c.partition_states[p] = target
+    return True
+
+
+def _initialize_leader_and_isr(w: World, c: ControllerWork, p: int) -> None:
+    ar = assignment(w, c, p)
+    live = live_in(c, ar)
+    if not live:
+        raise NoEligibleLeader(Selector.OFFLINE_PARTITION, "no assigned replica is alive")
+    zp = w.parts[p]
+    if zp.version != 0 or w.protocol.controller_fenced(w, c):
+        raise Fenced()  # another controller created the znode first
+    isr = 0
+    for b in live:
+        isr |= bit(b)
+    w.parts[p] = ZkPartition(zp.replicas, live[0], isr, 0, 1, c.epoch)
+    send_leader_and_isr(w, c, p, live)
+    broadcast_metadata(w, c)
+
+
+def _elect(w: World, c: ControllerWork, p: int, selector: Selector) -> Election:
+    zp = w.parts[p]
+    inp = SelectorInput(
+        assignment=assignment(w, c, p), leader=zp.leader, isr=zp.isr, live=c.live,
+        shutting_down=c.shutting_down, target=c.reassign_new[p],
+        unclean_election=w.protocol.config.unclean_leader_election,
+    )
+    election = w.protocol.select(selector, inp)
+    write_leader_isr(w, c, p, election.leader, election.isr)
+    send_leader_and_isr(w, c, p, election.receivers)
+    broadcast_metadata(w, c)
+    return election
+
+
+# ---------------------------------------------------------------------------- replica state machine
+def replica_to(w: World, c: ControllerWork, p: int, b: int, target: RS) -> bool:
+    source = c.replica_states[p][b - 1]
+    check_replica_move(p, b, source, target)
+    zp = w.parts[p]
+    if target == RS.NEW:
+        if zp.version:
+            send_leader_and_isr(w, c, p, (b,))
+    elif target == RS.ONLINE:
+        if source != RS.NEW and zp.version:
+            send_leader_and_isr(w, c, p, (b,))
+    elif target == RS.OFFLINE:
+        w.send(b, StopReplica(STOP_REPLICA, c.epoch, p, False))
+        try:
+            _remove_from_isr(w, c, p, b)
+        except Fenced:
+            return False
+    elif target == RS.DELETION_STARTED:
+        w.send(b, StopReplica(STOP_REPLICA, c.epoch, p, True))
+    c.replica_states[p][b - 1] = target
+    return True
+
+
+def _remove_from_isr(w: World, c: ControllerWork, p: int, b: int) -> None:
+    """Take a replica out of the ISR in ZooKeeper and tell the leader.
+
+    The last ISR member is kept unless unclean election is enabled; a removed leader leaves the
+    partition leaderless. Both bump the leader epoch.
+    """
+    zp = w.parts[p]
+    if not zp.version or not zp.isr >> b & 1:
+        return
+    new_leader = NO_LEADER if zp.leader == b else zp.leader
+    new_isr = zp.isr & ~bit(b)
+    if not new_isr and not w.protocol.config.unclean_leader_election:
+        new_isr = zp.isr
+    write_leader_isr(w, c, p, new_leader, new_isr)
+    if new_leader != NO_LEADER:
+        send_leader_and_isr(w, c, p, (new_leader,))
+    broadcast_metadata(w, c)
+
+
+def bump_leader_epoch(w: World, c: ControllerWork, p: int, to: tuple[int, ...]) -> None:
+    zp = w.parts[p]
+    write_leader_isr(w, c, p, zp.leader, zp.isr)
+    send_leader_and_isr(w, c, p, to)
+
+
+# ---------------------------------------------------------------------------- operations
+def on_new_partition_creation(w: World, c: ControllerWork) -> None:
+    """NonExistent -> New -> Online for every partition of the topic, replicas alongside."""
+    created = [p for p in range(len(w.parts)) if exists(w, p) and c.partition_states[p] == PS.NON_EXISTENT]
+    for p in created:
+        partition_to(w, c, p, PS.NEW)
+        for b in assignment(w, c, p):
+            replica_to(w, c, p, b, RS.NEW)
+    for p in created:
+        partition_to(w, c, p, PS.ONLINE)
+        for b in assignment(w, c, p):
+            replica_to(w, c, p, b, RS.ONLINE)
+
+
+def _electable(w: World, p: int) -> bool:
+    return exists(w, p) and not w.deleting >> p & 1
+
+
+def on_broker_failure(w: World, c: ControllerWork, dead: int) -> None:
+    c.shutting_down &= ~dead
+    for p in range(len(w.parts)):
+        if _electable(w, p) and dead >> w.parts[p].leader & 1 and c.partition_states[p] != PS.NON_EXISTENT:
+            partition_to(w, c, p, PS.OFFLINE)
+    _elect_offline_and_new(w, c)
+    for p in range(len(w.parts)):
+        if not exists(w, p):
+            continue
+        for b in assignment(w, c, p):
+            if not dead >> b & 1:
+                continue
+            state = c.replica_states[p][b - 1]
+            if w.deleting >> p & 1:
+                if state in (RS.DELETION_STARTED, RS.OFFLINE):
+                    replica_to(w, c, p, b, RS.DELETION_INELIGIBLE)
+            elif state != RS.NON_EXISTENT:
+                replica_to(w, c, p, b, RS.OFFLINE)
+
+
+def on_broker_startup(w: World, c: ControllerWork, new: int) -> None:
+    for b in members(new):
+        w.send(b, UpdateMetadata(UPDATE_METADATA, c.epoch))
+    for p in range(len(w.parts)):
+        if not exists(w, p):
+            continue
+        for b in assignment(w, c, p):
+            if not new >> b & 1:
+                continue
+            state = c.replica_states[p][b - 1]
+            if w.deleting >> p & 1:
+                if state == RS.DELETION_INELIGIBLE:  # retry the deletion on the returning broker
+                    replica_to(w, c, p, b, RS.OFFLINE)
+                    replica_to(w, c, p, b, RS.DELETION_STARTED)
+            elif state != RS.NON_EXISTENT:
+                replica_to(w, c, p, b, RS.ONLINE)
+    _elect_offline_and_new(w, c)
+
+
+def _elect_offline_and_new(w: World, c: ControllerWork) -> None:
+    for p in range(len(w.parts)):
+        if _electable(w, p) and c.partition_states[p] in (PS.OFFLINE, PS.NEW):
+            partition_to(w, c, p, PS.ONLINE, Selector.OFFLINE_PARTITION)
+
+
+def process_broker_change(w: World, c: ControllerWork) -> None:
+    """The broker-change watch fired: diff the registrations with what this controller knew."""
+    registered = w.live
+    bounced = 0
+    if w.protocol.detects_restarts():
+        for b in members(registered & c.live):
+            if w.generation[b - 1] != c.generation[b - 1]:
+                bounced |= bit(b)
+    dead = (c.live & ~registered) | bounced
+    new = (registered & ~c.live) | bounced
+    c.live = registered
+    c.generation = w.generation
+    if new:
+        c.live &= ~bounced
+        if bounced:
+            on_broker_failure(w, c, bounced)
+        c.live = registered
+        on_broker_startup(w, c, new)
+    if dead & ~bounced:
+        on_broker_failure(w, c, dead & ~bounced)
+
+
+def on_controller_failover(w: World, c: ControllerWork) -> None:
+    """Initialise a freshly elected controller from ZooKeeper and drive everything online."""
+    c.live = w.live
+    c.generation = w.generation
+    for p, zp in enumerate(w.parts):
+        if not zp.replicas:
+            continue
+        for b in zp.replicas:
+            c.replica_states[p][b - 1] = RS.ONLINE if c.live >> b & 1 else RS.OFFLINE
+        if zp.version == 0:
+            c.partition_states[p] = PS.NEW
+        elif zp.leader != NO_LEADER and c.live >> zp.leader & 1:
+            c.partition_states[p] = PS.ONLINE
+        else:
+            c.partition_states[p] = PS.OFFLINE
+    # replica state machine start-up: every live replica -> OnlineReplica (LeaderAndIsr to each)
+    for p, zp in enumerate(w.parts):
+        if zp.replicas and not w.deleting >> p & 1:
+            for b in zp.replicas:
+                if c.live >> b & 1:
+                    replica_to(w, c, p, b, RS.ONLINE)
+    _elect_offline_and_new(w, c)
+    for p in range(len(w.parts)):
+        if w.reassign[p] and exists(w, p):
+            c.reassign_step[p] = 1
+    broadcast_metadata(w, c)
+
+
+def on_preferred_replica_election(w: World, c: ControllerWork, p: int) -> None:
+    if _electable(w, p) and c.reassign_step[p] == 0:
+        partition_to(w, c, p, PS.ONLINE, Selector.PREFERRED_REPLICA)
+    w.preferred &= ~bit(p)
+
+
+def controlled_shutdown(w: World, c: ControllerWork, b: int) -> None:
+    """Move leadership off ``b`` and take its follower replicas out of the ISR."""
+    c.shutting_down |= bit(b)
+    for p in range(len(w.parts)):
+        if not _electable(w, p):
+            continue
+        zp = w.parts[p]
+        ar = assignment(w, c, p)
+        if b not in ar or c.replica_states[p][b - 1] == RS.NON_EXISTENT:
+            continue
+        if zp.leader == b:
+            if len(ar) > 1:
+                partition_to(w, c, p, PS.ONLINE, Selector.CONTROLLED_SHUTDOWN)
+        else:
+            replica_to(w, c, p, b, RS.OFFLINE)
+
+
+def start_topic_deletion(w: World, c: ControllerWork) -> None:
+    for p in members(w.deleting):
+        if not exists(w, p):
+            continue
+        for b in assignment(w, c, p):
+            state = c.replica_states[p][b - 1]
+            if state == RS.NON_EXISTENT:
+                continue
+            replica_to(w, c, p, b, RS.OFFLINE)
+            if c.live >> b & 1:
+                replica_to(w, c, p, b, RS.DELETION_STARTED)
+            else:
+                replica_to(w, c, p, b, RS.DELETION_INELIGIBLE)
+        if c.partition_states[p] != PS.OFFLINE:
+            partition_to(w, c, p, PS.OFFLINE)
+
+
+def deletion_started(w: World, c: ControllerWork) -> bool:
+    for p in members(w.deleting):
+        for b in w.parts[p].replicas:
+            if c.replica_states[p][b - 1] in (RS.DELETION_STARTED, RS.DELETION_SUCCESSFUL, RS.DELETION_INELIGIBLE):
+                return True
+    return False
+
+
+def deletion_complete(w: World, c: ControllerWork) -> bool:
+    for p in members(w.deleting):
+        for b in w.parts[p].replicas:
+            if c.replica_states[p][b - 1] != RS.DELETION_SUCCESSFUL:
+                return False
+    return True
+
+
+def complete_topic_deletion(w: World, c: ControllerWork) -> None:
+    for p in members(w.deleting):
+        for b in w.parts[p].replicas:
+            replica_to(w, c, p, b, RS.NON_EXISTENT)
+        partition_to(w, c, p, PS.NON_EXISTENT)
+        w.parts[p] = empty_zk_partition()
+        w.reassign[p] = ()
+        w.preferred &= ~bit(p)
+        c.reassign_step[p] = 0
+    w.deleting = 0
+    broadcast_metadata(w, c)
+
+
+# ---------------------------------------------------------------------------- reassignment
+def reassignment_step(w: World, c: ControllerWork, p: int) -> None:
+    """Perform the next of the 12 steps of onPartitionReassignment for partition ``p``."""
+    step = c.reassign_step[p]
+    try:
+        _REASSIGNMENT_STEPS[step](w, c, p)
+    except Fenced:
+        c.reassign_step[p] = 0  # a newer controller owns the partition; this one gives up
+
+
+def reassignment_step_enabled(w: World, c: ControllerWork, p: int) -> bool:
+    step = c.reassign_step[p]
+    if step == 0:
+        return bool(w.reassign[p]) and exists(w, p) and not w.deleting >> p & 1 and c.epoch == w.controller_epoch
+    if step == 4:
+        isr = w.parts[p].isr
+        return all(isr >> r & 1 for r in c.reassign_new[p])
+    return True
+
+
+def _step1_start(w: World, c: ControllerWork, p: int) -> None:
+    """Read RAR; give up if it equals AR or names a dead broker; else write AR = OAR + RAR."""
+    target = w.reassign[p]
+    current = w.parts[p].replicas
+    if target == current or any(not c.live >> r & 1 for r in target):
+        _drop_reassignment_request(w, p)
+        c.reassign_step[p] = 0
+        return
+    c.reassign_old[p] = current
+    c.reassign_new[p] = target
+    union = current + tuple(r for r in target if r not in current)
+    w.parts[p] = w.parts[p]._replace(replicas=union)
+    c.reassign_step[p] = 2
+
+
+def _step2_bump_epoch(w: World, c: ControllerWork, p: int) -> None:
+    """LeaderAndIsr (AR = OAR + RAR, leader epoch + 1) to every replica of OAR + RAR."""
+    if w.parts[p].version:
+        bump_leader_epoch(w, c, p, assignment(w, c, p))
+    c.reassign_step[p] = 3
+
+
+def _step3_new_replicas(w: World, c: ControllerWork, p: int) -> None:
+    for b in c.reassign_new[p]:
+        if b not in c.reassign_old[p]:
+            replica_to(w, c, p, b, RS.NEW)
+    c.reassign_step[p] = 4
+
+
+def _step4_caught_up(w: World, c: ControllerWork, p: int) -> None:
+    """Enabled only once every RAR replica is in the ISR."""
+    c.reassign_step[p] = 5
+
+
+def _step5_online(w: World, c: ControllerWork, p: int) -> None:
+    for b in c.reassign_new[p]:
+        replica_to(w, c, p, b, RS.ONLINE)
+    c.reassign_step[p] = 6
+
+
+def _step6_ar_in_memory(w: World, c: ControllerWork, p: int) -> None:
+    c.reassign_step[p] = 7  # from here on assignment() answers RAR
+
+
+def _step7_leader(w: World, c: ControllerWork, p: int) -> None:
+    zp = w.parts[p]
+    rar = c.reassign_new[p]
+    if zp.leader not in rar or not c.live >> zp.leader & 1:
+        partition_to(w, c, p, PS.ONLINE, Selector.REASSIGNED_PARTITION)
+    elif zp.version:
+        bump_leader_epoch(w, c, p, rar)
+    c.reassign_step[p] = 8
+
+
+def _step8_old_offline(w: World, c: ControllerWork, p: int) -> None:
+    for b in c.reassign_old[p]:
+        if b not in c.reassign_new[p]:
+            if not replica_to(w, c, p, b, RS.OFFLINE):
+                raise Fenced()
+    c.reassign_step[p] = 9
+
+
+def _step9_old_deleted(w: World, c: ControllerWork, p: int) -> None:
+    for b in c.reassign_old[p]:
+        if b not in c.reassign_new[p]:
+            replica_to(w, c, p, b, RS.DELETION_STARTED)
+            replica_to(w, c, p, b, RS.DELETION_SUCCESSFUL)
+            replica_to(w, c, p, b, RS.NON_EXISTENT)
+    c.reassign_step[p] = 10
+
+
+def _step10_ar_in_zk(w: World, c: ControllerWork, p: int) -> None:
+    if w.protocol.controller_fenced(w, c):
+        raise Fenced()
+    w.parts[p] = w.parts[p]._replace(replicas=c.reassign_new[p])
+    c.reassign_step[p] = 11
+
+
+def _step11_clear_request(w: World, c: ControllerWork, p: int) -> None:
+    if w.protocol.controller_fenced(w, c):
+        raise Fenced()
+    _drop_reassignment_request(w, p)
+    c.reassign_step[p] = 12
+
+
+def _step12_metadata(w: World, c: ControllerWork, p: int) -> None:
+    broadcast_metadata(w, c)
+    c.reassign_step[p] = 0
+    c.reassign_old[p] = ()
+    c.reassign_new[p] = ()
+
+
+def _drop_reassignment_request(w: World, p: int) -> None:
+    w.reassign[p] = ()
+    w.ghost[p] = w.ghost[p]._replace(reassign_origin=())
+
+
+_REASSIGNMENT_STEPS = {
+    0: _step1_start, 2: _step2_bump_epoch, 3: _step3_new_replicas, 4: _step4_caught_up,
+    5: _step5_online, 6: _step6_ar_in_memory, 7: _step7_leader, 8: _step8_old_offline,
+    9: _step9_old_deleted, 10: _step10_ar_in_zk, 11: _step11_clear_request, 12: _step12_metadata,
+}
+# A resumed reassignment (after controller failover) restarts at step 1.
+_REASSIGNMENT_STEPS[1] = _step1_start
+
+
+def next_reassignment_step(c: ControllerWork | None, step: int) -> int:
+    """The step number an action performs (1..12) given the stored ``reassign_step``."""
+    return 1 if step in (0, 1) else step

@@ -1,0 +1,104 @@
+"""KafkaModel: the protocol plugged into the generic checker.
+
+The model does not import the properties (``invariants`` imports ``model``, never the other way);
+whoever builds a check hands them in — see :func:`isrcheck.invariants.build_model`.
+"""
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from .actions import Action, apply, enabled_actions, initial_controller
+from .brokersets import mask_of
+from .checker import ModelFault, Property
+from .protocol import Protocol
+from .state import Broker, Budget, Controller, Ghost, Replica, State, Zk, ZkPartition
+from .symmetry import canonical
+from .tables import IllegalTransition
+from .tables import PartitionState as PS
+from .tables import ReplicaState as RS
+
+FIRST_CONTROLLER_EPOCH = 1
+
+
+def initial_state(protocol: Protocol) -> State:
+    """Every broker up, one controller (epoch 1), the topic's partitions as configured.
+
+    Unless ``operations.topic_creation`` is set, the topic exists already: each partition led by
+    the first replica of its assignment with every replica in the ISR and in sync (empty logs),
+    as after creation and delivery of the first LeaderAndIsr requests.
+    """
+    cfg = protocol.config
+    nb, np_ = cfg.brokers, cfg.partitions
+    everyone = mask_of(cfg.broker_ids)
+    created = not cfg.operations.topic_creation
+    parts = []
+    for p in range(np_):
+        ar = cfg.replicas_of(p)
+        if created:
+            parts.append(ZkPartition(ar, ar[0], mask_of(ar), 0, 1, FIRST_CONTROLLER_EPOCH))
+        else:
+            parts.append(ZkPartition(ar, 0, 0, 0, 0, 0))
+    zk = Zk(everyone, (0,) * nb, FIRST_CONTROLLER_EPOCH, tuple(parts), ((),) * np_, 0, 0)
+
+    c = initial_controller(FIRST_CONTROLLER_EPOCH, nb, np_)
+    if created:
+        replica_states = []
+        for p in range(np_):
+            ar = cfg.replicas_of(p)
+            replica_states.append(tuple(RS.ONLINE if b in ar else RS.NON_EXISTENT for b in cfg.broker_ids))
+        c = c._replace(partition_states=(PS.ONLINE,) * np_, replica_states=tuple(replica_states))
+    c = c._replace(live=everyone)
+
+    brokers = []
+    for b in cfg.broker_ids:
+        replicas: list[Replica | None] = []
+        for p in range(np_):
+            ar = cfg.replicas_of(p)
+            if not created or b not in ar:
+                replicas.append(None)
+            elif b == ar[0]:
+                replicas.append(Replica((), 0, 0, b, 0, mask_of(ar), 1, (0,) * nb, 0))
+            else:
+                replicas.append(Replica((), 0, 0, ar[0], 0, 0, 0, (), 0))
+        brokers.append(Broker(True, FIRST_CONTROLLER_EPOCH if created else 0, tuple(replicas)))
+
+    f, o = cfg.faults, cfg.operations
+    budget = Budget(f.crashes, f.lossy_crashes, f.undetected_restarts, f.controller_failovers,
+                    f.isr_shrinks, f.delayed_requests, o.preferred_elections, o.controlled_shutdowns,
+                    o.topic_deletions)
+    ghost = tuple(Ghost(0, 0, (), ()) for _ in range(np_))
+    reassignments = tuple((r.partition, r.target) for r in o.reassignments)
+    return State(zk, c, None, tuple(brokers), ((),) * nb, ghost, budget, reassignments)
+
+
+class KafkaModel:
+    """The engine-facing model: initial state, enabled actions, next state, fingerprint."""
+
+    def __init__(self, protocol: Protocol, properties: Sequence[Property] = (), symmetry: bool = False) -> None:
+        self.protocol = protocol
+        self.config = protocol.config
+        self._properties = list(properties)
+        self.symmetry = symmetry
+
+    def init_states(self) -> list[State]:
+        return [initial_state(self.protocol)]
+
+    def actions(self, state: State) -> list[Action]:
+        return enabled_actions(self.protocol, state)
+
+    def next_state(self, state: State, action: Action) -> State:
+        try:
+            return apply(self.protocol, state, action)
+        except IllegalTransition as e:
+            raise ModelFault("OnlyValidTransitions", str(e)) from e
+
+    def properties(self) -> list[Property]:
+        return self._properties
+
+    def fingerprint(self, state: State) -> int:
+        if self.symmetry:
+            return hash(canonical(state))
+        return hash(state)
+
+
+__all__ = ["KafkaModel", "initial_state", "Controller"]

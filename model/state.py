@@ -1,0 +1,132 @@
+"""The model's state: nested NamedTuples of ints, bitmasks and tuples.
+
+Everything here is immutable and hashes in C (no strings, no enums with salted hashes, no
+frozensets), so a state's ``hash`` is a deterministic 64-bit fingerprint across processes. Broker
+sets are bitmasks (see :mod:`brokersets`); per-broker tuples are indexed by ``broker - 1``.
+"""
+from __future__ import annotations
+
+from typing import NamedTuple
+
+NO_LEADER = 0
+UNKNOWN_EPOCH = -1
+
+# Request kinds (the first field of every request, so two kinds never compare equal).
+LEADER_AND_ISR = 1
+STOP_REPLICA = 2
+UPDATE_METADATA = 3
+
+
+class LeaderAndIsr(NamedTuple):
+    kind: int
+    controller_epoch: int
+    partition: int
+    leader: int
+    isr: int
+    leader_epoch: int
+    zk_version: int
+    replicas: tuple[int, ...]
+
+
+class StopReplica(NamedTuple):
+    kind: int
+    controller_epoch: int
+    partition: int
+    delete: bool
+
+
+class UpdateMetadata(NamedTuple):
+    kind: int
+    controller_epoch: int
+
+
+Request = LeaderAndIsr | StopReplica | UpdateMetadata
+
+
+class ZkPartition(NamedTuple):
+    """A partition as the metadata store holds it."""
+
+    replicas: tuple[int, ...]  # assigned replicas (AR); () when the partition has no znode
+    leader: int  # NO_LEADER when none
+    isr: int  # bitmask
+    leader_epoch: int
+    version: int  # zkVersion of the leader/ISR znode; 0 while that znode does not exist
+    controller_epoch: int  # epoch of the controller that last wrote leader/ISR
+
+
+class Zk(NamedTuple):
+    live: int  # registered brokers (ephemeral znodes), bitmask
+    generation: tuple[int, ...]  # registrations so far per broker (a stand-in for the czxid)
+    controller_epoch: int
+    partitions: tuple[ZkPartition, ...]
+    reassign: tuple[tuple[int, ...], ...]  # /admin/reassign_partitions: target per partition, () if none
+    preferred: int  # /admin/preferred_replica_election: bitmask of partitions
+    deleting: int  # /admin/delete_topics: bitmask of partitions queued for deletion
+
+
+class Controller(NamedTuple):
+    """One controller's in-memory context. The active one has the highest epoch."""
+
+    epoch: int
+    live: int  # the brokers it believes alive
+    generation: tuple[int, ...]  # the registrations it has seen
+    partition_states: tuple[int, ...]  # PartitionState per partition
+    replica_states: tuple[tuple[int, ...], ...]  # ReplicaState per partition, per broker
+    reassign_step: tuple[int, ...]  # next step (1..12) of an ongoing reassignment, 0 for none
+    reassign_old: tuple[tuple[int, ...], ...]  # OAR per partition while reassigning
+    reassign_new: tuple[tuple[int, ...], ...]  # RAR per partition while reassigning
+    shutting_down: int  # brokers in controlled shutdown, bitmask
+
+
+class Replica(NamedTuple):
+    """One broker's copy of one partition. ``log`` and ``checkpoint`` survive a crash."""
+
+    log: tuple[int, ...]
+    hw: int
+    checkpoint: int  # HW checkpoint file
+    leader: int  # who this broker believes leads; itself when it leads; NO_LEADER when unknown
+    leader_epoch: int
+    isr: int  # leader only: its cached ISR
+    zk_version: int  # leader only: cached version of the leader/ISR znode
+    remote_leo: tuple[int, ...]  # leader only: each broker's LEO as last fetched, () otherwise
+    pending: int  # leader only: ids of records appended and not yet acknowledged, bitmask
+
+
+class Broker(NamedTuple):
+    alive: bool
+    controller_epoch: int  # highest controller epoch seen since start-up
+    replicas: tuple[Replica | None, ...]  # per partition; None when the broker hosts no replica
+
+
+class Ghost(NamedTuple):
+    """History variables for the properties; no protocol step reads them."""
+
+    produced: int  # records handed out so far (the next id is produced + 1)
+    acked: int  # ids acknowledged to a producer, bitmask
+    exposed: tuple[int, ...]  # longest prefix any leader has made visible below its HW
+    reassign_origin: tuple[int, ...]  # AR when the pending reassignment was requested
+
+
+class Budget(NamedTuple):
+    """Remaining perturbations and administrative operations."""
+
+    crashes: int
+    lossy_crashes: int
+    undetected_restarts: int
+    controller_failovers: int
+    isr_shrinks: int
+    delayed_requests: int
+    preferred_elections: int
+    controlled_shutdowns: int
+    topic_deletions: int
+
+
+class State(NamedTuple):
+    zk: Zk
+    controller: Controller  # the active controller
+    stale: Controller | None  # a deposed controller that has not yet noticed
+    brokers: tuple[Broker, ...]
+    inbox: tuple[tuple[Request, ...], ...]  # controller requests in flight, per broker, oldest first
+    ghost: tuple[Ghost, ...]  # per partition
+    budget: Budget
+    reassignments: tuple[tuple[int, tuple[int, ...]], ...]  # (partition, target) not yet requested

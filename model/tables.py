@@ -1,0 +1,101 @@
+"""The controller's partition and replica state machines, as data.
+
+Each table maps a target state to the states it may be entered from (the controller's
+"valid previous states"). A move that is not in its table raises :class:`IllegalTransition`;
+the checker turns that into a violation of the ``OnlyValidTransitions`` property with the trace
+that led there. specs/02-state-machines.md is drawn from these same tables.
+"""
+from __future__ import annotations
+
+from enum import IntEnum
+
+
+class PartitionState(IntEnum):
+    NON_EXISTENT = 0
+    NEW = 1
+    ONLINE = 2
+    OFFLINE = 3
+
+    @property
+    def label(self) -> str:
+        return _PARTITION_LABELS[self]
+
+
+class ReplicaState(IntEnum):
+    NON_EXISTENT = 0
+    NEW = 1
+    ONLINE = 2
+    OFFLINE = 3
+    DELETION_STARTED = 4
+    DELETION_SUCCESSFUL = 5
+    DELETION_INELIGIBLE = 6
+
+    @property
+    def label(self) -> str:
+        return _REPLICA_LABELS[self]
+
+
+_PARTITION_LABELS = {
+    PartitionState.NON_EXISTENT: "NonExistentPartition",
+    PartitionState.NEW: "NewPartition",
+    PartitionState.ONLINE: "OnlinePartition",
+    PartitionState.OFFLINE: "OfflinePartition",
+}
+_REPLICA_LABELS = {
+    ReplicaState.NON_EXISTENT: "NonExistentReplica",
+    ReplicaState.NEW: "NewReplica",
+    ReplicaState.ONLINE: "OnlineReplica",
+    ReplicaState.OFFLINE: "OfflineReplica",
+    ReplicaState.DELETION_STARTED: "ReplicaDeletionStarted",
+    ReplicaState.DELETION_SUCCESSFUL: "ReplicaDeletionSuccessful",
+    ReplicaState.DELETION_INELIGIBLE: "ReplicaDeletionIneligible",
+}
+
+P = PartitionState
+R = ReplicaState
+
+#: target partition state -> the states it may be entered from
+PARTITION_VALID_PREVIOUS: dict[PartitionState, frozenset[PartitionState]] = {
+    P.NEW: frozenset({P.NON_EXISTENT}),
+    P.ONLINE: frozenset({P.NEW, P.ONLINE, P.OFFLINE}),
+    P.OFFLINE: frozenset({P.NEW, P.ONLINE, P.OFFLINE}),
+    P.NON_EXISTENT: frozenset({P.OFFLINE}),
+}
+
+#: target replica state -> the states it may be entered from
+REPLICA_VALID_PREVIOUS: dict[ReplicaState, frozenset[ReplicaState]] = {
+    R.NEW: frozenset({R.NON_EXISTENT}),
+    R.ONLINE: frozenset({R.NEW, R.ONLINE, R.OFFLINE, R.DELETION_INELIGIBLE}),
+    R.OFFLINE: frozenset({R.NEW, R.ONLINE, R.OFFLINE, R.DELETION_INELIGIBLE}),
+    R.DELETION_STARTED: frozenset({R.OFFLINE}),
+    R.DELETION_SUCCESSFUL: frozenset({R.DELETION_STARTED}),
+    R.DELETION_INELIGIBLE: frozenset({R.DELETION_STARTED, R.OFFLINE}),
+    R.NON_EXISTENT: frozenset({R.DELETION_SUCCESSFUL}),
+}
+
+
+class IllegalTransition(Exception):
+    """A state machine was asked for a move its table does not allow."""
+
+    def __init__(self, machine: str, subject: str, source: str, target: str) -> None:
+        super().__init__(f"illegal {machine} transition of {subject}: {source} -> {target}")
+        self.machine = machine
+        self.subject = subject
+        self.source = source
+        self.target = target
+
+
+def check_partition_move(partition: int, source: int, target: int) -> None:
+    if source not in PARTITION_VALID_PREVIOUS[PartitionState(target)]:
+        raise IllegalTransition(
+            "partition", f"partition {partition}",
+            PartitionState(source).label, PartitionState(target).label,
+        )
+
+
+def check_replica_move(partition: int, broker: int, source: int, target: int) -> None:
+    if source not in REPLICA_VALID_PREVIOUS[ReplicaState(target)]:
+        raise IllegalTransition(
+            "replica", f"replica {broker} of partition {partition}",
+            ReplicaState(source).label, ReplicaState(target).label,
+        )

@@ -1,0 +1,192 @@
+"""A mutable working copy of one :class:`State`, used while a single action is applied.
+
+Controller operations touch many parts of the state at once (ZooKeeper, the controller's
+context, several inboxes); writing them against nested ``_replace`` calls would bury the protocol
+under bookkeeping. An action thaws the state into a :class:`World`, edits it in plain Python and
+freezes it back. Only the top-level containers are copied (lists of length brokers or
+partitions); inner values stay shared immutable tuples, so there is no deep copy on the hot path.
+"""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from .records import ids_in
+from .state import (
+    LEADER_AND_ISR,
+    UPDATE_METADATA,
+    Broker,
+    Controller,
+    Ghost,
+    LeaderAndIsr,
+    Replica,
+    Request,
+    State,
+    StopReplica,
+    UpdateMetadata,
+    Zk,
+    ZkPartition,
+)
+
+if TYPE_CHECKING:
+    from .protocol import Protocol
+
+
+class ControllerWork:
+    """The mutable mirror of a :class:`Controller`."""
+
+    __slots__ = ("epoch", "live", "generation", "partition_states", "replica_states",
+                 "reassign_step", "reassign_old", "reassign_new", "shutting_down")
+
+    def __init__(self, c: Controller) -> None:
+        self.epoch = c.epoch
+        self.live = c.live
+        self.generation = c.generation
+        self.partition_states = list(c.partition_states)
+        self.replica_states = [list(r) for r in c.replica_states]
+        self.reassign_step = list(c.reassign_step)
+        self.reassign_old = list(c.reassign_old)
+        self.reassign_new = list(c.reassign_new)
+        self.shutting_down = c.shutting_down
+
+    def freeze(self) -> Controller:
+        return Controller(
+            self.epoch, self.live, self.generation, tuple(self.partition_states),
+            tuple(tuple(r) for r in self.replica_states), tuple(self.reassign_step),
+            tuple(self.reassign_old), tuple(self.reassign_new), self.shutting_down,
+        )
+
+
+class World:
+    """Everything one action may change, as plain mutable Python."""
+
+    __slots__ = ("protocol", "base", "live", "generation", "controller_epoch", "parts", "reassign",
+                 "preferred", "deleting", "_active", "_stale", "stale_dropped", "brokers", "inbox",
+                 "ghost", "budget", "reassignments", "_zk_dirty")
+
+    def __init__(self, protocol: Protocol, s: State) -> None:
+        self.protocol = protocol
+        self.base = s
+        zk = s.zk
+        self.live = zk.live
+        self.generation = zk.generation
+        self.controller_epoch = zk.controller_epoch
+        self.parts = list(zk.partitions)
+        self.reassign = list(zk.reassign)
+        self.preferred = zk.preferred
+        self.deleting = zk.deleting
+        self._active: ControllerWork | None = None
+        self._stale: ControllerWork | None = None
+        self.stale_dropped = False
+        self.brokers = list(s.brokers)
+        self.inbox = list(s.inbox)
+        self.ghost = list(s.ghost)
+        self.budget = s.budget
+        self.reassignments = s.reassignments
+
+    # ------------------------------------------------------------------ controllers
+    def controller(self, epoch: int) -> ControllerWork | None:
+        """The controller with this epoch, if it is still acting (active or stale)."""
+        s = self.base
+        if self._active is not None and self._active.epoch == epoch:
+            return self._active
+        if self._stale is not None and self._stale.epoch == epoch:
+            return self._stale
+        if self._active is None and s.controller.epoch == epoch:
+            self._active = ControllerWork(s.controller)
+            return self._active
+        if (self._stale is None and not self.stale_dropped and s.stale is not None
+                and s.stale.epoch == epoch):
+            self._stale = ControllerWork(s.stale)
+            return self._stale
+        return None
+
+    def replace_active(self, new: ControllerWork, keep_old_as_stale: bool) -> None:
+        old = self._active or ControllerWork(self.base.controller)
+        self._stale = old if keep_old_as_stale else None
+        self.stale_dropped = not keep_old_as_stale
+        self._active = new
+
+    def drop_stale(self) -> None:
+        self._stale = None
+        self.stale_dropped = True
+
+    # ------------------------------------------------------------------ brokers
+    def alive(self, b: int) -> bool:
+        return self.brokers[b - 1].alive
+
+    def replica(self, b: int, p: int) -> Replica | None:
+        return self.brokers[b - 1].replicas[p]
+
+    def set_replica(self, b: int, p: int, r: Replica | None) -> None:
+        br = self.brokers[b - 1]
+        reps = list(br.replicas)
+        reps[p] = r
+        self.brokers[b - 1] = br._replace(replicas=tuple(reps))
+
+    def send(self, b: int, request: Request) -> None:
+        """Queue a controller request for broker ``b``; a dead broker's connection drops it.
+
+        An UpdateMetadata is not queued behind a request of the same controller epoch: its only
+        effect on a broker (raising the controller epoch it has seen) is already on its way.
+        """
+        if not self.brokers[b - 1].alive:
+            return
+        queue = self.inbox[b - 1]
+        if request[0] == UPDATE_METADATA:
+            epoch = request[1]
+            for q in queue:
+                if q[1] == epoch:
+                    return
+        self.inbox[b - 1] = queue + (request,)
+
+    def leader_and_isr(self, epoch: int, p: int, assignment: tuple[int, ...]) -> LeaderAndIsr:
+        zp = self.parts[p]
+        return LeaderAndIsr(LEADER_AND_ISR, epoch, p, zp.leader, zp.isr, zp.leader_epoch, zp.version, assignment)
+
+    # ------------------------------------------------------------------ ghost
+    def expose(self, p: int, log: tuple[int, ...], hw: int) -> None:
+        """A leader made ``log[:hw]`` readable: extend the longest exposed prefix if it agrees."""
+        g = self.ghost[p]
+        visible = log[:hw]
+        if len(visible) > len(g.exposed) and visible[: len(g.exposed)] == g.exposed:
+            self.ghost[p] = g._replace(exposed=visible)
+
+    def acknowledge(self, p: int, ids: int) -> None:
+        if ids:
+            g = self.ghost[p]
+            self.ghost[p] = g._replace(acked=g.acked | ids)
+
+    # ------------------------------------------------------------------ freeze
+    def freeze(self) -> State:
+        s = self.base
+        zk = Zk(self.live, self.generation, self.controller_epoch, tuple(self.parts),
+                tuple(self.reassign), self.preferred, self.deleting)
+        if zk == s.zk:
+            zk = s.zk
+        active = self._active.freeze() if self._active is not None else s.controller
+        if self._stale is not None:
+            stale: Controller | None = self._stale.freeze()
+        elif self.stale_dropped:
+            stale = None
+        else:
+            stale = s.stale
+        return State(zk, active, stale, tuple(self.brokers), tuple(self.inbox), tuple(self.ghost),
+                     self.budget, self.reassignments)
+
+
+def fresh_replica(brokers: int) -> Replica:
+    """A replica just created by LeaderAndIsr (an empty log, no role yet)."""
+    return Replica((), 0, 0, 0, -1, 0, 0, (), 0)
+
+
+def empty_zk_partition() -> ZkPartition:
+    return ZkPartition((), 0, 0, 0, 0, 0)
+
+
+def acked_missing(log: tuple[int, ...], ghost: Ghost) -> int:
+    """Acknowledged record ids that ``log`` does not hold."""
+    return ghost.acked & ~ids_in(log)
+
+
+__all__ = ["World", "ControllerWork", "fresh_replica", "empty_zk_partition", "acked_missing",
+           "StopReplica", "UpdateMetadata", "Broker"]
