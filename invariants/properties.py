@@ -71,7 +71,7 @@ def _strong_isr(s: State) -> bool:
                 br = s.brokers[b - 1]
                 if br.alive:
                     r = br.replicas[p]
-                    if r is None or r.log[:hw] != prefix:
+                    if (r.log[:hw] if r is not None else ()) != prefix:
                         return False
             isr >>= 1
             b += 1
@@ -147,13 +147,16 @@ def _reassignment_recoverable(s: State) -> bool:
 
 
 def _epochs_monotonic(s: State, t: State) -> bool:
-    if t.zk.controller_epoch < s.zk.controller_epoch:
-        return False
-    for a, b in zip(s.zk.partitions, t.zk.partitions):
-        if b.replicas and b.leader_epoch < a.leader_epoch:
+    if s.zk is not t.zk:
+        if t.zk.controller_epoch < s.zk.controller_epoch:
             return False
-    for x, y in zip(s.brokers, t.brokers):
-        if x.alive and y.alive:
+        for a, b in zip(s.zk.partitions, t.zk.partitions):
+            if a is not b and b.replicas and b.leader_epoch < a.leader_epoch:
+                return False
+    if s.brokers is not t.brokers:
+        for x, y in zip(s.brokers, t.brokers):
+            if x is y or not (x.alive and y.alive):
+                continue
             if y.controller_epoch < x.controller_epoch:
                 return False
             for rx, ry in zip(x.replicas, y.replicas):
@@ -217,7 +220,8 @@ ALL_PROPERTIES: tuple[Property, ...] = (
              "Every partition and replica state change is in its state machine's table."),
     Property("WriteCommitted", "sometimes", _write_committed, "06-properties.md#writecommitted",
              "Some write is acknowledged."),
-    Property("ReassignmentCompletes", "sometimes", _topic_deleted, "06-properties.md#reassignmentcompletes",
+    Property("ReassignmentCompletes", "sometimes", _make_reassignment_completes(Config()),
+             "06-properties.md#reassignmentcompletes",
              "A requested reassignment finishes with AR equal to its target."),
     Property("ControllerFailoverHappens", "sometimes", _controller_failover_happens,
              "06-properties.md#controllerfailoverhappens", "A new controller takes over."),

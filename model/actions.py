@@ -66,7 +66,7 @@ def enabled_actions(protocol: Protocol, s: State) -> list[Action]:
             elif r.leader != NO_LEADER:
                 lb = s.brokers[r.leader - 1]
                 lr = lb.replicas[p]
-                if lb.alive and lr is not None and lr.leader == r.leader:
+                if lb.alive and lr is not None and lr.leader == r.leader and lr.assigned >> b & 1:
                     out.append(Action("Fetch", (b, p)))
             if cfg.hw_checkpoint == "periodic" and r.checkpoint != r.hw:
                 out.append(Action("CheckpointHighWatermark", (b, p)))
@@ -159,7 +159,7 @@ def _spend(w: World, field: str) -> None:
 def _deliver(w: World, b: int, index: int) -> None:
     queue = w.inbox[b - 1]
     req = queue[index]
-    w.inbox[b - 1] = queue[:index] + queue[index + 1:]
+    w.set_inbox(b - 1, queue[:index] + queue[index + 1:])
     B.handle_request(w, b, req)
 
 
@@ -185,8 +185,8 @@ def _controlled_shutdown(w: World, e: int, b: int) -> None:
 
 
 def _request_reassignment(w: World, p: int, target: tuple[int, ...]) -> None:
-    w.reassign[p] = target
-    w.ghost[p] = w.ghost[p]._replace(reassign_origin=w.parts[p].replicas)
+    w.set_reassign(p, target)
+    w.set_ghost(p, w.ghost[p]._replace(reassign_origin=w.parts[p].replicas))
     w.reassignments = w.reassignments[1:]
 
 

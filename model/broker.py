@@ -8,9 +8,9 @@ why a follower's HW lags the leader's by one fetch.
 """
 from __future__ import annotations
 
-from .brokersets import bit, members, size
+from .brokersets import bit, mask_of, members, size
 from .records import ids_in, make_record
-from .state import LEADER_AND_ISR, NO_LEADER, STOP_REPLICA, LeaderAndIsr, Replica, Request, StopReplica
+from .state import LEADER_AND_ISR, NO_LEADER, STOP_REPLICA, LeaderAndIsr, Replica, Request, StopReplica, ZkPartition
 from .tables import ReplicaState as RS
 from .tables import check_replica_move
 from .world import World, fresh_replica
@@ -22,7 +22,7 @@ def handle_request(w: World, b: int, req: Request) -> None:
     if req[1] < br.controller_epoch:
         return  # from a deposed controller: rejected
     if req[1] > br.controller_epoch:
-        w.brokers[b - 1] = br._replace(controller_epoch=req[1])
+        w.set_broker(b - 1, br._replace(controller_epoch=req[1]))
     if req[0] == LEADER_AND_ISR:
         _leader_and_isr(w, b, req)  # type: ignore[arg-type]
     elif req[0] == STOP_REPLICA:
@@ -47,11 +47,12 @@ def _leader_and_isr(w: World, b: int, req: LeaderAndIsr) -> None:
 
 
 def _become_leader(w: World, b: int, p: int, r: Replica, req: LeaderAndIsr) -> None:
+    assigned = mask_of(req.replicas)
     if r.leader == b:  # still the leader, with a newer epoch (an ISR or assignment change)
-        r = r._replace(leader_epoch=req.leader_epoch, isr=req.isr, zk_version=req.zk_version)
+        r = r._replace(leader_epoch=req.leader_epoch, isr=req.isr, zk_version=req.zk_version, assigned=assigned)
     else:
         r = Replica(r.log, r.hw, r.checkpoint, b, req.leader_epoch, req.isr, req.zk_version,
-                    (0,) * len(w.brokers), 0)
+                    (0,) * len(w.brokers), 0, assigned)
     r = advance_hw(w, b, p, r)
     w.set_replica(b, p, r)
     w.expose(p, r.log, r.hw)
@@ -62,7 +63,7 @@ def become_follower_truncating_to_hw(w: World, b: int, p: int, r: Replica, req: 
     log = r.log
     if r.leader != req.leader:
         log = log[: r.hw]
-    return Replica(log, min(r.hw, len(log)), r.checkpoint, req.leader, req.leader_epoch, 0, 0, (), 0)
+    return Replica(log, min(r.hw, len(log)), r.checkpoint, req.leader, req.leader_epoch, 0, 0, (), 0, 0)
 
 
 def _stop_replica(w: World, b: int, req: StopReplica) -> None:
@@ -101,7 +102,8 @@ def advance_hw(w: World, leader: int, p: int, r: Replica) -> Replica:
             if w.protocol.acknowledges(r, committed):
                 w.acknowledge(p, committed)
             pending &= ~committed
-    r = r._replace(hw=new_hw, pending=pending)
+    r = Replica(r.log, new_hw, r.checkpoint, r.leader, r.leader_epoch, r.isr, r.zk_version,
+                r.remote_leo, pending, r.assigned)
     w.expose(p, r.log, new_hw)
     return r
 
@@ -111,7 +113,7 @@ def produce(w: World, leader: int, p: int) -> None:
     assert r is not None
     g = w.ghost[p]
     rid = g.produced + 1
-    w.ghost[p] = g._replace(produced=rid)
+    w.set_ghost(p, g._replace(produced=rid))
     r = r._replace(log=r.log + (make_record(rid, r.leader_epoch),), pending=r.pending | 1 << rid)
     w.set_replica(leader, p, advance_hw(w, leader, p, r))
 
@@ -131,34 +133,40 @@ def fetch(w: World, f: int, p: int) -> None:
     offset = len(rf.log)
     if offset > len(rl.log):  # OffsetOutOfRange: the follower truncates to the leader's LEO
         log = rf.log[: len(rl.log)]
-        w.set_replica(f, p, rf._replace(log=log, hw=min(rf.hw, len(log))))
+        w.set_replica(f, p, Replica(log, min(rf.hw, len(log)), rf.checkpoint, rf.leader, rf.leader_epoch,
+                                    rf.isr, rf.zk_version, rf.remote_leo, rf.pending, rf.assigned))
         return
-    remote = list(rl.remote_leo)
-    remote[f - 1] = offset
-    rl = rl._replace(remote_leo=tuple(remote))
-    if not rl.isr >> f & 1 and w.protocol.may_join_isr(rl, offset):
+    answered_hw = rl.hw  # the response carries the HW read before this fetch is recorded
+    remote = rl.remote_leo
+    isr, zk_version = rl.isr, rl.zk_version
+    if not isr >> f & 1 and w.protocol.may_join_isr(rl, offset):
         zp = w.parts[p]
-        if zp.version == rl.zk_version:  # conditional write on the znode version
-            w.parts[p] = zp._replace(isr=zp.isr | bit(f), version=zp.version + 1)
-            rl = rl._replace(isr=rl.isr | bit(f), zk_version=zp.version + 1)
+        if zp.version == zk_version:  # conditional write on the znode version
+            w.set_part(p, ZkPartition(zp.replicas, zp.leader, zp.isr | bit(f), zp.leader_epoch,
+                                     zp.version + 1, zp.controller_epoch))
+            isr, zk_version = isr | bit(f), zp.version + 1
+    rl = Replica(rl.log, rl.hw, rl.checkpoint, rl.leader, rl.leader_epoch, isr, zk_version,
+                 remote[: f - 1] + (offset,) + remote[f:], rl.pending, rl.assigned)
     rl = advance_hw(w, leader, p, rl)
     w.set_replica(leader, p, rl)
     log = rf.log + rl.log[offset:]
-    w.set_replica(f, p, rf._replace(log=log, hw=min(rl.hw, len(log))))
+    w.set_replica(f, p, Replica(log, min(answered_hw, len(log)), rf.checkpoint, rf.leader, rf.leader_epoch,
+                                rf.isr, rf.zk_version, rf.remote_leo, rf.pending, rf.assigned))
 
 
 def can_fetch(w: World, f: int, p: int) -> bool:
     rf = w.replica(f, p)
     if rf is None or rf.leader in (NO_LEADER, f):
         return False
-    return is_leader(w, rf.leader, p)
+    rl = w.replica(rf.leader, p)
+    return is_leader(w, rf.leader, p) and rl is not None and bool(rl.assigned >> f & 1)
 
 
 def shrink_isr(w: World, leader: int, p: int, follower: int) -> None:
     rl = w.replica(leader, p)
     assert rl is not None
     zp = w.parts[p]
-    w.parts[p] = zp._replace(isr=zp.isr & ~bit(follower), version=zp.version + 1)
+    w.set_part(p, zp._replace(isr=zp.isr & ~bit(follower), version=zp.version + 1))
     rl = rl._replace(isr=rl.isr & ~bit(follower), zk_version=zp.version + 1)
     w.set_replica(leader, p, advance_hw(w, leader, p, rl))
 
@@ -188,9 +196,9 @@ def crash(w: World, b: int, kept: tuple[int, ...] | None = None) -> None:
         log = r.log if kept is None else r.log[: kept[p]]
         on_disk = r.checkpoint if periodic else r.hw
         hw = min(on_disk, len(log))
-        replicas.append(Replica(log, hw, hw if periodic else 0, NO_LEADER, -1, 0, 0, (), 0))
-    w.brokers[b - 1] = br._replace(alive=False, controller_epoch=0, replicas=tuple(replicas))
-    w.inbox[b - 1] = ()
+        replicas.append(Replica(log, hw, hw if periodic else 0, NO_LEADER, -1, 0, 0, (), 0, 0))
+    w.set_broker(b - 1, br._replace(alive=False, controller_epoch=0, replicas=tuple(replicas)))
+    w.set_inbox(b - 1, ())
     w.live &= ~bit(b)
 
 
@@ -198,14 +206,14 @@ def graceful_stop(w: World, b: int) -> None:
     """Controlled shutdown's last act: flush and checkpoint, then stop."""
     br = w.brokers[b - 1]
     if w.protocol.config.hw_checkpoint == "periodic":
-        w.brokers[b - 1] = br._replace(
-            replicas=tuple(None if r is None else r._replace(checkpoint=r.hw) for r in br.replicas))
+        w.set_broker(b - 1, br._replace(
+            replicas=tuple(None if r is None else r._replace(checkpoint=r.hw) for r in br.replicas)))
     crash(w, b)
 
 
 def restart(w: World, b: int) -> None:
     br = w.brokers[b - 1]
-    w.brokers[b - 1] = br._replace(alive=True)
+    w.set_broker(b - 1, br._replace(alive=True))
     w.live |= bit(b)
     if w.protocol.detects_restarts():
         gen = list(w.generation)

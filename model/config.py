@@ -5,6 +5,7 @@ Every field is validated here so that a bad file fails with one clear line
 """
 from __future__ import annotations
 
+import copy
 import dataclasses
 import tomllib
 from dataclasses import dataclass, field
@@ -63,6 +64,11 @@ class Config:
     faults: Faults = field(default_factory=Faults)
     operations: Operations = field(default_factory=Operations)
 
+    def __post_init__(self) -> None:
+        if not self.assignment:  # the default spreads partitions round-robin over the brokers
+            object.__setattr__(self, "assignment", default_assignment(self.brokers, self.partitions,
+                                                                      self.replication_factor))
+
     # ------------------------------------------------------------------ derived
     @property
     def broker_ids(self) -> tuple[int, ...]:
@@ -108,7 +114,7 @@ def _table(where: str, value: Any) -> dict[str, Any]:
 def _unknown(where: str, keys: set[str], known: set[str]) -> None:
     extra = sorted(keys - known)
     if extra:
-        raise ConfigError(f"unknown key {where}{extra[0]!r} (known: {', '.join(sorted(known))})")
+        raise ConfigError(f"unknown key '{where}{extra[0]}' (known: {', '.join(sorted(known))})")
 
 
 def from_mapping(raw: dict[str, Any]) -> Config:
@@ -140,9 +146,7 @@ def from_mapping(raw: dict[str, Any]) -> Config:
             _replica_list(f"assignment[{p}]", a, brokers, rf) for p, a in enumerate(assignment_raw)
         )
     else:
-        assignment = tuple(
-            tuple(((p + i) % brokers) + 1 for i in range(rf)) for p in range(partitions)
-        )
+        assignment = default_assignment(brokers, partitions, rf)
 
     f = _table("faults", raw.get("faults", {}))
     _unknown("faults.", set(f), _FAULT_KEYS)
@@ -151,7 +155,10 @@ def from_mapping(raw: dict[str, Any]) -> Config:
     o = _table("operations", raw.get("operations", {}))
     _unknown("operations.", set(o), _OP_KEYS)
     reassignments = []
-    for i, r in enumerate(o.get("reassignments", [])):
+    listed = o.get("reassignments", [])
+    if not isinstance(listed, list):
+        raise ConfigError(f"operations.reassignments must be a list of {{partition, target}} tables, got {listed!r}")
+    for i, r in enumerate(listed):
         r = _table(f"operations.reassignments[{i}]", r)
         _unknown(f"operations.reassignments[{i}].", set(r), {"partition", "target"})
         if "partition" not in r or "target" not in r:
@@ -179,6 +186,11 @@ def from_mapping(raw: dict[str, Any]) -> Config:
         faults=faults,
         operations=ops,
     )
+
+
+def default_assignment(brokers: int, partitions: int, rf: int) -> tuple[tuple[int, ...], ...]:
+    """Partition ``p`` on brokers ``p+1, p+2, ...`` (wrapping), the first of them preferred."""
+    return tuple(tuple(((p + i) % brokers) + 1 for i in range(rf)) for p in range(partitions))
 
 
 def _replica_list(where: str, value: Any, brokers: int, length: int | None) -> tuple[int, ...]:
@@ -225,7 +237,7 @@ def parse_override(text: str) -> tuple[list[str], Any]:
 
 def apply_overrides(raw: dict[str, Any], overrides: list[str]) -> dict[str, Any]:
     """Return a copy of ``raw`` with each ``KEY=VALUE`` applied (dotted keys reach into tables)."""
-    out: dict[str, Any] = {k: (dict(v) if isinstance(v, dict) else v) for k, v in raw.items()}
+    out: dict[str, Any] = copy.deepcopy(raw)
     for text in overrides:
         path, value = parse_override(text)
         node = out

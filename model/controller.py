@@ -55,7 +55,7 @@ def write_leader_isr(w: World, c: ControllerWork, p: int, leader: int, isr: int)
     zp = w.parts[p]
     if zp.controller_epoch > c.epoch or w.protocol.controller_fenced(w, c):
         raise Fenced()
-    w.parts[p] = ZkPartition(zp.replicas, leader, isr, zp.leader_epoch + 1, zp.version + 1, c.epoch)
+    w.set_part(p, ZkPartition(zp.replicas, leader, isr, zp.leader_epoch + 1, zp.version + 1, c.epoch))
 
 
 # ---------------------------------------------------------------------------- partition state machine
@@ -86,7 +86,7 @@ def _initialize_leader_and_isr(w: World, c: ControllerWork, p: int) -> None:
     isr = 0
     for b in live:
         isr |= bit(b)
-    w.parts[p] = ZkPartition(zp.replicas, live[0], isr, 0, 1, c.epoch)
+    w.set_part(p, ZkPartition(zp.replicas, live[0], isr, 0, 1, c.epoch))
     send_leader_and_isr(w, c, p, live)
     broadcast_metadata(w, c)
 
@@ -111,6 +111,8 @@ def replica_to(w: World, c: ControllerWork, p: int, b: int, target: RS) -> bool:
     check_replica_move(p, b, source, target)
     zp = w.parts[p]
     if target == RS.NEW:
+        if zp.leader == b:
+            return False  # a leader cannot be a new replica
         if zp.version:
             send_leader_and_isr(w, c, p, (b,))
     elif target == RS.ONLINE:
@@ -203,8 +205,8 @@ def on_broker_startup(w: World, c: ControllerWork, new: int) -> None:
             state = c.replica_states[p][b - 1]
             if w.deleting >> p & 1:
                 if state == RS.DELETION_INELIGIBLE:  # retry the deletion on the returning broker
-                    replica_to(w, c, p, b, RS.OFFLINE)
-                    replica_to(w, c, p, b, RS.DELETION_STARTED)
+                    if replica_to(w, c, p, b, RS.OFFLINE):
+                        replica_to(w, c, p, b, RS.DELETION_STARTED)
             elif state != RS.NON_EXISTENT:
                 replica_to(w, c, p, b, RS.ONLINE)
     _elect_offline_and_new(w, c)
@@ -290,34 +292,42 @@ def controlled_shutdown(w: World, c: ControllerWork, b: int) -> None:
 
 
 def start_topic_deletion(w: World, c: ControllerWork) -> None:
+    """Replicas -> Offline -> DeletionStarted (StopReplica with delete), or DeletionIneligible
+    when their broker is down. Partitions this controller never created need no deletion."""
     for p in members(w.deleting):
-        if not exists(w, p):
+        if not exists(w, p) or c.partition_states[p] == PS.NON_EXISTENT:
             continue
         for b in assignment(w, c, p):
-            state = c.replica_states[p][b - 1]
-            if state == RS.NON_EXISTENT:
+            if c.replica_states[p][b - 1] == RS.NON_EXISTENT:
                 continue
-            replica_to(w, c, p, b, RS.OFFLINE)
+            if not replica_to(w, c, p, b, RS.OFFLINE):
+                return  # fenced: a newer controller owns the deletion
             if c.live >> b & 1:
                 replica_to(w, c, p, b, RS.DELETION_STARTED)
             else:
                 replica_to(w, c, p, b, RS.DELETION_INELIGIBLE)
-        if c.partition_states[p] != PS.OFFLINE:
-            partition_to(w, c, p, PS.OFFLINE)
+        partition_to(w, c, p, PS.OFFLINE)
+
+
+_DELETION_STATES = (RS.DELETION_STARTED, RS.DELETION_SUCCESSFUL, RS.DELETION_INELIGIBLE)
 
 
 def deletion_started(w: World, c: ControllerWork) -> bool:
+    """Whether this controller has begun deleting (or has nothing of the topic to delete)."""
+    nothing_created = True
     for p in members(w.deleting):
+        if c.partition_states[p] != PS.NON_EXISTENT:
+            nothing_created = False
         for b in w.parts[p].replicas:
-            if c.replica_states[p][b - 1] in (RS.DELETION_STARTED, RS.DELETION_SUCCESSFUL, RS.DELETION_INELIGIBLE):
+            if c.replica_states[p][b - 1] in _DELETION_STATES:
                 return True
-    return False
+    return nothing_created
 
 
 def deletion_complete(w: World, c: ControllerWork) -> bool:
     for p in members(w.deleting):
         for b in w.parts[p].replicas:
-            if c.replica_states[p][b - 1] != RS.DELETION_SUCCESSFUL:
+            if c.replica_states[p][b - 1] not in (RS.DELETION_SUCCESSFUL, RS.NON_EXISTENT):
                 return False
     return True
 
@@ -325,10 +335,12 @@ def deletion_complete(w: World, c: ControllerWork) -> bool:
 def complete_topic_deletion(w: World, c: ControllerWork) -> None:
     for p in members(w.deleting):
         for b in w.parts[p].replicas:
-            replica_to(w, c, p, b, RS.NON_EXISTENT)
-        partition_to(w, c, p, PS.NON_EXISTENT)
-        w.parts[p] = empty_zk_partition()
-        w.reassign[p] = ()
+            if c.replica_states[p][b - 1] == RS.DELETION_SUCCESSFUL:
+                replica_to(w, c, p, b, RS.NON_EXISTENT)
+        if c.partition_states[p] != PS.NON_EXISTENT:
+            partition_to(w, c, p, PS.NON_EXISTENT)
+        w.set_part(p, empty_zk_partition())
+        w.set_reassign(p, ())
         w.preferred &= ~bit(p)
         c.reassign_step[p] = 0
     w.deleting = 0
@@ -366,7 +378,7 @@ def _step1_start(w: World, c: ControllerWork, p: int) -> None:
     c.reassign_old[p] = current
     c.reassign_new[p] = target
     union = current + tuple(r for r in target if r not in current)
-    w.parts[p] = w.parts[p]._replace(replicas=union)
+    w.set_part(p, w.parts[p]._replace(replicas=union))
     c.reassign_step[p] = 2
 
 
@@ -429,7 +441,7 @@ def _step9_old_deleted(w: World, c: ControllerWork, p: int) -> None:
 def _step10_ar_in_zk(w: World, c: ControllerWork, p: int) -> None:
     if w.protocol.controller_fenced(w, c):
         raise Fenced()
-    w.parts[p] = w.parts[p]._replace(replicas=c.reassign_new[p])
+    w.set_part(p, w.parts[p]._replace(replicas=c.reassign_new[p]))
     c.reassign_step[p] = 11
 
 
@@ -448,8 +460,8 @@ def _step12_metadata(w: World, c: ControllerWork, p: int) -> None:
 
 
 def _drop_reassignment_request(w: World, p: int) -> None:
-    w.reassign[p] = ()
-    w.ghost[p] = w.ghost[p]._replace(reassign_origin=())
+    w.set_reassign(p, ())
+    w.set_ghost(p, w.ghost[p]._replace(reassign_origin=()))
 
 
 _REASSIGNMENT_STEPS = {

@@ -57,9 +57,9 @@ def initial_state(protocol: Protocol) -> State:
             if not created or b not in ar:
                 replicas.append(None)
             elif b == ar[0]:
-                replicas.append(Replica((), 0, 0, b, 0, mask_of(ar), 1, (0,) * nb, 0))
+                replicas.append(Replica((), 0, 0, b, 0, mask_of(ar), 1, (0,) * nb, 0, mask_of(ar)))
             else:
-                replicas.append(Replica((), 0, 0, ar[0], 0, 0, 0, (), 0))
+                replicas.append(Replica((), 0, 0, ar[0], 0, 0, 0, (), 0, 0))
         brokers.append(Broker(True, FIRST_CONTROLLER_EPOCH if created else 0, tuple(replicas)))
 
     f, o = cfg.faults, cfg.operations

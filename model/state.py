@@ -90,6 +90,7 @@ class Replica(NamedTuple):
     zk_version: int  # leader only: cached version of the leader/ISR znode
     remote_leo: tuple[int, ...]  # leader only: each broker's LEO as last fetched, () otherwise
     pending: int  # leader only: ids of records appended and not yet acknowledged, bitmask
+    assigned: int  # leader only: the assignment (AR) of its last LeaderAndIsr, bitmask; 0 otherwise
 
 
 class Broker(NamedTuple):

@@ -1,12 +1,159 @@
-"""Symmetry reduction over broker ids (filled in below)."""
+"""Symmetry reduction over broker ids.
+
+Broker ids are only labels in this protocol: every rule that picks "the first" broker reads the
+order of an assignment (AR) or reassignment target, never the numeric order of ids. So renaming
+every broker reference in a state by one permutation gives a state that behaves the same up to
+that renaming, and the checker may store one representative per class (Stateright's
+representative, sound for safety properties, which are themselves blind to renaming).
+
+The representative sorts brokers by an id-free signature (where the broker stands in each
+assignment and target, its liveness, logs, epochs and queued requests) and renames every
+reference accordingly. Brokers with equal signatures keep their relative id order, so the
+representative is not always unique: that only costs reduction, never soundness.
+
+Note that AR order makes the replicas of a partition distinguishable (preferred replica, selector
+tie-breaks), so reduction only pays where brokers are interchangeable: spare brokers outside
+every assignment and target. That is where it is on by default (:func:`symmetry_allowed`).
+"""
 from __future__ import annotations
 
-from .state import State
+from .config import Config
+from .state import (
+    LEADER_AND_ISR,
+    Broker,
+    Controller,
+    Ghost,
+    LeaderAndIsr,
+    Replica,
+    State,
+    Zk,
+    ZkPartition,
+)
 
 
-def canonical(state: State) -> State:
-    return state
+def symmetry_allowed(cfg: Config) -> bool:
+    """Whether at least two brokers start out interchangeable (so reduction can pay off)."""
+    placed: set[int] = set()
+    for ar in cfg.assignment:
+        placed.update(ar)
+    for r in cfg.operations.reassignments:
+        placed.update(r.target)
+    return cfg.brokers - len(placed) >= 2
 
 
-def symmetry_allowed(cfg) -> bool:  # refined below once canonicalisation is written
-    return False
+def _position(b: int, ids: tuple[int, ...]) -> int:
+    try:
+        return ids.index(b)
+    except ValueError:
+        return -1
+
+
+def _signature(s: State, b: int) -> tuple:
+    br = s.brokers[b - 1]
+    zk = s.zk
+    places = []
+    for p, zp in enumerate(zk.partitions):
+        places.append(_position(b, zp.replicas))
+        places.append(_position(b, zk.reassign[p]))
+        places.append(_position(b, s.ghost[p].reassign_origin))
+        places.append(zp.leader == b)
+        places.append(zp.isr >> b & 1)
+    for _, target in s.reassignments:
+        places.append(_position(b, target))
+    for c in (s.controller, s.stale):
+        if c is not None:
+            places.append(c.live >> b & 1)
+            places.append(c.shutting_down >> b & 1)
+            for p in range(len(zk.partitions)):
+                places.append(c.replica_states[p][b - 1])
+                places.append(_position(b, c.reassign_old[p]))
+                places.append(_position(b, c.reassign_new[p]))
+    local = []
+    for r in br.replicas:
+        if r is None:
+            local.append(None)
+        else:
+            role = 0 if r.leader == 0 else (1 if r.leader == b else 2)
+            local.append((r.log, r.hw, r.checkpoint, role, r.leader_epoch, r.pending))
+    queue = tuple((q[0], q[1]) for q in s.inbox[b - 1])
+    return (tuple(places), br.alive, br.controller_epoch, tuple(local), queue, zk.live >> b & 1,
+            zk.generation[b - 1])
+
+
+def canonical(s: State) -> State:
+    """The representative of ``s``'s class under renaming of broker ids."""
+    n = len(s.brokers)
+    order = sorted(range(1, n + 1), key=lambda b: _signature(s, b))
+    if order == list(range(1, n + 1)):
+        return s
+    new_id = [0] * (n + 1)
+    for new, old in enumerate(order, start=1):
+        new_id[old] = new
+    return rename(s, new_id, order)
+
+
+def _mask(m: int, new_id: list[int]) -> int:
+    out = 0
+    b = 0
+    while m:
+        if m & 1:
+            out |= 1 << new_id[b]
+        m >>= 1
+        b += 1
+    return out
+
+
+def _ids(t: tuple[int, ...], new_id: list[int]) -> tuple[int, ...]:
+    return tuple(new_id[b] for b in t)
+
+
+def _per_broker(t: tuple, order: list[int]) -> tuple:
+    """Reorder a tuple indexed by ``broker - 1`` so that position ``new - 1`` holds old ``order[new-1]``."""
+    return tuple(t[old - 1] for old in order)
+
+
+def _controller(c: Controller, new_id: list[int], order: list[int]) -> Controller:
+    return Controller(
+        c.epoch, _mask(c.live, new_id), _per_broker(c.generation, order), c.partition_states,
+        tuple(_per_broker(r, order) for r in c.replica_states), c.reassign_step,
+        tuple(_ids(t, new_id) for t in c.reassign_old), tuple(_ids(t, new_id) for t in c.reassign_new),
+        _mask(c.shutting_down, new_id),
+    )
+
+
+def _replica(r: Replica | None, new_id: list[int], order: list[int]) -> Replica | None:
+    if r is None:
+        return None
+    return Replica(r.log, r.hw, r.checkpoint, new_id[r.leader], r.leader_epoch, _mask(r.isr, new_id),
+                   r.zk_version, _per_broker(r.remote_leo, order) if r.remote_leo else (), r.pending,
+                   _mask(r.assigned, new_id))
+
+
+def rename(s: State, new_id: list[int], order: list[int]) -> State:
+    """Apply the renaming ``old -> new_id[old]`` to every broker reference in ``s``."""
+    zk = s.zk
+    parts = tuple(
+        ZkPartition(_ids(zp.replicas, new_id), new_id[zp.leader], _mask(zp.isr, new_id), zp.leader_epoch,
+                    zp.version, zp.controller_epoch)
+        for zp in zk.partitions
+    )
+    new_zk = Zk(_mask(zk.live, new_id), _per_broker(zk.generation, order), zk.controller_epoch, parts,
+                tuple(_ids(t, new_id) for t in zk.reassign), zk.preferred, zk.deleting)
+    brokers = tuple(
+        Broker(br.alive, br.controller_epoch, tuple(_replica(r, new_id, order) for r in br.replicas))
+        for br in _per_broker(s.brokers, order)
+    )
+    inbox = tuple(
+        tuple(
+            LeaderAndIsr(q.kind, q.controller_epoch, q.partition, new_id[q.leader], _mask(q.isr, new_id),
+                         q.leader_epoch, q.zk_version, _ids(q.replicas, new_id))
+            if q[0] == LEADER_AND_ISR else q
+            for q in queue
+        )
+        for queue in _per_broker(s.inbox, order)
+    )
+    ghost = tuple(Ghost(g.produced, g.acked, g.exposed, _ids(g.reassign_origin, new_id)) for g in s.ghost)
+    stale = _controller(s.stale, new_id, order) if s.stale is not None else None
+    reassignments = tuple((p, _ids(t, new_id)) for p, t in s.reassignments)
+    return State(new_zk, _controller(s.controller, new_id, order), stale, brokers, inbox, ghost,
+                 s.budget, reassignments)

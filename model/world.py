@@ -61,7 +61,7 @@ class World:
 
     __slots__ = ("protocol", "base", "live", "generation", "controller_epoch", "parts", "reassign",
                  "preferred", "deleting", "_active", "_stale", "stale_dropped", "brokers", "inbox",
-                 "ghost", "budget", "reassignments", "_zk_dirty")
+                 "ghost", "budget", "reassignments")
 
     def __init__(self, protocol: Protocol, s: State) -> None:
         self.protocol = protocol
@@ -70,16 +70,17 @@ class World:
         self.live = zk.live
         self.generation = zk.generation
         self.controller_epoch = zk.controller_epoch
-        self.parts = list(zk.partitions)
-        self.reassign = list(zk.reassign)
+        # Containers stay the original tuples until first written (copy-on-write, see _writable).
+        self.parts: list[ZkPartition] | tuple[ZkPartition, ...] = zk.partitions
+        self.reassign: list[tuple[int, ...]] | tuple[tuple[int, ...], ...] = zk.reassign
         self.preferred = zk.preferred
         self.deleting = zk.deleting
         self._active: ControllerWork | None = None
         self._stale: ControllerWork | None = None
         self.stale_dropped = False
-        self.brokers = list(s.brokers)
-        self.inbox = list(s.inbox)
-        self.ghost = list(s.ghost)
+        self.brokers: list[Broker] | tuple[Broker, ...] = s.brokers
+        self.inbox: list[tuple[Request, ...]] | tuple[tuple[Request, ...], ...] = s.inbox
+        self.ghost: list[Ghost] | tuple[Ghost, ...] = s.ghost
         self.budget = s.budget
         self.reassignments = s.reassignments
 
@@ -110,6 +111,32 @@ class World:
         self._stale = None
         self.stale_dropped = True
 
+    # ------------------------------------------------------------------ writes
+    def set_part(self, p: int, zp: ZkPartition) -> None:
+        if type(self.parts) is tuple:
+            self.parts = list(self.parts)
+        self.parts[p] = zp
+
+    def set_reassign(self, p: int, target: tuple[int, ...]) -> None:
+        if type(self.reassign) is tuple:
+            self.reassign = list(self.reassign)
+        self.reassign[p] = target
+
+    def set_broker(self, i: int, br: Broker) -> None:
+        if type(self.brokers) is tuple:
+            self.brokers = list(self.brokers)
+        self.brokers[i] = br
+
+    def set_inbox(self, i: int, queue: tuple[Request, ...]) -> None:
+        if type(self.inbox) is tuple:
+            self.inbox = list(self.inbox)
+        self.inbox[i] = queue
+
+    def set_ghost(self, p: int, g: Ghost) -> None:
+        if type(self.ghost) is tuple:
+            self.ghost = list(self.ghost)
+        self.ghost[p] = g
+
     # ------------------------------------------------------------------ brokers
     def alive(self, b: int) -> bool:
         return self.brokers[b - 1].alive
@@ -119,9 +146,8 @@ class World:
 
     def set_replica(self, b: int, p: int, r: Replica | None) -> None:
         br = self.brokers[b - 1]
-        reps = list(br.replicas)
-        reps[p] = r
-        self.brokers[b - 1] = br._replace(replicas=tuple(reps))
+        reps = br.replicas
+        self.set_broker(b - 1, Broker(br.alive, br.controller_epoch, reps[:p] + (r,) + reps[p + 1:]))
 
     def send(self, b: int, request: Request) -> None:
         """Queue a controller request for broker ``b``; a dead broker's connection drops it.
@@ -137,7 +163,7 @@ class World:
             for q in queue:
                 if q[1] == epoch:
                     return
-        self.inbox[b - 1] = queue + (request,)
+        self.set_inbox(b - 1, queue + (request,))
 
     def leader_and_isr(self, epoch: int, p: int, assignment: tuple[int, ...]) -> LeaderAndIsr:
         zp = self.parts[p]
@@ -149,20 +175,25 @@ class World:
         g = self.ghost[p]
         visible = log[:hw]
         if len(visible) > len(g.exposed) and visible[: len(g.exposed)] == g.exposed:
-            self.ghost[p] = g._replace(exposed=visible)
+            self.set_ghost(p, g._replace(exposed=visible))
 
     def acknowledge(self, p: int, ids: int) -> None:
         if ids:
             g = self.ghost[p]
-            self.ghost[p] = g._replace(acked=g.acked | ids)
+            self.set_ghost(p, g._replace(acked=g.acked | ids))
 
     # ------------------------------------------------------------------ freeze
     def freeze(self) -> State:
+        """Back to an immutable State. Parts never written are the original objects, which keeps
+        freezing cheap and lets later comparisons (EpochsMonotonic) skip them by identity."""
         s = self.base
-        zk = Zk(self.live, self.generation, self.controller_epoch, tuple(self.parts),
-                tuple(self.reassign), self.preferred, self.deleting)
-        if zk == s.zk:
-            zk = s.zk
+        zk = s.zk
+        parts, reassign = self.parts, self.reassign
+        if (type(parts) is list or type(reassign) is list or self.live != zk.live
+                or self.generation is not zk.generation or self.controller_epoch != zk.controller_epoch
+                or self.preferred != zk.preferred or self.deleting != zk.deleting):
+            zk = Zk(self.live, self.generation, self.controller_epoch, tuple(parts),
+                    tuple(reassign), self.preferred, self.deleting)
         active = self._active.freeze() if self._active is not None else s.controller
         if self._stale is not None:
             stale: Controller | None = self._stale.freeze()
@@ -176,7 +207,7 @@ class World:
 
 def fresh_replica(brokers: int) -> Replica:
     """A replica just created by LeaderAndIsr (an empty log, no role yet)."""
-    return Replica((), 0, 0, 0, -1, 0, 0, (), 0)
+    return Replica((), 0, 0, 0, -1, 0, 0, (), 0, 0)
 
 
 def empty_zk_partition() -> ZkPartition:

@@ -1,0 +1,264 @@
+"""The ``isrcheck`` command line: a thin shell over the manifest, checker, simulator and renderers.
+
+Exit status: 0 when every property holds, 1 when a property is broken or the result proves
+nothing (vacuous, incomplete), 2 on bad usage or input. Input errors are one line on stderr,
+``error: ...``, never a traceback. With ``--json`` exactly one JSON object goes to stdout.
+"""
+from __future__ import annotations
+
+import json
+import sys
+import time
+from collections.abc import Sequence
+from typing import Any, NoReturn
+
+import click
+
+from isrcheck import __version__, manifest, render
+from isrcheck.invariants import ALL_PROPERTIES, build_model
+from isrcheck.manifest import ManifestError
+from isrcheck.model.action_text import ActionSyntaxError
+from isrcheck.model.checker import Checker
+from isrcheck.model.config import ConfigError
+from isrcheck.model.simulate import simulate as run_simulation
+from isrcheck.model.symmetry import symmetry_allowed
+from isrcheck.scenario import ScenarioError, broken_properties, load_scenario, replay
+
+USER_ERRORS = (ConfigError, ManifestError, ScenarioError, ActionSyntaxError)
+
+_DESCRIPTIONS = {p.name: p.description for p in ALL_PROPERTIES}
+
+
+class _Main(click.Group):
+    """Turns the project's input errors into ``error: ...`` and exit status 2."""
+
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except USER_ERRORS as e:
+            click.echo(f"error: {' '.join(str(e).split())}", err=True)
+            ctx.exit(2)
+
+
+def _emit_json(obj: Any) -> None:
+    click.echo(json.dumps(obj, indent=2))
+
+
+def _show_progress(as_json: bool) -> bool:
+    return not as_json and render.is_terminal(sys.stderr)
+
+
+def _exit(code: int) -> NoReturn:
+    raise click.exceptions.Exit(code)
+
+
+def _print(console: Any, items: Sequence[Any]) -> None:
+    for item in items:
+        console.print(item)
+
+
+def _warn_symmetry(cfg: Any, symmetry: bool | None) -> None:
+    if symmetry and not symmetry_allowed(cfg):
+        click.echo("warning: --symmetry forces reduction on a configuration where the model would not use it (no two brokers start out interchangeable)", err=True)
+
+
+_model_arg = click.argument("name", required=False, metavar="[NAME]")
+_config_opt = click.option("--config", "config_file", metavar="FILE",
+                           help="A configuration file (TOML) instead of a model NAME.")
+_set_opt = click.option("--set", "overrides", multiple=True, metavar="KEY=VALUE",
+                        help="Override a configuration key, e.g. --set faults.crashes=1 (repeatable).")
+_json_opt = click.option("--json", "as_json", is_flag=True, help="Print one JSON object on stdout.")
+
+
+@click.group(cls=_Main, context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, "--version", prog_name="isrcheck")
+def main() -> None:
+    """Model checker for Kafka's ZooKeeper-era controller and ISR replication protocol.
+
+    Exit status: 0 every property holds; 1 a property is broken, or the run proved nothing
+    (vacuous or incomplete); 2 bad usage or input.
+    """
+
+
+# ---------------------------------------------------------------------------- check
+@main.command(short_help="Exhaustively check a model.")
+@_model_arg
+@_config_opt
+@_set_opt
+@_json_opt
+@click.option("--max-depth", type=click.IntRange(min=0), metavar="N", help="Explore at most this many steps deep.")
+@click.option("--max-states", type=click.IntRange(min=1), metavar="N", help="Stop after this many distinct states.")
+@click.option("--symmetry/--no-symmetry", default=None,
+              help="Force broker-symmetry reduction on or off (default: the model's choice, on where sound).")
+@click.option("--keep-going", is_flag=True, help="Do not stop at the first violation; report one per property.")
+def check(name: str | None, config_file: str | None, overrides: tuple[str, ...], as_json: bool,
+          max_depth: int | None, max_states: int | None, symmetry: bool | None, keep_going: bool) -> None:
+    """Explore every reachable state of model NAME (see `isrcheck list`) or of --config FILE."""
+    target = manifest.resolve(name, config_file, overrides)
+    symmetry = target.symmetry if symmetry is None else symmetry
+    _warn_symmetry(target.config, symmetry)
+    model = build_model(target.config, symmetry=symmetry)
+    with render.progress_status(_show_progress(as_json), f"checking {target.label}") as progress:
+        result = Checker(model, max_depth=max_depth, max_states=max_states,
+                         stop_on_first=not keep_going, progress=progress).run()
+    if as_json:
+        _emit_json(render.result_to_json(target.label, target.config, result))
+    else:
+        console = render.make_console()
+        console.print(f"[bold]{target.label}[/bold]  {render.config_line(target.config)}"
+                      f"  symmetry={'on' if model.symmetry else 'off'}", highlight=False)
+        for v in result.violations:
+            render.print_wide(console, render.violation_table(v, _DESCRIPTIONS.get(v.property, "")))
+            console.print()
+        _print(console, render.check_summary(target.label, result))
+    _exit(0 if result.outcome == "success" else 1)
+
+
+# ---------------------------------------------------------------------------- simulate
+@main.command(short_help="Random walks through a model (for large configurations).")
+@_model_arg
+@_config_opt
+@_set_opt
+@click.option("--seed", type=int, default=0, metavar="N", show_default=True, help="Random seed; a seed always gives the same run.")
+@click.option("--walks", type=click.IntRange(min=1), default=1000, metavar="N", show_default=True, help="Number of random walks.")
+@click.option("--max-depth", type=click.IntRange(min=1), default=100, metavar="N", show_default=True,
+              help="At most this many steps per walk.")
+@_json_opt
+def simulate(name: str | None, config_file: str | None, overrides: tuple[str, ...], seed: int, walks: int,
+             max_depth: int, as_json: bool) -> None:
+    """Random walks through model NAME or --config FILE: finds bugs, proves nothing."""
+    target = manifest.resolve(name, config_file, overrides)
+    model = build_model(target.config, symmetry=target.symmetry)
+    with render.progress_status(_show_progress(as_json), f"simulating {target.label}") as progress:
+        result = run_simulation(model, seed=seed, walks=walks, max_depth=max_depth, progress=progress)
+    if as_json:
+        _emit_json(render.simulation_to_json(target.label, target.config, result))
+    else:
+        console = render.make_console()
+        console.print(f"[bold]{target.label}[/bold]  {render.config_line(target.config)}  seed={seed}",
+                      highlight=False)
+        for v in result.violations:
+            render.print_wide(console, render.violation_table(v, _DESCRIPTIONS.get(v.property, "")))
+            console.print()
+        _print(console, render.simulation_summary(target.label, result))
+    _exit(0 if result.outcome == "success" else 1)
+
+
+# ---------------------------------------------------------------------------- run
+@main.command(short_help="Replay a scenario file and show its states.")
+@click.argument("scenario", metavar="SCENARIO")
+@_json_opt
+def run(scenario: str, as_json: bool) -> None:
+    """Replay the steps of a SCENARIO file and show every state it passes through.
+
+    Exits 1 if a property breaks along the way.
+    """
+    sc = load_scenario(scenario)
+    model = build_model(sc.config, symmetry=False)
+    steps = replay(model, sc.actions, scenario)
+    broken = broken_properties(model, steps)
+    if as_json:
+        _emit_json({
+            "scenario": scenario,
+            "description": sc.description,
+            "model": sc.model_name,
+            "config": sc.config.to_dict(),
+            "steps": render.trace_to_json(steps),
+            "broken": [{"step": i, "property": name} for i, name in broken],
+        })
+    else:
+        console = render.make_console()
+        title = f"Scenario {scenario}" + (f": {sc.description}" if sc.description else "")
+        render.print_wide(console, render.trace_table(steps, title=title,
+                                         caption=f"{render.config_line(sc.config)}\n"
+                                                 "yellow: changed since the previous step; red: broker down"))
+        if broken:
+            for i, name in broken:
+                console.print(f"[bold red]{name}[/bold red] broken at step {i}: {_DESCRIPTIONS.get(name, '')}",
+                              highlight=False)
+        else:
+            console.print(f"[green]every property holds at each of the {len(steps)} states[/green]")
+    _exit(1 if broken else 0)
+
+
+# ---------------------------------------------------------------------------- list
+@main.command("list", short_help="List the models of specs/models.toml.")
+@_json_opt
+def list_models(as_json: bool) -> None:
+    """The models of specs/models.toml and what checking each must find."""
+    entries = manifest.load()
+    if as_json:
+        _emit_json({"models": [
+            {
+                "name": e.name, "description": e.description, "gate": e.gate, "expect": e.expect,
+                "property": e.property, "length": e.length, "states": e.states, "symmetry": e.symmetry,
+                "config": e.config.to_dict(),
+            }
+            for e in entries
+        ]})
+        return
+    render.make_console().print(render.manifest_table(entries))
+
+
+# ---------------------------------------------------------------------------- gate
+def _gate_row_json(row: dict[str, Any]) -> dict[str, Any]:
+    e, r = row["entry"], row["result"]
+    found = None
+    if r is not None:
+        v = r.violations[0] if r.violations else None
+        found = {
+            "outcome": r.outcome, "property": v.property if v else None, "length": v.length if v else None,
+            "states": r.distinct_states, "depth": r.depth, "seconds": round(r.seconds, 6),
+            "unwitnessed": list(r.unwitnessed),
+        }
+    return {
+        "model": e.name,
+        "expected": {"outcome": e.expect, "property": e.property, "length": e.length, "states": e.states},
+        "found": found,
+        "verdict": "FAIL" if row["mismatches"] else "PASS",
+        "mismatches": row["mismatches"],
+    }
+
+
+@main.command(short_help="Check the manifest's models against their expectations.")
+@click.argument("names", nargs=-1, metavar="[NAME]...")
+@click.option("--all", "everything", is_flag=True, help="Include the large models (gate = \"all\").")
+@_json_opt
+def gate(names: tuple[str, ...], everything: bool, as_json: bool) -> None:
+    """Check the manifest's models and compare each with its pinned expectation.
+
+    Runs the default set, or every model with --all, or the NAMEs given. Exits 0 only if all match.
+    """
+    entries = manifest.select(manifest.load(), names, everything)
+    if not entries:
+        raise ManifestError("no models to check")
+    rows: list[dict[str, Any]] = []
+    start = time.perf_counter()
+    with render.progress_status(_show_progress(as_json), "gate") as progress:
+        for i, e in enumerate(entries):
+            if progress is not None:
+                progress.set_label(f"gate [{i + 1}/{len(entries)}] {e.name}")
+            try:
+                result = Checker(build_model(e.config, symmetry=e.symmetry), progress=progress).run()
+                mismatches = manifest.compare(e, result)
+            except Exception as ex:  # noqa: BLE001 - one broken model must not hide the others
+                result = None
+                mismatches = [f"crashed: {type(ex).__name__}: {ex} (run `isrcheck check {e.name}` for the traceback)"]
+            rows.append({"entry": e, "result": result, "mismatches": mismatches})
+    seconds = time.perf_counter() - start
+    failed = [r for r in rows if r["mismatches"]]
+    if as_json:
+        _emit_json({"passed": not failed, "seconds": round(seconds, 6), "models": [_gate_row_json(r) for r in rows]})
+    else:
+        console = render.make_console()
+        console.print(render.gate_table(rows))
+        for r in failed:
+            for m in r["mismatches"]:
+                console.print(f"[bold red]FAIL[/bold red] [bold]{r['entry'].name}[/bold]: {m}", highlight=False)
+        if failed:
+            console.print(f"[bold red]gate failed:[/bold red] {len(failed)} of {len(rows)} models differ from "
+                          f"specs/models.toml ({seconds:.1f} s)", highlight=False)
+        else:
+            console.print(f"[bold green]gate passed:[/bold green] all {len(rows)} models as expected "
+                          f"({seconds:.1f} s)", highlight=False)
+    _exit(1 if failed else 0)

@@ -1,0 +1,130 @@
+"""Scenario files: a configuration and a scripted list of actions, replayed step by step.
+
+A scenario is TOML and is never evaluated::
+
+    description = "The leader crashes and the controller elects a new one."
+    model = "replication"          # a model of specs/models.toml ...
+    # [config]                     # ... or a configuration table, as in a config file
+    # brokers = 3
+    steps = ["Produce(1, 0)", "Fetch(2, 0)", "Crash(1)", "ProcessBrokerChange(1)"]
+
+Every step must be enabled in the state the previous steps reached; if one is not, the error
+names the step and lists what was enabled instead.
+"""
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from isrcheck import manifest
+from isrcheck.invariants import build_model
+from isrcheck.model.action_text import ActionSyntaxError, parse
+from isrcheck.model.actions import Action
+from isrcheck.model.checker import Model, ModelFault, Step, replay_actions
+from isrcheck.model.config import Config, ConfigError, from_mapping
+
+_KEYS = {"description", "model", "config", "steps"}
+
+
+class ScenarioError(ValueError):
+    """A scenario that cannot be read or replayed; the message is one line."""
+
+
+@dataclass(frozen=True)
+class Scenario:
+    path: str
+    description: str
+    model_name: str | None
+    config: Config
+    actions: tuple[Action, ...]
+
+
+def parse_scenario(doc: Mapping[str, Any], source: str) -> Scenario:
+    extra = sorted(set(doc) - _KEYS)
+    if extra:
+        raise ScenarioError(f"{source}: unknown key {extra[0]!r} (known: {', '.join(sorted(_KEYS))})")
+    description = doc.get("description", "")
+    if not isinstance(description, str):
+        raise ScenarioError(f"{source}: description must be a string")
+    name = doc.get("model")
+    if ("model" in doc) == ("config" in doc):
+        raise ScenarioError(f"{source}: give either model = \"NAME\" or a [config] table (exactly one)")
+    if name is not None:
+        if not isinstance(name, str):
+            raise ScenarioError(f"{source}: model must be a model name, got {name!r}")
+        try:
+            config = manifest.get(name).config
+        except manifest.ManifestError as e:
+            raise ScenarioError(f"{source}: {e}") from None
+    else:
+        raw = doc["config"]
+        if not isinstance(raw, dict):
+            raise ScenarioError(f"{source}: config must be a table ([config])")
+        try:
+            config = from_mapping(raw)
+        except ConfigError as e:
+            raise ScenarioError(f"{source}: config: {e}") from None
+    steps = doc.get("steps")
+    if not isinstance(steps, list):
+        raise ScenarioError(f"{source}: steps must be a list of actions, e.g. steps = [\"Produce(1, 0)\"]")
+    actions = []
+    for i, text in enumerate(steps):
+        if not isinstance(text, str):
+            raise ScenarioError(f"{source}: step {i + 1}: must be text like \"Fetch(2, 0)\", got {text!r}")
+        try:
+            actions.append(parse(text))
+        except ActionSyntaxError as e:
+            raise ScenarioError(f"{source}: step {i + 1}: {e}") from None
+    return Scenario(source, description, name, config, tuple(actions))
+
+
+def load_scenario(path: str | Path) -> Scenario:
+    try:
+        doc = manifest.read_toml(path)
+    except ConfigError as e:
+        raise ScenarioError(str(e)) from None
+    return parse_scenario(doc, str(path))
+
+
+def replay(model: Model[Any, Any], actions: Sequence[Action], source: str = "scenario") -> list[Step]:
+    """Replay ``actions`` from the initial state; a step that is not enabled (or that breaks a
+    state machine) is a one-line :class:`ScenarioError` naming the step."""
+    steps: list[Step] = [Step(None, model.init_states()[0])]
+    for i, a in enumerate(actions):
+        state = steps[-1].state
+        enabled = list(model.actions(state))
+        if a not in enabled:
+            listed = ", ".join(str(e) for e in enabled) or "nothing"
+            raise ScenarioError(f"{source}: step {i + 1}: {a} is not enabled; enabled: {listed}")
+        try:
+            _, after = replay_actions(model, [a], init=state)
+        except ModelFault as e:
+            raise ScenarioError(f"{source}: step {i + 1}: {a} breaks {e.property_name}: {e}") from None
+        steps.append(after)
+    return steps
+
+
+def broken_properties(model: Model[Any, Any], steps: Sequence[Step]) -> list[tuple[int, str]]:
+    """``(step, property)`` for the first step at which each always/transition property breaks."""
+    props = list(model.properties())
+    found: dict[str, int] = {}
+    prev = None
+    for i, st in enumerate(steps):
+        for p in props:
+            if p.name in found:
+                continue
+            if p.kind == "always" and not p.check(st.state):
+                found[p.name] = i
+            elif p.kind == "transition" and prev is not None and not p.check(prev, st.state):
+                found[p.name] = i
+        prev = st.state
+    return sorted(((i, name) for name, i in found.items()))
+
+
+def run_scenario(path: str | Path) -> tuple[Config, list[Step]]:
+    """Read and replay a scenario file: its configuration and the states it passes through."""
+    sc = load_scenario(path)
+    model = build_model(sc.config, symmetry=False)
+    return sc.config, replay(model, sc.actions, str(path))

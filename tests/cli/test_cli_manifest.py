@@ -1,0 +1,149 @@
+"""isrcheck.manifest: validation of models.toml and comparison of results with expectations."""
+from __future__ import annotations
+
+import copy
+import dataclasses
+
+import pytest
+
+from isrcheck import manifest
+from isrcheck.manifest import ManifestError, compare, parse_manifest
+from isrcheck.model.checker import CheckResult, Step, Violation
+
+GOOD = {
+    "model": [
+        {"name": "ok", "description": "fine", "gate": "default", "expect": "success", "states": 25,
+         "config": {"brokers": 3, "max_records": 1}},
+        {"name": "bug", "description": "broken", "gate": "all", "expect": "safety_failure",
+         "property": "NoCommittedWriteLost", "length": 8,
+         "config": {"brokers": 3, "max_records": 1, "faults": {"crashes": 1}}},
+    ]
+}
+
+
+def _bad(change) -> str:
+    doc = copy.deepcopy(GOOD)
+    change(doc["model"][1])
+    with pytest.raises(ManifestError) as e:
+        parse_manifest(doc)
+    msg = str(e.value)
+    assert "\n" not in msg
+    return msg
+
+
+def test_good_manifest_parses():
+    ok, bug = parse_manifest(GOOD)
+    assert ok.name == "ok" and ok.states == 25 and ok.property is None and ok.config.max_records == 1
+    assert bug.expect == "safety_failure" and bug.length == 8 and bug.config.faults.crashes == 1
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        ok.name = "x"  # type: ignore[misc]
+
+
+def test_packaged_manifest_is_valid():
+    entries = manifest.load()
+    assert entries and len({e.name for e in entries}) == len(entries)
+    assert all(e.gate in ("default", "all") for e in entries)
+
+
+@pytest.mark.parametrize("change, fragments", [
+    (lambda m: m.update(colour="red"), ["model 'bug'", "unknown key 'colour'"]),
+    (lambda m: m.pop("gate"), ["model 'bug'", "missing gate"]),
+    (lambda m: m.pop("description"), ["missing description"]),
+    (lambda m: m.update(expect="failure"), ["expect must be one of"]),
+    (lambda m: m.update(gate="nightly"), ["gate must be one of"]),
+    (lambda m: m.pop("length"), ["needs both property and length"]),
+    (lambda m: m.update(length=0), ["length must be a positive integer"]),
+    (lambda m: m.update(length="8"), ["length must be a positive integer"]),
+    (lambda m: m.update(length=True), ["length must be a positive integer"]),
+    (lambda m: m.update(property="NoCommitedWriteLost"), ["unknown property", "did you mean 'NoCommittedWriteLost'"]),
+    (lambda m: m.update(states=5), ["states is pinned only"]),
+    (lambda m: m.update(symmetry="yes"), ["symmetry must be true or false"]),
+    (lambda m: m["config"].update(replication_factor=4), ["model 'bug'", "config:", "replication_factor"]),
+    (lambda m: m["config"].update(bogus=1), ["config:", "bogus"]),
+    (lambda m: m.update(config=3), ["config must be a table"]),
+    (lambda m: m.update(name="ok"), ["'ok' is defined twice"]),
+])
+def test_bad_entries(change, fragments):
+    msg = _bad(change)
+    for f in fragments:
+        assert f in msg, (f, msg)
+
+
+def test_success_entry_rejects_property():
+    doc = copy.deepcopy(GOOD)
+    doc["model"][0]["property"] = "LeaderInIsr"
+    with pytest.raises(ManifestError, match="only to expect"):
+        parse_manifest(doc)
+
+
+def test_unknown_top_level_key():
+    with pytest.raises(ManifestError, match="unknown top-level key 'models'"):
+        parse_manifest({"models": []})
+
+
+def test_get_suggests_a_close_name():
+    entries = parse_manifest(GOOD)
+    with pytest.raises(manifest.UnknownModel, match="did you mean 'bug'"):
+        manifest.get("bugg", entries)
+    assert manifest.get("ok", entries).name == "ok"
+
+
+def test_select():
+    entries = parse_manifest(GOOD)
+    assert [e.name for e in manifest.select(entries)] == ["ok"]
+    assert [e.name for e in manifest.select(entries, everything=True)] == ["ok", "bug"]
+    assert [e.name for e in manifest.select(entries, ["bug"])] == ["bug"]
+
+
+def test_config_with_overrides():
+    ok = parse_manifest(GOOD)[0]
+    cfg = ok.config_with(["faults.crashes=2", "max_records=2"])
+    assert cfg.faults.crashes == 2 and cfg.max_records == 2
+    assert ok.config.faults.crashes == 0  # the entry is unchanged
+    assert ok.config_with([]) is ok.config
+
+
+# ---------------------------------------------------------------------------- compare
+def _result(outcome, states=25, violations=(), unwitnessed=()):
+    return CheckResult(outcome=outcome, distinct_states=states, depth=5, seconds=0.1, transitions=50,
+                       violations=list(violations), unwitnessed=list(unwitnessed))
+
+
+def _violation(prop, length):
+    return Violation(prop, "always", [Step(None, None)] * (length + 1))
+
+
+def test_compare_matches():
+    ok, bug = parse_manifest(GOOD)
+    assert compare(ok, _result("success", 25)) == []
+    assert compare(bug, _result("safety_failure", 99, [_violation("NoCommittedWriteLost", 8)])) == []
+
+
+def test_compare_states_differ():
+    ok = parse_manifest(GOOD)[0]
+    [msg] = compare(ok, _result("success", 30))
+    assert "pinned 25" in msg and "found 30" in msg
+    assert "update states" in msg and "'ok'" in msg and "reason" in msg
+
+
+def test_compare_unpinned_states_are_not_compared():
+    ok = dataclasses.replace(parse_manifest(GOOD)[0], states=None)
+    assert compare(ok, _result("success", 12345)) == []
+
+
+def test_compare_outcome_differs():
+    ok, bug = parse_manifest(GOOD)
+    [msg] = compare(ok, _result("safety_failure", violations=[_violation("StrongIsr", 3)]))
+    assert msg.startswith("outcome:") and "StrongIsr" in msg
+    [msg] = compare(bug, _result("success"))
+    assert "NoCommittedWriteLost" in msg and "found success" in msg
+    [msg] = compare(ok, _result("vacuous", unwitnessed=["WriteCommitted"]))
+    assert "vacuous" in msg and "WriteCommitted" in msg
+
+
+def test_compare_property_and_length_differ():
+    bug = parse_manifest(GOOD)[1]
+    msgs = compare(bug, _result("safety_failure", violations=[_violation("StrongIsr", 6)]))
+    assert len(msgs) == 2
+    assert msgs[0] == "property: expected NoCommittedWriteLost, found StrongIsr"
+    assert "expected a counterexample of 8 steps, found 6" in msgs[1]

@@ -1,0 +1,174 @@
+"""The observation schema (specs/observation.toml), the model's projection onto it, and the validator."""
+from __future__ import annotations
+
+import copy
+import json
+from collections import deque
+from typing import Any
+
+import pytest
+
+from isrcheck import specs
+from isrcheck.model.config import from_mapping
+from isrcheck.model.kafka import initial_state
+from isrcheck.model.actions import apply, enabled_actions
+from isrcheck.model.observe import ObservationError, SchemaError, load_schema, observe, validate_observation
+from isrcheck.model.protocol import Protocol
+from isrcheck.model.state import State
+from isrcheck.model.tables import IllegalTransition, PartitionState, ReplicaState
+
+SCHEMA = load_schema()
+
+
+def _fields(obj: str) -> dict[str, dict[str, Any]]:
+    for o in SCHEMA["object"]:
+        if o["name"] == obj:
+            return {f["name"]: f for f in o["field"]}
+    raise KeyError(obj)
+
+
+def reachable(raw: dict[str, Any], limit: int) -> list[State]:
+    """Up to ``limit`` distinct states, breadth first (states whose step faults are skipped)."""
+    protocol = Protocol(from_mapping(raw))
+    s0 = initial_state(protocol)
+    seen = {s0}
+    queue = deque([s0])
+    while queue and len(seen) < limit:
+        s = queue.popleft()
+        for a in enabled_actions(protocol, s):
+            try:
+                t = apply(protocol, s, a)
+            except IllegalTransition:
+                continue
+            if t not in seen:
+                seen.add(t)
+                queue.append(t)
+    return list(seen)
+
+
+SMALL = {
+    "brokers": 3, "replication_factor": 2, "max_records": 1,
+    "faults": {"crashes": 1, "lossy_crashes": 1, "controller_failovers": 1, "isr_shrinks": 1},
+    "operations": {"reassignments": [{"partition": 0, "target": [3, 1]}], "topic_deletions": 1},
+}
+
+
+@pytest.fixture(scope="module")
+def states() -> list[State]:
+    return reachable(SMALL, 1500) + reachable({"brokers": 2, "partitions": 2, "replication_factor": 2,
+                                                "operations": {"topic_creation": True}}, 300)
+
+
+# ---------------------------------------------------------------------------- the schema
+def test_schema_is_the_shipped_file_and_well_formed() -> None:
+    assert SCHEMA == specs.load("observation.toml")
+    assert SCHEMA["root"] == "observation"
+    validate_observation(observe(initial_state(Protocol(from_mapping({})))), SCHEMA)
+
+
+def test_state_labels_come_from_the_tables() -> None:
+    assert _fields("partition")["partition_state"]["values"] == [s.label for s in PartitionState]
+    assert _fields("replica")["replica_state"]["values"] == [s.label for s in ReplicaState]
+
+
+def test_every_field_is_described() -> None:
+    for obj in SCHEMA["object"]:
+        assert obj.get("description"), obj["name"]
+        for f in obj["field"]:
+            assert f.get("description"), f"{obj['name']}.{f['name']}"
+
+
+def test_a_malformed_schema_is_refused() -> None:
+    bad = copy.deepcopy(SCHEMA)
+    bad["object"][0]["field"][0]["type"] = "controler"
+    with pytest.raises(SchemaError, match="unknown type 'controler'"):
+        validate_observation({}, bad)
+    with pytest.raises(SchemaError, match="root"):
+        validate_observation({}, {"object": []})
+
+
+# ---------------------------------------------------------------------------- the projection
+def test_initial_state_observation() -> None:
+    obs = observe(initial_state(Protocol(from_mapping({"brokers": 3, "max_records": 1}))))
+    assert obs["controller"] == {"epoch": 1, "live_brokers": [1, 2, 3], "shutting_down": [], "stale_epoch": 0}
+    assert [b["alive"] for b in obs["brokers"]] == [True, True, True]
+    (p,) = obs["partitions"]
+    assert p == {"index": 0, "exists": True, "replicas": [1, 2, 3], "leader": 1, "isr": [1, 2, 3],
+                 "leader_epoch": 0, "zk_version": 1, "partition_state": "OnlinePartition",
+                 "reassignment": [], "preferred_election": False, "deleting": False}
+    assert [r["role"] for r in obs["replicas"]] == ["leader", "follower", "follower"]
+    assert all(r["replica_state"] == "OnlineReplica" and r["present"] for r in obs["replicas"])
+
+
+def test_projection_follows_a_write_and_a_crash() -> None:
+    protocol = Protocol(from_mapping({"brokers": 2, "replication_factor": 2, "max_records": 1,
+                                      "faults": {"crashes": 1}}))
+    s = initial_state(protocol)
+    for name, args in (("Produce", (1, 0)), ("Fetch", (2, 0)), ("Fetch", (2, 0)), ("Crash", (1,))):
+        s = apply(protocol, s, next(a for a in enabled_actions(protocol, s) if a == (name, args)))
+    obs = observe(s)
+    leader, follower = obs["replicas"]
+    assert leader["role"] == "none" and leader["log"] == [{"id": 1, "epoch": 0}] and leader["leader_epoch"] == -1
+    assert follower["leo"] == 1 and follower["hw"] == 1 and follower["role"] == "follower"
+    assert obs["brokers"][0] == {"id": 1, "alive": False, "controller_epoch": 0}
+
+
+def test_reachable_states_validate_and_are_plain_json(states: list[State]) -> None:
+    for s in states:
+        obs = observe(s)
+        validate_observation(obs, SCHEMA)
+        assert json.loads(json.dumps(obs)) == obs
+        nb, np_ = len(s.brokers), len(s.zk.partitions)
+        assert len(obs["brokers"]) == nb and len(obs["partitions"]) == np_
+        assert [(r["broker"], r["partition"]) for r in obs["replicas"]] == [
+            (b, p) for b in range(1, nb + 1) for p in range(np_)]
+        for r in obs["replicas"]:
+            assert r["leo"] == len(r["log"]) and r["hw"] <= r["leo"]
+
+
+def test_the_walks_reach_varied_observations(states: list[State]) -> None:
+    seen = {(r["role"], r["replica_state"]) for s in states for r in observe(s)["replicas"]}
+    assert ("leader", "OnlineReplica") in seen and ("none", "OfflineReplica") in seen
+    assert any(observe(s)["controller"]["stale_epoch"] for s in states)
+    assert any(p["reassignment"] for s in states for p in observe(s)["partitions"])
+    assert any(p["partition_state"] == "NonExistentPartition" for s in states for p in observe(s)["partitions"])
+
+
+# ---------------------------------------------------------------------------- doctored observations
+@pytest.fixture
+def obs() -> dict[str, Any]:
+    return observe(initial_state(Protocol(from_mapping({"brokers": 3}))))
+
+
+@pytest.mark.parametrize(
+    "doctor, path, problem",
+    [
+        (lambda o: o["partitions"][0].pop("leader"), "partitions[0].leader", "missing field (int)"),
+        (lambda o: o.pop("controller"), "controller", "missing field"),
+        (lambda o: o["partitions"][0].update(isr=[1, "2"]), "partitions[0].isr[1]", "expected int, got string '2'"),
+        (lambda o: o["partitions"][0].update(leader=True), "partitions[0].leader", "expected int, got bool"),
+        (lambda o: o["brokers"][1].update(alive=1), "brokers[1].alive", "expected bool, got int"),
+        (lambda o: o["replicas"][0].update(role="boss"), "replicas[0].role", "must be one of leader, follower, none"),
+        (lambda o: o["partitions"][0].update(isr=[3, 1]), "partitions[0].isr", "ascending"),
+        (lambda o: o["partitions"][0].update(replicas=[1, 1]), "partitions[0].replicas", "distinct"),
+        (lambda o: o["controller"].update(epoch=0), "controller.epoch", "must be >= 1"),
+        (lambda o: o["replicas"][0].update(log=[{"id": 1}]), "replicas[0].log[0].epoch", "missing field"),
+        (lambda o: o["replicas"][2].update(extra=1), "replicas[2].extra", "unknown field"),
+        (lambda o: o.update(partitions={}), "partitions", "expected list[partition], got object"),
+        (lambda o: o["partitions"][0].update(partition_state="Online"), "partitions[0].partition_state",
+         "must be one of NonExistentPartition"),
+    ],
+)
+def test_doctored_observation_is_rejected_with_its_path(obs: dict[str, Any], doctor: Any, path: str, problem: str) -> None:
+    validate_observation(obs)  # intact: accepted (with the schema read from the package)
+    doctor(obs)
+    with pytest.raises(ObservationError) as e:
+        validate_observation(obs, SCHEMA)
+    assert e.value.path == path
+    assert problem in str(e.value)
+    assert str(e.value).startswith(f"{path}: ")
+
+
+def test_not_an_object_at_all() -> None:
+    with pytest.raises(ObservationError, match=r"^<observation>: expected an object \(observation\), got list"):
+        validate_observation([], SCHEMA)
