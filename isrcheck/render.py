@@ -300,12 +300,13 @@ def _state_cells(s: State) -> tuple[list[str], list[bool]]:
     dead: list[bool] = []
     for p, zp in enumerate(s.zk.partitions):
         if not zp.replicas:
-            cells += ["-", "-", "-"]
+            cells += ["-", "-", "-", "-"]
         else:
-            cells += [str(zp.leader) if zp.leader != NO_LEADER else "none", render_set(zp.isr), str(zp.leader_epoch)]
+            cells += ["[" + ",".join(map(str, zp.replicas)) + "]",
+                      str(zp.leader) if zp.leader != NO_LEADER else "none", render_set(zp.isr), str(zp.leader_epoch)]
         acked = _ids(s.ghost[p].acked)
         cells.append(",".join(f"m{i}" for i in acked) if acked else "-")
-        dead += [False] * 4
+        dead += [False] * 5
     for br in s.brokers:
         for r in br.replicas:
             if r is None:
@@ -322,7 +323,7 @@ def _headers(s: State) -> list[str]:
     heads: list[str] = []
     for p in range(len(s.zk.partitions)):
         pre = f"p{p} " if multi else ""
-        heads += [f"{pre}leader", f"{pre}ISR", f"{pre}epoch", f"{pre}acked"]
+        heads += [f"{pre}AR", f"{pre}leader", f"{pre}ISR", f"{pre}epoch", f"{pre}acked"]
     for i, br in enumerate(s.brokers):
         for p in range(len(br.replicas)):
             pre = f"b{i + 1}/p{p}" if multi else f"b{i + 1}"
@@ -331,7 +332,7 @@ def _headers(s: State) -> list[str]:
 
 
 def trace_table(trace: Sequence[Step], title: str = "", caption: str = "") -> Table:
-    """One row per step: the action, each partition's leader/ISR/epoch/acknowledged writes (from
+    """One row per step: the action, each partition's AR/leader/ISR/epoch/acknowledged writes (from
     ZooKeeper and the ghost), and each replica's log, LEO and HW. Changed cells are highlighted,
     a dead broker's cells are red."""
     first = next(st.state for st in trace if st.state is not None)
