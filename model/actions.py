@@ -83,22 +83,15 @@ def enabled_actions(protocol: Protocol, s: State) -> list[Action]:
             out.append(Action("CreateTopic", (e,)))
         for p in range(nparts):
             step = c.reassign_step[p]
-            if step or (active and zk.reassign[p]):
-                w = World(protocol, s)
-                cw = w.controller(e)
-                assert cw is not None
-                if C.reassignment_step_enabled(w, cw, p):
-                    out.append(Action("ReassignPartition", (e, p, step if step > 1 else 1)))
+            if (step or (active and zk.reassign[p])) and C.reassignment_step_enabled(zk, c, p):
+                out.append(Action("ReassignPartition", (e, p, step if step > 1 else 1)))
             if zk.preferred >> p & 1:
                 out.append(Action("ElectPreferredLeader", (e, p)))
         if zk.deleting:
-            w = World(protocol, s)
-            cw = w.controller(e)
-            assert cw is not None
-            if not C.deletion_started(w, cw):
-                if not any(cw.reassign_step[p] for p in members(zk.deleting)):
+            if not C.deletion_started(zk, c):
+                if not any(c.reassign_step[p] for p in members(zk.deleting)):
                     out.append(Action("StartTopicDeletion", (e,)))
-            elif C.deletion_complete(w, cw):
+            elif C.deletion_complete(zk, c):
                 out.append(Action("CompleteTopicDeletion", (e,)))
         if active and budget.controlled_shutdowns:
             for b in members(c.live & zk.live & ~c.shutting_down):

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from .brokersets import bit, members
 from .selectors import Election, NoEligibleLeader, Selector, SelectorInput
-from .state import NO_LEADER, UPDATE_METADATA, STOP_REPLICA, StopReplica, UpdateMetadata, ZkPartition
+from .state import NO_LEADER, STOP_REPLICA, UPDATE_METADATA, Controller, StopReplica, UpdateMetadata, Zk, ZkPartition
 from .tables import PartitionState as PS
 from .tables import ReplicaState as RS
 from .tables import check_partition_move, check_replica_move
@@ -312,21 +312,23 @@ def start_topic_deletion(w: World, c: ControllerWork) -> None:
 _DELETION_STATES = (RS.DELETION_STARTED, RS.DELETION_SUCCESSFUL, RS.DELETION_INELIGIBLE)
 
 
-def deletion_started(w: World, c: ControllerWork) -> bool:
-    """Whether this controller has begun deleting (or has nothing of the topic to delete)."""
+def deletion_started(zk: Zk | World, c: Controller | ControllerWork) -> bool:
+    """Whether controller ``c`` has begun deleting (or has nothing of the topic to delete)."""
+    parts = zk.partitions if isinstance(zk, Zk) else zk.parts
     nothing_created = True
-    for p in members(w.deleting):
+    for p in members(zk.deleting):
         if c.partition_states[p] != PS.NON_EXISTENT:
             nothing_created = False
-        for b in w.parts[p].replicas:
+        for b in parts[p].replicas:
             if c.replica_states[p][b - 1] in _DELETION_STATES:
                 return True
     return nothing_created
 
 
-def deletion_complete(w: World, c: ControllerWork) -> bool:
-    for p in members(w.deleting):
-        for b in w.parts[p].replicas:
+def deletion_complete(zk: Zk | World, c: Controller | ControllerWork) -> bool:
+    parts = zk.partitions if isinstance(zk, Zk) else zk.parts
+    for p in members(zk.deleting):
+        for b in parts[p].replicas:
             if c.replica_states[p][b - 1] not in (RS.DELETION_SUCCESSFUL, RS.NON_EXISTENT):
                 return False
     return True
@@ -357,12 +359,18 @@ def reassignment_step(w: World, c: ControllerWork, p: int) -> None:
         c.reassign_step[p] = 0  # a newer controller owns the partition; this one gives up
 
 
-def reassignment_step_enabled(w: World, c: ControllerWork, p: int) -> bool:
+def reassignment_step_enabled(zk: Zk, c: Controller, p: int) -> bool:
+    """Whether controller ``c`` can perform the next step of partition ``p``'s reassignment.
+
+    A reassignment starts (step 1) only on the active controller, when the request is in
+    ZooKeeper; step 4 waits until every target replica is in the ISR; the others just proceed.
+    """
     step = c.reassign_step[p]
     if step == 0:
-        return bool(w.reassign[p]) and exists(w, p) and not w.deleting >> p & 1 and c.epoch == w.controller_epoch
+        return (bool(zk.reassign[p]) and bool(zk.partitions[p].replicas) and not zk.deleting >> p & 1
+                and c.epoch == zk.controller_epoch)
     if step == 4:
-        isr = w.parts[p].isr
+        isr = zk.partitions[p].isr
         return all(isr >> r & 1 for r in c.reassign_new[p])
     return True
 

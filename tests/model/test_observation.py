@@ -104,7 +104,8 @@ def test_projection_follows_a_write_and_a_crash() -> None:
     protocol = Protocol(from_mapping({"brokers": 2, "replication_factor": 2, "max_records": 1,
                                       "faults": {"crashes": 1}}))
     s = initial_state(protocol)
-    for name, args in (("Produce", (1, 0)), ("Fetch", (2, 0)), ("Fetch", (2, 0)), ("Crash", (1,))):
+    script = (("Produce", (1, 0)), ("Fetch", (2, 0)), ("Fetch", (2, 0)), ("Fetch", (2, 0)), ("Crash", (1,)))
+    for name, args in script:
         s = apply(protocol, s, next(a for a in enabled_actions(protocol, s) if a == (name, args)))
     obs = observe(s)
     leader, follower = obs["replicas"]

@@ -1,0 +1,1 @@
+"""The reference implementation: an independent implementation of specs/ (see impl/README.md)."""
