@@ -79,7 +79,8 @@ def enabled_actions(protocol: Protocol, s: State) -> list[Action]:
         if c.live != zk.live or (protocol.detects_restarts() and c.generation != zk.generation):
             out.append(Action("ProcessBrokerChange", (e,)))
         if cfg.operations.topic_creation and not zk.deleting and any(
-                zk.partitions[p].replicas and c.partition_states[p] == PS.NON_EXISTENT for p in range(nparts)):
+                zk.partitions[p].replicas and zk.partitions[p].version == 0
+                and c.partition_states[p] == PS.NON_EXISTENT for p in range(nparts)):
             out.append(Action("CreateTopic", (e,)))
         for p in range(nparts):
             step = c.reassign_step[p]
@@ -171,6 +172,14 @@ def _controller_failover(w: World) -> None:
     C.on_controller_failover(w, new)
 
 
+def _reassignment_step(w: World, e: int, p: int, step: int) -> None:
+    c = _controller(w, e)
+    due = C.next_reassignment_step(c, c.reassign_step[p])
+    if step != due:
+        raise ValueError(f"controller {e} is at step {due} of partition {p}'s reassignment, not {step}")
+    C.reassignment_step(w, c, p)
+
+
 def _controlled_shutdown(w: World, e: int, b: int) -> None:
     _spend(w, "controlled_shutdowns")
     C.controlled_shutdown(w, _controller(w, e), b)
@@ -224,7 +233,7 @@ APPLY: dict[str, Callable[..., None]] = {
     "CheckpointHighWatermark": B.checkpoint_hw,
     "ProcessBrokerChange": lambda w, e: C.process_broker_change(w, _controller(w, e)),
     "CreateTopic": lambda w, e: C.on_new_partition_creation(w, _controller(w, e)),
-    "ReassignPartition": lambda w, e, p, step: C.reassignment_step(w, _controller(w, e), p),
+    "ReassignPartition": lambda w, e, p, step: _reassignment_step(w, e, p, step),
     "ElectPreferredLeader": lambda w, e, p: C.on_preferred_replica_election(w, _controller(w, e), p),
     "StartTopicDeletion": lambda w, e: C.start_topic_deletion(w, _controller(w, e)),
     "CompleteTopicDeletion": lambda w, e: C.complete_topic_deletion(w, _controller(w, e)),

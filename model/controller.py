@@ -158,7 +158,10 @@ def bump_leader_epoch(w: World, c: ControllerWork, p: int, to: tuple[int, ...]) 
 # ---------------------------------------------------------------------------- operations
 def on_new_partition_creation(w: World, c: ControllerWork) -> None:
     """NonExistent -> New -> Online for every partition of the topic, replicas alongside."""
-    created = [p for p in range(len(w.parts)) if exists(w, p) and c.partition_states[p] == PS.NON_EXISTENT]
+    # Only partitions that have no leader/ISR znode yet: a deposed controller must not re-create
+    # what its successor already brought online.
+    created = [p for p in range(len(w.parts)) if exists(w, p) and c.partition_states[p] == PS.NON_EXISTENT
+               and w.parts[p].version == 0]
     for p in created:
         partition_to(w, c, p, PS.NEW)
         for b in assignment(w, c, p):
@@ -269,7 +272,10 @@ def on_controller_failover(w: World, c: ControllerWork) -> None:
 
 
 def on_preferred_replica_election(w: World, c: ControllerWork, p: int) -> None:
-    if _electable(w, p) and c.reassign_step[p] == 0:
+    """Elect the preferred replica of ``p`` (if this controller knows the partition as Online or
+    Offline and no reassignment is moving it), then clear the request either way."""
+    if (_electable(w, p) and c.reassign_step[p] == 0
+            and c.partition_states[p] in (PS.ONLINE, PS.OFFLINE)):
         partition_to(w, c, p, PS.ONLINE, Selector.PREFERRED_REPLICA)
     w.preferred &= ~bit(p)
 
@@ -317,7 +323,7 @@ def deletion_started(zk: Zk | World, c: Controller | ControllerWork) -> bool:
     parts = zk.partitions if isinstance(zk, Zk) else zk.parts
     nothing_created = True
     for p in members(zk.deleting):
-        if c.partition_states[p] != PS.NON_EXISTENT:
+        if c.partition_states[p] != PS.NON_EXISTENT or parts[p].version != 0:
             nothing_created = False
         for b in parts[p].replicas:
             if c.replica_states[p][b - 1] in _DELETION_STATES:
@@ -366,7 +372,7 @@ def reassignment_step_enabled(zk: Zk, c: Controller, p: int) -> bool:
     ZooKeeper; step 4 waits until every target replica is in the ISR; the others just proceed.
     """
     step = c.reassign_step[p]
-    if step == 0:
+    if step in (0, 1):  # starting, or resuming after a failover: only the active controller
         return (bool(zk.reassign[p]) and bool(zk.partitions[p].replicas) and not zk.deleting >> p & 1
                 and c.epoch == zk.controller_epoch)
     if step == 4:
@@ -379,6 +385,9 @@ def _step1_start(w: World, c: ControllerWork, p: int) -> None:
     """Read RAR; give up if it equals AR or names a dead broker; else write AR = OAR + RAR."""
     target = w.reassign[p]
     current = w.parts[p].replicas
+    if not target:  # the request is gone (another controller completed it): nothing to resume
+        c.reassign_step[p] = 0
+        return
     if target == current or any(not c.live >> r & 1 for r in target):
         _drop_reassignment_request(w, p)
         c.reassign_step[p] = 0

@@ -125,16 +125,18 @@ def test_OnlyValidTransitions_replica_move(pair):
 
 def test_OnlyValidTransitions_illegal_move_in_a_step_is_a_model_fault(kafka, edit):
     """A step that drives an illegal move surfaces as a ModelFault of OnlyValidTransitions."""
-    d = kafka(brokers=2, replication_factor=2, max_records=0)
+    d = kafka(brokers=2, replication_factor=2, max_records=0, faults={"crashes": 1})
+    d.do("Crash", 2)
     s = d.s
-    # a controller that believes the partition does not exist, asked to elect its preferred leader
-    c = s.controller._replace(partition_states=(PartitionState.NON_EXISTENT,))
-    s = s._replace(controller=c, zk=s.zk._replace(preferred=1))
+    # a controller whose books say replica 2 was already deleted; the failure of broker 2 then
+    # asks for ReplicaDeletionSuccessful -> OfflineReplica, which the table forbids
+    c = s.controller._replace(replica_states=((ReplicaState.ONLINE, ReplicaState.DELETION_SUCCESSFUL),))
+    s = s._replace(controller=c)
     model = KafkaModel(d.protocol)
     with pytest.raises(ModelFault) as info:
-        model.next_state(s, Action("ElectPreferredLeader", (1, 0)))
+        model.next_state(s, Action("ProcessBrokerChange", (1,)))
     assert info.value.property_name == "OnlyValidTransitions"
-    assert "NonExistentPartition" in str(info.value) and "OnlinePartition" in str(info.value)
+    assert "ReplicaDeletionSuccessful" in str(info.value) and "OfflineReplica" in str(info.value)
 
 
 def test_initial_state_machines_are_online(kafka):
