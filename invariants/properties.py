@@ -7,10 +7,10 @@ state-machine tables raise, and the checker reports the step that tried the ille
 """
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 from isrcheck.model.checker import Property
-from isrcheck.model.config import Config
+from isrcheck.model.config import Config, ConfigError
 from isrcheck.model.kafka import KafkaModel
 from isrcheck.model.protocol import Protocol
 from isrcheck.model.records import ids_in
@@ -100,8 +100,25 @@ def _no_committed_write_lost(s: State) -> bool:
 
 
 def _log_matching(s: State) -> bool:
-    for p in range(len(s.zk.partitions)):
-        reps = [br.replicas[p] for br in s.brokers if br.replicas[p] is not None]
+    """Live in-sync replicas (the ZooKeeper ISR, and the leader) agree below both of their HWs.
+
+    Replicas outside the ISR may hold a stale or diverging suffix until they reconcile; what a
+    protocol must prevent is such a replica counting as in sync again.
+    """
+    for p, zp in enumerate(s.zk.partitions):
+        if not zp.replicas:
+            continue
+        members_ = zp.isr | (1 << zp.leader if zp.leader else 0)
+        reps = []
+        b = 0
+        while members_:
+            if members_ & 1:
+                br = s.brokers[b - 1]
+                r = br.replicas[p]
+                if br.alive and r is not None:
+                    reps.append(r)
+            members_ >>= 1
+            b += 1
         for i in range(len(reps)):
             a = reps[i]
             for j in range(i + 1, len(reps)):
@@ -206,7 +223,7 @@ ALL_PROPERTIES: tuple[Property, ...] = (
     Property("NoCommittedWriteLost", "always", _no_committed_write_lost, "06-properties.md#nocommittedwritelost",
              "Every acknowledged write is in the log of the leader and of every live ISR member."),
     Property("LogMatching", "always", _log_matching, "06-properties.md#logmatching",
-             "Two replicas agree on every offset below both of their high watermarks."),
+             "Two live in-sync replicas agree on every offset below both of their high watermarks."),
     Property("ConsistentRead", "always", _consistent_read, "06-properties.md#consistentread",
              "What a leader exposes below its HW never contradicts what was exposed before."),
     Property("OneLeaderPerEpoch", "always", _one_leader_per_epoch, "06-properties.md#oneleaderperepoch",
@@ -253,11 +270,22 @@ def applicable_properties(cfg: Config) -> list[Property]:
     return out
 
 
-def build_model(cfg: Config, protocol: Protocol | None = None, symmetry: bool | None = None) -> KafkaModel:
-    """The checkable model for ``cfg``: protocol, applicable properties, symmetry where sound."""
+def build_model(cfg: Config, protocol: Protocol | None = None, symmetry: bool | None = None,
+                properties: Sequence[str] | None = None) -> KafkaModel:
+    """The checkable model for ``cfg``: protocol, applicable properties, symmetry where sound.
+
+    ``properties`` restricts the safety properties checked to those names (the ``sometimes``
+    properties always stay, so a restricted check cannot pass vacuously).
+    """
     from isrcheck.model.symmetry import symmetry_allowed
 
     protocol = protocol or Protocol(cfg)
     if symmetry is None:
         symmetry = symmetry_allowed(cfg)
-    return KafkaModel(protocol, applicable_properties(cfg), symmetry=symmetry)
+    props = applicable_properties(cfg)
+    if properties is not None:
+        unknown = sorted(set(properties) - set(property_names()))
+        if unknown:
+            raise ConfigError(f"unknown property {unknown[0]!r} (known: {', '.join(property_names())})")
+        props = [p for p in props if p.kind == "sometimes" or p.name in properties]
+    return KafkaModel(protocol, props, symmetry=symmetry)

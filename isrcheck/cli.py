@@ -91,13 +91,17 @@ def main() -> None:
 @click.option("--symmetry/--no-symmetry", default=None,
               help="Force broker-symmetry reduction on or off (default: the model's choice, on where sound).")
 @click.option("--keep-going", is_flag=True, help="Do not stop at the first violation; report one per property.")
+@click.option("--property", "only", multiple=True, metavar="NAME",
+              help="Check only this safety property (repeatable; the sometimes-properties always stay).")
 def check(name: str | None, config_file: str | None, overrides: tuple[str, ...], as_json: bool,
-          max_depth: int | None, max_states: int | None, symmetry: bool | None, keep_going: bool) -> None:
+          max_depth: int | None, max_states: int | None, symmetry: bool | None, keep_going: bool,
+          only: tuple[str, ...]) -> None:
     """Explore every reachable state of model NAME (see `isrcheck list`) or of --config FILE."""
     target = manifest.resolve(name, config_file, overrides)
     symmetry = target.symmetry if symmetry is None else symmetry
     _warn_symmetry(target.config, symmetry)
-    model = build_model(target.config, symmetry=symmetry)
+    properties = list(only) if only else (list(target.properties) if target.properties else None)
+    model = build_model(target.config, symmetry=symmetry, properties=properties)
     with render.progress_status(_show_progress(as_json), f"checking {target.label}") as progress:
         result = Checker(model, max_depth=max_depth, max_states=max_states,
                          stop_on_first=not keep_going, progress=progress).run()
@@ -239,7 +243,9 @@ def gate(names: tuple[str, ...], everything: bool, as_json: bool) -> None:
             if progress is not None:
                 progress.set_label(f"gate [{i + 1}/{len(entries)}] {e.name}")
             try:
-                result = Checker(build_model(e.config, symmetry=e.symmetry), progress=progress).run()
+                model = build_model(e.config, symmetry=e.symmetry,
+                                    properties=list(e.properties) if e.properties else None)
+                result = Checker(model, progress=progress).run()
                 mismatches = manifest.compare(e, result)
             except Exception as ex:  # noqa: BLE001 - one broken model must not hide the others
                 result = None

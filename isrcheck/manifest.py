@@ -22,7 +22,7 @@ GATES = ("default", "all")
 EXPECTS = ("success", "safety_failure")
 
 _REQUIRED = ("name", "description", "gate", "expect", "config")
-_KNOWN = frozenset(_REQUIRED) | {"property", "length", "states", "symmetry"}
+_KNOWN = frozenset(_REQUIRED) | {"property", "length", "states", "symmetry", "properties"}
 
 
 class ManifestError(ValueError):
@@ -44,6 +44,7 @@ class ModelEntry:
     states: int | None  # success: pinned distinct states (None while not pinned)
     symmetry: bool | None  # None: wherever sound
     config: Config
+    properties: tuple[str, ...] | None = None  # check only these safety properties (None: all)
     raw_config: Mapping[str, Any] = field(default_factory=dict, compare=False, hash=False, repr=False)
 
     def config_with(self, overrides: Sequence[str]) -> Config:
@@ -118,6 +119,14 @@ def parse_entry(raw: Any, index: int, source: str = MANIFEST) -> ModelEntry:
     symmetry = raw.get("symmetry")
     if symmetry is not None and not isinstance(symmetry, bool):
         raise _fail(source, where, f"symmetry must be true or false, got {symmetry!r}")
+    only = raw.get("properties")
+    if only is not None:
+        if not isinstance(only, list) or not only or not all(isinstance(x, str) for x in only):
+            raise _fail(source, where, "properties must be a non-empty list of property names")
+        for x in only:
+            if x not in property_names():
+                raise _fail(source, where, f"unknown property {x!r} in properties")
+        only = tuple(only)
     raw_config = raw["config"]
     if not isinstance(raw_config, dict):
         raise _fail(source, where, "config must be a table ([model.config])")
@@ -125,7 +134,7 @@ def parse_entry(raw: Any, index: int, source: str = MANIFEST) -> ModelEntry:
         config = from_mapping(raw_config)
     except ConfigError as e:
         raise _fail(source, where, f"config: {e}") from None
-    return ModelEntry(name, description, gate, expect, prop, length, states, symmetry, config, raw_config)
+    return ModelEntry(name, description, gate, expect, prop, length, states, symmetry, config, only, raw_config)
 
 
 def parse_manifest(doc: Mapping[str, Any], source: str = MANIFEST) -> list[ModelEntry]:
@@ -203,6 +212,7 @@ class Target:
     config: Config
     symmetry: bool | None
     entry: ModelEntry | None = None
+    properties: tuple[str, ...] | None = None
 
 
 def resolve(name: str | None, config_file: str | None, overrides: Sequence[str] = ()) -> Target:
@@ -217,7 +227,7 @@ def resolve(name: str | None, config_file: str | None, overrides: Sequence[str] 
             cfg = entry.config_with(overrides)
         except ConfigError as e:
             raise ConfigError(f"model {name!r}: {e}") from None
-        return Target(name, cfg, entry.symmetry, entry)
+        return Target(name, cfg, entry.symmetry, entry, entry.properties)
     if config_file:
         raw = read_toml(config_file)
         try:

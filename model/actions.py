@@ -13,7 +13,7 @@ from . import broker as B
 from . import controller as C
 from .brokersets import members
 from .protocol import Protocol
-from .state import NO_LEADER, State
+from .state import ASK_EPOCH_END, FETCHING, NO_LEADER, TRUNCATE_PENDING, State
 from .tables import PartitionState as PS
 from .world import ControllerWork, World
 
@@ -57,17 +57,27 @@ def enabled_actions(protocol: Protocol, s: State) -> list[Action]:
                 continue
             if r.leader == b:
                 if (s.ghost[p].produced < cfg.max_records and zk.partitions[p].replicas
-                        and r.isr.bit_count() >= cfg.min_insync_replicas):
+                        and (cfg.acks == "1" or r.isr.bit_count() >= cfg.min_insync_replicas)):
                     out.append(Action("Produce", (b, p)))
                 if budget.isr_shrinks and zk.partitions[p].version == r.zk_version:
                     for f in members(r.isr):
                         if f != b:
                             out.append(Action("ShrinkIsr", (b, p, f)))
             elif r.leader != NO_LEADER:
-                lb = s.brokers[r.leader - 1]
-                lr = lb.replicas[p]
-                if lb.alive and lr is not None and lr.leader == r.leader and lr.assigned >> b & 1:
-                    out.append(Action("Fetch", (b, p)))
+                if r.fetch_state == FETCHING:
+                    lb = s.brokers[r.leader - 1]
+                    lr = lb.replicas[p]
+                    if (lb.alive and lr is not None and lr.leader == r.leader and lr.assigned >> b & 1
+                            and protocol.epoch_matches(r.leader_epoch, lr.leader_epoch)):
+                        out.append(Action("Fetch", (b, p)))
+                elif r.fetch_state == ASK_EPOCH_END:
+                    lb = s.brokers[r.leader - 1]
+                    lr = lb.replicas[p]
+                    if (lb.alive and lr is not None and lr.leader == r.leader
+                            and protocol.epoch_matches(r.leader_epoch, lr.leader_epoch)):
+                        out.append(Action("OffsetsForLeaderEpoch", (b, p)))
+            if r.fetch_state == TRUNCATE_PENDING:
+                out.append(Action("TruncateToEpochEndOffset", (b, p)))
             if cfg.hw_checkpoint == "periodic" and r.checkpoint != r.hw:
                 out.append(Action("CheckpointHighWatermark", (b, p)))
 
@@ -229,6 +239,8 @@ APPLY: dict[str, Callable[..., None]] = {
     "DeliverDelayedRequest": _deliver_delayed,
     "Produce": B.produce,
     "Fetch": B.fetch,
+    "OffsetsForLeaderEpoch": B.offsets_for_leader_epoch,
+    "TruncateToEpochEndOffset": B.truncate_to_epoch_end,
     "ShrinkIsr": _shrink,
     "CheckpointHighWatermark": B.checkpoint_hw,
     "ProcessBrokerChange": lambda w, e: C.process_broker_change(w, _controller(w, e)),

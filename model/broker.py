@@ -8,9 +8,22 @@ why a follower's HW lags the leader's by one fetch.
 """
 from __future__ import annotations
 
+from . import epochs as E
 from .brokersets import bit, mask_of, members, size
 from .records import ids_in, make_record
-from .state import LEADER_AND_ISR, NO_LEADER, STOP_REPLICA, LeaderAndIsr, Replica, Request, StopReplica, ZkPartition
+from .state import (
+    ASK_EPOCH_END,
+    FETCHING,
+    LEADER_AND_ISR,
+    NO_LEADER,
+    STOP_REPLICA,
+    TRUNCATE_PENDING,
+    LeaderAndIsr,
+    Replica,
+    Request,
+    StopReplica,
+    ZkPartition,
+)
 from .tables import ReplicaState as RS
 from .tables import check_replica_move
 from .world import World, fresh_replica
@@ -48,11 +61,15 @@ def _leader_and_isr(w: World, b: int, req: LeaderAndIsr) -> None:
 
 def _become_leader(w: World, b: int, p: int, r: Replica, req: LeaderAndIsr) -> None:
     assigned = mask_of(req.replicas)
+    epochs = r.epochs
+    if w.protocol.uses_leader_epochs:
+        epochs = E.assign(epochs, req.leader_epoch, len(r.log))
     if r.leader == b:  # still the leader, with a newer epoch (an ISR or assignment change)
-        r = r._replace(leader_epoch=req.leader_epoch, isr=req.isr, zk_version=req.zk_version, assigned=assigned)
+        r = r._replace(leader_epoch=req.leader_epoch, isr=req.isr, zk_version=req.zk_version, assigned=assigned,
+                       epochs=epochs)
     else:
         r = Replica(r.log, r.hw, r.checkpoint, b, req.leader_epoch, req.isr, req.zk_version,
-                    (0,) * len(w.brokers), 0, assigned)
+                    (0,) * len(w.brokers), 0, assigned, epochs, FETCHING, ())
     r = advance_hw(w, b, p, r)
     w.set_replica(b, p, r)
     w.expose(p, r.log, r.hw)
@@ -64,6 +81,68 @@ def become_follower_truncating_to_hw(w: World, b: int, p: int, r: Replica, req: 
     if r.leader != req.leader:
         log = log[: r.hw]
     return Replica(log, min(r.hw, len(log)), r.checkpoint, req.leader, req.leader_epoch, 0, 0, (), 0, 0)
+
+
+def become_follower_reconciling_by_epoch(w: World, b: int, p: int, r: Replica, req: LeaderAndIsr,
+                                         on_every_epoch: bool) -> Replica:
+    """KIP-101 onwards: keep the log and ask the new leader where our latest epoch ends.
+
+    Reconciliation starts on a leader change, or (KAFKA-7164, with ``on_every_epoch``) on any
+    leader-epoch change. A follower with an empty log has nothing to reconcile.
+    """
+    changed = r.leader != req.leader or (on_every_epoch and r.leader_epoch != req.leader_epoch)
+    state, answer = r.fetch_state, r.answer
+    if changed:
+        state, answer = (ASK_EPOCH_END if r.log else FETCHING), ()
+    return Replica(r.log, r.hw, r.checkpoint, req.leader, req.leader_epoch, 0, 0, (), 0, 0,
+                   r.epochs, state, answer)
+
+
+def offsets_for_leader_epoch(w: World, f: int, p: int) -> None:
+    """The follower asks its leader where its latest epoch ends; the answer waits in its replica."""
+    rf = w.replica(f, p)
+    assert rf is not None
+    rl = w.replica(rf.leader, p)
+    assert rl is not None
+    asked = E.latest(rf.epochs)
+    if w.protocol.config.truncation == "kip-101":
+        answer = E.end_offset_kip101(rl.epochs, len(rl.log), asked)
+    else:
+        answer = E.end_offset_kip279(rl.epochs, len(rl.log), asked)
+    w.set_replica(f, p, rf._replace(fetch_state=TRUNCATE_PENDING, answer=answer))
+
+
+def truncate_to_epoch_end(w: World, f: int, p: int) -> None:
+    """Apply the OffsetsForLeaderEpoch answer: truncate, then fetch (or ask again, KIP-279)."""
+    rf = w.replica(f, p)
+    assert rf is not None
+    epoch, end = rf.answer
+    leo = len(rf.log)
+    done = True
+    if epoch == E.UNDEFINED:  # neither side knows a common epoch: fall back to the HW
+        cut = min(rf.hw, leo)
+    elif w.protocol.config.truncation == "kip-101":
+        cut = min(end, leo)
+    else:
+        mine, my_end = E.own_end(rf.epochs, leo, epoch)
+        if mine == E.UNDEFINED:  # we know no epoch that old: everything we hold is after it
+            cut, done = min(end, leo), True
+        else:
+            cut = min(end, my_end)
+            done = mine == epoch
+    log = rf.log[:cut]
+    state = FETCHING if done or not log else ASK_EPOCH_END
+    w.set_replica(f, p, rf._replace(log=log, hw=min(rf.hw, cut), epochs=E.truncate(rf.epochs, cut),
+                                    fetch_state=state, answer=()))
+
+
+def can_query_epoch(w: World, f: int, p: int) -> bool:
+    rf = w.replica(f, p)
+    if rf is None or rf.fetch_state != ASK_EPOCH_END or rf.leader in (NO_LEADER, f):
+        return False
+    rl = w.replica(rf.leader, p)
+    return (is_leader(w, rf.leader, p) and rl is not None
+            and w.protocol.epoch_matches(rf.leader_epoch, rl.leader_epoch))
 
 
 def _stop_replica(w: World, b: int, req: StopReplica) -> None:
@@ -103,7 +182,7 @@ def advance_hw(w: World, leader: int, p: int, r: Replica) -> Replica:
                 w.acknowledge(p, committed)
             pending &= ~committed
     r = Replica(r.log, new_hw, r.checkpoint, r.leader, r.leader_epoch, r.isr, r.zk_version,
-                r.remote_leo, pending, r.assigned)
+                r.remote_leo, pending, r.assigned, r.epochs, r.fetch_state, r.answer)
     w.expose(p, r.log, new_hw)
     return r
 
@@ -115,13 +194,19 @@ def produce(w: World, leader: int, p: int) -> None:
     rid = g.produced + 1
     w.set_ghost(p, g._replace(produced=rid))
     r = r._replace(log=r.log + (make_record(rid, r.leader_epoch),), pending=r.pending | 1 << rid)
+    if w.protocol.uses_leader_epochs:
+        r = r._replace(epochs=E.assign(r.epochs, r.leader_epoch, len(r.log) - 1))
+    if w.protocol.config.acks == "1":  # acknowledged as soon as the leader has it
+        w.acknowledge(p, 1 << rid)
+        r = r._replace(pending=r.pending & ~(1 << rid))
     w.set_replica(leader, p, advance_hw(w, leader, p, r))
 
 
 def can_produce(w: World, leader: int, p: int) -> bool:
     r = w.replica(leader, p)
-    return (r is not None and w.ghost[p].produced < w.protocol.config.max_records
-            and size(r.isr) >= w.protocol.config.min_insync_replicas and bool(w.parts[p].replicas))
+    cfg = w.protocol.config
+    return (r is not None and w.ghost[p].produced < cfg.max_records
+            and (cfg.acks == "1" or size(r.isr) >= cfg.min_insync_replicas) and bool(w.parts[p].replicas))
 
 
 def fetch(w: World, f: int, p: int) -> None:
@@ -134,7 +219,8 @@ def fetch(w: World, f: int, p: int) -> None:
     if offset > len(rl.log):  # OffsetOutOfRange: the follower truncates to the leader's LEO
         log = rf.log[: len(rl.log)]
         w.set_replica(f, p, Replica(log, min(rf.hw, len(log)), rf.checkpoint, rf.leader, rf.leader_epoch,
-                                    rf.isr, rf.zk_version, rf.remote_leo, rf.pending, rf.assigned))
+                                    rf.isr, rf.zk_version, rf.remote_leo, rf.pending, rf.assigned,
+                                    E.truncate(rf.epochs, len(log)), rf.fetch_state, rf.answer))
         return
     answered_hw = rl.hw  # the response carries the HW read before this fetch is recorded
     remote = rl.remote_leo
@@ -146,20 +232,24 @@ def fetch(w: World, f: int, p: int) -> None:
                                      zp.version + 1, zp.controller_epoch))
             isr, zk_version = isr | bit(f), zp.version + 1
     rl = Replica(rl.log, rl.hw, rl.checkpoint, rl.leader, rl.leader_epoch, isr, zk_version,
-                 remote[: f - 1] + (offset,) + remote[f:], rl.pending, rl.assigned)
+                 remote[: f - 1] + (offset,) + remote[f:], rl.pending, rl.assigned, rl.epochs, rl.fetch_state,
+                 rl.answer)
     rl = advance_hw(w, leader, p, rl)
     w.set_replica(leader, p, rl)
     log = rf.log + rl.log[offset:]
+    epochs = E.after_append(rf.epochs, log, offset) if w.protocol.uses_leader_epochs else rf.epochs
     w.set_replica(f, p, Replica(log, min(answered_hw, len(log)), rf.checkpoint, rf.leader, rf.leader_epoch,
-                                rf.isr, rf.zk_version, rf.remote_leo, rf.pending, rf.assigned))
+                                rf.isr, rf.zk_version, rf.remote_leo, rf.pending, rf.assigned, epochs,
+                                rf.fetch_state, rf.answer))
 
 
 def can_fetch(w: World, f: int, p: int) -> bool:
     rf = w.replica(f, p)
-    if rf is None or rf.leader in (NO_LEADER, f):
+    if rf is None or rf.leader in (NO_LEADER, f) or rf.fetch_state != FETCHING:
         return False
     rl = w.replica(rf.leader, p)
-    return is_leader(w, rf.leader, p) and rl is not None and bool(rl.assigned >> f & 1)
+    return (is_leader(w, rf.leader, p) and rl is not None and bool(rl.assigned >> f & 1)
+            and w.protocol.epoch_matches(rf.leader_epoch, rl.leader_epoch))
 
 
 def shrink_isr(w: World, leader: int, p: int, follower: int) -> None:
@@ -196,7 +286,8 @@ def crash(w: World, b: int, kept: tuple[int, ...] | None = None) -> None:
         log = r.log if kept is None else r.log[: kept[p]]
         on_disk = r.checkpoint if periodic else r.hw
         hw = min(on_disk, len(log))
-        replicas.append(Replica(log, hw, hw if periodic else 0, NO_LEADER, -1, 0, 0, (), 0, 0))
+        replicas.append(Replica(log, hw, hw if periodic else 0, NO_LEADER, -1, 0, 0, (), 0, 0,
+                                E.truncate(r.epochs, len(log)), FETCHING, ()))
     w.set_broker(b - 1, br._replace(alive=False, controller_epoch=0, replicas=tuple(replicas)))
     w.set_inbox(b - 1, ())
     w.live &= ~bit(b)

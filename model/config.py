@@ -16,6 +16,10 @@ MAX_BROKERS = 8
 MAX_PARTITIONS = 4
 MAX_RECORDS = 8
 
+#: The truncation rule a follower applies when its leader changes, by protocol generation.
+TRUNCATION_RULES = ("high-watermark", "kip-101", "kip-279", "kip-320")
+ACKS = ("all", "1")
+
 
 class ConfigError(ValueError):
     """A configuration that cannot describe a model; the message is one line for the user."""
@@ -60,6 +64,10 @@ class Config:
     unclean_leader_election: bool = False
     hw_checkpoint: str = "periodic"  # "periodic" | "every-change"
     stale_controller: bool = True
+    truncation: str = "high-watermark"  # one of TRUNCATION_RULES
+    acks: str = "all"  # "all" | "1"
+    detect_restarts: bool = False  # the controller notices a quick restart (Kafka 2.2+)
+    fenced_controller_writes: bool = False  # ZooKeeper refuses a deposed controller's writes (2.1+)
     assignment: tuple[tuple[int, ...], ...] = ()
     faults: Faults = field(default_factory=Faults)
     operations: Operations = field(default_factory=Operations)
@@ -105,6 +113,14 @@ def _bool(where: str, value: Any) -> bool:
     return value
 
 
+def _choice(where: str, value: Any, allowed: tuple[str, ...]) -> str:
+    if isinstance(value, int) and not isinstance(value, bool) and str(value) in allowed:
+        return str(value)  # acks = 1 written as a number
+    if value not in allowed:
+        raise ConfigError(f"{where} must be one of {', '.join(repr(a) for a in allowed)}, got {value!r}")
+    return value
+
+
 def _table(where: str, value: Any) -> dict[str, Any]:
     if not isinstance(value, dict):
         raise ConfigError(f"[{where}] must be a table, got {value!r}")
@@ -134,9 +150,11 @@ def from_mapping(raw: dict[str, Any]) -> Config:
         raise ConfigError(f"min_insync_replicas {min_isr} exceeds replication_factor {rf}: no write could commit")
     unclean = _bool("unclean_leader_election", raw.get("unclean_leader_election", False))
     stale = _bool("stale_controller", raw.get("stale_controller", True))
-    hw_checkpoint = raw.get("hw_checkpoint", "periodic")
-    if hw_checkpoint not in ("periodic", "every-change"):
-        raise ConfigError(f"hw_checkpoint must be \"periodic\" or \"every-change\", got {hw_checkpoint!r}")
+    hw_checkpoint = _choice("hw_checkpoint", raw.get("hw_checkpoint", "periodic"), ("periodic", "every-change"))
+    truncation = _choice("truncation", raw.get("truncation", "high-watermark"), TRUNCATION_RULES)
+    acks = _choice("acks", raw.get("acks", "all"), ACKS)
+    detect_restarts = _bool("detect_restarts", raw.get("detect_restarts", False))
+    fenced_writes = _bool("fenced_controller_writes", raw.get("fenced_controller_writes", False))
 
     if "assignment" in raw:
         assignment_raw = raw["assignment"]
@@ -182,6 +200,10 @@ def from_mapping(raw: dict[str, Any]) -> Config:
         unclean_leader_election=unclean,
         hw_checkpoint=hw_checkpoint,
         stale_controller=stale,
+        truncation=truncation,
+        acks=acks,
+        detect_restarts=detect_restarts,
+        fenced_controller_writes=fenced_writes,
         assignment=assignment,
         faults=faults,
         operations=ops,

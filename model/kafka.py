@@ -57,7 +57,8 @@ def initial_state(protocol: Protocol) -> State:
             if not created or b not in ar:
                 replicas.append(None)
             elif b == ar[0]:
-                replicas.append(Replica((), 0, 0, b, 0, mask_of(ar), 1, (0,) * nb, 0, mask_of(ar)))
+                epochs = ((0, 0),) if protocol.uses_leader_epochs else ()
+                replicas.append(Replica((), 0, 0, b, 0, mask_of(ar), 1, (0,) * nb, 0, mask_of(ar), epochs))
             else:
                 replicas.append(Replica((), 0, 0, ar[0], 0, 0, 0, (), 0, 0))
         brokers.append(Broker(True, FIRST_CONTROLLER_EPOCH if created else 0, tuple(replicas)))

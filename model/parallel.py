@@ -1,35 +1,37 @@
 """Multi-process breadth-first search: the same search as :class:`~isrcheck.model.checker.Checker`
 spread over long-lived worker processes.
 
-Design (level-synchronous, partitioned fingerprint space):
+Design (level-synchronous; fingerprint space partitioned; states stay where they are made):
 
-* The fingerprint space is partitioned among ``workers`` processes: worker ``fp % workers``
-  *owns* a state. Each owner keeps the visited set and parent map of its states and the part of
-  the BFS frontier made of them.
-* One BFS level at a time: every worker expands its frontier, checks ``transition`` properties
-  and :class:`ModelFault` itself, and routes each successor ``(fp, parent_fp, key, state)`` to
-  its owner in batches (pickle protocol 5) over dedicated worker-to-worker pipes. Owners
-  de-duplicate, check ``always`` properties and witness ``sometimes`` ones on new states. The
-  coordinator (the calling process) only synchronises levels and sums counts; it never sees a
-  state, except the initial ones and those of a counterexample.
+* Worker ``fp % workers`` *owns* a fingerprint: it keeps the visited set and the parent map for
+  its part of the fingerprint space.
+* Each worker *holds* part of the BFS frontier (concrete states) and expands it. One level at a
+  time: the worker checks ``transition`` properties and :class:`ModelFault` on its steps, keeps
+  each successor it makes, and sends the owner a *claim* ``(fp, key, parent fp)``: three ints,
+  in batches (pickle protocol 5) over dedicated worker-to-worker pipes.
+* The owner settles every new fingerprint: the claim with the smallest key wins, the owner
+  records the parent, and tells each worker which of its claims it won. The winners form the
+  worker's part of the next frontier; it checks ``always`` properties and witnesses
+  ``sometimes`` ones on them.
+* So states do not travel: a state is pickled only when the coordinator evens out the frontier
+  between workers (about 1-3 % of the states on the Kafka models; a giver picks states spread
+  over its key range). The coordinator (the calling process) synchronises levels, sums counts,
+  and builds counterexamples; it never sees a state but the initial ones and a counterexample's.
 * Processes are forked (``fork`` start method), so the model object is never pickled.
 
 Equivalence with the single-process checker. Every state carries a *discovery key*: the path of
 action indices that first reaches it in the single-process BFS order, packed in an int
 (``key(t) = key(parent) << 16 | action index``; a level's keys all have the same length, so
-comparing ints compares paths lexicographically). An owner keeps, for each new state, the
-smallest key among the events that reach it, and with it that event's parent and concrete
-state: exactly the first discovery of :class:`Checker`, which keeps the first parent and the
-first concrete state (the representative, under symmetry reduction). So the expanded states,
-the parent map, and therefore the counterexamples are the ones of the single-process checker:
-shortest, deterministic, and identical trace for trace. Where :class:`Checker` stops in the
-middle of a level (first violation, ``max_states``), the coordinator finds the stopping event as
-the smallest violating key (or the key of the ``max_states``-th state) and asks each worker for
-its figures up to that key, so ``distinct_states``, ``depth``, ``transitions``, ``coverage``,
-the outcome and the unwitnessed properties are the same as well.
-
-Each worker never sends the same fingerprint twice to its owner (a fingerprint it has sent once
-is visited by the next level), which keeps pickling to about one state per distinct state.
+comparing ints compares paths lexicographically). For each new state the smallest key among the
+events that reach it decides the parent and the concrete state kept: exactly the first
+discovery of :class:`Checker`, which keeps the first parent and the first concrete state (the
+representative, under symmetry reduction). So the expanded states, the parent map, and the
+counterexamples are those of the single-process checker: shortest, deterministic, identical
+trace for trace. Where :class:`Checker` stops in the middle of a level (first violation,
+``max_states``), the coordinator finds the stopping event (the smallest violating key, or the key
+of the ``max_states``-th state) and asks each worker for its figures up to that event, so
+``distinct_states``, ``depth``, ``transitions``, ``coverage``, the outcome and the unwitnessed
+properties are the same as well.
 """
 from __future__ import annotations
 
@@ -47,7 +49,7 @@ import time
 import traceback
 from bisect import bisect_left, bisect_right
 from collections import Counter, deque
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from heapq import merge
 from itertools import islice
 from multiprocessing.connection import Connection, wait
@@ -75,7 +77,11 @@ CLAIM_BATCH = 2048  # claims (fingerprint, key, parent) per message to an owner
 PIPE_SIZE = 1 << 20  # bytes; asked of the kernel for worker-to-worker pipes (Linux F_SETPIPE_SZ)
 
 _HDR = struct.Struct("<Q")
-_END_FRAME = bytes(_HDR.size)  # an empty frame: "no more successors from me in this level"
+_END_FRAME = bytes(_HDR.size)  # an empty frame: "nothing more from me in this phase"
+
+
+# where workers spend a level (ParallelChecker.stats: seconds summed over workers and levels)
+_PHASES = ("expand_s", "claims_wait_s", "verdict_s", "verdict_wait_s", "check_s")
 
 
 class WorkerError(RuntimeError):
@@ -257,7 +263,8 @@ class _Worker:
         self.parents: dict[int, int | None] = {fp: None for _, fp, _ in init}
         self.frontier: list[tuple[int, int, Any]] = sorted(init, key=lambda e: e[0])
         self.sent: set[int] = set()  # fingerprints this worker has claimed from another owner
-        self.claims: dict[int, tuple[int, int, int]] = {}  # new fp owned here -> (key, parent fp, claimant)
+        # new fingerprints owned here -> (key, parent fp, claimant, state if the claimant is me)
+        self.claims: dict[int, tuple[int, int, int, Any]] = {}
         self.mesh = _Mesh(in_fds, out_fds)
         # figures of the last level, to cut it at a stopping event
         self.level_keys: list[int] = []
@@ -289,7 +296,7 @@ class _Worker:
                 continue
             c = claims.get(tfp)
             if c is None or ek < c[0]:
-                claims[tfp] = (ek, pfp, peer)
+                claims[tfp] = (ek, pfp, peer, None)
 
     def _expand(self, unseen: list[str]) -> dict[str, Any]:
         """Expand the held frontier; settle with the owners who holds each new state; check
@@ -300,13 +307,14 @@ class _Worker:
         nw, me = self.n, self.me
         parents, sent, mesh = self.parents, self.sent, self.mesh
         self.claims = claims = {}
-        held: dict[int, tuple[int, int, Any]] = {}  # successors made here: fp -> (key, parent fp, state)
+        held: dict[int, tuple[int, int, Any]] = {}  # successors made here, owned elsewhere
         keys: list[int] = []
         starts: list[int] = []
         taken: list[Any] = []  # actions taken, in event order (for coverage)
         bufs: list[list[int]] = [[] for _ in range(nw)]  # claims to send: fp, key, parent fp, ...
         claims_sent = 0
         viol: tuple | None = None  # first violating event of this worker, in key order
+        clock = [time.perf_counter()]
         mesh.begin(self._absorb_claims)
         for count, (key, fp, s) in enumerate(self.frontier):
             keys.append(key)
@@ -320,19 +328,20 @@ class _Worker:
                     viol = (base | i, "fault", [e.property_name], fp, a, None, str(e))
                     break
                 taken.append(a)
-                if transition:
-                    bad = [p.name for p in transition if not p.check(s, t)]
-                    if bad:
+                for p in transition:
+                    if not p.check(s, t):
+                        bad = [q.name for q in transition if not q.check(s, t)]
                         viol = (base | i, "transition", bad, fp, a, t, "")
+                        break
                 tfp = fingerprint(t)
                 owner = tfp % nw
                 if owner == me:
-                    if tfp not in parents and tfp not in held:
+                    # events come in key order: a later one never beats this worker's own claim
+                    if tfp not in parents:
                         ek = base | i
-                        held[tfp] = (ek, fp, t)
                         c = claims.get(tfp)
                         if c is None or ek < c[0]:
-                            claims[tfp] = (ek, fp, me)
+                            claims[tfp] = (ek, fp, me, t)
                 elif tfp not in sent:
                     # the first event to reach tfp here is this worker's smallest key for it; a
                     # fingerprint claimed in an earlier level is visited by now
@@ -356,11 +365,13 @@ class _Worker:
                     mesh.poll()
                 continue
             break  # a violation: nothing after it in key order can matter
+        clock.append(time.perf_counter())
         for owner, buf in enumerate(bufs):
             if buf:
                 mesh.send(owner, _frame(buf))
                 claims_sent += len(buf) // 3
         mesh.finish()
+        clock.append(time.perf_counter())
         self.level_keys, self.level_starts, self.level_actions = keys, starts, taken
 
         # verdicts: the new states owned here, their parents, and who holds each of them
@@ -368,19 +379,26 @@ class _Worker:
         mesh.begin(lambda batch, peer: won.extend(batch))
         wins: list[list[int]] = [[] for _ in range(nw)]
         new_keys = []
-        for tfp, (ek, pfp, who) in claims.items():
+        frontier = []
+        for tfp, (ek, pfp, who, t) in claims.items():
             parents[tfp] = pfp
             new_keys.append(ek)
-            wins[who].append(tfp)
+            if who == me:
+                frontier.append((ek, tfp, t))
+            else:
+                wins[who].append(tfp)
         self.claims = {}
         new_keys.sort()
         self.new_keys = new_keys
         for peer, lst in enumerate(wins):
             if peer != me and lst:
                 mesh.send(peer, _frame(lst))
+        clock.append(time.perf_counter())
         mesh.finish()
-        won += wins[me]
-        frontier = [(held[tfp][0], tfp, held[tfp][2]) for tfp in won]
+        clock.append(time.perf_counter())
+        for tfp in won:
+            ek, _, t = held[tfp]
+            frontier.append((ek, tfp, t))
         del held
         frontier.sort()
         self.frontier = frontier
@@ -392,9 +410,11 @@ class _Worker:
         witnessed: dict[str, int] = {}
         first_bad: tuple | None = None
         for ek, tfp, t in frontier:
-            bad = [p.name for p in always if not p.check(t)]
-            if bad:
-                first_bad = (ek, "always", bad, tfp, None, None, "")
+            for p in always:
+                if not p.check(t):
+                    bad = [q.name for q in always if not q.check(t)]
+                    first_bad = (ek, "always", bad, tfp, None, None, "")
+                    break
             if pending:
                 for p in pending:
                     if p.check(t):
@@ -410,6 +430,7 @@ class _Worker:
             "transitions": len(taken),
             "coverage": _coverage(taken) if viol is None else None,
             "claims_sent": claims_sent,
+            "clock": [b - a for a, b in zip(clock, clock[1:] + [time.perf_counter()])],
         }
 
     def _balance(self, plan: list[tuple[int, int, int]]) -> int:
@@ -606,6 +627,9 @@ class ParallelChecker(Generic[S, A]):
                 if plan:
                     self.stats["moved_states"] += sum(self._ask_all(("balance", plan)))
                 self.stats["claims_sent"] += sum(r["claims_sent"] for r in reports)
+                for r in reports:
+                    for phase, secs in zip(_PHASES, r["clock"]):
+                        self.stats[phase] += secs
                 if self.progress is not None:
                     now = time.perf_counter()
                     if now - last_report >= self.progress_every:
@@ -740,6 +764,12 @@ class ParallelChecker(Generic[S, A]):
             except EOFError:
                 raise WorkerError(f"worker {i} exited unexpectedly (exit code {procs[i].exitcode})") from None
             if msg[0] == "error":
+                if isinstance(msg[1], _PeerGone):  # the news is the peer that died: name it
+                    dead = wait([p.sentinel for j, p in enumerate(procs) if j != i], timeout=1)
+                    for j, p in enumerate(procs):
+                        if j != i and p.sentinel in dead:
+                            p.join(1)
+                            raise WorkerError(f"worker {j} exited unexpectedly (exit code {p.exitcode})")
                 remote = WorkerError(f"worker {i} failed:\n{msg[2]}")
                 if isinstance(msg[1], BaseException):
                     raise msg[1] from remote

@@ -9,7 +9,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from .brokersets import size
-from .broker import become_follower_truncating_to_hw
+from . import epochs as E
+from .broker import become_follower_reconciling_by_epoch, become_follower_truncating_to_hw
 from .config import Config
 from .selectors import SELECTORS, Election, Selector, SelectorInput
 
@@ -19,12 +20,22 @@ if TYPE_CHECKING:
 
 
 class Protocol:
-    """The seeds' (0.8-era) design. Subclass and override to describe a variant."""
+    """The protocol selected by a configuration: the seeds' (0.8-era) design by default, with the
+    later generations and options of specs/05-replication.md switched on by configuration keys.
+    Subclass and override a method to describe a designer's variant (README, "Variants")."""
 
-    name = "kafka-0.8"
+    name = "kafka"
 
     def __init__(self, config: Config) -> None:
         self.config = config
+        #: whether replicas keep a leader-epoch cache (every generation after high-watermark)
+        self.uses_leader_epochs = config.truncation != "high-watermark"
+        #: KIP-320: fetches and epoch queries carry the follower's leader epoch and are fenced
+        self.fences_by_leader_epoch = config.truncation == "kip-320"
+
+    @property
+    def generation(self) -> str:
+        return self.config.truncation
 
     def select(self, selector: Selector, inp: SelectorInput) -> Election:
         """Run leader selector ``selector``; raise NoEligibleLeader when none qualifies."""
@@ -34,21 +45,41 @@ class Protocol:
         """Whether ZooKeeper refuses this controller's writes outright.
 
         The 0.8 design does not fence them (only the leader/ISR znode's controller-epoch check
-        protects a partition), so a deposed controller can still write.
+        protects a partition), so a deposed controller can still write. With
+        ``fenced_controller_writes`` (Kafka 2.1+) every write is a multi-op conditional on the
+        controller epoch znode, which a deposed controller fails.
         """
-        return False
+        return self.config.fenced_controller_writes and c.epoch != w.controller_epoch
 
     def detects_restarts(self) -> bool:
-        """Whether the controller notices a broker that re-registered before it looked."""
-        return False
+        """Whether the controller notices a broker that re-registered before it looked (2.2+)."""
+        return self.config.detect_restarts
+
+    def epoch_matches(self, follower_epoch: int, leader_epoch: int) -> bool:
+        """Whether a fetch or epoch query carrying ``follower_epoch`` is served (KIP-320 fencing)."""
+        return not self.fences_by_leader_epoch or follower_epoch == leader_epoch
 
     def become_follower(self, w: World, b: int, p: int, r: Replica, req: LeaderAndIsr) -> Replica:
-        """Broker ``b`` applies a LeaderAndIsr that makes it a follower of ``req.leader``."""
-        return become_follower_truncating_to_hw(w, b, p, r, req)
+        """Broker ``b`` applies a LeaderAndIsr that makes it a follower of ``req.leader``.
+
+        high-watermark: truncate to the HW on a leader change. kip-101 and kip-279: reconcile
+        through OffsetsForLeaderEpoch on a leader change. kip-320: on every leader-epoch change.
+        """
+        if not self.uses_leader_epochs:
+            return become_follower_truncating_to_hw(w, b, p, r, req)
+        return become_follower_reconciling_by_epoch(w, b, p, r, req, on_every_epoch=self.fences_by_leader_epoch)
 
     def may_join_isr(self, leader_replica: Replica, fetch_offset: int) -> bool:
-        """Whether a follower fetching from ``fetch_offset`` has caught up enough to rejoin the ISR."""
-        return fetch_offset >= leader_replica.hw
+        """Whether a follower fetching from ``fetch_offset`` has caught up enough to rejoin the ISR.
+
+        Always: it reached the leader's HW. From kip-320 on (KAFKA-7128) it must also have reached
+        the start of the leader's current epoch.
+        """
+        if fetch_offset < leader_replica.hw:
+            return False
+        if self.fences_by_leader_epoch:
+            return fetch_offset >= E.start_of(leader_replica.epochs, leader_replica.leader_epoch)
+        return True
 
     def acknowledges(self, leader_replica: Replica, committed: int) -> bool:
         """Whether committing ``committed`` (record ids) acknowledges them to the producer.

@@ -91,6 +91,15 @@ class Replica(NamedTuple):
     remote_leo: tuple[int, ...]  # leader only: each broker's LEO as last fetched, () otherwise
     pending: int  # leader only: ids of records appended and not yet acknowledged, bitmask
     assigned: int  # leader only: the assignment (AR) of its last LeaderAndIsr, bitmask; 0 otherwise
+    # Leader-epoch generations only (always empty/zero under the seeds' high-watermark rule):
+    epochs: tuple[tuple[int, int], ...] = ()  # leader-epoch cache: (epoch, start offset), on disk
+    fetch_state: int = 0  # FETCHING, or a follower reconciling its log (see below)
+    answer: tuple[int, int] = ()  # the (epoch, end offset) answer of OffsetsForLeaderEpoch, once received
+
+
+FETCHING = 0  # the follower fetches normally
+ASK_EPOCH_END = 1  # it must ask its leader where its latest epoch ends before fetching
+TRUNCATE_PENDING = 2  # it has the answer and must truncate before fetching
 
 
 class Broker(NamedTuple):

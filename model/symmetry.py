@@ -74,7 +74,8 @@ def _signature(s: State, b: int) -> tuple:
             local.append(None)
         else:
             role = 0 if r.leader == 0 else (1 if r.leader == b else 2)
-            local.append((r.log, r.hw, r.checkpoint, role, r.leader_epoch, r.pending))
+            local.append((r.log, r.hw, r.checkpoint, role, r.leader_epoch, r.pending, r.epochs, r.fetch_state,
+                          r.answer))
     queue = tuple((q[0], q[1]) for q in s.inbox[b - 1])
     return (tuple(places), br.alive, br.controller_epoch, tuple(local), queue, zk.live >> b & 1,
             zk.generation[b - 1])
@@ -126,7 +127,7 @@ def _replica(r: Replica | None, new_id: list[int], order: list[int]) -> Replica 
         return None
     return Replica(r.log, r.hw, r.checkpoint, new_id[r.leader], r.leader_epoch, _mask(r.isr, new_id),
                    r.zk_version, _per_broker(r.remote_leo, order) if r.remote_leo else (), r.pending,
-                   _mask(r.assigned, new_id))
+                   _mask(r.assigned, new_id), r.epochs, r.fetch_state, r.answer)
 
 
 def rename(s: State, new_id: list[int], order: list[int]) -> State:

@@ -1,0 +1,548 @@
+"""A broker as a sans-IO state machine (specs/05-replication.md).
+
+``BrokerCore.handle(input, now) -> list[effect]``: inputs are messages (:class:`~.messages.Receive`),
+store results, timers and commands; effects are sends, store calls (registration, the leader's
+conditional ISR writes), disk writes (:class:`~.messages.Persist`: the log segment and the HW
+checkpoint file) and timers. The core keeps the replica state in memory; what survives a crash is
+what it asked the driver to persist, and a restarted broker is rebuilt from it
+(:meth:`BrokerCore.recover`).
+
+What the broker does, in the seeds' design:
+
+- **Controller requests** carry the sender's controller epoch; one below the highest seen is
+  ignored, one above raises it. LeaderAndIsr creates the replica if missing (startReplica), is
+  ignored unless its leader epoch is higher than the replica's, and makes the broker leader or
+  follower. StopReplica stops fetching (or deletes the replica, answering the controller that asked).
+- **Becoming follower** truncates the log to the HW when the leader changed (``truncation =
+  "high-watermark"``); the HW becomes min(HW, LEO).
+- **Fetch**: the follower asks from its LEO; the leader records the follower's LEO, may add it to the
+  ISR by a write conditional on the znode version it knows (fetch offset >= HW, and only replicas
+  of its assignment may fetch), advances its HW, and answers with the records and the HW it had
+  *before* counting this fetch. The follower appends and takes min(that HW, its LEO).
+- **Commit**: the HW is the smallest LEO of the ISR; records below it are committed and their
+  producers acknowledged (acks=all), unless the ISR is below ``min_insync_replicas``
+  (NotEnoughReplicasAfterAppend). Produce is refused while the ISR is that small.
+- **ISR shrink**: a follower that has not caught up for ``replica_lag_time_max_ms`` is dropped by a
+  conditional write (autonomous mode), or when told to (``Command("ShrinkIsr", (p, f))``).
+
+Driven step by step (``autonomous=False``) the core sets no timers: a driver triggers each fetch,
+shrink and checkpoint by command, which is how the simulator replays the action vocabulary.
+"""
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass, field
+from typing import Any
+
+from . import layout as L
+from .config import ImplConfig, check_truncation
+from .messages import (
+    CancelTimer,
+    Command,
+    ConsumeRequest,
+    ConsumeResponse,
+    ControlledShutdownRequest,
+    ControlledShutdownResponse,
+    ErrorResponse,
+    FetchRequest,
+    FetchResponse,
+    LeaderAndIsr,
+    MetadataRequest,
+    MetadataResponse,
+    Persist,
+    ProduceRequest,
+    ProduceResponse,
+    Receive,
+    Record,
+    Send,
+    SetTimer,
+    Stop,
+    StopReplica,
+    StopReplicaResponse,
+    StoreOp,
+    StoreResult,
+    Timer,
+    UpdateMetadata,
+    broker,
+    controller,
+)
+from .store import NodeExists, NoNode
+
+NO_LEADER = 0
+UNKNOWN_EPOCH = -1
+ACTIVE_CONTROLLER = controller(0)  # the driver resolves epoch 0 to the active controller
+
+
+@dataclass
+class Replica:
+    """One broker's copy of one partition."""
+
+    log: list[Record] = field(default_factory=list)
+    hw: int = 0
+    ckpt: int = 0  # the HW last written to the checkpoint file
+    leader: int = NO_LEADER  # whom this broker believes leads; itself when it leads
+    leader_epoch: int = UNKNOWN_EPOCH
+    # leader-only state
+    isr: frozenset[int] = frozenset()
+    zk_version: int = -1
+    state_controller_epoch: int = 0
+    assigned: tuple[int, ...] = ()
+    remote_leo: dict[int, int] = field(default_factory=dict)
+    caught_up_at: dict[int, int] = field(default_factory=dict)
+    pending: dict[int, tuple[Any, int, int]] = field(default_factory=dict)  # record id -> (client, request id, offset)
+    isr_write: tuple[int, frozenset[int], Any] | None = None  # (token, new ISR, continuation)
+    fetching: bool = False  # follower: a fetch is in flight (autonomous mode)
+    dirty: bool = False  # appended or truncated since the last flush
+
+    @property
+    def leo(self) -> int:
+        return len(self.log)
+
+    def forget_leadership(self) -> None:
+        self.isr, self.zk_version, self.state_controller_epoch = frozenset(), -1, 0
+        self.assigned, self.remote_leo, self.caught_up_at = (), {}, {}
+        self.isr_write = None
+
+
+@dataclass
+class DiskImage:
+    """What a broker finds on disk at start-up: each partition's log and the checkpoint file."""
+
+    logs: dict[int, list[Record]] = field(default_factory=dict)
+    checkpoints: dict[int, int] = field(default_factory=dict)
+
+
+class BrokerCore:
+    def __init__(self, config: ImplConfig, broker_id: int, autonomous: bool = False,
+                 address: tuple[str, int] | None = None) -> None:
+        check_truncation(config.truncation)
+        self.cfg = config
+        self.id = broker_id
+        self.autonomous = autonomous
+        self.address = address
+        self.controller_epoch = 0
+        self.replicas: dict[int, Replica] = {}
+        self.registered = False
+        self.stopping = False
+        self.live_brokers: tuple[int, ...] = ()
+        self.metadata: dict[int, tuple[int, int, tuple[int, ...]]] = {}  # p -> (leader, leader epoch, isr)
+        self.now = 0
+        self._tokens = itertools.count(1)
+        self._store_waits: dict[int, tuple[str, Any]] = {}
+        self._out: list[Any] = []
+        self._shutdown_attempts = 0
+        self._cut_checkpoints: list[int] = []
+
+    @classmethod
+    def recover(cls, config: ImplConfig, broker_id: int, image: DiskImage, **kw: Any) -> BrokerCore:
+        """A broker restarted from its disk: logs as they survived, HW from the checkpoint (cut to the log)."""
+        core = cls(config, broker_id, **kw)
+        for p, log in sorted(image.logs.items()):
+            hw = min(image.checkpoints.get(p, 0), len(log))
+            core.replicas[p] = Replica(log=list(log), hw=hw, ckpt=hw)
+            if image.checkpoints.get(p, 0) != hw:
+                core._cut_checkpoints.append(p)  # the file names an offset beyond the log: rewrite it
+        return core
+
+    # ------------------------------------------------------------------ driver interface
+    def handle(self, inp: Any, now: int | None = None) -> list[Any]:
+        if now is not None:
+            self.now = now
+        self._out = []
+        if isinstance(inp, Receive):
+            self._receive(inp.frm, inp.msg)
+        elif isinstance(inp, StoreResult):
+            self._store_result(inp)
+        elif isinstance(inp, Timer):
+            self._timer(inp)
+        elif isinstance(inp, Command):
+            self._command(inp)
+        out, self._out = self._out, []
+        return out
+
+    def leads(self, p: int) -> bool:
+        r = self.replicas.get(p)
+        return r is not None and r.leader == self.id
+
+    def observe(self) -> dict[str, Any]:
+        """This broker's part of the observation (specs/observation.toml)."""
+        reps = {}
+        for p, r in sorted(self.replicas.items()):
+            role = "leader" if r.leader == self.id else ("follower" if r.leader != NO_LEADER else "none")
+            reps[p] = {"present": True, "log": [{"id": x.id, "epoch": x.epoch} for x in r.log], "leo": r.leo,
+                       "hw": r.hw, "leader_epoch": r.leader_epoch, "role": role}
+        return {"id": self.id, "alive": True, "controller_epoch": self.controller_epoch, "replicas": reps}
+
+    # ------------------------------------------------------------------ helpers
+    def _send(self, to: Any, msg: Any) -> None:
+        self._out.append(Send(to, msg))
+
+    def _store(self, kind: str, args: tuple, why: str, data: Any = None) -> int:
+        token = next(self._tokens)
+        self._store_waits[token] = (why, data)
+        self._out.append(StoreOp(token, kind, args))
+        return token
+
+    def _set_hw(self, p: int, r: Replica, hw: int) -> None:
+        if hw != r.hw:
+            r.hw = hw
+            if self.cfg.hw_checkpoint == "every-change":
+                self._checkpoint(p, r)
+
+    def _checkpoint(self, p: int, r: Replica) -> None:
+        r.ckpt = r.hw
+        self._out.append(Persist("checkpoint", p, r.hw))
+
+    def _truncate(self, p: int, r: Replica, length: int) -> None:
+        if length < r.leo:
+            del r.log[length:]
+            r.dirty = True
+            self._out.append(Persist("truncate", p, length))
+
+    def _append(self, p: int, r: Replica, records: list[Record]) -> None:
+        if records:
+            r.log.extend(records)
+            r.dirty = True
+            self._out.append(Persist("append", p, tuple(records)))
+
+    # ------------------------------------------------------------------ commands
+    def _command(self, cmd: Command) -> None:
+        name, args = cmd.name, tuple(cmd.args)
+        if name == "Start":
+            for p in self._cut_checkpoints:
+                self._checkpoint(p, self.replicas[p])
+            self._cut_checkpoints = []
+            self._register()
+            if self.autonomous:
+                self._out.append(SetTimer("checkpoint", self.cfg.hw_checkpoint_interval_ms))
+                self._out.append(SetTimer("flush", self.cfg.log_flush_interval_ms))
+                self._out.append(SetTimer("lag", max(1, self.cfg.replica_lag_time_max_ms // 2)))
+        elif name == "Fetch":
+            self._fetch(int(args[0]))
+        elif name == "ShrinkIsr":
+            self._shrink(int(args[0]), (int(args[1]),))
+        elif name == "CheckpointHighWatermark":
+            r = self.replicas.get(int(args[0]))
+            if r is not None:
+                self._checkpoint(int(args[0]), r)
+        elif name == "CheckpointAll":
+            for p, r in sorted(self.replicas.items()):
+                self._checkpoint(p, r)
+        elif name == "FlushAll":
+            for p, r in sorted(self.replicas.items()):
+                self._out.append(Persist("flush", p))
+                r.dirty = False
+        elif name == "ControlledShutdown":
+            self.stopping = True
+            self._shutdown_attempts += 1
+            self._send(ACTIVE_CONTROLLER, ControlledShutdownRequest(self.id))
+        else:
+            raise ValueError(f"unknown broker command {name!r}")
+
+    def _register(self) -> None:
+        data = L.encode({"host": self.address[0], "port": self.address[1]} if self.address else {})
+        self._store("create", (L.broker_path(self.id), data, True), "register")
+
+    # ------------------------------------------------------------------ timers (autonomous mode)
+    def _timer(self, t: Timer) -> None:
+        if t.name == "fetch":
+            p = t.key
+            r = self.replicas.get(p)
+            if r is not None and r.leader not in (NO_LEADER, self.id) and not r.fetching:
+                self._fetch(p)
+        elif t.name == "checkpoint":
+            if self.cfg.hw_checkpoint == "periodic":
+                for p, r in sorted(self.replicas.items()):
+                    if r.ckpt != r.hw:
+                        self._checkpoint(p, r)
+            self._out.append(SetTimer("checkpoint", self.cfg.hw_checkpoint_interval_ms))
+        elif t.name == "flush":
+            for p, r in sorted(self.replicas.items()):
+                if r.dirty:
+                    r.dirty = False
+                    self._out.append(Persist("flush", p))
+            self._out.append(SetTimer("flush", self.cfg.log_flush_interval_ms))
+        elif t.name == "lag":
+            limit = self.cfg.replica_lag_time_max_ms
+            for p, r in sorted(self.replicas.items()):
+                if r.leader != self.id or r.isr_write is not None:
+                    continue
+                lagging = tuple(f for f in sorted(r.isr) if f != self.id
+                                and self.now - r.caught_up_at.get(f, self.now) > limit)
+                if lagging:
+                    self._shrink(p, lagging)
+            self._out.append(SetTimer("lag", max(1, limit // 2)))
+        elif t.name == "register":
+            self._register()
+        elif t.name == "shutdown-retry":
+            self._command(Command("ControlledShutdown"))
+
+    # ------------------------------------------------------------------ messages
+    def _receive(self, frm: Any, msg: Any) -> None:
+        if isinstance(msg, (LeaderAndIsr, StopReplica, UpdateMetadata)):
+            if msg.controller_epoch < self.controller_epoch:
+                return  # from a deposed controller
+            self.controller_epoch = msg.controller_epoch
+            if isinstance(msg, LeaderAndIsr):
+                self._leader_and_isr(msg)
+            elif isinstance(msg, StopReplica):
+                self._stop_replica(frm, msg)
+            else:
+                self.live_brokers = msg.live_brokers
+                self.metadata = {p: (leader, le, isr) for p, leader, le, isr in msg.partitions}
+        elif isinstance(msg, FetchRequest):
+            self._serve_fetch(frm, msg)
+        elif isinstance(msg, FetchResponse):
+            self._fetched(msg)
+        elif isinstance(msg, ProduceRequest):
+            self._produce(frm, msg)
+        elif isinstance(msg, ConsumeRequest):
+            self._consume(frm, msg)
+        elif isinstance(msg, MetadataRequest):
+            self._send(frm, self._metadata_response(msg.request_id))
+        elif isinstance(msg, ControlledShutdownResponse):
+            self._shutdown_answer(msg)
+        elif hasattr(msg, "request_id"):
+            self._send(frm, ErrorResponse(getattr(msg, "request_id", 0), f"unexpected {type(msg).__name__}"))
+
+    def _metadata_response(self, request_id: int) -> MetadataResponse:
+        parts = tuple((p, leader, le, isr) for p, (leader, le, isr) in sorted(self.metadata.items()))
+        mine = tuple((p, "leader" if r.leader == self.id else ("follower" if r.leader else "none"),
+                      r.leader_epoch, r.leo, r.hw) for p, r in sorted(self.replicas.items()))
+        return MetadataResponse(request_id, self.id, self.controller_epoch, self.live_brokers, parts, mine)
+
+    def _leader_and_isr(self, m: LeaderAndIsr) -> None:
+        if self.id not in m.replicas:
+            return
+        p = m.partition
+        r = self.replicas.get(p)
+        if r is None:  # startReplica: create the partition locally
+            r = Replica()
+            self.replicas[p] = r
+            self._out.append(Persist("create", p))
+        if m.leader_epoch <= r.leader_epoch:
+            return  # not newer than what this replica applied
+        if m.leader == self.id:
+            self._become_leader(p, r, m)
+        else:
+            self._become_follower(p, r, m)
+
+    def _become_leader(self, p: int, r: Replica, m: LeaderAndIsr) -> None:
+        if r.leader != self.id:
+            self._fail_pending(r, "NotLeader")
+            r.remote_leo = {b: 0 for b in self.cfg.broker_ids}
+            r.caught_up_at = {b: self.now for b in m.isr}
+            r.pending = {}
+            r.isr_write = None
+            if self.autonomous:
+                self._out.append(CancelTimer("fetch", p))
+            r.fetching = False
+        r.leader = self.id
+        r.leader_epoch = m.leader_epoch
+        r.isr = frozenset(m.isr)
+        r.zk_version = m.zk_version
+        r.state_controller_epoch = m.state_controller_epoch
+        r.assigned = tuple(m.replicas)
+        for b in r.isr:
+            r.caught_up_at.setdefault(b, self.now)
+        self._advance_hw(p, r)
+
+    def _become_follower(self, p: int, r: Replica, m: LeaderAndIsr) -> None:
+        if r.leader != m.leader:  # the seeds' rule: truncate to the HW on a change of leader
+            self._truncate(p, r, r.hw)
+        self._set_hw(p, r, min(r.hw, r.leo))
+        if r.leader == self.id:
+            self._fail_pending(r, "NotLeader")
+        r.pending = {}
+        r.forget_leadership()
+        r.leader = m.leader
+        r.leader_epoch = m.leader_epoch
+        r.fetching = False
+        if self.autonomous and m.leader != NO_LEADER:
+            self._out.append(SetTimer("fetch", 0, p))
+
+    def _stop_replica(self, frm: Any, m: StopReplica) -> None:
+        p = m.partition
+        r = self.replicas.get(p)
+        if m.delete:
+            if r is not None:
+                self._fail_pending(r, "NotLeader")
+                del self.replicas[p]
+                self._out.append(Persist("delete", p))
+            self._send(frm, StopReplicaResponse(m.controller_epoch, p, self.id, True))
+        elif r is not None and r.leader != self.id:
+            r.leader = NO_LEADER  # stop fetching; 0.8 ignores a non-deleting StopReplica on a leader
+            r.fetching = False
+
+    # ------------------------------------------------------------------ replication: leader side
+    def _advance_hw(self, p: int, r: Replica) -> None:
+        """HW = the smallest LEO in the ISR; commit and acknowledge what it passes."""
+        candidate = r.leo
+        for m in r.isr:
+            if m != self.id:
+                candidate = min(candidate, r.remote_leo.get(m, 0))
+        if candidate <= r.hw:
+            return
+        self._set_hw(p, r, candidate)
+        if r.pending:
+            enough = len(r.isr) >= self.cfg.min_insync_replicas
+            # (acks=1 records were answered at append; they just leave the pending set here)
+            for rid, (client, request_id, offset) in sorted(r.pending.items(), key=lambda kv: kv[1][2]):
+                if offset < r.hw:
+                    del r.pending[rid]
+                    if client is not None:
+                        err = "" if enough else "NotEnoughReplicasAfterAppend"
+                        self._send(client, ProduceResponse(request_id, p, err, offset))
+
+    def _fail_pending(self, r: Replica, error: str) -> None:
+        for rid, (client, request_id, offset) in sorted(r.pending.items(), key=lambda kv: kv[1][2]):
+            if client is not None:
+                self._send(client, ProduceResponse(request_id, -1, error, offset))
+        r.pending = {}
+
+    def _produce(self, frm: Any, m: ProduceRequest) -> None:
+        p = m.partition
+        r = self.replicas.get(p)
+        if r is None or r.leader != self.id:
+            if m.acks != "0":
+                self._send(frm, ProduceResponse(m.request_id, p, "NotLeader"))
+            return
+        if m.acks == "all" and len(r.isr) < self.cfg.min_insync_replicas:
+            if m.acks != "0":
+                self._send(frm, ProduceResponse(m.request_id, p, "NotEnoughReplicas"))
+            return
+        offset = r.leo
+        self._append(p, r, [Record(m.record_id, r.leader_epoch, m.value)])
+        if m.acks == "all":
+            r.pending[m.record_id] = (frm, m.request_id, offset)
+        else:
+            r.pending[m.record_id] = (None, m.request_id, offset)
+            if m.acks == "1":
+                self._send(frm, ProduceResponse(m.request_id, p, "", offset))
+        self._advance_hw(p, r)
+
+    def _consume(self, frm: Any, m: ConsumeRequest) -> None:
+        p = m.partition
+        r = self.replicas.get(p)
+        if r is None or r.leader != self.id:
+            self._send(frm, ConsumeResponse(m.request_id, p, "NotLeader"))
+            return
+        if m.offset > r.leo or m.offset < 0:
+            self._send(frm, ConsumeResponse(m.request_id, p, "OffsetOutOfRange", (), r.hw))
+            return
+        end = min(r.hw, m.offset + max(0, m.max_records))  # only what is committed is served
+        self._send(frm, ConsumeResponse(m.request_id, p, "", tuple(r.log[m.offset:end]), r.hw))
+
+    def _serve_fetch(self, frm: Any, m: FetchRequest) -> None:
+        p, f = m.partition, m.follower
+        r = self.replicas.get(p)
+        if r is None or r.leader != self.id:
+            self._send(frm, FetchResponse(p, self.id, m.offset, "NotLeader"))
+            return
+        if f not in r.assigned:
+            self._send(frm, FetchResponse(p, self.id, m.offset, "UnknownReplica"))
+            return
+        if m.offset > r.leo:
+            self._send(frm, FetchResponse(p, self.id, m.offset, "OffsetOutOfRange", leader_leo=r.leo))
+            return
+        answered_hw = r.hw  # the response carries the HW from before this fetch is counted
+        r.remote_leo[f] = m.offset
+        if m.offset >= r.leo:
+            r.caught_up_at[f] = self.now
+        reply = (frm, m, answered_hw)
+        if f not in r.isr and m.offset >= r.hw and r.isr_write is None:  # may join the ISR
+            self._write_isr(p, r, r.isr | {f}, ("fetch", reply))
+            return
+        self._answer_fetch(p, r, reply)
+
+    def _answer_fetch(self, p: int, r: Replica, reply: tuple[Any, FetchRequest, int]) -> None:
+        frm, m, answered_hw = reply
+        self._advance_hw(p, r)
+        self._send(frm, FetchResponse(p, self.id, m.offset, "", tuple(r.log[m.offset:]), answered_hw, r.leo))
+
+    def _write_isr(self, p: int, r: Replica, isr: frozenset[int], then: Any) -> None:
+        """The leader's conditional write of a new ISR (leader, epochs unchanged)."""
+        state = L.LeaderIsr(self.id, tuple(sorted(isr)), r.leader_epoch, r.state_controller_epoch)
+        token = self._store("set", (L.state_path(self.cfg.topic, p), state.encode(), r.zk_version), "isr",
+                            (p, r.leader_epoch))
+        r.isr_write = (token, isr, then)
+
+    def _shrink(self, p: int, followers: tuple[int, ...]) -> None:
+        r = self.replicas.get(p)
+        if r is None or r.leader != self.id or r.isr_write is not None:
+            return
+        drop = [f for f in followers if f != self.id and f in r.isr]
+        if drop:
+            self._write_isr(p, r, r.isr - set(drop), ("shrink", None))
+
+    def _isr_written(self, res: StoreResult, p: int, leader_epoch: int) -> None:
+        r = self.replicas.get(p)
+        if r is None or r.isr_write is None or r.isr_write[0] != res.token:
+            return
+        _token, isr, (kind, reply) = r.isr_write
+        r.isr_write = None
+        if r.leader != self.id or r.leader_epoch != leader_epoch:
+            return
+        if res.error is None:
+            r.isr = isr
+            r.zk_version = res.value.version
+        # else: the znode moved on (a controller wrote it): keep the cached ISR until a LeaderAndIsr
+        if kind == "fetch":
+            self._answer_fetch(p, r, reply)
+        else:
+            self._advance_hw(p, r)
+
+    # ------------------------------------------------------------------ replication: follower side
+    def _fetch(self, p: int) -> None:
+        r = self.replicas.get(p)
+        if r is None or r.leader in (NO_LEADER, self.id):
+            return
+        r.fetching = True
+        self._send(broker(r.leader), FetchRequest(p, self.id, r.leo))
+
+    def _fetched(self, m: FetchResponse) -> None:
+        p = m.partition
+        r = self.replicas.get(p)
+        if r is None or r.leader != m.leader or r.leader == self.id:
+            return  # the follower moved on meanwhile
+        r.fetching = False
+        got = 0
+        if m.error == "OffsetOutOfRange":
+            self._truncate(p, r, m.leader_leo)
+            self._set_hw(p, r, min(r.hw, r.leo))
+        elif m.error == "" and m.offset == r.leo:
+            got = len(m.records)
+            self._append(p, r, list(m.records))
+            self._set_hw(p, r, min(m.hw, r.leo))
+        if self.autonomous:
+            self._out.append(SetTimer("fetch", 0 if got else self.cfg.fetch_interval_ms, p))
+
+    # ------------------------------------------------------------------ store results
+    def _store_result(self, res: StoreResult) -> None:
+        why, data = self._store_waits.pop(res.token, (None, None))
+        if why == "isr":
+            self._isr_written(res, *data)
+        elif why == "register":
+            if res.error is None:
+                self.registered = True
+            elif isinstance(res.error, NoNode):
+                self._store("ensure_base", (), "base")
+            elif isinstance(res.error, NodeExists):
+                # an old session's registration has not expired yet: try again shortly
+                self._out.append(SetTimer("register", 200))
+            else:
+                self._out.append(SetTimer("register", 500))
+        elif why == "base":
+            self._register()
+
+    def _shutdown_answer(self, m: ControlledShutdownResponse) -> None:
+        if not self.stopping:
+            return
+        if m.error and self._shutdown_attempts < 5:
+            self._out.append(SetTimer("shutdown-retry", 300))
+            return
+        for p, r in sorted(self.replicas.items()):
+            self._out.append(Persist("flush", p))
+            if self.cfg.hw_checkpoint == "periodic":
+                self._checkpoint(p, r)
+        self._out.append(Stop("controlled shutdown"))

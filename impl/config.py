@@ -1,0 +1,197 @@
+"""The implementation's configuration: the model's keys (specs/03-configuration.md) plus its own.
+
+A configuration written for the model configures the implementation too: the protocol keys
+(``brokers``, ``partitions``, ``replication_factor``, ``min_insync_replicas``,
+``unclean_leader_election``, ``hw_checkpoint``, ``stale_controller``, ``assignment``) mean the same
+here. So do the protocol-generation keys ``truncation``, ``acks``, ``detect_restarts`` (the controller
+notices a quick restart by the registration's czxid, Kafka 2.2+) and ``fenced_controller_writes``
+(every controller write is a multi conditional on ``/controller_epoch``, Kafka 2.1+); of the
+truncation rules only ``"high-watermark"`` (the seeds') is implemented so far, the others are
+refused with a clear error. The model's bounds on checking (``max_records``, ``[faults]``, ``[operations]``, ``name``,
+``description``) are accepted and kept, but only the simulator's scheduler reads them
+(``operations.topic_creation`` decides whether the simulated cluster starts with the topic).
+
+Keys of the implementation only:
+
+| key | default | meaning |
+|---|---|---|
+| ``topic`` | ``"isrcheck"`` | the topic's name in the metadata store |
+| ``replica_lag_time_max_ms`` | 500 | a leader drops a follower that has not caught up for this long |
+| ``fetch_interval_ms`` | 5 | a follower's pause between fetches when it is caught up |
+| ``hw_checkpoint_interval_ms`` | 200 | period of the HW checkpoint (``hw_checkpoint = "periodic"``) |
+| ``log_flush_interval_ms`` | 100 | period of the log flush (fsync); an unflushed suffix is lost on power loss |
+| ``controller_recheck_ms`` | 200 | the controller re-reads the store this often even without a watch event |
+
+Errors are :class:`ConfigError` with a one-line message.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from typing import Any, Mapping
+
+TRUNCATION_RULES = ("high-watermark", "kip-101", "kip-279", "kip-320")
+ACKS = ("all", "1")
+IMPLEMENTED_TRUNCATION = ("high-watermark",)
+
+
+class ConfigError(ValueError):
+    """A configuration that cannot be used; the message is one line."""
+
+
+@dataclass(frozen=True)
+class ImplConfig:
+    brokers: int = 3
+    partitions: int = 1
+    replication_factor: int = 3
+    max_records: int = 2
+    min_insync_replicas: int = 1
+    unclean_leader_election: bool = False
+    hw_checkpoint: str = "periodic"
+    stale_controller: bool = True
+    truncation: str = "high-watermark"
+    acks: str = "all"
+    detect_restarts: bool = False
+    fenced_controller_writes: bool = False
+    assignment: tuple[tuple[int, ...], ...] = ()
+    faults: Mapping[str, int] = field(default_factory=dict)
+    operations: Mapping[str, Any] = field(default_factory=dict)
+    # implementation only
+    topic: str = "isrcheck"
+    replica_lag_time_max_ms: int = 500
+    fetch_interval_ms: int = 5
+    hw_checkpoint_interval_ms: int = 200
+    log_flush_interval_ms: int = 100
+    controller_recheck_ms: int = 200
+
+    @property
+    def broker_ids(self) -> tuple[int, ...]:
+        return tuple(range(1, self.brokers + 1))
+
+    def replicas_of(self, p: int) -> tuple[int, ...]:
+        return self.assignment[p]
+
+    @property
+    def topic_creation(self) -> bool:
+        return bool(self.operations.get("topic_creation", False))
+
+    def with_changes(self, **changes: Any) -> ImplConfig:
+        return from_mapping({**to_mapping(self), **changes})
+
+
+_MODEL_KEYS = {"brokers", "partitions", "replication_factor", "max_records", "min_insync_replicas",
+               "unclean_leader_election", "hw_checkpoint", "stale_controller", "assignment", "faults",
+               "operations", "name", "description", "truncation", "acks", "detect_restarts",
+               "fenced_controller_writes"}
+_IMPL_INT_KEYS = {"replica_lag_time_max_ms": (1, 600_000), "fetch_interval_ms": (0, 60_000),
+                  "hw_checkpoint_interval_ms": (1, 600_000), "log_flush_interval_ms": (1, 600_000),
+                  "controller_recheck_ms": (1, 600_000)}
+_IMPL_KEYS = {"topic", *_IMPL_INT_KEYS}
+
+
+def _int(raw: Mapping[str, Any], key: str, default: int, lo: int, hi: int) -> int:
+    v = raw.get(key, default)
+    if isinstance(v, bool) or not isinstance(v, int):
+        raise ConfigError(f"{key} must be an integer, got {v!r}")
+    if not lo <= v <= hi:
+        raise ConfigError(f"{key} must be in {lo}..{hi}, got {v}")
+    return v
+
+
+def _bool(raw: Mapping[str, Any], key: str, default: bool) -> bool:
+    v = raw.get(key, default)
+    if not isinstance(v, bool):
+        raise ConfigError(f"{key} must be true or false, got {v!r}")
+    return v
+
+
+def check_truncation(rule: str) -> None:
+    if rule not in TRUNCATION_RULES:
+        raise ConfigError(f"truncation must be one of {', '.join(TRUNCATION_RULES)}, got {rule!r}")
+    if rule not in IMPLEMENTED_TRUNCATION:
+        raise ConfigError(f"truncation {rule!r} is not implemented yet (implemented: high-watermark)")
+
+
+def from_mapping(raw: Mapping[str, Any]) -> ImplConfig:
+    """A validated configuration from a TOML-shaped mapping (unknown keys are errors)."""
+    if not isinstance(raw, Mapping):
+        raise ConfigError("a configuration must be a table")
+    unknown = sorted(set(raw) - _MODEL_KEYS - _IMPL_KEYS)
+    if unknown:
+        raise ConfigError(f"unknown configuration key {unknown[0]!r}")
+    brokers = _int(raw, "brokers", 3, 1, 64)
+    partitions = _int(raw, "partitions", 1, 1, 64)
+    rf = _int(raw, "replication_factor", min(3, brokers), 1, brokers)
+    max_records = _int(raw, "max_records", 2, 0, 1_000_000)
+    min_isr = _int(raw, "min_insync_replicas", 1, 1, rf)
+    unclean = _bool(raw, "unclean_leader_election", False)
+    stale = _bool(raw, "stale_controller", True)
+    hw_checkpoint = raw.get("hw_checkpoint", "periodic")
+    if hw_checkpoint not in ("periodic", "every-change"):
+        raise ConfigError(f"hw_checkpoint must be \"periodic\" or \"every-change\", got {hw_checkpoint!r}")
+    truncation = raw.get("truncation", "high-watermark")
+    if not isinstance(truncation, str):
+        raise ConfigError(f"truncation must be a string, got {truncation!r}")
+    check_truncation(truncation)
+    acks = raw.get("acks", "all")
+    if isinstance(acks, int) and not isinstance(acks, bool):
+        acks = str(acks)
+    if acks not in ACKS:
+        raise ConfigError(f"acks must be \"all\" or \"1\", got {acks!r}")
+    detect = _bool(raw, "detect_restarts", False)
+    fenced = _bool(raw, "fenced_controller_writes", False)
+    topic = raw.get("topic", "isrcheck")
+    if not isinstance(topic, str) or not topic or not all(c.isalnum() or c in "._-" for c in topic):
+        raise ConfigError(f"topic must be a non-empty name of letters, digits, '.', '_' or '-', got {topic!r}")
+    if "assignment" in raw:
+        assignment = raw["assignment"]
+        if not isinstance(assignment, (list, tuple)) or len(assignment) != partitions:
+            raise ConfigError(f"assignment must have one list per partition ({partitions})")
+        out = []
+        for p, ar in enumerate(assignment):
+            if (not isinstance(ar, (list, tuple)) or len(ar) != rf
+                    or any(isinstance(b, bool) or not isinstance(b, int) or not 1 <= b <= brokers for b in ar)
+                    or len(set(ar)) != len(ar)):
+                raise ConfigError(f"assignment[{p}] must be {rf} distinct broker ids in 1..{brokers}, got {ar!r}")
+            out.append(tuple(ar))
+        assignment_t = tuple(out)
+    else:
+        assignment_t = tuple(tuple((p + i) % brokers + 1 for i in range(rf)) for p in range(partitions))
+    faults = raw.get("faults", {})
+    operations = raw.get("operations", {})
+    if not isinstance(faults, Mapping) or not isinstance(operations, Mapping):
+        raise ConfigError("faults and operations must be tables")
+    ints = {k: _int(raw, k, d, *_IMPL_INT_KEYS[k]) for k, d in
+            (("replica_lag_time_max_ms", 500), ("fetch_interval_ms", 5), ("hw_checkpoint_interval_ms", 200),
+             ("log_flush_interval_ms", 100), ("controller_recheck_ms", 200))}
+    return ImplConfig(brokers=brokers, partitions=partitions, replication_factor=rf, max_records=max_records,
+                      min_insync_replicas=min_isr, unclean_leader_election=unclean, hw_checkpoint=hw_checkpoint,
+                      stale_controller=stale, acks=acks, detect_restarts=detect,
+                      fenced_controller_writes=fenced, assignment=assignment_t, faults=dict(faults),
+                      operations=dict(operations), truncation=truncation, topic=topic, **ints)
+
+
+def to_mapping(cfg: ImplConfig) -> dict[str, Any]:
+    out = {k: getattr(cfg, k) for k in ("brokers", "partitions", "replication_factor", "max_records",
+                                        "min_insync_replicas", "unclean_leader_election", "hw_checkpoint",
+                                        "stale_controller", "truncation", "acks", "detect_restarts",
+                                        "fenced_controller_writes", "topic", *_IMPL_INT_KEYS)}
+    out["assignment"] = [list(a) for a in cfg.assignment]
+    out["faults"] = dict(cfg.faults)
+    out["operations"] = dict(cfg.operations)
+    return out
+
+
+def load_file(path: str) -> ImplConfig:
+    import tomllib
+
+    try:
+        with open(path, "rb") as f:
+            raw = tomllib.load(f)
+    except OSError as e:
+        raise ConfigError(f"cannot read {path}: {e.strerror}") from None
+    except tomllib.TOMLDecodeError as e:
+        raise ConfigError(f"{path}: {e}") from None
+    return from_mapping(raw)
+
+
+__all__ = ["ConfigError", "ImplConfig", "from_mapping", "to_mapping", "load_file", "check_truncation", "replace"]

@@ -1,0 +1,673 @@
+"""The deterministic simulator: the implementation's cores in one process, on an embedded store,
+with simulated disks, a virtual clock and controllable message delivery.
+
+It has two ways of running, over the same machinery:
+
+**Step by step, by action name** (:meth:`Simulator.apply`). Every action of specs/actions.toml is
+drivable: ``sim.apply("Fetch", (2, 0))``, ``sim.apply("Crash", (1,))``, ``sim.apply("DeliverRequest",
+(3,))``. The cores run non-autonomously, so nothing happens between actions. This is the mode the
+conformance harness uses; it follows the model's atomicity choices (specs/00-scope.md):
+
+- controller requests wait in one FIFO inbox per broker and are handled by ``DeliverRequest`` /
+  ``DeliverDelayedRequest``; a request to a stopped broker is lost, and the inbox is lost when the
+  broker stops; an UpdateMetadata is not queued behind a request of the same controller epoch
+  (item 9: it could not change anything more);
+- a fetch is one step: the request, the leader's handling (including its conditional ISR write in
+  the store) and the response are delivered within ``Fetch``; a broker's answer to a deleting
+  StopReplica reaches the controller that sent it within the delivery;
+- the store is instantaneous: a crash expires the broker's session (its registration vanishes in the
+  same step) and a controller learns of it only when it performs ``ProcessBrokerChange``;
+- a deposed controller keeps its context and acts until ``ResignController``; its store calls go
+  through a new session (as a ZooKeeper client reconnecting after expiry would).
+
+An action whose guard does not hold raises :class:`NotEnabled` (for example ``Fetch`` by a broker that
+follows nobody); a malformed one raises :class:`ActionError`.
+
+**Scheduled** (:meth:`Simulator.run`): a scheduler seeded with ``random.Random(seed)`` picks, at every
+step, one of the actions enabled in the current state (:meth:`Simulator.enabled`), within the
+budgets of the configuration's ``[faults]`` and ``[operations]``; the virtual clock advances by one
+tick per step. Two runs with the same configuration and seed produce identical event logs
+(:attr:`Simulator.events`).
+
+Messages can be controlled in both modes: :meth:`delay` moves a queued controller request to the back
+of its inbox, :meth:`drop` loses it.
+"""
+from __future__ import annotations
+
+import random
+from collections import deque
+from dataclasses import dataclass, field
+from typing import Any, Iterable
+
+from . import layout as L
+from . import tables as T
+from .broker_core import NO_LEADER, BrokerCore
+from .config import ImplConfig, from_mapping
+from .controller_core import NOT_ENABLED, ControllerCore
+from .log import SimDisk
+from .messages import (
+    CancelTimer,
+    Command,
+    LeaderAndIsr,
+    Persist,
+    ProduceRequest,
+    ProduceResponse,
+    Receive,
+    Send,
+    SetTimer,
+    Stop,
+    StopReplica,
+    StoreOp,
+    UpdateMetadata,
+    client,
+)
+from .observation import assemble, stopped_replica
+from .store import StoreError
+from .store_embedded import EmbeddedSession, EmbeddedStore
+
+
+class ActionError(ValueError):
+    """An unknown action or malformed arguments."""
+
+
+class NotEnabled(RuntimeError):
+    """The action's guard does not hold in the current state."""
+
+
+ACTIONS = ("DeliverRequest", "Produce", "Fetch", "ShrinkIsr", "CheckpointHighWatermark", "ProcessBrokerChange",
+           "CreateTopic", "ReassignPartition", "ElectPreferredLeader", "StartTopicDeletion",
+           "CompleteTopicDeletion", "ControlledShutdown", "ResignController", "RequestReassignment",
+           "RequestPreferredElection", "RequestTopicDeletion", "DeliverDelayedRequest", "ControllerFailover",
+           "Crash", "LossyCrash", "Restart", "QuickRestart")
+
+#: actions of the vocabulary the implementation cannot drive yet, and why
+NOT_YET_DRIVABLE = {
+    "OffsetsForLeaderEpoch": "leader-epoch truncation (truncation = kip-101/kip-279/kip-320) is not implemented yet",
+    "TruncateToEpochEndOffset": "leader-epoch truncation (truncation = kip-101/kip-279/kip-320) is not implemented yet",
+}
+
+PRODUCER = client("producer")
+
+
+@dataclass
+class _Proc:
+    """A running core and its store session."""
+
+    core: Any
+    session: EmbeddedSession
+    kind: str  # "broker" | "controller"
+
+
+@dataclass
+class _Inbound:
+    frm: Any
+    msg: Any
+
+
+@dataclass
+class Budget:
+    left: dict[str, int] = field(default_factory=dict)
+
+    def has(self, key: str) -> bool:
+        return self.left.get(key, 0) > 0
+
+    def spend(self, key: str) -> None:
+        self.left[key] = self.left.get(key, 0) - 1
+
+
+class Simulator:
+    def __init__(self, config: ImplConfig | dict[str, Any] | None = None, seed: int = 0,
+                 coalesce_metadata: bool = True) -> None:
+        if config is None:
+            config = from_mapping({})
+        elif isinstance(config, dict):
+            config = from_mapping(config)
+        self.cfg = config
+        self.seed = seed
+        self.rng = random.Random(seed)
+        self.now = 0  # virtual milliseconds
+        self.coalesce_metadata = coalesce_metadata
+        self.store = EmbeddedStore()
+        self.admin = self.store.session()
+        self.disks = {b: SimDisk() for b in config.broker_ids}
+        self.brokers: dict[int, _Proc | None] = {b: None for b in config.broker_ids}
+        self.inbox: dict[int, deque[_Inbound]] = {b: deque() for b in config.broker_ids}
+        self.controllers: list[_Proc] = []  # the active controller last; a deposed one before it
+        self.events: list[str] = []
+        self.produced = {p: 0 for p in range(config.partitions)}
+        self.acked: dict[int, set[int]] = {p: set() for p in range(config.partitions)}
+        self.refused: dict[int, set[int]] = {p: set() for p in range(config.partitions)}
+        self.budget = Budget({**{f"faults.{k}": int(v) for k, v in config.faults.items()},
+                              **{f"operations.{k}": int(v) for k, v in config.operations.items()
+                                 if isinstance(v, int) and not isinstance(v, bool)}})
+        self.pending_reassignments: list[tuple[int, tuple[int, ...]]] = [
+            (int(r["partition"]), tuple(r["target"])) for r in config.operations.get("reassignments", [])]
+        self._request_ids = 0
+        self._last_record: dict[int, tuple[int, int]] = {}
+        self._bootstrap()
+
+    # ------------------------------------------------------------------ bootstrap
+    def _bootstrap(self) -> None:
+        L.ensure_base(self.admin)
+        for b in self.cfg.broker_ids:
+            self._start_broker(b, fresh=True)
+        self._start_controller()
+        if not self.cfg.topic_creation:
+            self.admin.multi(L.create_topic_ops(self.cfg.topic, self.cfg.assignment))
+            self._controller_cmd(self.active, "CreateTopic", ())
+            for b in self.cfg.broker_ids:
+                while self.inbox[b]:
+                    self._deliver(b, 0)
+        else:
+            for b in self.cfg.broker_ids:  # brokers have not heard from the controller yet
+                self.inbox[b].clear()
+            self.admin.multi(L.create_topic_ops(self.cfg.topic, self.cfg.assignment))
+        for proc in self._procs():
+            proc.session.poll_events()
+        self.events.append(f"# bootstrap done: {self.cfg.brokers} brokers, {self.cfg.partitions} partitions, "
+                           f"seed {self.seed}")
+
+    def _start_broker(self, b: int, fresh: bool) -> None:
+        if fresh:
+            core = BrokerCore(self.cfg, b)
+        else:
+            core = BrokerCore.recover(self.cfg, b, self.disks[b].image())
+        proc = _Proc(core, self.store.session(), "broker")
+        self.brokers[b] = proc
+        self._run(proc, core.handle(Command("Start"), self.now))
+
+    def _start_controller(self) -> None:
+        name = f"controller-{len(self.controllers) + 1}"
+        core = ControllerCore(self.cfg, name=name)
+        proc = _Proc(core, self.store.session(), "controller")
+        self.controllers.append(proc)
+        self._run(proc, core.handle(Command("Start")))
+        if not core.active:
+            raise RuntimeError(f"the new controller was not elected: {core.last_status}")
+
+    # ------------------------------------------------------------------ processes
+    @property
+    def active(self) -> _Proc:
+        return self.controllers[-1]
+
+    @property
+    def deposed(self) -> _Proc | None:
+        return self.controllers[-2] if len(self.controllers) > 1 else None
+
+    def controller(self, epoch: int) -> _Proc:
+        for proc in self.controllers:
+            if proc.core.epoch == epoch:
+                return proc
+        raise NotEnabled(f"no controller with epoch {epoch} is acting")
+
+    def broker(self, b: int) -> BrokerCore:
+        proc = self.brokers.get(b)
+        if proc is None:
+            raise NotEnabled(f"broker {b} is not running")
+        return proc.core
+
+    def _procs(self) -> list[_Proc]:
+        return [p for p in self.brokers.values() if p is not None] + list(self.controllers)
+
+    # ------------------------------------------------------------------ effects
+    def _run(self, proc: _Proc, effects: Iterable[Any]) -> None:
+        """Perform effects in order; store results and immediate messages feed back at once."""
+        work = deque((proc, e) for e in effects)
+        while work:
+            src, eff = work.popleft()
+            out = self._perform(src, eff)
+            for item in reversed(out):
+                work.appendleft(item)
+
+    def _session(self, proc: _Proc) -> EmbeddedSession:
+        if proc.session.expired:  # a client whose session expired reconnects with a new one
+            proc.session = self.store.session()
+        return proc.session
+
+    def _perform(self, src: _Proc, eff: Any) -> list[tuple[_Proc, Any]]:
+        core = src.core
+        if isinstance(eff, StoreOp):
+            res = L.execute(self._session(src), eff)
+            return [(src, e) for e in self._feed(src, res)]
+        if isinstance(eff, Send):
+            return self._route(src, eff)
+        if isinstance(eff, Persist):
+            self.disks[core.id].apply(eff)
+            return []
+        if isinstance(eff, (SetTimer, CancelTimer)):
+            return []  # step mode: no timers (the cores are not autonomous)
+        if isinstance(eff, Stop):
+            if src.kind == "controller":
+                if src in self.controllers:
+                    self.controllers.remove(src)
+                    self.events.append(f"  controller {core.epoch} stops: {eff.reason}")
+            return []
+        raise RuntimeError(f"unknown effect {eff!r}")
+
+    def _feed(self, proc: _Proc, inp: Any) -> list[Any]:
+        if proc.kind == "broker":
+            return proc.core.handle(inp, self.now)
+        return proc.core.handle(inp)
+
+    def _route(self, src: _Proc, eff: Send) -> list[tuple[_Proc, Any]]:
+        kind, key = eff.to
+        frm = ("controller", src.core.epoch) if src.kind == "controller" else ("broker", src.core.id)
+        msg = eff.msg
+        if kind == "broker":
+            dest = self.brokers.get(key)
+            if dest is None:
+                self.events.append(f"  lost {_short(msg)} to stopped broker {key}")
+                return []
+            if src.kind == "controller":
+                queue = self.inbox[key]
+                if self.coalesce_metadata and isinstance(msg, UpdateMetadata) and any(
+                        q.msg.controller_epoch == msg.controller_epoch for q in queue):
+                    return []
+                queue.append(_Inbound(frm, msg))
+                self.events.append(f"  {frm[0]} {frm[1]} -> broker {key}: {_short(msg)}")
+                return []
+            self.events.append(f"  broker {frm[1]} -> broker {key}: {_short(msg)}")
+            return [(dest, e) for e in self._feed(dest, Receive(frm, msg))]
+        if kind == "controller":
+            procs = [p for p in self.controllers if p.core.epoch == key] if key else [self.active]
+            if not procs:
+                self.events.append(f"  lost {_short(msg)} to controller {key}")
+                return []
+            dest = procs[0]
+            self.events.append(f"  broker {frm[1]} -> controller {dest.core.epoch}: {_short(msg)}")
+            return [(dest, e) for e in self._feed(dest, Receive(frm, msg))]
+        if kind == "client":
+            if isinstance(msg, ProduceResponse) and msg.error == "" and msg.request_id in self._last_record:
+                rid = self._last_record.get(msg.request_id)
+                if rid is not None:
+                    p, record = rid
+                    self.acked[p].add(record)
+                    self.events.append(f"  ack record {record} of partition {p}")
+            elif isinstance(msg, ProduceResponse):
+                rid = self._last_record.get(msg.request_id)
+                if rid is not None:
+                    self.refused[rid[0]].add(rid[1])
+                    self.events.append(f"  refused record {rid[1]}: {msg.error}")
+            return []
+        raise RuntimeError(f"unknown address {eff.to!r}")
+
+    def _controller_cmd(self, proc: _Proc, name: str, args: tuple) -> str:
+        self._run(proc, proc.core.handle(Command(name, args)))
+        status = proc.core.last_status
+        if status.startswith(NOT_ENABLED):
+            raise NotEnabled(f"{name}{args}: {status}")
+        return status
+
+    def _broker_cmd(self, b: int, name: str, args: tuple) -> None:
+        proc = self.brokers.get(b)
+        if proc is None:
+            raise NotEnabled(f"broker {b} is not running")
+        self._run(proc, proc.core.handle(Command(name, args), self.now))
+
+    def _deliver(self, b: int, index: int) -> None:
+        queue = self.inbox[b]
+        if index >= len(queue):
+            raise NotEnabled(f"broker {b}'s inbox has no request at position {index}")
+        item = queue[index]
+        del queue[index]
+        proc = self.brokers[b]
+        assert proc is not None
+        self.events.append(f"  broker {b} handles {_short(item.msg)}")
+        self._run(proc, proc.core.handle(Receive(item.frm, item.msg), self.now))
+
+    # ------------------------------------------------------------------ message control
+    def delay(self, b: int, index: int = 0) -> None:
+        """Move the request at ``index`` of broker ``b``'s inbox to the back."""
+        q = self.inbox[b]
+        item = q[index]
+        del q[index]
+        q.append(item)
+
+    def drop(self, b: int, index: int = 0) -> None:
+        """Lose the request at ``index`` of broker ``b``'s inbox."""
+        del self.inbox[b][index]
+
+    # ------------------------------------------------------------------ actions
+    def apply(self, name: str, args: tuple | list = ()) -> None:
+        """Perform one action of the vocabulary (specs/actions.toml)."""
+        args = tuple(tuple(a) if isinstance(a, list) else a for a in args)
+        if name in NOT_YET_DRIVABLE:
+            raise ActionError(f"{name} is not drivable: {NOT_YET_DRIVABLE[name]}")
+        fn = getattr(self, f"_a_{name}", None)
+        if fn is None or name not in ACTIONS:
+            raise ActionError(f"unknown action {name!r}")
+        arity = fn.__code__.co_argcount - 1
+        if len(args) != arity:
+            raise ActionError(f"{name} takes {arity} argument(s), got {len(args)}")
+        self.now += 1
+        self.events.append(f"t={self.now} {name}({', '.join(_fmt(a) for a in args)})")
+        fn(*args)
+
+    def _a_DeliverRequest(self, b: int) -> None:
+        self.broker(b)
+        if not self.inbox[b]:
+            raise NotEnabled(f"broker {b} has no request waiting")
+        self._deliver(b, 0)
+
+    def _a_DeliverDelayedRequest(self, b: int, k: int) -> None:
+        self.broker(b)
+        if k < 1:
+            raise ActionError("DeliverDelayedRequest needs a position >= 1")
+        self._deliver(b, k)
+
+    def _a_Produce(self, b: int, p: int) -> None:
+        core = self.broker(b)
+        if not core.leads(p):
+            raise NotEnabled(f"broker {b} does not lead partition {p}")
+        self.produced[p] = self.produced.get(p, 0) + 1
+        record = self.produced[p]
+        self._request_ids += 1
+        self._last_record[self._request_ids] = (p, record)
+        req = ProduceRequest(self._request_ids, p, record, f"r{record}", self.cfg.acks)
+        proc = self.brokers[b]
+        assert proc is not None
+        self._run(proc, core.handle(Receive(PRODUCER, req), self.now))
+
+    def _a_Fetch(self, f: int, p: int) -> None:
+        core = self.broker(f)
+        r = core.replicas.get(p)
+        if r is None or r.leader in (NO_LEADER, f):
+            raise NotEnabled(f"broker {f} does not follow anyone for partition {p}")
+        leader = self.brokers.get(r.leader)
+        if leader is None or not leader.core.leads(p):
+            raise NotEnabled(f"broker {r.leader} does not lead partition {p}")
+        self._broker_cmd(f, "Fetch", (p,))
+
+    def _a_ShrinkIsr(self, leader: int, p: int, f: int) -> None:
+        core = self.broker(leader)
+        r = core.replicas.get(p)
+        if r is None or r.leader != leader or f == leader or f not in r.isr:
+            raise NotEnabled(f"broker {leader} cannot drop {f} from partition {p}'s ISR")
+        self._broker_cmd(leader, "ShrinkIsr", (p, f))
+
+    def _a_CheckpointHighWatermark(self, b: int, p: int) -> None:
+        core = self.broker(b)
+        if p not in core.replicas:
+            raise NotEnabled(f"broker {b} hosts no replica of partition {p}")
+        self._broker_cmd(b, "CheckpointHighWatermark", (p,))
+
+    def _a_ProcessBrokerChange(self, e: int) -> None:
+        self._controller_cmd(self.controller(e), "ProcessBrokerChange", ())
+
+    def _a_CreateTopic(self, e: int) -> None:
+        self._controller_cmd(self.controller(e), "CreateTopic", ())
+
+    def _a_ReassignPartition(self, e: int, p: int, step: int) -> None:
+        proc = self.controller(e)
+        r = proc.core.ctx.reassign.get(p)
+        expected = r.step if r is not None else 1
+        if step != expected:
+            raise NotEnabled(f"controller {e}'s next reassignment step of partition {p} is {expected}, not {step}")
+        self._controller_cmd(proc, "ReassignPartition", (p,))
+
+    def _a_ElectPreferredLeader(self, e: int, p: int) -> None:
+        self._controller_cmd(self.controller(e), "ElectPreferredLeader", (p,))
+
+    def _a_StartTopicDeletion(self, e: int) -> None:
+        self._controller_cmd(self.controller(e), "StartTopicDeletion", ())
+
+    def _a_CompleteTopicDeletion(self, e: int) -> None:
+        self._controller_cmd(self.controller(e), "CompleteTopicDeletion", ())
+
+    def _a_ControlledShutdown(self, e: int, b: int) -> None:
+        proc = self.controller(e)
+        if proc is not self.active:
+            raise NotEnabled("only the active controller serves a controlled shutdown")
+        self.broker(b)
+        self._controller_cmd(proc, "ControlledShutdown", (b,))
+        self._broker_cmd(b, "CheckpointAll", ()) if self.cfg.hw_checkpoint == "periodic" else None
+        self._broker_cmd(b, "FlushAll", ())
+        self._stop_broker(b, lossy=None)
+
+    def _a_ResignController(self, e: int) -> None:
+        proc = self.controller(e)
+        if proc is self.active:
+            raise NotEnabled("the active controller does not resign")
+        self._run(proc, proc.core.handle(Command("ResignController")))
+        if proc in self.controllers:
+            self.controllers.remove(proc)
+
+    def _a_RequestReassignment(self, p: int, target: tuple[int, ...]) -> None:
+        try:
+            L.request_reassignment(self.admin, self.cfg.topic, p, target)
+        except StoreError as e:
+            raise NotEnabled(f"cannot request a reassignment of partition {p}: {e}") from None
+        if self.pending_reassignments and self.pending_reassignments[0] == (p, tuple(target)):
+            self.pending_reassignments.pop(0)
+
+    def _a_RequestPreferredElection(self, p: int) -> None:
+        L.request_preferred_election(self.admin, self.cfg.topic, p)
+
+    def _a_RequestTopicDeletion(self) -> None:
+        snap = self.snapshot()
+        parts = [p for p in range(self.cfg.partitions) if snap.part(p).exists]
+        try:
+            L.request_topic_deletion(self.admin, self.cfg.topic, parts)
+        except StoreError as e:
+            raise NotEnabled(f"cannot queue the topic for deletion: {e}") from None
+
+    def _a_ControllerFailover(self) -> None:
+        old = self.active
+        self.store.expire(old.session.session_id)  # its session ends: /controller vanishes
+        if self.cfg.stale_controller:
+            self.controllers = [old]  # an earlier deposed controller is taken to have noticed
+        else:
+            self.controllers = []
+        self._start_controller()
+
+    def _a_Crash(self, b: int) -> None:
+        self.broker(b)
+        self._stop_broker(b, lossy=None)
+
+    def _a_LossyCrash(self, b: int, kept: tuple[int, ...]) -> None:
+        self.broker(b)
+        if len(kept) != self.cfg.partitions:
+            raise ActionError(f"LossyCrash needs one length per partition ({self.cfg.partitions})")
+        self._stop_broker(b, lossy={p: int(n) for p, n in enumerate(kept)})
+
+    def _a_Restart(self, b: int) -> None:
+        if self.brokers.get(b) is not None:
+            raise NotEnabled(f"broker {b} is running")
+        if b in self.active.core.ctx.live:
+            raise NotEnabled(f"the controller has not noticed that broker {b} stopped (QuickRestart)")
+        self._start_broker(b, fresh=False)
+
+    def _a_QuickRestart(self, b: int) -> None:
+        if self.brokers.get(b) is not None:
+            raise NotEnabled(f"broker {b} is running")
+        if b not in self.active.core.ctx.live:
+            raise NotEnabled(f"the controller noticed that broker {b} stopped (Restart)")
+        self._start_broker(b, fresh=False)
+
+    def _stop_broker(self, b: int, lossy: dict[int, int] | None) -> None:
+        proc = self.brokers[b]
+        assert proc is not None
+        self.store.expire(proc.session.session_id)
+        self.brokers[b] = None
+        self.inbox[b].clear()
+        self.disks[b].crash()
+        if lossy is not None:
+            self.disks[b].power_loss(lossy)
+
+    # ------------------------------------------------------------------ observation
+    def snapshot(self) -> L.Snapshot:
+        return L.read_snapshot(self.admin, self.cfg.topic, self.cfg.partitions, watch=False)
+
+    def observe(self) -> dict[str, Any]:
+        """The observation of the current state (specs/observation.toml)."""
+        brokers: dict[int, dict[str, Any]] = {}
+        for b in self.cfg.broker_ids:
+            proc = self.brokers[b]
+            if proc is not None:
+                o = proc.core.observe()
+                brokers[b] = {"alive": True, "controller_epoch": o["controller_epoch"], "replicas": o["replicas"]}
+            else:
+                disk = self.disks[b]
+                reps = {p: stopped_replica(seg.records, disk.hw_on_disk(p)) for p, seg in disk.segments.items()}
+                brokers[b] = {"alive": False, "controller_epoch": 0, "replicas": reps}
+        dep = self.deposed
+        return assemble(self.cfg.brokers, self.cfg.partitions, self.snapshot(), self.active.core.observe(),
+                        dep.core.epoch if dep is not None else 0, brokers)
+
+    # ------------------------------------------------------------------ scheduling
+    def enabled(self) -> list[tuple[str, tuple]]:
+        """The actions whose guards hold now, within the budgets (a fixed order)."""
+        cfg = self.cfg
+        out: list[tuple[str, tuple]] = []
+        snap = self.snapshot()
+        for b in cfg.broker_ids:
+            proc = self.brokers[b]
+            if proc is None:
+                continue
+            core: BrokerCore = proc.core
+            if self.inbox[b]:
+                out.append(("DeliverRequest", (b,)))
+                if self.budget.has("faults.delayed_requests"):
+                    out += [("DeliverDelayedRequest", (b, k)) for k in range(1, len(self.inbox[b]))]
+            for p, r in sorted(core.replicas.items()):
+                if r.leader == b:
+                    if (self.produced.get(p, 0) < cfg.max_records and snap.part(p).exists
+                            and (cfg.acks == "1" or len(r.isr) >= cfg.min_insync_replicas)):
+                        out.append(("Produce", (b, p)))
+                    if self.budget.has("faults.isr_shrinks") and snap.part(p).state_version == r.zk_version:
+                        out += [("ShrinkIsr", (b, p, f)) for f in sorted(r.isr) if f != b]
+                elif r.leader != NO_LEADER:
+                    lp = self.brokers.get(r.leader)
+                    if lp is not None and lp.core.leads(p) and b in lp.core.replicas[p].assigned:
+                        out.append(("Fetch", (b, p)))
+                if cfg.hw_checkpoint == "periodic" and r.ckpt != r.hw:
+                    out.append(("CheckpointHighWatermark", (b, p)))
+        for proc in self.controllers:
+            e = proc.core.epoch
+            for name, args in proc.core.enabled_commands(snap):
+                if name == "ReassignPartition":
+                    r = proc.core.ctx.reassign.get(args[0])
+                    args = (args[0], r.step if r is not None else 1)
+                out.append((name, (e, *args)))
+            if proc is self.active and self.budget.has("operations.controlled_shutdowns"):
+                for b in sorted(proc.core.ctx.live - proc.core.ctx.shutting_down):
+                    if b in snap.registered:
+                        out.append(("ControlledShutdown", (e, b)))
+            if proc is not self.active:
+                out.append(("ResignController", (e,)))
+        if self.budget.has("faults.controller_failovers"):
+            out.append(("ControllerFailover", ()))
+        if self.pending_reassignments:
+            p, target = self.pending_reassignments[0]
+            if snap.part(p).exists and p not in snap.reassign and p not in snap.deleting:
+                out.append(("RequestReassignment", (p, target)))
+        if self.budget.has("operations.preferred_elections"):
+            for p in range(cfg.partitions):
+                if snap.part(p).exists and p not in snap.preferred and not snap.deleting:
+                    out.append(("RequestPreferredElection", (p,)))
+        if (self.budget.has("operations.topic_deletions") and not snap.deleting
+                and any(snap.part(p).exists for p in range(cfg.partitions))):
+            out.append(("RequestTopicDeletion", ()))
+        live_view = self.active.core.ctx.live
+        for b in cfg.broker_ids:
+            if self.brokers[b] is not None:
+                if self.budget.has("faults.crashes"):
+                    out.append(("Crash", (b,)))
+                if self.budget.has("faults.lossy_crashes"):
+                    kept = tuple(self.rng.randrange(0, len(s.records) + 1) if s.records else 0
+                                 for p in range(cfg.partitions) for s in [self.disks[b].segments.get(p) or _EMPTY])
+                    full = tuple(len((self.disks[b].segments.get(p) or _EMPTY).records) for p in range(cfg.partitions))
+                    if kept != full:
+                        out.append(("LossyCrash", (b, kept)))
+            elif b not in live_view:
+                out.append(("Restart", (b,)))
+            elif self.budget.has("faults.undetected_restarts"):
+                out.append(("QuickRestart", (b,)))
+        return out
+
+    _BUDGETED = {"ShrinkIsr": "faults.isr_shrinks", "DeliverDelayedRequest": "faults.delayed_requests",
+                 "ControllerFailover": "faults.controller_failovers", "Crash": "faults.crashes",
+                 "LossyCrash": "faults.lossy_crashes", "QuickRestart": "faults.undetected_restarts",
+                 "ControlledShutdown": "operations.controlled_shutdowns",
+                 "RequestPreferredElection": "operations.preferred_elections",
+                 "RequestTopicDeletion": "operations.topic_deletions"}
+
+    def step(self) -> tuple[str, tuple] | None:
+        """Take one scheduled step; None when nothing is enabled."""
+        choices = self.enabled()
+        if not choices:
+            return None
+        name, args = self.rng.choice(choices)
+        key = self._BUDGETED.get(name)
+        if key is not None:
+            self.budget.spend(key)
+        self.apply(name, args)
+        return name, args
+
+    def run(self, steps: int) -> list[tuple[str, tuple]]:
+        """Up to ``steps`` scheduled steps; the actions taken."""
+        taken = []
+        for _ in range(steps):
+            a = self.step()
+            if a is None:
+                break
+            taken.append(a)
+        return taken
+
+    # ------------------------------------------------------------------ conveniences for tests
+    def leader_of(self, p: int) -> int:
+        st = self.snapshot().part(p).state
+        return st.leader if st else 0
+
+    def isr_of(self, p: int) -> tuple[int, ...]:
+        st = self.snapshot().part(p).state
+        return tuple(sorted(st.isr)) if st else ()
+
+    def settle(self, max_steps: int = 1000) -> int:
+        """Take every healing step until none is left: deliveries, fetches, controller reactions.
+
+        Deterministic (always the first enabled healing action); returns the number of steps taken.
+        """
+        healing = ("DeliverRequest", "Fetch", "ProcessBrokerChange", "CreateTopic", "ReassignPartition",
+                   "ElectPreferredLeader", "StartTopicDeletion", "CompleteTopicDeletion", "ResignController")
+        n = 0
+        while n < max_steps:
+            options = [a for a in self.enabled() if a[0] in healing]
+            if not options:
+                return n
+            others = [a for a in options if a[0] != "Fetch"]
+            busy = [a for a in options if a[0] == "Fetch" and not self._fetch_is_idle(*a[1])]
+            if not others and not busy:
+                return n  # only idle fetches remain
+            self.apply(*(others[0] if others else busy[0]))
+            n += 1
+        return n
+
+    def _fetch_is_idle(self, f: int, p: int) -> bool:
+        r = self.broker(f).replicas[p]
+        lr = self.broker(r.leader).replicas[p]
+        return r.leo == lr.leo and r.hw == lr.hw and f in lr.isr and lr.remote_leo.get(f) == r.leo
+
+
+class _Empty:
+    records: list = []
+
+
+_EMPTY = _Empty()
+
+
+def _fmt(a: Any) -> str:
+    if isinstance(a, tuple):
+        return "[" + ",".join(str(x) for x in a) + "]"
+    return str(a)
+
+
+def _short(msg: Any) -> str:
+    if isinstance(msg, LeaderAndIsr):
+        return (f"LeaderAndIsr(c{msg.controller_epoch} p{msg.partition} leader={msg.leader} isr={list(msg.isr)} "
+                f"le={msg.leader_epoch} v={msg.zk_version} ar={list(msg.replicas)})")
+    if isinstance(msg, StopReplica):
+        return f"StopReplica(c{msg.controller_epoch} p{msg.partition} delete={msg.delete})"
+    if isinstance(msg, UpdateMetadata):
+        return f"UpdateMetadata(c{msg.controller_epoch})"
+    return repr(msg)

@@ -1,0 +1,116 @@
+"""Three-valued verdicts for the symbolic checks (specs/08-symbolic.md).
+
+Every question put to z3 ends as one :class:`Obligation`: ``PROVED`` (the solver showed that no
+counterexample exists within the stated scope), ``REFUTED`` (it produced one, which is decoded
+into concrete model values and shown), or ``UNKNOWN`` (it gave up, usually at the time limit).
+An unknown is never reported as proved: :func:`verdict_of` maps z3's ``unknown`` to ``UNKNOWN``
+and only ``unsat`` to ``PROVED``.
+"""
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from enum import Enum
+from typing import Any
+
+import z3
+
+
+class Verdict(str, Enum):
+    PROVED = "PROVED"
+    REFUTED = "REFUTED"
+    UNKNOWN = "UNKNOWN"
+
+
+@dataclass
+class Obligation:
+    """One checked claim and its verdict.
+
+    ``kind`` is the command family (selectors, transitions, inductive, bmc), ``property`` the claim,
+    ``generation`` the protocol generation or variant it was checked for, ``scope`` what was
+    quantified over (the bounds), ``counterexample`` plain JSON data and ``lines`` the same as text.
+    """
+
+    kind: str
+    property: str
+    generation: str
+    verdict: Verdict
+    seconds: float
+    scope: str = ""
+    detail: str = ""
+    counterexample: Any = None
+    lines: list[str] = field(default_factory=list)
+    method: str = "z3"  # "z3" (symbolic) or "exhaustive" (concrete enumeration of every input)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "kind": self.kind,
+            "property": self.property,
+            "generation": self.generation,
+            "verdict": self.verdict.value,
+            "seconds": round(self.seconds, 6),
+            "scope": self.scope,
+            "method": self.method,
+            "detail": self.detail,
+            "counterexample": self.counterexample,
+            "counterexample_text": list(self.lines),
+        }
+
+
+class Note(str):
+    """An informational line (a documented behaviour z3 exhibited); it never decides a verdict."""
+
+
+def verdict_of(result: z3.CheckSatResult) -> Verdict:
+    """``unsat`` (no counterexample) is PROVED, ``sat`` REFUTED, anything else UNKNOWN."""
+    if result == z3.unsat:
+        return Verdict.PROVED
+    if result == z3.sat:
+        return Verdict.REFUTED
+    return Verdict.UNKNOWN
+
+
+def new_solver(timeout: float | None) -> z3.Solver:
+    """A solver with a per-query time limit in seconds (None: no limit)."""
+    s = z3.Solver()
+    if timeout is not None:
+        s.set("timeout", max(1, int(timeout * 1000)))
+    return s
+
+
+def timed_check(solver: z3.Solver, *assumptions: z3.BoolRef) -> tuple[z3.CheckSatResult, float]:
+    start = time.perf_counter()
+    r = solver.check(*assumptions)
+    return r, time.perf_counter() - start
+
+
+def overall(obligations: Iterable[Obligation]) -> Verdict:
+    """REFUTED if any is refuted; else UNKNOWN if any is unknown; else PROVED."""
+    seen = {o.verdict for o in obligations}
+    if Verdict.REFUTED in seen:
+        return Verdict.REFUTED
+    if Verdict.UNKNOWN in seen:
+        return Verdict.UNKNOWN
+    return Verdict.PROVED
+
+
+EXIT_PROVED = 0
+EXIT_REFUTED = 1
+EXIT_BAD_INPUT = 2
+EXIT_UNKNOWN = 3
+
+
+def exit_code(obligations: Sequence[Obligation]) -> int:
+    """0 when everything is proved, 1 when something is refuted, 3 when something is unknown and
+    nothing is refuted (2 is reserved for bad input)."""
+    v = overall(obligations)
+    return {Verdict.PROVED: EXIT_PROVED, Verdict.REFUTED: EXIT_REFUTED, Verdict.UNKNOWN: EXIT_UNKNOWN}[v]
+
+
+Progress = Callable[[str], None]
+"""A progress callback: receives a short description of the query about to run."""
+
+
+def no_progress(_: str) -> None:
+    return None

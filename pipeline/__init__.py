@@ -1,0 +1,1 @@
+"""The Spark pipeline: the only package that imports pyspark (see ARCHITECTURE.md)."""

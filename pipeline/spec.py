@@ -1,0 +1,73 @@
+"""What a Spark task needs to rebuild the model: a small JSON document, not a pickled object.
+
+A :class:`ModelSpec` is the configuration (``Config.to_dict()``) and the symmetry choice. Tasks get
+its JSON text (a few hundred bytes in the task closure) and call :func:`model_for`, which builds
+the model once per worker process and caches it, so the model, its protocol and its properties are
+always built inside the worker from data, never shipped as Python objects.
+"""
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any
+
+from isrcheck.invariants import build_model
+from isrcheck.model.config import Config, ConfigError, from_mapping
+
+#: the fingerprint scheme every file of the pipeline relies on (model.fingerprint: tuple hash)
+FINGERPRINT_SCHEME = "python-tuple-hash-64"
+
+
+def config_json(cfg: Config) -> str:
+    """The configuration as canonical JSON (sorted keys), for storage and comparison."""
+    return json.dumps(cfg.to_dict(), sort_keys=True, separators=(",", ":"))
+
+
+@dataclass(frozen=True)
+class ModelSpec:
+    label: str
+    config: dict[str, Any]
+    symmetry: bool
+
+    @classmethod
+    def of(cls, label: str, cfg: Config, symmetry: bool | None) -> ModelSpec:
+        if symmetry is None:
+            from isrcheck.model.symmetry import symmetry_allowed
+
+            symmetry = symmetry_allowed(cfg)
+        return cls(label, json.loads(config_json(cfg)), bool(symmetry))
+
+    def to_json(self) -> str:
+        return json.dumps({"label": self.label, "config": self.config, "symmetry": self.symmetry},
+                          sort_keys=True, separators=(",", ":"))
+
+    @classmethod
+    def from_json(cls, text: str) -> ModelSpec:
+        d = json.loads(text)
+        return cls(d["label"], d["config"], bool(d["symmetry"]))
+
+    def build_config(self) -> Config:
+        try:
+            return from_mapping(self.config)
+        except ConfigError as e:
+            raise ConfigError(f"{self.label}: {e}") from None
+
+    def build(self) -> Any:
+        return build_model(self.build_config(), symmetry=self.symmetry)
+
+    @property
+    def generation(self) -> str:
+        return str(self.config.get("truncation", "high-watermark"))
+
+
+_MODELS: dict[str, Any] = {}
+
+
+def model_for(spec_json: str) -> Any:
+    """The model of ``spec_json``, built once per process (Spark reuses its Python workers)."""
+    m = _MODELS.get(spec_json)
+    if m is None:
+        if len(_MODELS) > 64:
+            _MODELS.clear()
+        m = _MODELS[spec_json] = ModelSpec.from_json(spec_json).build()
+    return m

@@ -1,0 +1,87 @@
+"""Fixtures for the reference implementation's tests.
+
+``zookeeper``: a real ZooKeeper on a loopback port, started once per session by
+``scripts/zookeeper.sh`` (which installs Debian's package if it is missing). Tests that need it are
+marked ``zookeeper``; they are skipped, with the script's reason, only when the server cannot be
+started. ``store_factory`` is parametrized over both store backends, each call giving a fresh,
+isolated store (a new embedded store, or a new chroot on the ZooKeeper server).
+"""
+from __future__ import annotations
+
+import shutil
+import socket
+import subprocess
+import tempfile
+import uuid
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+SCRIPT = ROOT / "scripts" / "zookeeper.sh"
+
+
+def free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture(scope="session")
+def zookeeper():
+    """``HOST:PORT`` of a standalone ZooKeeper for this test session (skips if it cannot start)."""
+    directory = tempfile.mkdtemp(prefix="isrcheck-zk-")
+    port = free_port()
+    try:
+        proc = subprocess.run(["bash", str(SCRIPT), "start", str(port), directory], capture_output=True,
+                              text=True, timeout=600)
+    except (OSError, subprocess.TimeoutExpired) as e:
+        shutil.rmtree(directory, ignore_errors=True)
+        pytest.skip(f"ZooKeeper could not be started by scripts/zookeeper.sh: {e}")
+    if proc.returncode != 0:
+        shutil.rmtree(directory, ignore_errors=True)
+        reason = (proc.stderr.strip().splitlines() or ["no reason given"])[-1]
+        pytest.skip(f"ZooKeeper could not be started by scripts/zookeeper.sh: {reason}")
+    yield f"127.0.0.1:{port}"
+    subprocess.run(["bash", str(SCRIPT), "stop", directory], capture_output=True, timeout=60)
+    shutil.rmtree(directory, ignore_errors=True)
+
+
+def zk_chroot(hosts: str) -> str:
+    """A fresh, empty chroot on the server: ``HOST:PORT/isrcheck-test-<uuid>``."""
+    from kazoo.client import KazooClient
+
+    root = f"/isrcheck-test-{uuid.uuid4().hex[:12]}"
+    k = KazooClient(hosts=hosts)
+    k.start(timeout=10)
+    try:
+        k.create(root, b"")
+    finally:
+        k.stop()
+        k.close()
+    return hosts + root
+
+
+@pytest.fixture(params=["embedded", pytest.param("zookeeper", marks=pytest.mark.zookeeper)])
+def store_factory(request):
+    """A function returning a fresh store of the parametrized backend."""
+    made = []
+    if request.param == "embedded":
+        from isrcheck.impl.store_embedded import EmbeddedStore
+
+        def make():
+            s = EmbeddedStore()
+            made.append(s)
+            return s
+    else:
+        hosts = request.getfixturevalue("zookeeper")
+        from isrcheck.impl.store_zookeeper import ZooKeeperStore
+
+        def make():
+            s = ZooKeeperStore(zk_chroot(hosts), timeout=10.0, session_timeout=4.0)
+            made.append(s)
+            return s
+    make.backend = request.param
+    yield make
+    for s in made:
+        s.close()

@@ -1,0 +1,70 @@
+"""Configuration keys (named as the model's) and the observation validator."""
+from __future__ import annotations
+
+import copy
+
+import pytest
+
+from isrcheck.impl.config import ConfigError, from_mapping
+from isrcheck.impl.observation import ObservationError, validate
+from isrcheck.impl.simulator import Simulator
+
+
+def test_defaults_follow_specs_03():
+    c = from_mapping({})
+    assert (c.brokers, c.partitions, c.replication_factor, c.min_insync_replicas) == (3, 1, 3, 1)
+    assert c.assignment == ((1, 2, 3),)
+    assert from_mapping({"brokers": 4, "partitions": 2, "replication_factor": 2}).assignment == ((1, 2), (2, 3))
+    assert c.truncation == "high-watermark" and c.hw_checkpoint == "periodic" and c.stale_controller
+
+
+def test_a_model_configuration_configures_the_implementation():
+    c = from_mapping({"name": "x", "description": "y", "brokers": 3, "max_records": 2,
+                      "faults": {"crashes": 1}, "operations": {"reassignments": [{"partition": 0, "target": [2, 3]}]}})
+    assert c.faults == {"crashes": 1}
+
+
+@pytest.mark.parametrize("raw, message", [
+    ({"truncation": "kip-101"}, "not implemented yet"),
+    ({"truncation": "bogus"}, "truncation must be one of"),
+    ({"brokers": 0}, "brokers must be in"),
+    ({"replication_factor": 4}, "replication_factor must be in"),
+    ({"hw_checkpoint": "never"}, "hw_checkpoint"),
+    ({"assignment": [[1, 1, 2]]}, "assignment[0]"),
+    ({"colour": "blue"}, "unknown configuration key"),
+    ({"acks": "2"}, "acks"),
+])
+def test_bad_configurations_are_one_line_errors(raw, message):
+    with pytest.raises(ConfigError) as info:
+        from_mapping(raw)
+    assert message in str(info.value) and "\n" not in str(info.value)
+
+
+def test_the_broker_core_refuses_an_unimplemented_truncation_rule():
+    from dataclasses import replace
+
+    from isrcheck.impl.broker_core import BrokerCore
+
+    cfg = replace(from_mapping({}), truncation="kip-279")
+    with pytest.raises(ConfigError, match="not implemented"):
+        BrokerCore(cfg, 1)
+
+
+def test_the_validator_refuses_what_the_schema_forbids():
+    obs = Simulator({"brokers": 3}).observe()
+    validate(obs)
+    cases = [
+        (lambda o: o["partitions"][0].__setitem__("isr", [3, 1]), "partitions[0].isr: not in ascending order"),
+        (lambda o: o["brokers"][0].__setitem__("alive", 1), "brokers[0].alive: expected bool"),
+        (lambda o: o["replicas"][0].__setitem__("role", "boss"), "replicas[0].role"),
+        (lambda o: o["controller"].pop("epoch"), "controller.epoch: missing"),
+        (lambda o: o["controller"].__setitem__("extra", 1), "controller.extra: unknown field"),
+        (lambda o: o["replicas"][0].__setitem__("leader_epoch", -2), "below the minimum"),
+        (lambda o: o["partitions"][0].__setitem__("replicas", [1, 1]), "repeated"),
+    ]
+    for mutate, message in cases:
+        bad = copy.deepcopy(obs)
+        mutate(bad)
+        with pytest.raises(ObservationError) as info:
+            validate(bad)
+        assert message in str(info.value)
