@@ -92,6 +92,7 @@ class Replica:
     pending: dict[int, tuple[Any, int, int]] = field(default_factory=dict)  # record id -> (client, request id, offset)
     isr_write: tuple[int, frozenset[int], Any] | None = None  # (token, new ISR, continuation)
     fetching: bool = False  # follower: a fetch is in flight (autonomous mode)
+    fetch_sent_at: int = 0
     dirty: bool = False  # appended or truncated since the last flush
 
     @property
@@ -127,6 +128,7 @@ class BrokerCore:
         self.live_brokers: tuple[int, ...] = ()
         self.metadata: dict[int, tuple[int, int, tuple[int, ...]]] = {}  # p -> (leader, leader epoch, isr)
         self.now = 0
+        self.fetch_timeout_ms = max(100, config.replica_lag_time_max_ms // 2)
         self._tokens = itertools.count(1)
         self._store_waits: dict[int, tuple[str, Any]] = {}
         self._out: list[Any] = []
@@ -248,7 +250,9 @@ class BrokerCore:
         if t.name == "fetch":
             p = t.key
             r = self.replicas.get(p)
-            if r is not None and r.leader not in (NO_LEADER, self.id) and not r.fetching:
+            # a fetch whose answer never came (a lost connection) is given up after a timeout
+            if r is not None and r.leader not in (NO_LEADER, self.id) and (
+                    not r.fetching or self.now - r.fetch_sent_at >= self.fetch_timeout_ms):
                 self._fetch(p)
         elif t.name == "checkpoint":
             if self.cfg.hw_checkpoint == "periodic":
@@ -498,7 +502,10 @@ class BrokerCore:
         if r is None or r.leader in (NO_LEADER, self.id):
             return
         r.fetching = True
+        r.fetch_sent_at = self.now
         self._send(broker(r.leader), FetchRequest(p, self.id, r.leo))
+        if self.autonomous:  # the watchdog: retried if no answer comes (replaced by the next SetTimer)
+            self._out.append(SetTimer("fetch", self.fetch_timeout_ms, p))
 
     def _fetched(self, m: FetchResponse) -> None:
         p = m.partition

@@ -123,8 +123,13 @@ class ZkSession(SessionBase):
 
     # ------------------------------------------------------------------ plumbing
     def _on_state(self, state: KazooState) -> None:
-        if state == KazooState.LOST:
+        if state == KazooState.LOST and not self._expired:
             self._expired = True
+            ev = WatchEvent("expired", "")
+            self._events.put(ev)
+            cb = self.on_event
+            if cb is not None:
+                cb(ev)
 
     def _watcher(self, event) -> None:  # runs on kazoo's thread
         ev = WatchEvent(_KINDS.get(event.type, "changed"), event.path)

@@ -288,4 +288,5 @@ def build_model(cfg: Config, protocol: Protocol | None = None, symmetry: bool | 
         if unknown:
             raise ConfigError(f"unknown property {unknown[0]!r} (known: {', '.join(property_names())})")
         props = [p for p in props if p.kind == "sometimes" or p.name in properties]
+    props += protocol.extra_properties()
     return KafkaModel(protocol, props, symmetry=symmetry)

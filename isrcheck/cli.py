@@ -6,6 +6,7 @@ nothing (vacuous, incomplete), 2 on bad usage or input. Input errors are one lin
 """
 from __future__ import annotations
 
+import dataclasses
 import json
 import sys
 import time
@@ -13,6 +14,7 @@ from collections.abc import Sequence
 from typing import Any, NoReturn
 
 import click
+from rich.markup import escape
 
 from isrcheck import __version__, manifest, render
 from isrcheck.invariants import ALL_PROPERTIES, build_model
@@ -21,10 +23,11 @@ from isrcheck.model.action_text import ActionSyntaxError
 from isrcheck.model.checker import Checker
 from isrcheck.model.config import ConfigError
 from isrcheck.model.simulate import simulate as run_simulation
+from isrcheck.variants import VariantError, load_variant
 from isrcheck.model.symmetry import symmetry_allowed
 from isrcheck.scenario import ScenarioError, broken_properties, load_scenario, replay
 
-USER_ERRORS = (ConfigError, ManifestError, ScenarioError, ActionSyntaxError)
+USER_ERRORS = (ConfigError, ManifestError, ScenarioError, ActionSyntaxError, VariantError)
 
 _DESCRIPTIONS = {p.name: p.description for p in ALL_PROPERTIES}
 
@@ -93,15 +96,20 @@ def main() -> None:
 @click.option("--keep-going", is_flag=True, help="Do not stop at the first violation; report one per property.")
 @click.option("--property", "only", multiple=True, metavar="NAME",
               help="Check only this safety property (repeatable; the sometimes-properties always stay).")
+@click.option("--variant", metavar="MODULE:ATTR",
+              help="A protocol variant: a Protocol subclass (or a function config -> Protocol) to check instead.")
 def check(name: str | None, config_file: str | None, overrides: tuple[str, ...], as_json: bool,
           max_depth: int | None, max_states: int | None, symmetry: bool | None, keep_going: bool,
-          only: tuple[str, ...]) -> None:
+          only: tuple[str, ...], variant: str | None) -> None:
     """Explore every reachable state of model NAME (see `isrcheck list`) or of --config FILE."""
     target = manifest.resolve(name, config_file, overrides)
     symmetry = target.symmetry if symmetry is None else symmetry
     _warn_symmetry(target.config, symmetry)
     properties = list(only) if only else (list(target.properties) if target.properties else None)
-    model = build_model(target.config, symmetry=symmetry, properties=properties)
+    protocol = load_variant(variant)(target.config) if variant else None
+    model = build_model(target.config, protocol=protocol, symmetry=symmetry, properties=properties)
+    if protocol is not None:
+        target = dataclasses.replace(target, label=f"{target.label} [{variant}]")
     with render.progress_status(_show_progress(as_json), f"checking {target.label}") as progress:
         result = Checker(model, max_depth=max_depth, max_states=max_states,
                          stop_on_first=not keep_going, progress=progress).run()
@@ -109,7 +117,7 @@ def check(name: str | None, config_file: str | None, overrides: tuple[str, ...],
         _emit_json(render.result_to_json(target.label, target.config, result))
     else:
         console = render.make_console()
-        console.print(f"[bold]{target.label}[/bold]  {render.config_line(target.config)}"
+        console.print(f"[bold]{escape(target.label)}[/bold]  {escape(render.config_line(target.config))}"
                       f"  symmetry={'on' if model.symmetry else 'off'}", highlight=False)
         for v in result.violations:
             render.print_wide(console, render.violation_table(v, _DESCRIPTIONS.get(v.property, "")))
@@ -139,7 +147,7 @@ def simulate(name: str | None, config_file: str | None, overrides: tuple[str, ..
         _emit_json(render.simulation_to_json(target.label, target.config, result))
     else:
         console = render.make_console()
-        console.print(f"[bold]{target.label}[/bold]  {render.config_line(target.config)}  seed={seed}",
+        console.print(f"[bold]{escape(target.label)}[/bold]  {escape(render.config_line(target.config))}  seed={seed}",
                       highlight=False)
         for v in result.violations:
             render.print_wide(console, render.violation_table(v, _DESCRIPTIONS.get(v.property, "")))
@@ -260,7 +268,7 @@ def gate(names: tuple[str, ...], everything: bool, as_json: bool) -> None:
         console.print(render.gate_table(rows))
         for r in failed:
             for m in r["mismatches"]:
-                console.print(f"[bold red]FAIL[/bold red] [bold]{r['entry'].name}[/bold]: {m}", highlight=False)
+                console.print(f"[bold red]FAIL[/bold red] [bold]{r['entry'].name}[/bold]: {escape(m)}", highlight=False)
         if failed:
             console.print(f"[bold red]gate failed:[/bold red] {len(failed)} of {len(rows)} models differ from "
                           f"specs/models.toml ({seconds:.1f} s)", highlight=False)
@@ -268,3 +276,71 @@ def gate(names: tuple[str, ...], everything: bool, as_json: bool) -> None:
             console.print(f"[bold green]gate passed:[/bold green] all {len(rows)} models as expected "
                           f"({seconds:.1f} s)", highlight=False)
     _exit(1 if failed else 0)
+
+
+# ---------------------------------------------------------------------------- diff
+@main.command(short_help="Compare two protocol variants or configurations of the same bounds.")
+@click.argument("a")
+@click.argument("b")
+@click.option("--model", "base_model", metavar="NAME", help="The bounds: a manifest model (default: replication with one crash).")
+@_config_opt
+@_set_opt
+@click.option("--witnesses", type=click.IntRange(min=0), default=1, show_default=True,
+              help="How many shortest witnesses to show for behaviours only one side has.")
+@click.option("--max-states", type=click.IntRange(min=1), metavar="N", help="Stop each exploration after N states.")
+@_json_opt
+def diff(a: str, b: str, base_model: str | None, config_file: str | None, overrides: tuple[str, ...],
+         witnesses: int, max_states: int | None, as_json: bool) -> None:
+    """Which properties change verdict between A and B, and which behaviours one reaches and the other not.
+
+    A and B are each a generation (high-watermark, kip-101, kip-279, kip-320), a variant
+    MODULE:ATTR, a configuration file (.toml) or a manifest model. Generations and variants take
+    their bounds from --model NAME or --config FILE (with --set overrides).
+    """
+    from isrcheck import diff as D
+
+    if base_model or config_file:
+        base = manifest.resolve(base_model, config_file, overrides).config
+    else:
+        base = manifest.resolve("hw-truncation-one-crash", None, overrides).config
+    side_a, side_b = D.resolve_side(a, base), D.resolve_side(b, base)
+    with render.progress_status(_show_progress(as_json), f"diff {a} {b}"):
+        result = D.diff(side_a, side_b, witnesses=witnesses, max_states=max_states)
+    incomplete = [e.side.label for e in (result.a, result.b) if e.result.limit_hit]
+    if as_json:
+        _emit_json({
+            "a": a, "b": b, "config": result.a.side.config.to_dict(),
+            "outcomes": {a: result.a.result.outcome, b: result.b.result.outcome},
+            "distinct_states": {a: result.a.result.distinct_states, b: result.b.result.distinct_states},
+            "verdict_changes": [
+                {"property": c.property, "broken_in": c.broken_in, "violation": render.violation_to_json(c.violation)}
+                for c in result.changes
+            ],
+            "only_in": {
+                a: {"count": result.count_only_a, "witnesses": [render.trace_to_json(t) for _, t in result.only_a]},
+                b: {"count": result.count_only_b, "witnesses": [render.trace_to_json(t) for _, t in result.only_b]},
+            },
+            "incomplete": incomplete,
+        })
+    else:
+        console = render.make_console()
+        console.print(f"[bold]diff[/bold] {escape(a)} vs {escape(b)}  {escape(render.config_line(side_a.config))}",
+                      highlight=False)
+        console.print(escape(f"{a}: {result.a.result.outcome}, {result.a.result.distinct_states:,} states;  "
+                             f"{b}: {result.b.result.outcome}, {result.b.result.distinct_states:,} states"),
+                      highlight=False)
+        if not result.changes:
+            console.print("every property has the same verdict on both sides")
+        for c in result.changes:
+            other = b if c.broken_in == a else a
+            console.print(f"[bold red]{c.property}[/bold red] is broken in {escape(c.broken_in)} "
+                          f"(shortest counterexample: {c.violation.length} steps) and holds in {other}")
+            render.print_wide(console, render.violation_table(c.violation, _DESCRIPTIONS.get(c.property, "")))
+        for label, count, shown in ((a, result.count_only_a, result.only_a), (b, result.count_only_b, result.only_b)):
+            console.print(f"[bold]{count:,}[/bold] behaviours only {escape(label)} reaches", highlight=False)
+            for depth, trace in shown:
+                render.print_wide(console, render.trace_table(trace, title=f"only in {label}: shortest witness ({depth} steps)"))
+        if incomplete:
+            console.print(f"[yellow]incomplete:[/yellow] the state limit stopped {', '.join(incomplete)}; "
+                          "differences may be missing")
+    _exit(1 if result.changes else 0)

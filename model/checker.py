@@ -120,6 +120,7 @@ class Checker(Generic[S, A]):
         stop_on_first: bool = True,
         progress: Callable[[Progress], None] | None = None,
         progress_every: float = 0.5,
+        observer: Callable[[S, int, int], None] | None = None,
     ) -> None:
         self.model = model
         self.max_depth = max_depth
@@ -127,6 +128,8 @@ class Checker(Generic[S, A]):
         self.stop_on_first = stop_on_first
         self.progress = progress
         self.progress_every = progress_every
+        #: called as observer(state, fingerprint, depth) for every distinct state, in BFS order
+        self.observer = observer
 
     def run(self) -> CheckResult:
         model = self.model
@@ -165,6 +168,8 @@ class Checker(Generic[S, A]):
             if fp in parents:
                 continue
             parents[fp] = None
+            if self.observer is not None:
+                self.observer(s, fp, 0)
             for p in always:
                 if not p.check(s):
                     record(p, "always", fp, None, "")
@@ -200,6 +205,8 @@ class Checker(Generic[S, A]):
                         break
                     continue
                 parents[tfp] = fp
+                if self.observer is not None:
+                    self.observer(t, tfp, d + 1)
                 for p in always:
                     if not p.check(t):
                         record(p, "always", tfp, None, "")
@@ -245,6 +252,10 @@ class Checker(Generic[S, A]):
         )
 
     # ------------------------------------------------------------------ traces
+    def trace_to(self, fp: int) -> list[Step]:
+        """A shortest trace to the state with fingerprint ``fp`` (after or during ``run``)."""
+        return self._trace(fp, None)
+
     def _trace(self, fp: int, extra: Step | None) -> list[Step]:
         chain: list[int] = []
         cur: int | None = fp

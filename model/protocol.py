@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 from .brokersets import size
 from . import epochs as E
 from .broker import become_follower_reconciling_by_epoch, become_follower_truncating_to_hw
+from .checker import Property
 from .config import Config
 from .selectors import SELECTORS, Election, Selector, SelectorInput
 
@@ -36,6 +37,10 @@ class Protocol:
     @property
     def generation(self) -> str:
         return self.config.truncation
+
+    def extra_properties(self) -> list[Property]:
+        """Properties a variant adds to the standard ones (checked like them)."""
+        return []
 
     def select(self, selector: Selector, inp: SelectorInput) -> Election:
         """Run leader selector ``selector``; raise NoEligibleLeader when none qualifies."""

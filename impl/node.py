@@ -1,0 +1,82 @@
+"""A broker process: ``python -m isrcheck.impl.node --id 1 --port 9091 --data DIR --store SPEC``.
+
+It runs one autonomous :class:`~.broker_core.BrokerCore` on asyncio (:mod:`.runtime`), serving
+controllers, followers and clients on a loopback TCP port with the frame format of :mod:`.frame`,
+keeping its logs and HW checkpoints in ``DIR`` (:class:`~.log.FileDisk`) and registering in the
+metadata store given by ``SPEC`` (``embedded:HOST:PORT`` for a coordinator's store server, or
+``zookeeper:HOST:PORT``). On start-up it prints ``ready broker <id> port <port>`` on stdout.
+SIGTERM asks the controller for a controlled shutdown first (``--no-controlled-shutdown`` to
+just stop); SIGKILL is a crash: the page cache keeps what was written, the store session ends.
+"""
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import signal
+import sys
+
+from .broker_core import BrokerCore
+from .config import ConfigError, from_mapping
+from .log import FileDisk
+from .messages import Command
+from .runtime import Runtime
+from .store import StoreError
+from .store_remote import open_store
+
+
+async def run_node(broker_id: int, host: str, port: int, data: str, store_spec: str, config: dict,
+                   session_timeout: float, controlled_shutdown: bool = True) -> int:
+    cfg = from_mapping(config)
+    store = open_store(store_spec, timeout=10.0)
+    if hasattr(store, "session_timeout"):
+        store.session_timeout = session_timeout  # type: ignore[attr-defined]
+    disk = FileDisk(data)
+    image = disk.image()
+    rt = Runtime(None, store, disk=disk, feed_now=True, name=f"broker-{broker_id}")
+    await rt.open_session()
+    actual = await rt.serve(host, port)
+    core = BrokerCore.recover(cfg, broker_id, image, autonomous=True, address=(host, actual))
+    rt.core = core
+    loop = asyncio.get_running_loop()
+    stopping = {"asked": False}
+
+    def on_term() -> None:
+        if controlled_shutdown and not stopping["asked"]:
+            stopping["asked"] = True
+            rt.feed(Command("ControlledShutdown"))
+            loop.call_later(10.0, rt.stopped.set)  # give up waiting for the controller
+        else:
+            rt.stopped.set()
+
+    loop.add_signal_handler(signal.SIGTERM, on_term)
+    loop.add_signal_handler(signal.SIGINT, rt.stopped.set)
+    rt.feed(Command("Start"))
+    print(f"ready broker {broker_id} port {actual}", flush=True)
+    await rt.stopped.wait()
+    await rt.shutdown()
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="isrcheck-node", description="one isrcheck broker process")
+    ap.add_argument("--id", type=int, required=True)
+    ap.add_argument("--host", default="127.0.0.1")
+    ap.add_argument("--port", type=int, default=0)
+    ap.add_argument("--data", required=True)
+    ap.add_argument("--store", required=True, help="embedded:HOST:PORT or zookeeper:HOST:PORT")
+    ap.add_argument("--config-json", default="{}")
+    ap.add_argument("--session-timeout", type=float, default=2.0)
+    ap.add_argument("--no-controlled-shutdown", action="store_true")
+    a = ap.parse_args(argv)
+    try:
+        config = json.loads(a.config_json)
+        return asyncio.run(run_node(a.id, a.host, a.port, a.data, a.store, config, a.session_timeout,
+                                    not a.no_controlled_shutdown))
+    except (ConfigError, StoreError, json.JSONDecodeError, OSError) as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,297 @@
+"""The real-process driver shared by broker nodes and coordinators: one sans-IO core on asyncio.
+
+A :class:`Runtime` feeds the core its inputs one at a time on the event loop and performs the
+effects it returns:
+
+- ``Send(("conn", n), msg)`` answers on inbound connection ``n``; ``Send(("broker", b), msg)`` goes
+  over an outbound connection to broker ``b`` (its address read from its registration in the store),
+  and ``Send(("controller", 0), msg)`` to the active controller (from ``/controller``). A message to
+  a peer that cannot be reached is lost, as on a real network; answers on an outbound connection come
+  back as ``Receive(("broker", b), ...)`` / ``Receive(("controller", 0), ...)``.
+- ``StoreOp`` runs on one worker thread (in order) against the process's store session, reopened if
+  it expired; its ``StoreResult`` comes back on the loop. Fired watches come back as ``Notification``.
+- ``SetTimer`` / ``CancelTimer`` use the loop's timers (a new timer replaces one of the same name and
+  key); ``Persist`` goes to the disk, if any; ``Stop`` ends the process.
+
+Inbound connections speak frames (:mod:`.frame`): a frame that breaks the format gets one
+``ErrorResponse`` and the connection is closed; a well-formed frame that is not a known message gets
+an ``ErrorResponse`` and the connection stays open. Neither disturbs other connections.
+"""
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import itertools
+import logging
+import time
+from typing import Any, Callable
+
+from . import layout as L
+from .frame import FrameError, MessageError, decode_message, encode_frame, encode_message, read_frame
+from .messages import (
+    CancelTimer,
+    Command,
+    ErrorResponse,
+    Notification,
+    Persist,
+    Receive,
+    Send,
+    SetTimer,
+    Stop,
+    StoreOp,
+    StoreResult,
+    Timer,
+)
+from .store import Session, Store, StoreError
+
+log = logging.getLogger("isrcheck.impl")
+
+
+def now_ms() -> int:
+    return int(time.monotonic() * 1000)
+
+
+class Runtime:
+    def __init__(self, core: Any, store: Store, disk: Any = None, feed_now: bool = False, name: str = "") -> None:
+        self.core = core
+        self.store = store
+        self.disk = disk
+        self.feed_now = feed_now  # broker cores take the clock with each input
+        self.name = name
+        self.loop: asyncio.AbstractEventLoop | None = None
+        self.session: Session | None = None
+        self._executor = concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix=f"store-{name}")
+        self._timers: dict[tuple[str, Any], asyncio.TimerHandle] = {}
+        self._conns: dict[int, asyncio.StreamWriter] = {}
+        self._conn_ids = itertools.count(1)
+        self._outbound: dict[tuple[str, Any], asyncio.Queue[Any]] = {}
+        self._tasks: set[asyncio.Task[Any]] = set()
+        self.stopped = asyncio.Event()
+        self.stop_reason = ""
+        self.server: asyncio.base_events.Server | None = None
+        self.on_effect: Callable[[Any], None] | None = None
+
+    # ------------------------------------------------------------------ lifecycle
+    async def open_session(self) -> None:
+        self.loop = asyncio.get_running_loop()
+        self.session = await self.loop.run_in_executor(self._executor, self._new_session)
+
+    def _new_session(self) -> Session:
+        s = self.store.session()
+        loop = self.loop
+        assert loop is not None
+
+        def on_event(ev: Any) -> None:
+            loop.call_soon_threadsafe(self.feed, Notification(ev.kind, ev.path))
+
+        s.on_event = on_event  # type: ignore[attr-defined]
+        return s
+
+    async def serve(self, host: str, port: int) -> int:
+        self.server = await asyncio.start_server(self._serve_conn, host, port)
+        return self.server.sockets[0].getsockname()[1]
+
+    async def shutdown(self) -> None:
+        for h in self._timers.values():
+            h.cancel()
+        self._timers.clear()
+        if self.server is not None:
+            self.server.close()
+        for w in list(self._conns.values()):
+            w.close()
+        for t in list(self._tasks):
+            t.cancel()
+        s = self.session
+        if s is not None:
+            await asyncio.get_running_loop().run_in_executor(self._executor, s.close)
+        self._executor.shutdown(wait=False)
+        if self.disk is not None and hasattr(self.disk, "close"):
+            self.disk.close()
+
+    def _spawn(self, coro: Any) -> None:
+        t = asyncio.ensure_future(coro)
+        self._tasks.add(t)
+        t.add_done_callback(self._tasks.discard)
+
+    # ------------------------------------------------------------------ inputs
+    def feed(self, inp: Any) -> None:
+        if self.stopped.is_set():
+            return
+        try:
+            effects = self.core.handle(inp, now_ms()) if self.feed_now else self.core.handle(inp)
+        except Exception:  # noqa: BLE001 - a bug in one input must not take the process down silently
+            log.exception("%s: the core failed on %r", self.name, inp)
+            return
+        for eff in effects:
+            self._perform(eff)
+
+    # ------------------------------------------------------------------ effects
+    def _perform(self, eff: Any) -> None:
+        if self.on_effect is not None:
+            self.on_effect(eff)
+        if isinstance(eff, Send):
+            self._send(eff.to, eff.msg)
+        elif isinstance(eff, StoreOp):
+            self._spawn(self._store_op(eff))
+        elif isinstance(eff, Persist):
+            if self.disk is not None:
+                self.disk.apply(eff)
+        elif isinstance(eff, SetTimer):
+            key = (eff.name, eff.key)
+            old = self._timers.pop(key, None)
+            if old is not None:
+                old.cancel()
+            assert self.loop is not None
+            self._timers[key] = self.loop.call_later(eff.delay_ms / 1000.0, self._fire, key)
+        elif isinstance(eff, CancelTimer):
+            old = self._timers.pop((eff.name, eff.key), None)
+            if old is not None:
+                old.cancel()
+        elif isinstance(eff, Stop):
+            self.stop_reason = eff.reason
+            self.stopped.set()
+
+    def _fire(self, key: tuple[str, Any]) -> None:
+        self._timers.pop(key, None)
+        self.feed(Timer(key[0], key[1]))
+
+    async def _store_op(self, op: StoreOp) -> None:
+        loop = asyncio.get_running_loop()
+        res = await loop.run_in_executor(self._executor, self._execute, op)
+        self.feed(res)
+
+    def _execute(self, op: StoreOp) -> StoreResult:
+        try:
+            if self.session is None or self.session.expired:
+                self.session = self._new_session()
+        except StoreError as e:
+            return StoreResult(op.token, None, e)
+        return L.execute(self.session, op)
+
+    def read_store(self, fn: Callable[[Session], Any]) -> "asyncio.Future[Any]":
+        """Run ``fn(session)`` on the store thread (for lookups outside the core)."""
+        assert self.loop is not None
+
+        def run() -> Any:
+            if self.session is None or self.session.expired:
+                self.session = self._new_session()
+            return fn(self.session)
+
+        return self.loop.run_in_executor(self._executor, run)
+
+    # ------------------------------------------------------------------ network: inbound
+    async def _serve_conn(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        cid = next(self._conn_ids)
+        self._conns[cid] = writer
+        try:
+            while not self.stopped.is_set():
+                try:
+                    obj = await read_frame(reader)
+                except FrameError as e:
+                    writer.write(encode_message(ErrorResponse(0, f"{e.code}: {e}")))
+                    await writer.drain()
+                    break
+                if obj is None:
+                    break
+                try:
+                    msg = decode_message(obj)
+                except MessageError as e:
+                    writer.write(encode_message(ErrorResponse(int(obj.get("request_id", 0) or 0)
+                                                              if isinstance(obj.get("request_id"), int) else 0,
+                                                              f"BadMessage: {e}")))
+                    await writer.drain()
+                    continue
+                self.feed(Receive(("conn", cid), msg))
+        except (ConnectionError, asyncio.IncompleteReadError, OSError):
+            pass
+        finally:
+            self._conns.pop(cid, None)
+            writer.close()
+
+    # ------------------------------------------------------------------ network: outbound
+    def _send(self, to: Any, msg: Any) -> None:
+        kind, key = to
+        if kind == "conn":
+            w = self._conns.get(key)
+            if w is not None and not w.is_closing():
+                try:
+                    w.write(encode_message(msg))
+                except (ConnectionError, RuntimeError):
+                    pass
+            return
+        q = self._outbound.get(to)
+        if q is None:
+            q = asyncio.Queue()
+            self._outbound[to] = q
+            self._spawn(self._outbound_loop(to, q))
+        q.put_nowait(msg)
+
+    async def _resolve(self, to: tuple[str, Any]) -> tuple[str, int] | None:
+        kind, key = to
+
+        def lookup(s: Session) -> tuple[str, int] | None:
+            path = L.broker_path(key) if kind == "broker" else L.CONTROLLER
+            got = s.get_or_none(path)
+            if got is None:
+                return None
+            d = L.decode(got[0]) or {}
+            if kind == "broker":
+                return (d["host"], int(d["port"])) if "host" in d else None
+            addr = d.get("address")
+            return (addr[0], int(addr[1])) if addr else None
+
+        try:
+            return await self.read_store(lookup)
+        except (StoreError, KeyError, ValueError, TypeError):
+            return None
+
+    async def _outbound_loop(self, to: tuple[str, Any], q: asyncio.Queue[Any]) -> None:
+        writer: asyncio.StreamWriter | None = None
+        reader_task: asyncio.Task[Any] | None = None
+        addr: tuple[str, int] | None = None
+        while True:
+            msg = await q.get()
+            for attempt in range(2):
+                if writer is None or writer.is_closing():
+                    addr = await self._resolve(to)
+                    if addr is None:
+                        break  # nobody to send to: the message is lost
+                    try:
+                        reader, writer = await asyncio.wait_for(asyncio.open_connection(*addr), 2.0)
+                    except (OSError, asyncio.TimeoutError):
+                        writer = None
+                        break
+                    reader_task = asyncio.ensure_future(self._read_replies(to, reader))
+                    self._tasks.add(reader_task)
+                    reader_task.add_done_callback(self._tasks.discard)
+                try:
+                    writer.write(encode_message(msg))
+                    await writer.drain()
+                    break
+                except (ConnectionError, OSError, RuntimeError):
+                    writer.close()
+                    writer = None
+                    if reader_task is not None:
+                        reader_task.cancel()
+
+    async def _read_replies(self, to: tuple[str, Any], reader: asyncio.StreamReader) -> None:
+        try:
+            while True:
+                obj = await read_frame(reader)
+                if obj is None:
+                    return
+                try:
+                    msg = decode_message(obj)
+                except MessageError:
+                    continue
+                self.feed(Receive(to, msg))
+        except (FrameError, ConnectionError, OSError, asyncio.IncompleteReadError):
+            return
+
+
+def encode_obj(obj: Any) -> bytes:
+    return encode_frame(obj)
+
+
+def start_command() -> Command:
+    return Command("Start")

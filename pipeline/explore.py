@@ -1,0 +1,397 @@
+"""Hybrid level-synchronous breadth-first exploration: in-process while the frontier is small,
+on Spark for the wide levels, in-process again for the tail.
+
+Every level is written as Parquet under the run directory (:mod:`.store`), whichever engine
+computed it, so a run can be interrupted and resumed at any level boundary. Both engines compute a
+level with :func:`.expand.expand` and reduce it with the same rules (:mod:`.expand` explains the
+keys), so the result — distinct states, depth, outcome, counterexample length, transitions and
+coverage — equals the single-process :class:`~isrcheck.model.checker.Checker`'s. Counterexamples
+are rebuilt from the parent links stored in the levels with
+:func:`~isrcheck.model.checker.replay_fingerprints`, so only real states are printed.
+"""
+from __future__ import annotations
+
+import time
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from isrcheck import __version__
+from isrcheck.model.checker import CheckResult, ModelFault, Outcome, Step, Violation, replay_fingerprints
+
+from .codec import kafka_codec
+from .errors import PipelineError
+from .expand import FAULT, Key, PropertySets, Successor, broken_always, count_until, expand, first_event_key, nth_action, sorted_new
+from .session import LazySession
+from .spec import FINGERPRINT_SCHEME, ModelSpec
+from .store import RunStore
+
+#: frontier size from which a level runs on Spark (each Spark level costs about half a second)
+DEFAULT_SPARK_THRESHOLD = 20_000
+
+
+@dataclass
+class LevelStats:
+    depth: int  # the level produced
+    frontier: int  # states expanded to produce it (the previous level); 0 for level 0
+    new: int  # states of this level
+    visited: int  # distinct states after it
+    transitions: int
+    engine: str  # "init" | "local" | "spark"
+    seconds: float
+    coverage: dict[str, int] = field(default_factory=dict)
+    witnessed: list[str] = field(default_factory=list)
+
+
+@dataclass
+class Stop:
+    """Where the Checker would stop inside a level: the first violation's key and what it counted."""
+
+    key: Key
+    counted_new: int  # new states the Checker has added by then
+    violations: list[dict[str, Any]]  # descriptors, see _violation
+    transitions: int
+    coverage: Counter[str]
+
+
+@dataclass
+class LevelOutcome:
+    new: int
+    transitions: int
+    coverage: Counter[str]
+    witnessed: set[str]
+    stop: Stop | None = None
+    fingerprints: list[int] | None = None  # new fingerprints (in-process only)
+    frontier: list[tuple[int, int, Any]] | None = None  # new (fp, rank, state) (in-process only)
+
+
+@dataclass
+class ExploreResult:
+    result: CheckResult
+    levels: list[LevelStats]
+    out: Path
+    spark_levels: int
+    resumed_at: int | None  # committed levels found on --resume
+    finished: bool
+
+
+def descriptor(prop: str, kind: str, message: str, parent: int | None, fingerprint: int | None = None,
+               aidx: int | None = None, fault: bool = False) -> dict[str, Any]:
+    """A violation as data: replayed into a trace by :func:`rebuild_violation`."""
+    return {"property": prop, "kind": kind, "message": message, "parent": parent,
+            "fingerprint": fingerprint, "aidx": aidx, "fault": fault}
+
+
+def stop_from(before: int, at: list[Successor], events: list[Any], cutoff: Key, visited_before: int,
+              counted: tuple[int, Counter[str]]) -> Stop:
+    """The :class:`Stop` at ``cutoff``: ``before`` new states have smaller keys, ``at`` holds the
+    new state at the cutoff itself (if the step there made one), ``events`` the level's events."""
+    violations = []
+    for e in events:
+        if e.key == cutoff:
+            violations.append(descriptor(e.prop, "transition", e.message, e.parent, aidx=e.aidx,
+                                         fault=e.kind == FAULT))
+    for s in at:
+        for name in s.broken:
+            violations.append(descriptor(name, "always", "", s.parent, fingerprint=s.fingerprint))
+    return Stop(cutoff, visited_before + before + len(at), violations, counted[0], counted[1])
+
+
+class Explorer:
+    """One exploration run in ``out``; :meth:`run` returns an :class:`ExploreResult`."""
+
+    def __init__(
+        self,
+        spec: ModelSpec,
+        out: str | Path,
+        *,
+        spark_threshold: int = DEFAULT_SPARK_THRESHOLD,
+        session: LazySession | None = None,
+        resume: bool = False,
+        max_depth: int | None = None,
+        stop_after_levels: int | None = None,
+        on_level: Callable[[LevelStats], None] | None = None,
+        broadcast_limit: int = 2_000_000,
+        partition_rows: int = 20_000,
+    ) -> None:
+        self.spec = spec
+        self.spec_json = spec.to_json()
+        self.store = RunStore(out)
+        self.spark_threshold = spark_threshold
+        self.session = session or LazySession()
+        self.resume = resume
+        self.max_depth = max_depth
+        self.stop_after_levels = stop_after_levels
+        self.on_level = on_level
+        self.broadcast_limit = broadcast_limit
+        self.partition_rows = partition_rows
+        self.model = spec.build()
+        self.props = PropertySets.of(self.model)
+        self.codec = kafka_codec()
+        # in-process working set, valid only while consecutive levels run in-process
+        self._frontier: list[tuple[int, int, Any]] | None = None
+        self._visited: set[int] | None = None
+
+    # ------------------------------------------------------------------ metadata
+    def _meta(self) -> dict[str, Any]:
+        return {
+            "model": self.spec.label,
+            "config": self.spec.config,
+            "symmetry": self.spec.symmetry,
+            "generation": self.spec.generation,
+            "codec": self.codec.signature,
+            "fingerprint": FINGERPRINT_SCHEME,
+            "properties": [p.name for p in self.model.properties()],
+            "max_depth": self.max_depth,
+            "tool_version": __version__,
+        }
+
+    def _open(self) -> tuple[dict[str, Any], int | None]:
+        store = self.store
+        if self.resume:
+            meta = store.load_meta()
+            want = self._meta()
+            for key in ("config", "symmetry", "codec", "fingerprint", "properties", "max_depth"):
+                if meta.get(key) != want[key]:
+                    raise PipelineError(f"{store.out}: holds a run with a different {key}; "
+                                        "it cannot be resumed with these options")
+            progress = store.read_progress()
+            committed = len(progress["levels"])
+            store.clean_uncommitted(committed)
+            return progress, committed
+        store.create(self._meta())
+        return store.read_progress(), None
+
+    # ------------------------------------------------------------------ run
+    def run(self) -> ExploreResult:
+        start = time.perf_counter()
+        progress, resumed_at = self._open()
+        levels = [LevelStats(**x) for x in progress["levels"]]
+        if progress.get("finished"):
+            return self._finished(progress, levels, resumed_at)
+        try:
+            return self._run(progress, levels, resumed_at, start)
+        finally:
+            self.session.stop()
+
+    def _elapsed(self, progress: dict[str, Any], start: float) -> float:
+        return progress.get("seconds_before", 0.0) + time.perf_counter() - start
+
+    def _run(self, progress: dict[str, Any], levels: list[LevelStats], resumed_at: int | None,
+             start: float) -> ExploreResult:
+        store = self.store
+        seconds_before = sum(x.seconds for x in levels)
+        progress["seconds_before"] = seconds_before
+        computed = 0
+        if not levels:
+            stop = self._init_level(levels, progress)
+            computed += 1
+            if stop is not None:
+                return self._finish(progress, levels, resumed_at, stop, depth=0, start=start)
+        while True:
+            d = levels[-1].depth
+            frontier = levels[-1].new
+            visited = levels[-1].visited
+            if self.max_depth is not None and d >= self.max_depth:
+                return self._finish(progress, levels, resumed_at, None, depth=d, start=start, limit="depth")
+            if self.stop_after_levels is not None and computed >= self.stop_after_levels:
+                return self._interrupted(progress, levels, resumed_at, d, start)
+            t0 = time.perf_counter()
+            unwitnessed = self._unwitnessed(progress)
+            if frontier >= self.spark_threshold:
+                engine = "spark"
+                self._frontier = self._visited = None
+                from .explore_spark import spark_level
+
+                outcome = spark_level(self, d, frontier, visited, unwitnessed)
+            else:
+                engine = "local"
+                outcome = self._local_level(d, visited, unwitnessed)
+            computed += 1
+            if outcome.stop is not None:
+                return self._finish(progress, levels, resumed_at, outcome.stop, depth=d, start=start)
+            if outcome.new == 0:
+                # nothing new: the search is complete; the last level's expansion still counts
+                self._add_counts(progress, outcome)
+                return self._finish(progress, levels, resumed_at, None, depth=d, start=start)
+            stats = LevelStats(d + 1, frontier, outcome.new, visited + outcome.new, outcome.transitions, engine,
+                               time.perf_counter() - t0, dict(sorted(outcome.coverage.items())),
+                               sorted(outcome.witnessed))
+            levels.append(stats)
+            progress["levels"].append(asdict(stats))
+            store.write_progress(progress)
+            if self.on_level is not None:
+                self.on_level(stats)
+
+    def _unwitnessed(self, progress: dict[str, Any]) -> set[str]:
+        seen = {n for lv in progress["levels"] for n in lv.get("witnessed", [])}
+        return {p.name for p in self.props.sometimes} - seen
+
+    def _add_counts(self, progress: dict[str, Any], outcome: LevelOutcome) -> None:
+        progress["tail"] = {"transitions": outcome.transitions, "coverage": dict(outcome.coverage),
+                            "witnessed": sorted(outcome.witnessed)}
+
+    # ------------------------------------------------------------------ level 0
+    def _init_level(self, levels: list[LevelStats], progress: dict[str, Any]) -> Stop | None:
+        t0 = time.perf_counter()
+        model = self.model
+        seen: set[int] = set()
+        rows: list[Successor] = []
+        violations = []
+        witnessed: set[str] = set()
+        for s in model.init_states():
+            fp = model.fingerprint(s)
+            if fp in seen:
+                continue
+            seen.add(fp)
+            broken = broken_always(self.props, s)
+            for name in broken:
+                violations.append(descriptor(name, "always", "", None, fingerprint=fp))
+            for p in self.props.sometimes:
+                if p.check(s):
+                    witnessed.add(p.name)
+            rows.append(Successor(fp, None, None, None, None, s, broken))  # type: ignore[arg-type]
+        if violations:
+            return Stop((-1, -1), len(rows), violations, 0, Counter())
+        self._write_local_level(0, rows)
+        self._frontier = [(s.fingerprint, i, s.state) for i, s in enumerate(rows)]
+        self._visited = set(seen)
+        stats = LevelStats(0, 0, len(rows), len(rows), 0, "init", time.perf_counter() - t0, {}, sorted(witnessed))
+        levels.append(stats)
+        progress["levels"].append(asdict(stats))
+        self.store.write_progress(progress)
+        if self.on_level is not None:
+            self.on_level(stats)
+        return None
+
+    def _write_local_level(self, depth: int, rows: list[Successor]) -> None:
+        enc = self.codec.encode
+        self.store.write_level(depth, {
+            "fingerprint": [s.fingerprint for s in rows],
+            "parent": [s.parent for s in rows],
+            "prank": [s.prank for s in rows],
+            "aidx": [s.aidx for s in rows],
+            "action": [s.action for s in rows],
+            "depth": [depth] * len(rows),
+            "rank": list(range(len(rows))),
+            "state": [enc(s.state) for s in rows],
+            "broken": [s.broken for s in rows],
+        })
+
+    # ------------------------------------------------------------------ in-process level
+    def _local_level(self, d: int, visited_count: int, unwitnessed: set[str]) -> LevelOutcome:
+        store = self.store
+        if self._frontier is None:
+            self._frontier = store.read_frontier(d, self.codec.decode)
+        if self._visited is None:
+            self._visited = set(store.fingerprints(range(d + 1)).to_pylist())
+        frontier, visited = self._frontier, self._visited
+        exp = expand(self.model, frontier, skip=visited, unwitnessed=unwitnessed, props=self.props)
+        new = sorted_new(exp)
+        cutoff = first_event_key(exp.events, new)
+        if cutoff is not None:
+            counted = count_until(self.model, frontier, cutoff)
+            before = sum(1 for s in new if s.key < cutoff)
+            at = [s for s in new if s.key == cutoff]
+            return LevelOutcome(0, 0, Counter(), set(), stop_from(before, at, exp.events, cutoff, visited_count, counted))
+        if new:
+            self._write_local_level(d + 1, new)
+        visited.update(s.fingerprint for s in new)
+        self._frontier = [(s.fingerprint, i, s.state) for i, s in enumerate(new)]
+        return LevelOutcome(len(new), exp.transitions, exp.coverage, exp.witnessed)
+
+    # ------------------------------------------------------------------ results
+    def _totals(self, progress: dict[str, Any], levels: list[LevelStats]) -> tuple[int, Counter[str]]:
+        transitions = sum(x.transitions for x in levels)
+        coverage: Counter[str] = Counter()
+        for x in levels:
+            coverage.update(x.coverage)
+        tail = progress.get("tail")
+        if tail:
+            transitions += tail["transitions"]
+            coverage.update(tail["coverage"])
+        return transitions, coverage
+
+    def _finish(self, progress: dict[str, Any], levels: list[LevelStats], resumed_at: int | None,
+                stop: Stop | None, *, depth: int, start: float, limit: str | None = None) -> ExploreResult:
+        transitions, coverage = self._totals(progress, levels)
+        witnessed = {n for x in levels for n in x.witnessed}
+        if progress.get("tail"):
+            witnessed |= set(progress["tail"]["witnessed"])
+        if stop is not None:
+            distinct = stop.counted_new
+            transitions += stop.transitions
+            coverage.update(stop.coverage)
+            violations = []
+            seen_props: set[str] = set()
+            order = {p.name: i for i, p in enumerate(self.model.properties())}
+            ranked = sorted(stop.violations, key=lambda v: (v["kind"] == "always", order.get(v["property"], 1 << 30)))
+            for v in ranked:  # the Checker keeps the first violation of each property
+                if v["property"] not in seen_props:
+                    seen_props.add(v["property"])
+                    violations.append(v)
+        else:
+            distinct = levels[-1].visited if levels else 0
+            violations = []
+        unwitnessed = sorted({p.name for p in self.props.sometimes} - witnessed)
+        if violations:
+            outcome: Outcome = "safety_failure"
+        elif limit:
+            outcome = "incomplete"
+        elif unwitnessed:
+            outcome = "vacuous"
+        else:
+            outcome = "success"
+        seconds = self._elapsed(progress, start)
+        progress["finished"] = True
+        progress["result"] = {
+            "outcome": outcome, "distinct_states": distinct, "depth": depth, "transitions": transitions,
+            "coverage": dict(sorted(coverage.items())), "unwitnessed": unwitnessed, "limit_hit": limit,
+            "violations": violations, "seconds": seconds,
+        }
+        self.store.write_progress(progress)
+        return self._finished(progress, levels, resumed_at)
+
+    def _interrupted(self, progress: dict[str, Any], levels: list[LevelStats], resumed_at: int | None,
+                     depth: int, start: float) -> ExploreResult:
+        transitions, coverage = self._totals(progress, levels)
+        result = CheckResult(
+            outcome="incomplete", distinct_states=levels[-1].visited, depth=depth,
+            seconds=self._elapsed(progress, start), transitions=transitions,
+            coverage=dict(sorted(coverage.items())), limit_hit="levels",
+            unwitnessed=sorted(self._unwitnessed(progress)),
+        )
+        return ExploreResult(result, levels, self.store.out, sum(x.engine == "spark" for x in levels), resumed_at, False)
+
+    def _finished(self, progress: dict[str, Any], levels: list[LevelStats], resumed_at: int | None) -> ExploreResult:
+        r = progress["result"]
+        depth = r["depth"]
+        violations = [self.rebuild_violation(v, depth) for v in r["violations"]]
+        result = CheckResult(
+            outcome=r["outcome"], distinct_states=r["distinct_states"], depth=depth, seconds=r["seconds"],
+            transitions=r["transitions"], violations=sorted(violations, key=lambda v: (v.length, v.property)),
+            unwitnessed=list(r["unwitnessed"]), coverage=dict(r["coverage"]), limit_hit=r["limit_hit"],
+        )
+        return ExploreResult(result, levels, self.store.out, sum(x.engine == "spark" for x in levels), resumed_at, True)
+
+    def rebuild_violation(self, v: dict[str, Any], depth: int) -> Violation:
+        """Replay a violation descriptor found while expanding level ``depth`` into a trace."""
+        model = self.model
+        if v["parent"] is None:  # an initial state
+            steps = replay_fingerprints(model, [v["fingerprint"]])
+        elif v["kind"] == "always":
+            steps = replay_fingerprints(model, self.store.chain_to(depth, v["parent"]) + [v["fingerprint"]])
+        else:
+            steps = replay_fingerprints(model, self.store.chain_to(depth, v["parent"]))
+            last = steps[-1].state
+            a = nth_action(model, last, v["aidx"])
+            if v["fault"]:
+                steps.append(Step(a, None))
+            else:
+                try:
+                    steps.append(Step(a, model.next_state(last, a)))
+                except ModelFault:  # pragma: no cover - deterministic model
+                    steps.append(Step(a, None))
+        return Violation(v["property"], v["kind"], steps, v["message"])

@@ -1,0 +1,200 @@
+"""One exploration level on Spark.
+
+The frontier (level ``d``) is read from Parquet and spread over partitions; each Python worker
+rebuilds the model from its :class:`~.spec.ModelSpec` JSON (once per process), decodes its states,
+and runs :func:`.expand.expand` per Arrow batch (``mapInArrow``). The workers emit one table of
+rows of several kinds (:data:`EXPANSION_SCHEMA`): successors (first occurrence per batch, with the
+always-properties they break), violation events, coverage counts and witnessed sometimes-properties.
+Spark then keeps each successor fingerprint at its smallest key (``groupBy``), drops the states of
+earlier levels (a broadcast set in the workers while it is small enough, else an anti-join with
+the stored levels), orders the new states by key (their ranks) and writes level ``d + 1``.
+"""
+from __future__ import annotations
+
+import functools
+import math
+from collections import Counter
+from collections.abc import Iterator
+from typing import TYPE_CHECKING, Any
+
+import pyarrow as pa
+
+from .codec import kafka_codec
+from .expand import FAULT, TRANSITION, Event, PropertySets, Successor, count_until, expand
+from .spec import model_for
+
+if TYPE_CHECKING:
+    from .explore import Explorer, LevelOutcome
+
+KIND_SUCCESSOR = 0
+KIND_TRANSITION = 1
+KIND_FAULT = 2
+KIND_COVERAGE = 3
+KIND_WITNESS = 4
+
+EXPANSION_DDL = ("kind int, fingerprint long, parent long, prank long, aidx int, action string, "
+                 "state binary, broken array<string>, prop string, message string, count long")
+EXPANSION_SCHEMA = pa.schema([
+    ("kind", pa.int32()), ("fingerprint", pa.int64()), ("parent", pa.int64()), ("prank", pa.int64()),
+    ("aidx", pa.int32()), ("action", pa.string()), ("state", pa.binary()), ("broken", pa.list_(pa.string())),
+    ("prop", pa.string()), ("message", pa.string()), ("count", pa.int64()),
+])
+COUNT_DDL = "action string, count long"
+COUNT_SCHEMA = pa.schema([("action", pa.string()), ("count", pa.int64())])
+
+_SKIP_SETS: dict[int, frozenset[int]] = {}
+
+
+def _skip_set(bc: Any) -> frozenset[int]:
+    """The broadcast fingerprints of earlier levels as a set, built once per worker process."""
+    if bc is None:
+        return frozenset()
+    s = _SKIP_SETS.get(bc.id)
+    if s is None:
+        _SKIP_SETS.clear()
+        s = _SKIP_SETS[bc.id] = frozenset(bc.value.tolist())
+    return s
+
+
+def _expansion_batch(successors: list[Successor], events: list[Event], coverage: Counter[str],
+                     witnessed: set[str], encode: Any) -> pa.RecordBatch:
+    cols: dict[str, list[Any]] = {name: [] for name in EXPANSION_SCHEMA.names}
+
+    def row(kind: int, fingerprint: Any = None, parent: Any = None, prank: Any = None, aidx: Any = None,
+            action: Any = None, state: Any = None, broken: Any = None, prop: Any = None, message: Any = None,
+            count: Any = None) -> None:
+        for k, v in (("kind", kind), ("fingerprint", fingerprint), ("parent", parent), ("prank", prank),
+                     ("aidx", aidx), ("action", action), ("state", state), ("broken", broken), ("prop", prop),
+                     ("message", message), ("count", count)):
+            cols[k].append(v)
+
+    for s in successors:
+        row(KIND_SUCCESSOR, s.fingerprint, s.parent, s.prank, s.aidx, s.action, encode(s.state), s.broken)
+    for e in events:
+        row(KIND_FAULT if e.kind == FAULT else KIND_TRANSITION, None, e.parent, e.prank, e.aidx, e.action,
+            prop=e.prop, message=e.message, count=1)
+    for name, n in coverage.items():
+        row(KIND_COVERAGE, action=name, count=n)
+    for name in witnessed:
+        row(KIND_WITNESS, prop=name, count=1)
+    return pa.RecordBatch.from_pydict(cols, schema=EXPANSION_SCHEMA)
+
+
+def expand_arrow(spec_json: str, unwitnessed: list[str], bc: Any, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+    """The worker side of a level: ``mapInArrow`` over (fingerprint, rank, state) batches."""
+    model = model_for(spec_json)
+    codec = kafka_codec()
+    props = PropertySets.of(model)
+    skip = _skip_set(bc)
+    decode = codec.decode
+    for batch in batches:
+        fps = batch.column("fingerprint").to_pylist()
+        ranks = batch.column("rank").to_pylist()
+        blobs = batch.column("state").to_pylist()
+        rows = [(f, r, decode(b)) for f, r, b in zip(fps, ranks, blobs)]
+        exp = expand(model, rows, skip=skip, unwitnessed=unwitnessed, props=props)
+        yield _expansion_batch(list(exp.successors.values()), exp.events, exp.coverage, exp.witnessed, codec.encode)
+
+
+def count_arrow(spec_json: str, cutoff: tuple[int, int], batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+    """Coverage of the steps up to ``cutoff`` (see :func:`.expand.count_until`)."""
+    model = model_for(spec_json)
+    decode = kafka_codec().decode
+    total: Counter[str] = Counter()
+    for batch in batches:
+        rows = [(f, r, decode(b)) for f, r, b in zip(batch.column("fingerprint").to_pylist(),
+                                                     batch.column("rank").to_pylist(),
+                                                     batch.column("state").to_pylist())]
+        total.update(count_until(model, rows, cutoff)[1])
+    yield pa.RecordBatch.from_pydict({"action": list(total), "count": list(total.values())}, schema=COUNT_SCHEMA)
+
+
+def _key_lt(F: Any, key: tuple[int, int]) -> Any:
+    return (F.col("prank") < F.lit(key[0])) | ((F.col("prank") == F.lit(key[0])) & (F.col("aidx") < F.lit(key[1])))
+
+
+def _key_eq(F: Any, key: tuple[int, int]) -> Any:
+    return (F.col("prank") == F.lit(key[0])) & (F.col("aidx") == F.lit(key[1]))
+
+
+def spark_level(ex: Explorer, d: int, frontier_n: int, visited_n: int, unwitnessed: set[str]) -> LevelOutcome:
+    """Compute level ``d + 1`` from level ``d`` on Spark (see the module docstring)."""
+    from pyspark import StorageLevel
+    from pyspark.sql import functions as F
+
+    from .explore import LevelOutcome, stop_from
+    from .store import LEVEL_SCHEMA
+
+    spark = ex.session.get()
+    sc = spark.sparkContext
+    store = ex.store
+    parts = max(2 * sc.defaultParallelism, math.ceil(frontier_n / ex.partition_rows))
+    frontier = (spark.read.parquet(str(store.level_dir(d)))
+                .select("fingerprint", "rank", "state").repartition(parts))
+    bc = None
+    if visited_n <= ex.broadcast_limit:
+        bc = sc.broadcast(store.fingerprints(range(d + 1)).to_numpy())
+    fn = functools.partial(expand_arrow, ex.spec_json, sorted(unwitnessed), bc)
+    exp = frontier.mapInArrow(fn, EXPANSION_DDL).persist(StorageLevel.MEMORY_AND_DISK)
+    try:
+        aux = (exp.filter(F.col("kind") > 0)
+               .groupBy("kind", "prop", F.when(F.col("kind") == KIND_COVERAGE, F.col("action")).alias("name"))
+               .agg(F.sum("count").alias("n"), F.min(F.struct("prank", "aidx")).alias("first"))
+               .collect())
+        coverage: Counter[str] = Counter()
+        witnessed: set[str] = set()
+        event_first: tuple[int, int] | None = None
+        for r in aux:
+            if r["kind"] == KIND_COVERAGE:
+                coverage[r["name"]] += int(r["n"])
+            elif r["kind"] == KIND_WITNESS:
+                witnessed.add(r["prop"])
+            else:
+                k = (int(r["first"]["prank"]), int(r["first"]["aidx"]))
+                event_first = k if event_first is None else min(event_first, k)
+        transitions = sum(coverage.values())
+
+        best = (exp.filter(F.col("kind") == KIND_SUCCESSOR)
+                .groupBy("fingerprint")
+                .agg(F.min(F.struct("prank", "aidx", "parent", "action", "state", "broken")).alias("m"))
+                .select("fingerprint", "m.*"))
+        if bc is None:
+            visited = spark.read.parquet(*[str(store.level_dir(i)) for i in range(d + 1)]).select("fingerprint")
+            best = best.join(visited, "fingerprint", "left_anti")
+        new = (best.orderBy("prank", "aidx")
+               .withColumn("rank", F.monotonically_increasing_id())
+               .withColumn("depth", F.lit(d + 1).cast("int"))
+               .select(*LEVEL_SCHEMA.names))
+        staging = str(store.staging_dir(d + 1))
+        new.write.mode("overwrite").parquet(staging)
+        written = spark.read.parquet(staging)
+        stats = written.agg(F.count(F.lit(1)).alias("n"),
+                            F.min(F.when(F.size("broken") > 0, F.struct("prank", "aidx"))).alias("first")).collect()[0]
+        count = int(stats["n"])
+        cutoff = event_first
+        if stats["first"] is not None:
+            k = (int(stats["first"]["prank"]), int(stats["first"]["aidx"]))
+            cutoff = k if cutoff is None else min(cutoff, k)
+        if cutoff is None:
+            store.commit_staging(d + 1)
+            return LevelOutcome(count, transitions, coverage, witnessed)
+
+        # The Checker stops at `cutoff`: what had it counted by then?
+        before = written.filter(_key_lt(F, cutoff)).count()
+        at = [Successor(int(r["fingerprint"]), int(r["parent"]), int(r["prank"]), int(r["aidx"]), r["action"], None,
+                        list(r["broken"] or []))
+              for r in written.filter(_key_eq(F, cutoff)).collect()]
+        events = [Event(FAULT if r["kind"] == KIND_FAULT else TRANSITION, r["prop"], r["message"] or "",
+                        int(r["parent"]), int(r["prank"]), int(r["aidx"]), r["action"])
+                  for r in exp.filter((F.col("kind").isin(KIND_TRANSITION, KIND_FAULT)) & _key_eq(F, cutoff)).collect()]
+        counted = (frontier.filter(F.col("rank") <= F.lit(cutoff[0]))
+                   .mapInArrow(functools.partial(count_arrow, ex.spec_json, cutoff), COUNT_DDL)
+                   .groupBy("action").agg(F.sum("count").alias("n")).collect())
+        cov = Counter({r["action"]: int(r["n"]) for r in counted})
+        store.discard_staging(d + 1)
+        stop = stop_from(before, at, events, cutoff, visited_n, (sum(cov.values()), cov))
+        return LevelOutcome(0, 0, Counter(), set(), stop)
+    finally:
+        exp.unpersist()
+        if bc is not None:
+            bc.unpersist()

@@ -1,0 +1,183 @@
+"""The on-disk layout of an exploration run (``isrcheck spark explore --out DIR``), read and written
+with pyarrow so that the driver never needs Spark for it.
+
+```
+DIR/run.json          what is explored: model label, configuration, symmetry, codec signature,
+                      fingerprint scheme, tool version (a resume must match it)
+DIR/progress.json     the committed levels with their counts, and the result once finished
+DIR/levels/00000/     level 0 (the initial states) as Parquet
+DIR/levels/00001/     level 1, ...
+DIR/levels/00007.staging/   a level being written; never read, removed on resume
+```
+
+A level is committed when ``progress.json`` lists it; ``progress.json`` is replaced atomically
+(write to a temporary file, then rename), after the level's directory is complete. Anything beyond
+the committed levels is debris of an interrupted run and is deleted on ``--resume``.
+
+Every level has the columns of :data:`LEVEL_SCHEMA` (specs/09-pipeline.md).
+"""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.dataset as ds
+import pyarrow.parquet as pq
+
+from .errors import PipelineError
+
+FORMAT = 1
+
+LEVEL_SCHEMA = pa.schema([
+    pa.field("fingerprint", pa.int64(), nullable=False),
+    pa.field("parent", pa.int64()),          # null for an initial state
+    pa.field("prank", pa.int64()),           # the parent's rank in its level (null at level 0)
+    pa.field("aidx", pa.int32()),            # the action's index among the parent's (null at level 0)
+    pa.field("action", pa.string()),         # the action's text, e.g. Fetch(2, 0) (null at level 0)
+    pa.field("depth", pa.int32()),
+    pa.field("rank", pa.int64()),            # position in the Checker's queue order (order-preserving)
+    pa.field("state", pa.binary()),          # the state, encoded by pipeline.codec
+    pa.field("broken", pa.list_(pa.string())),  # always-properties the state breaks
+])
+
+
+def _atomic_write_json(path: Path, obj: Any) -> None:
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(json.dumps(obj, indent=1, sort_keys=True), encoding="utf-8")
+    os.replace(tmp, path)
+
+
+class RunStore:
+    def __init__(self, out: str | Path) -> None:
+        self.out = Path(out)
+        self.levels_dir = self.out / "levels"
+
+    # ------------------------------------------------------------------ metadata
+    @property
+    def meta_path(self) -> Path:
+        return self.out / "run.json"
+
+    @property
+    def progress_path(self) -> Path:
+        return self.out / "progress.json"
+
+    def exists(self) -> bool:
+        return self.meta_path.exists()
+
+    def create(self, meta: dict[str, Any]) -> None:
+        if self.out.exists() and not self.out.is_dir():
+            raise PipelineError(f"{self.out}: exists and is not a directory")
+        if self.exists():
+            raise PipelineError(f"{self.out}: already holds an exploration run; add --resume to continue it, "
+                                "or choose another --out")
+        if self.out.exists() and any(self.out.iterdir()):
+            raise PipelineError(f"{self.out}: directory is not empty and holds no exploration run")
+        self.levels_dir.mkdir(parents=True, exist_ok=True)
+        _atomic_write_json(self.meta_path, {"format": FORMAT, **meta})
+        self.write_progress({"levels": [], "finished": False})
+
+    def load_meta(self) -> dict[str, Any]:
+        try:
+            meta = json.loads(self.meta_path.read_text(encoding="utf-8"))
+        except FileNotFoundError:
+            raise PipelineError(f"{self.out}: no exploration run to resume (no run.json)") from None
+        except (OSError, ValueError) as e:
+            raise PipelineError(f"{self.out}/run.json: unreadable: {e}") from None
+        if not isinstance(meta, dict) or meta.get("format") != FORMAT:
+            raise PipelineError(f"{self.out}/run.json: not a run of this version of isrcheck")
+        return meta
+
+    def read_progress(self) -> dict[str, Any]:
+        try:
+            p = json.loads(self.progress_path.read_text(encoding="utf-8"))
+        except FileNotFoundError:
+            return {"levels": [], "finished": False}
+        except (OSError, ValueError) as e:
+            raise PipelineError(f"{self.out}/progress.json: unreadable: {e}") from None
+        if not isinstance(p, dict) or not isinstance(p.get("levels"), list):
+            raise PipelineError(f"{self.out}/progress.json: malformed")
+        return p
+
+    def write_progress(self, progress: dict[str, Any]) -> None:
+        _atomic_write_json(self.progress_path, progress)
+
+    # ------------------------------------------------------------------ levels
+    def level_dir(self, depth: int) -> Path:
+        return self.levels_dir / f"{depth:05d}"
+
+    def staging_dir(self, depth: int) -> Path:
+        return self.levels_dir / f"{depth:05d}.staging"
+
+    def clean_uncommitted(self, committed: int) -> list[str]:
+        """Remove every level directory beyond the first ``committed`` ones, and staging debris."""
+        removed = []
+        if not self.levels_dir.exists():
+            return removed
+        for p in sorted(self.levels_dir.iterdir()):
+            name = p.name
+            keep = name.isdigit() and int(name) < committed
+            if not keep:
+                shutil.rmtree(p, ignore_errors=True) if p.is_dir() else p.unlink(missing_ok=True)
+                removed.append(name)
+        return removed
+
+    def commit_staging(self, depth: int) -> None:
+        final = self.level_dir(depth)
+        if final.exists():
+            shutil.rmtree(final)
+        os.replace(self.staging_dir(depth), final)
+
+    def discard_staging(self, depth: int) -> None:
+        shutil.rmtree(self.staging_dir(depth), ignore_errors=True)
+
+    def write_level(self, depth: int, columns: dict[str, Sequence[Any]]) -> None:
+        """Write a level from Python columns (the in-process path), staged then renamed."""
+        table = pa.Table.from_pydict(dict(columns), schema=LEVEL_SCHEMA)
+        staging = self.staging_dir(depth)
+        shutil.rmtree(staging, ignore_errors=True)
+        staging.mkdir(parents=True)
+        pq.write_table(table, staging / "part-00000.parquet", compression="snappy")
+        self.commit_staging(depth)
+
+    def _dataset(self, depth: int) -> ds.Dataset:
+        return ds.dataset(str(self.level_dir(depth)), format="parquet")
+
+    def read_level(self, depth: int, columns: Sequence[str]) -> pa.Table:
+        return self._dataset(depth).to_table(columns=list(columns))
+
+    def read_frontier(self, depth: int, decode: Any) -> list[tuple[int, int, Any]]:
+        """(fingerprint, rank, state) of a level, in rank order, states decoded."""
+        t = self.read_level(depth, ["fingerprint", "rank", "state"])
+        t = t.sort_by([("rank", "ascending")])
+        fps = t.column("fingerprint").to_pylist()
+        ranks = t.column("rank").to_pylist()
+        states = t.column("state").to_pylist()
+        return [(f, r, decode(s)) for f, r, s in zip(fps, ranks, states)]
+
+    def fingerprints(self, depths: Iterable[int]) -> pa.ChunkedArray:
+        arrays = [self.read_level(d, ["fingerprint"]).column("fingerprint") for d in depths]
+        chunks = [c for a in arrays for c in a.chunks]
+        return pa.chunked_array(chunks, type=pa.int64())
+
+    def lookup(self, depth: int, fingerprint: int) -> dict[str, Any]:
+        t = self._dataset(depth).to_table(filter=pc.field("fingerprint") == fingerprint,
+                                         columns=["fingerprint", "parent", "aidx", "action", "rank"])
+        if t.num_rows == 0:
+            raise PipelineError(f"{self.out}: state {fingerprint} is missing from level {depth} (the run is damaged)")
+        return {k: t.column(k)[0].as_py() for k in t.column_names}
+
+    def chain_to(self, depth: int, fingerprint: int) -> list[int]:
+        """Fingerprints from an initial state to the state ``fingerprint`` of level ``depth``."""
+        chain = [fingerprint]
+        fp = fingerprint
+        for d in range(depth, 0, -1):
+            fp = self.lookup(d, fp)["parent"]
+            chain.append(fp)
+        chain.reverse()
+        return chain

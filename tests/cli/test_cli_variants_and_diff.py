@@ -1,0 +1,100 @@
+"""The designer API (`--variant MODULE:ATTR`) and `isrcheck diff A B`."""
+from __future__ import annotations
+
+import textwrap
+from pathlib import Path
+
+from isrcheck import diff as D
+from isrcheck.model.config import from_mapping
+from isrcheck.variants import load_variant
+
+EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "variants" / "eager_election.py"
+SHRINK = ["--set", "brokers=3", "--set", "replication_factor=2", "--set", "max_records=2",
+          "--set", "faults.crashes=1", "--set", "faults.isr_shrinks=1"]
+
+
+def test_readme_variant_elects_outside_the_isr_and_is_caught(cli, small_config):
+    # the standard protocol keeps every property on these bounds ...
+    code, doc = cli.json("check", "--config", str(small_config), *SHRINK, "--json")
+    assert code == 0 and doc["outcome"] == "success"
+    # ... the README's variant (an offline election may pick a replica outside the ISR) does not
+    code, doc = cli.json("check", "--config", str(small_config), *SHRINK,
+                         "--variant", f"{EXAMPLE}:EagerElection", "--json")
+    assert code == 1 and doc["outcome"] == "safety_failure"
+    v = doc["violations"][0]
+    assert v["property"] == "NoCommittedWriteLost"
+    names = [s["action"]["name"] for s in v["trace"][1:]]
+    assert "Crash" in names and "ProcessBrokerChange" in names
+
+
+def test_a_variant_written_in_a_user_module_loads_by_module_name(cli, small_config, tmp_path, monkeypatch):
+    (tmp_path / "my_variants.py").write_text(textwrap.dedent('''
+        from isrcheck.model.protocol import Protocol
+        from isrcheck.model.selectors import Election, Selector
+
+        class AnyLive(Protocol):
+            def select(self, selector, inp):
+                if selector is Selector.OFFLINE_PARTITION:
+                    live = [r for r in inp.assignment if inp.live >> r & 1]
+                    if live:
+                        return Election(live[-1], 1 << live[-1], tuple(live), unclean=True)
+                return super().select(selector, inp)
+    '''))
+    monkeypatch.chdir(tmp_path)
+    code, doc = cli.json("check", "--config", str(small_config), *SHRINK, "--variant", "my_variants:AnyLive", "--json")
+    assert code == 1 and doc["violations"][0]["property"] == "NoCommittedWriteLost"
+
+
+def test_a_variant_can_add_a_property(cli):
+    result = cli("check", "reassignment", "--variant", f"{EXAMPLE}:EpochBudget")
+    assert result.exit_code == 1
+    assert "LeaderEpochBelowThree" in result.stdout
+
+
+def test_bad_variants_are_one_line_errors(cli, assert_input_error, tmp_path):
+    assert_input_error(cli("check", "replication", "--variant", "no-colon"), "MODULE:ATTR")
+    assert_input_error(cli("check", "replication", "--variant", "surely_no_such_module_xyz:A"), "cannot import")
+    assert_input_error(cli("check", "replication", "--variant", f"{EXAMPLE}:Nope"), "no attribute 'Nope'")
+    (tmp_path / "notproto.py").write_text("class X:\n    pass\nY = 3\n")
+    assert_input_error(cli("check", "replication", "--variant", f"{tmp_path / 'notproto.py'}:X"), "not a subclass")
+    assert_input_error(cli("check", "replication", "--variant", f"{tmp_path / 'notproto.py'}:Y"), "neither")
+
+
+def test_diff_names_the_property_kip101_fixes_with_a_witness(cli):
+    code, doc = cli.json("diff", "high-watermark", "kip-101", "--model", "hw-truncation-one-crash", "--json")
+    assert code == 1
+    changed = {c["property"]: c for c in doc["verdict_changes"]}
+    assert "NoCommittedWriteLost" in changed
+    c = changed["NoCommittedWriteLost"]
+    assert c["broken_in"] == "high-watermark"
+    assert c["violation"]["length"] == 8
+    assert doc["outcomes"] == {"high-watermark": "safety_failure", "kip-101": "success"}
+    assert doc["only_in"]["high-watermark"]["count"] > 0 and doc["only_in"]["high-watermark"]["witnesses"]
+
+
+def test_diff_of_a_generation_with_itself_finds_nothing():
+    base = from_mapping({"brokers": 2, "replication_factor": 2, "max_records": 1, "faults": {"crashes": 1}})
+    r = D.diff(D.resolve_side("kip-320", base), D.resolve_side("kip-320", base))
+    assert r.changes == [] and r.count_only_a == 0 and r.count_only_b == 0
+
+
+def test_diff_witness_reaches_a_behaviour_the_other_side_never_does():
+    base = from_mapping({"brokers": 3, "replication_factor": 3, "max_records": 2, "faults": {"crashes": 1}})
+    r = D.diff(D.resolve_side("high-watermark", base), D.resolve_side("kip-101", base))
+    depth, trace = r.only_a[0]
+    assert len(trace) - 1 == depth
+    assert D.behaviour(trace[-1].state) not in r.b.first
+    assert D.behaviour(trace[-1].state) in r.a.first
+
+
+def test_diff_refuses_different_bounds(cli, assert_input_error, small_config, crash_config):
+    assert_input_error(cli("diff", str(small_config), str(crash_config)), "same bounds")
+
+
+def test_load_variant_returns_a_factory_for_functions(tmp_path):
+    f = tmp_path / "factory.py"
+    f.write_text("from isrcheck.model.protocol import Protocol\n"
+                 "def make(cfg):\n    return Protocol(cfg)\n")
+    factory = load_variant(f"{f}:make")
+    cfg = from_mapping({"brokers": 2, "replication_factor": 2})
+    assert factory(cfg).config is cfg
