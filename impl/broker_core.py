@@ -91,6 +91,7 @@ class Replica:
     caught_up_at: dict[int, int] = field(default_factory=dict)
     pending: dict[int, tuple[Any, int, int]] = field(default_factory=dict)  # record id -> (client, request id, offset)
     isr_write: tuple[int, frozenset[int], Any] | None = None  # (token, new ISR, continuation)
+    parked: dict[int, tuple[Any, FetchRequest]] = field(default_factory=dict)  # leader: waiting fetches
     fetching: bool = False  # follower: a fetch is in flight (autonomous mode)
     fetch_sent_at: int = 0
     dirty: bool = False  # appended or truncated since the last flush
@@ -128,7 +129,8 @@ class BrokerCore:
         self.live_brokers: tuple[int, ...] = ()
         self.metadata: dict[int, tuple[int, int, tuple[int, ...]]] = {}  # p -> (leader, leader epoch, isr)
         self.now = 0
-        self.fetch_timeout_ms = max(100, config.replica_lag_time_max_ms // 2)
+        self.fetch_wait_ms = config.replica_fetch_wait_max_ms if autonomous else 0
+        self.fetch_timeout_ms = max(200, 3 * self.fetch_wait_ms)
         self._tokens = itertools.count(1)
         self._store_waits: dict[int, tuple[str, Any]] = {}
         self._out: list[Any] = []
@@ -276,6 +278,15 @@ class BrokerCore:
                 if lagging:
                     self._shrink(p, lagging)
             self._out.append(SetTimer("lag", max(1, limit // 2)))
+        elif t.name == "fetch-wait":
+            p, f = t.key
+            r = self.replicas.get(p)
+            if r is not None and f in r.parked:
+                frm, m = r.parked.pop(f)
+                if r.leader == self.id:
+                    self._send(frm, FetchResponse(p, self.id, m.offset, "", tuple(r.log[m.offset:]), r.hw, r.leo))
+                else:
+                    self._send(frm, FetchResponse(p, self.id, m.offset, "NotLeader"))
         elif t.name == "register":
             self._register()
         elif t.name == "shutdown-retry":
@@ -357,6 +368,7 @@ class BrokerCore:
         self._set_hw(p, r, min(r.hw, r.leo))
         if r.leader == self.id:
             self._fail_pending(r, "NotLeader")
+            self._release_parked(p, r, "NotLeader")
         r.pending = {}
         r.forget_leadership()
         r.leader = m.leader
@@ -388,6 +400,8 @@ class BrokerCore:
         if candidate <= r.hw:
             return
         self._set_hw(p, r, candidate)
+        if r.parked:
+            self._release_parked(p, r)
         if r.pending:
             enough = len(r.isr) >= self.cfg.min_insync_replicas
             # (acks=1 records were answered at append; they just leave the pending set here)
@@ -417,6 +431,8 @@ class BrokerCore:
             return
         offset = r.leo
         self._append(p, r, [Record(m.record_id, r.leader_epoch, m.value)])
+        if r.parked:
+            self._release_parked(p, r)
         if m.acks == "all":
             r.pending[m.record_id] = (frm, m.request_id, offset)
         else:
@@ -461,8 +477,24 @@ class BrokerCore:
 
     def _answer_fetch(self, p: int, r: Replica, reply: tuple[Any, FetchRequest, int]) -> None:
         frm, m, answered_hw = reply
+        hw_before = r.hw
         self._advance_hw(p, r)
+        if self.fetch_wait_ms and m.offset >= r.leo and answered_hw >= hw_before and r.hw == hw_before:
+            # caught up and nothing new to tell: hold the fetch until data or the HW moves (long poll)
+            r.parked[m.follower] = (frm, m)
+            self._out.append(SetTimer("fetch-wait", self.fetch_wait_ms, (p, m.follower)))
+            return
         self._send(frm, FetchResponse(p, self.id, m.offset, "", tuple(r.log[m.offset:]), answered_hw, r.leo))
+
+    def _release_parked(self, p: int, r: Replica, error: str = "") -> None:
+        """Answer every held fetch of ``p`` (new records, a new HW, or no longer the leader)."""
+        for f, (frm, m) in sorted(r.parked.items()):
+            self._out.append(CancelTimer("fetch-wait", (p, f)))
+            if error:
+                self._send(frm, FetchResponse(p, self.id, m.offset, error))
+            else:
+                self._send(frm, FetchResponse(p, self.id, m.offset, "", tuple(r.log[m.offset:]), r.hw, r.leo))
+        r.parked = {}
 
     def _write_isr(self, p: int, r: Replica, isr: frozenset[int], then: Any) -> None:
         """The leader's conditional write of a new ISR (leader, epochs unchanged)."""
@@ -522,7 +554,8 @@ class BrokerCore:
             self._append(p, r, list(m.records))
             self._set_hw(p, r, min(m.hw, r.leo))
         if self.autonomous:
-            self._out.append(SetTimer("fetch", 0 if got else self.cfg.fetch_interval_ms, p))
+            again = got or (m.error == "" and self.fetch_wait_ms > 0)
+            self._out.append(SetTimer("fetch", 0 if again else self.cfg.fetch_interval_ms, p))
 
     # ------------------------------------------------------------------ store results
     def _store_result(self, res: StoreResult) -> None:

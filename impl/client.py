@@ -51,6 +51,7 @@ class BrokerConnection:
 
     def __init__(self, host: str, port: int, timeout: float) -> None:
         self.sock = socket.create_connection((host, port), timeout=timeout)
+        self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         self.sock.settimeout(timeout)
         self.decoder = FrameDecoder()
         self.pending: list[Any] = []
@@ -85,6 +86,7 @@ class Client:
         self._session: Session | None = None
         self._conns: dict[int, BrokerConnection] = {}
         self._ids = itertools.count(int.from_bytes(os.urandom(3), "big") << 20)
+        self._leaders: dict[int, int] = {}  # partition -> leader, until a request says otherwise
 
     # ------------------------------------------------------------------ plumbing
     @property
@@ -127,12 +129,13 @@ class Client:
         return dict(sorted(out.items()))
 
     def _call(self, b: int, msg: Any) -> Any:
-        addr = self.brokers().get(b)
-        if addr is None:
-            raise ClientError(f"broker {b} is not registered", "Unreachable")
         conn = self._conns.get(b)
+        addr = ("?", 0)
         try:
             if conn is None:
+                addr = self.brokers().get(b)  # type: ignore[assignment]
+                if addr is None:
+                    raise ClientError(f"broker {b} is not registered", "Unreachable")
                 conn = BrokerConnection(addr[0], addr[1], self.timeout)
                 self._conns[b] = conn
             return conn.request(msg)
@@ -147,6 +150,23 @@ class Client:
             return L.read_snapshot(self.session, self.topic, partitions, watch=False)
         except StoreError as e:
             raise ClientError(f"cannot read the metadata store: {e}", "Unreachable") from None
+
+    def _cached_leader(self, p: int) -> int:
+        leader = self._leaders.get(p)
+        if leader:
+            return leader
+        snap = self.snapshot(p + 1)
+        if not snap.part(p).exists:
+            raise ClientError(f"partition {p} of topic {self.topic!r} does not exist", "UnknownPartition")
+        st = snap.part(p).state
+        leader = st.leader if st else 0
+        if leader:
+            self._leaders[p] = leader
+        return leader
+
+    def _check_partition(self, p: int) -> None:
+        if not self.snapshot(p + 1).part(p).exists:
+            raise ClientError(f"partition {p} of topic {self.topic!r} does not exist", "UnknownPartition")
 
     def leader(self, p: int) -> int:
         st = self.snapshot(p + 1).part(p).state
@@ -206,7 +226,7 @@ class Client:
         rid = record_id if record_id is not None else next(self._ids)
         last = ""
         while True:
-            leader = self.leader(p)
+            leader = self._cached_leader(p)
             if leader:
                 try:
                     ans = self._call(leader, ProduceRequest(next(self._ids), p, rid, value, acks))
@@ -215,9 +235,11 @@ class Client:
                     last = ans.error if isinstance(ans, (ProduceResponse, ErrorResponse)) else repr(ans)
                     if last not in RETRIABLE:
                         raise ClientError(f"produce to partition {p} failed: {last}", last)
+                    self._leaders.pop(p, None)
                 except ClientError as e:
                     if e.code not in RETRIABLE:
                         raise
+                    self._leaders.pop(p, None)
                     last = str(e)
             else:
                 last = f"partition {p} has no leader"
@@ -230,7 +252,7 @@ class Client:
         deadline = time.monotonic() + (timeout if timeout is not None else self.timeout * 2)
         last = ""
         while True:
-            leader = self.leader(p)
+            leader = self._cached_leader(p)
             if leader:
                 try:
                     ans = self._call(leader, ConsumeRequest(next(self._ids), p, offset, max_records))
@@ -239,9 +261,11 @@ class Client:
                     last = ans.error if isinstance(ans, (ConsumeResponse, ErrorResponse)) else repr(ans)
                     if last not in RETRIABLE:
                         raise ClientError(f"consume from partition {p} failed: {last}", last)
+                    self._leaders.pop(p, None)
                 except ClientError as e:
                     if e.code not in RETRIABLE:
                         raise
+                    self._leaders.pop(p, None)
                     last = str(e)
             else:
                 last = f"partition {p} has no leader"

@@ -17,7 +17,8 @@ Keys of the implementation only:
 |---|---|---|
 | ``topic`` | ``"isrcheck"`` | the topic's name in the metadata store |
 | ``replica_lag_time_max_ms`` | 500 | a leader drops a follower that has not caught up for this long |
-| ``fetch_interval_ms`` | 5 | a follower's pause between fetches when it is caught up |
+| ``fetch_interval_ms`` | 5 | a follower's pause before fetching again after an error (or after an empty answer when fetches do not wait) |
+| ``replica_fetch_wait_max_ms`` | 100 | a leader holds a caught-up follower's fetch this long, answering at once when data or the HW moves (0: answer at once) |
 | ``hw_checkpoint_interval_ms`` | 200 | period of the HW checkpoint (``hw_checkpoint = "periodic"``) |
 | ``log_flush_interval_ms`` | 100 | period of the log flush (fsync); an unflushed suffix is lost on power loss |
 | ``controller_recheck_ms`` | 200 | the controller re-reads the store this often even without a watch event |
@@ -62,6 +63,7 @@ class ImplConfig:
     hw_checkpoint_interval_ms: int = 200
     log_flush_interval_ms: int = 100
     controller_recheck_ms: int = 200
+    replica_fetch_wait_max_ms: int = 100
 
     @property
     def broker_ids(self) -> tuple[int, ...]:
@@ -84,7 +86,7 @@ _MODEL_KEYS = {"brokers", "partitions", "replication_factor", "max_records", "mi
                "fenced_controller_writes"}
 _IMPL_INT_KEYS = {"replica_lag_time_max_ms": (1, 600_000), "fetch_interval_ms": (0, 60_000),
                   "hw_checkpoint_interval_ms": (1, 600_000), "log_flush_interval_ms": (1, 600_000),
-                  "controller_recheck_ms": (1, 600_000)}
+                  "controller_recheck_ms": (1, 600_000), "replica_fetch_wait_max_ms": (0, 60_000)}
 _IMPL_KEYS = {"topic", *_IMPL_INT_KEYS}
 
 
@@ -162,7 +164,7 @@ def from_mapping(raw: Mapping[str, Any]) -> ImplConfig:
         raise ConfigError("faults and operations must be tables")
     ints = {k: _int(raw, k, d, *_IMPL_INT_KEYS[k]) for k, d in
             (("replica_lag_time_max_ms", 500), ("fetch_interval_ms", 5), ("hw_checkpoint_interval_ms", 200),
-             ("log_flush_interval_ms", 100), ("controller_recheck_ms", 200))}
+             ("log_flush_interval_ms", 100), ("controller_recheck_ms", 200), ("replica_fetch_wait_max_ms", 100))}
     return ImplConfig(brokers=brokers, partitions=partitions, replication_factor=rf, max_records=max_records,
                       min_insync_replicas=min_isr, unclean_leader_election=unclean, hw_checkpoint=hw_checkpoint,
                       stale_controller=stale, acks=acks, detect_restarts=detect,

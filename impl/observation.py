@@ -32,6 +32,19 @@ def stopped_replica(log: list[Any], hw_on_disk: int) -> dict[str, Any]:
             "hw": hw_on_disk, "leader_epoch": -1, "role": "none"}
 
 
+#: replica fields whose value is fixed under the one truncation rule implemented (high-watermark):
+#: no leader-epoch cache, and a follower never reconciles by epoch. Filled in only when the schema
+#: in specs/observation.toml declares them.
+HIGH_WATERMARK_REPLICA_FIELDS: dict[str, Any] = {"epochs": [], "fetch_state": "fetching"}
+
+
+def _schema_fields(obj: str) -> list[str]:
+    for o in load_schema()["object"]:
+        if o["name"] == obj:
+            return [f["name"] for f in o.get("field", [])]
+    return []
+
+
 def assemble(nbrokers: int, npartitions: int, snap: Snapshot, controller: Mapping[str, Any],
              stale_epoch: int, brokers: Mapping[int, Mapping[str, Any]]) -> dict[str, Any]:
     """The observation. ``brokers[b]`` is ``{"alive", "controller_epoch", "replicas": {p: {...}}}``."""
@@ -67,13 +80,26 @@ def assemble(nbrokers: int, npartitions: int, snap: Snapshot, controller: Mappin
             "preferred_election": p in snap.preferred,
             "deleting": p in snap.deleting,
         })
+    extra = {k: v for k, v in HIGH_WATERMARK_REPLICA_FIELDS.items() if k in _replica_fields()}
     for b in range(1, nbrokers + 1):
         reps = brokers.get(b, {}).get("replicas", {})
         for p in range(npartitions):
             entry = {"broker": b, "partition": p, "replica_state": rstates.get((p, b), T.NON_EXISTENT_REPLICA)}
             entry.update(reps.get(p) or absent_replica())
+            for k, v in extra.items():
+                entry.setdefault(k, list(v) if isinstance(v, list) else v)
             obs["replicas"].append(entry)
     return obs
+
+
+_REPLICA_FIELDS: list[str] | None = None
+
+
+def _replica_fields() -> list[str]:
+    global _REPLICA_FIELDS
+    if _REPLICA_FIELDS is None:
+        _REPLICA_FIELDS = _schema_fields("replica")
+    return _REPLICA_FIELDS
 
 
 # ---------------------------------------------------------------------------- validation

@@ -252,6 +252,9 @@ class Runtime:
         while True:
             msg = await q.get()
             for attempt in range(2):
+                if writer is not None and reader_task is not None and reader_task.done():
+                    writer.close()  # the peer closed the connection (it died or restarted): reconnect
+                    writer = None
                 if writer is None or writer.is_closing():
                     addr = await self._resolve(to)
                     if addr is None:

@@ -34,6 +34,7 @@ of its inbox, :meth:`drop` loses it.
 """
 from __future__ import annotations
 
+import heapq
 import random
 from collections import deque
 from dataclasses import dataclass, field
@@ -58,7 +59,9 @@ from .messages import (
     Stop,
     StopReplica,
     StoreOp,
+    Timer,
     UpdateMetadata,
+    Notification,
     client,
 )
 from .observation import assemble, stopped_replica
@@ -671,3 +674,321 @@ def _short(msg: Any) -> str:
     if isinstance(msg, UpdateMetadata):
         return f"UpdateMetadata(c{msg.controller_epoch})"
     return repr(msg)
+
+
+# ==================================================================================================
+# The autonomous simulator: the real processes' cores, in virtual time
+# ==================================================================================================
+
+
+@dataclass
+class _AutoProc:
+    uid: str  # unique per incarnation: "broker-2#3"
+    core: Any
+    session: EmbeddedSession
+    kind: str
+
+
+class AutoSimulator:
+    """The cores as the real cluster runs them (``autonomous=True``: timers, watches, long-polled
+    fetches, lag-based ISR shrink, controller candidates electing through the store), driven by a
+    discrete-event loop in virtual milliseconds. Deterministic for a seed: message latencies come
+    from ``random.Random(seed)`` and ties are broken by a sequence number.
+
+    Messages can be controlled with :meth:`add_filter`: a function ``(src, dst, msg) -> None | "drop"
+    | int`` (an extra delay in ms). Faults: :meth:`crash` (a process crash, or ``power_loss=True`` to
+    lose the unflushed log suffix), :meth:`restart`, :meth:`kill_controller`. The producer client
+    (:meth:`produce`) sends to the leader named in the store and retries on errors and time-outs;
+    :attr:`acked` holds what was acknowledged.
+    """
+
+    def __init__(self, config: ImplConfig | dict[str, Any] | None = None, seed: int = 0, controllers: int = 2,
+                 latency: tuple[int, int] = (1, 3)) -> None:
+        if config is None:
+            config = from_mapping({})
+        elif isinstance(config, dict):
+            config = from_mapping(config)
+        self.cfg = config
+        self.rng = random.Random(seed)
+        self.seed = seed
+        self.latency = latency
+        self.now = 0
+        self._seq = 0
+        self._heap: list[tuple[int, int, str, Any]] = []
+        self._timer_seq: dict[tuple[str, str, Any], int] = {}
+        self._channel_last: dict[tuple[Any, Any], int] = {}
+        self._incarnation = 0
+        self.filters: list[Any] = []
+        self.store = EmbeddedStore()
+        self.admin = self.store.session()
+        L.ensure_base(self.admin)
+        self.disks = {b: SimDisk() for b in config.broker_ids}
+        self.brokers: dict[int, _AutoProc | None] = {b: None for b in config.broker_ids}
+        self.controllers: list[_AutoProc] = []
+        self.events: list[str] = []
+        self.acked: dict[int, list[int]] = {p: [] for p in range(config.partitions)}
+        self.refused: dict[int, list[int]] = {p: [] for p in range(config.partitions)}
+        self._requests: dict[int, tuple[int, int, str, int]] = {}  # request id -> (p, record id, value, deadline)
+        self._next_request = 0
+        self._next_record = 0
+        for b in config.broker_ids:
+            self.start_broker(b, fresh=True)
+        for _ in range(controllers):
+            self.start_controller()
+        self.run_until(lambda s: len(s.snapshot().registered) == config.brokers and s.active is not None, 5_000)
+        if not config.topic_creation:
+            self.admin.multi(L.create_topic_ops(config.topic, config.assignment))
+            self.run_until(lambda s: all(s.isr_of(p) == tuple(sorted(config.assignment[p]))
+                                         for p in range(config.partitions)), 10_000)
+
+    # ------------------------------------------------------------------ processes
+    def _uid(self, name: str) -> str:
+        self._incarnation += 1
+        return f"{name}#{self._incarnation}"
+
+    def _session(self, uid_holder: list[_AutoProc]) -> EmbeddedSession:
+        s = self.store.session()
+
+        def on_event(ev: Any) -> None:
+            proc = uid_holder[0]
+            self._push(self.now + 1, "notify", (proc.uid, Notification(ev.kind, ev.path)))
+
+        s.on_event = on_event
+        return s
+
+    def start_broker(self, b: int, fresh: bool = False) -> None:
+        if self.brokers.get(b) is not None:
+            raise NotEnabled(f"broker {b} is running")
+        core = BrokerCore(self.cfg, b, autonomous=True) if fresh else \
+            BrokerCore.recover(self.cfg, b, self.disks[b].image(), autonomous=True)
+        holder: list[_AutoProc] = []
+        proc = _AutoProc(self._uid(f"broker-{b}"), core, None, "broker")  # type: ignore[arg-type]
+        holder.append(proc)
+        proc.session = self._session(holder)
+        self.brokers[b] = proc
+        self.events.append(f"t={self.now} start broker {b}")
+        self._feed(proc, Command("Start"))
+
+    def start_controller(self) -> None:
+        name = f"controller-{len(self.controllers) + 1}"
+        core = ControllerCore(self.cfg, name=name, autonomous=True)
+        holder: list[_AutoProc] = []
+        proc = _AutoProc(self._uid(name), core, None, "controller")  # type: ignore[arg-type]
+        holder.append(proc)
+        proc.session = self._session(holder)
+        self.controllers.append(proc)
+        self._feed(proc, Command("Start"))
+
+    @property
+    def active(self) -> _AutoProc | None:
+        live = [c for c in self.controllers if c.core.active]
+        return max(live, key=lambda c: c.core.epoch) if live else None
+
+    def _proc(self, uid: str) -> _AutoProc | None:
+        for p in list(self.brokers.values()) + self.controllers:
+            if p is not None and p.uid == uid:
+                return p
+        return None
+
+    # ------------------------------------------------------------------ faults
+    def crash(self, b: int, power_loss: bool = False) -> None:
+        proc = self.brokers.get(b)
+        if proc is None:
+            raise NotEnabled(f"broker {b} is not running")
+        self.brokers[b] = None
+        self.store.expire(proc.session.session_id)
+        if power_loss:
+            self.disks[b].power_loss()
+        self.events.append(f"t={self.now} crash broker {b}{' (power loss)' if power_loss else ''}")
+
+    def restart(self, b: int) -> None:
+        self.start_broker(b)
+
+    def kill_controller(self) -> int:
+        """Kill the active controller's process; returns its epoch."""
+        proc = self.active
+        if proc is None:
+            raise NotEnabled("no controller is active")
+        self.controllers.remove(proc)
+        self.store.expire(proc.session.session_id)
+        self.events.append(f"t={self.now} kill controller {proc.core.name} (epoch {proc.core.epoch})")
+        return proc.core.epoch
+
+    def add_filter(self, fn: Any) -> None:
+        self.filters.append(fn)
+
+    # ------------------------------------------------------------------ the producer client
+    def produce(self, p: int, value: str = "", timeout_ms: int = 2000) -> int:
+        """Start one acks=all write; returns its record id (see :attr:`acked`)."""
+        self._next_record += 1
+        rid = self._next_record
+        self._send_produce(p, rid, value or f"r{rid}", self.now + timeout_ms)
+        return rid
+
+    def _send_produce(self, p: int, rid: int, value: str, deadline: int) -> None:
+        self._next_request += 1
+        req = self._next_request
+        self._requests[req] = (p, rid, value, deadline)
+        leader = self.leader_of(p)
+        if leader:
+            self._schedule(("client", "producer"), ("broker", leader), ProduceRequest(req, p, rid, value, "all"))
+        self._push(self.now + 200, "client-timeout", req)
+
+    def _client_answer(self, msg: Any) -> None:
+        if not isinstance(msg, ProduceResponse) or msg.request_id not in self._requests:
+            return
+        p, rid, value, deadline = self._requests.pop(msg.request_id)
+        if msg.error == "":
+            if rid not in self.acked[p]:
+                self.acked[p].append(rid)
+                self.events.append(f"t={self.now} acked record {rid} of partition {p} at offset {msg.offset}")
+        elif msg.error == "NotEnoughReplicasAfterAppend" or self.now >= deadline:
+            self.refused[p].append(rid)
+        else:
+            self._push(self.now + 20, "client-retry", (p, rid, value, deadline))
+
+    # ------------------------------------------------------------------ the event loop
+    def _push(self, t: int, kind: str, payload: Any) -> int:
+        self._seq += 1
+        heapq.heappush(self._heap, (t, self._seq, kind, payload))
+        return self._seq
+
+    def _schedule(self, src: Any, dst: Any, msg: Any) -> None:
+        extra = 0
+        for f in self.filters:
+            verdict = f(src, dst, msg)
+            if verdict == "drop":
+                self.events.append(f"t={self.now} drop {src} -> {dst}: {type(msg).__name__}")
+                return
+            if isinstance(verdict, int):
+                extra += verdict
+        t = self.now + self.rng.randint(*self.latency) + extra
+        t = max(t, self._channel_last.get((src, dst), 0))  # one channel is FIFO, like a TCP connection
+        self._channel_last[(src, dst)] = t
+        self._push(t, "msg", (src, dst, msg))
+
+    def _feed(self, proc: _AutoProc, inp: Any) -> None:
+        work = deque([inp])
+        while work:
+            item = work.popleft()
+            effects = proc.core.handle(item, self.now) if proc.kind == "broker" else proc.core.handle(item)
+            for eff in effects:
+                if isinstance(eff, StoreOp):
+                    if proc.session.expired:
+                        holder = [proc]
+                        proc.session = self._session(holder)
+                    work.append(L.execute(proc.session, eff))
+                elif isinstance(eff, Send):
+                    src = ("broker", proc.core.id) if proc.kind == "broker" else ("controller", proc.core.epoch)
+                    self._schedule(src, eff.to, eff.msg)
+                elif isinstance(eff, Persist):
+                    self.disks[proc.core.id].apply(eff)
+                elif isinstance(eff, SetTimer):
+                    seq = self._push(self.now + eff.delay_ms, "timer", (proc.uid, Timer(eff.name, eff.key)))
+                    self._timer_seq[(proc.uid, eff.name, eff.key)] = seq
+                elif isinstance(eff, CancelTimer):
+                    self._timer_seq.pop((proc.uid, eff.name, eff.key), None)
+                elif isinstance(eff, Stop):
+                    if proc.kind == "broker":
+                        b = proc.core.id
+                        if self.brokers.get(b) is proc:
+                            self.brokers[b] = None
+                            self.store.expire(proc.session.session_id)
+                            self.events.append(f"t={self.now} broker {b} stops: {eff.reason}")
+                    return
+
+    def _resolve(self, dst: Any) -> _AutoProc | None:
+        kind, key = dst
+        if kind == "broker":
+            return self.brokers.get(key)
+        if kind == "controller":
+            if key == 0:
+                return self.active
+            for c in self.controllers:
+                if c.core.epoch == key and c.core.active:
+                    return c
+        return None
+
+    def _dispatch(self, kind: str, payload: Any, seq: int) -> None:
+        if kind == "timer":
+            uid, timer = payload
+            if self._timer_seq.get((uid, timer.name, timer.key)) != seq:
+                return  # replaced or cancelled
+            del self._timer_seq[(uid, timer.name, timer.key)]
+            proc = self._proc(uid)
+            if proc is not None:
+                self._feed(proc, timer)
+        elif kind == "notify":
+            uid, note = payload
+            proc = self._proc(uid)
+            if proc is not None:
+                self._feed(proc, note)
+        elif kind == "msg":
+            src, dst, msg = payload
+            if dst[0] == "client":
+                self._client_answer(msg)
+                return
+            proc = self._resolve(dst)
+            if proc is None:
+                return  # nobody there: lost
+            self._feed(proc, Receive(src, msg))
+        elif kind == "client-timeout":
+            if payload in self._requests:
+                p, rid, value, deadline = self._requests.pop(payload)
+                if self.now < deadline:
+                    self._send_produce(p, rid, value, deadline)
+                else:
+                    self.refused[p].append(rid)
+        elif kind == "client-retry":
+            p, rid, value, deadline = payload
+            self._send_produce(p, rid, value, deadline)
+
+    def run_for(self, ms: int) -> None:
+        self.run_until(lambda s: False, ms)
+
+    def run_until(self, pred: Any, max_ms: int) -> bool:
+        """Process events until ``pred(self)`` holds (checked after each event) or ``max_ms`` pass."""
+        end = self.now + max_ms
+        while self._heap and self._heap[0][0] <= end:
+            t, seq, kind, payload = heapq.heappop(self._heap)
+            self.now = max(self.now, t)
+            self._dispatch(kind, payload, seq)
+            if pred(self):
+                return True
+        self.now = max(self.now, end)
+        return pred(self)
+
+    # ------------------------------------------------------------------ views
+    def snapshot(self) -> L.Snapshot:
+        return L.read_snapshot(self.admin, self.cfg.topic, self.cfg.partitions, watch=False)
+
+    def leader_of(self, p: int) -> int:
+        st = self.snapshot().part(p).state
+        return st.leader if st else 0
+
+    def isr_of(self, p: int) -> tuple[int, ...]:
+        st = self.snapshot().part(p).state
+        return tuple(sorted(st.isr)) if st else ()
+
+    def log_ids(self, b: int, p: int) -> list[int]:
+        proc = self.brokers.get(b)
+        if proc is not None:
+            r = proc.core.replicas.get(p)
+            return [x.id for x in r.log] if r else []
+        seg = self.disks[b].segments.get(p)
+        return [x.id for x in seg.records] if seg else []
+
+    def observe(self) -> dict[str, Any]:
+        brokers: dict[int, dict[str, Any]] = {}
+        for b in self.cfg.broker_ids:
+            proc = self.brokers[b]
+            if proc is not None:
+                o = proc.core.observe()
+                brokers[b] = {"alive": True, "controller_epoch": o["controller_epoch"], "replicas": o["replicas"]}
+            else:
+                disk = self.disks[b]
+                brokers[b] = {"alive": False, "controller_epoch": 0, "replicas": {
+                    p: stopped_replica(seg.records, disk.hw_on_disk(p)) for p, seg in disk.segments.items()}}
+        act = self.active
+        ctl = act.core.observe() if act is not None else {"epoch": self.snapshot().controller_epoch}
+        return assemble(self.cfg.brokers, self.cfg.partitions, self.snapshot(), ctl, 0, brokers)

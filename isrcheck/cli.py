@@ -344,3 +344,22 @@ def diff(a: str, b: str, base_model: str | None, config_file: str | None, overri
             console.print(f"[yellow]incomplete:[/yellow] the state limit stopped {', '.join(incomplete)}; "
                           "differences may be missing")
     _exit(1 if result.changes else 0)
+
+
+# ---------------------------------------------------------------------------- gallery
+@main.command(short_help="Regenerate the known-weakness gallery (specs/10-weaknesses.md) from runs.")
+@click.option("--write", "path", metavar="FILE", help="Write the gallery to FILE instead of printing it.")
+def gallery(path: str | None) -> None:
+    """Run every gallery model and print (or --write) the Markdown write-up with its counterexamples."""
+    from isrcheck.gallery import render_gallery
+
+    with render.progress_status(_show_progress(False), "gallery"):
+        text = render_gallery()
+    if path:
+        try:
+            with open(path, "w", encoding="utf-8") as f:
+                f.write(text)
+        except OSError as e:
+            raise ConfigError(f"cannot write {path}: {e.strerror}") from None
+    else:
+        click.echo(text)

@@ -59,7 +59,7 @@ def enabled_actions(protocol: Protocol, s: State) -> list[Action]:
                 if (s.ghost[p].produced < cfg.max_records and zk.partitions[p].replicas
                         and (cfg.acks == "1" or r.isr.bit_count() >= cfg.min_insync_replicas)):
                     out.append(Action("Produce", (b, p)))
-                if budget.isr_shrinks and zk.partitions[p].version == r.zk_version:
+                if budget.isr_shrinks and protocol.isr_write_succeeds(zk.partitions[p].version, r.zk_version):
                     for f in members(r.isr):
                         if f != b:
                             out.append(Action("ShrinkIsr", (b, p, f)))

@@ -32,7 +32,7 @@ from .world import World, fresh_replica
 # ---------------------------------------------------------------------------- controller requests
 def handle_request(w: World, b: int, req: Request) -> None:
     br = w.brokers[b - 1]
-    if req[1] < br.controller_epoch:
+    if not w.protocol.accepts_controller_epoch(req[1], br.controller_epoch):
         return  # from a deposed controller: rejected
     if req[1] > br.controller_epoch:
         w.set_broker(b - 1, br._replace(controller_epoch=req[1]))
@@ -50,7 +50,7 @@ def _leader_and_isr(w: World, b: int, req: LeaderAndIsr) -> None:
     r = w.replica(b, p)
     if r is None:
         r = fresh_replica(len(w.brokers))  # startReplica: create the partition locally
-    if req.leader_epoch <= r.leader_epoch:
+    if not w.protocol.accepts_leader_epoch(req.leader_epoch, r.leader_epoch):
         w.set_replica(b, p, r)
         return  # stale leader epoch: rejected
     if req.leader == b:
@@ -226,11 +226,9 @@ def fetch(w: World, f: int, p: int) -> None:
     remote = rl.remote_leo
     isr, zk_version = rl.isr, rl.zk_version
     if not isr >> f & 1 and w.protocol.may_join_isr(rl, offset):
-        zp = w.parts[p]
-        if zp.version == zk_version:  # conditional write on the znode version
-            w.set_part(p, ZkPartition(zp.replicas, zp.leader, zp.isr | bit(f), zp.leader_epoch,
-                                     zp.version + 1, zp.controller_epoch))
-            isr, zk_version = isr | bit(f), zp.version + 1
+        new_version = write_isr(w, leader, p, rl, isr | bit(f))
+        if new_version:
+            isr, zk_version = isr | bit(f), new_version
     rl = Replica(rl.log, rl.hw, rl.checkpoint, rl.leader, rl.leader_epoch, isr, zk_version,
                  remote[: f - 1] + (offset,) + remote[f:], rl.pending, rl.assigned, rl.epochs, rl.fetch_state,
                  rl.answer)
@@ -252,13 +250,27 @@ def can_fetch(w: World, f: int, p: int) -> bool:
             and w.protocol.epoch_matches(rf.leader_epoch, rl.leader_epoch))
 
 
+def write_isr(w: World, leader: int, p: int, rl: Replica, isr: int) -> int:
+    """The leader's conditional write of its leader/ISR view; the new znode version, or 0 if refused.
+
+    The leader writes what it believes (itself as leader, its leader epoch, the new ISR), on the
+    condition that the znode still has the version it last saw. A refused write leaves ZooKeeper
+    and the leader's cached ISR unchanged until the controller's LeaderAndIsr arrives.
+    """
+    zp = w.parts[p]
+    if not w.protocol.isr_write_succeeds(zp.version, rl.zk_version):
+        return 0
+    w.set_part(p, ZkPartition(zp.replicas, leader, isr, rl.leader_epoch, zp.version + 1, zp.controller_epoch))
+    return zp.version + 1
+
+
 def shrink_isr(w: World, leader: int, p: int, follower: int) -> None:
     rl = w.replica(leader, p)
     assert rl is not None
-    zp = w.parts[p]
-    w.set_part(p, zp._replace(isr=zp.isr & ~bit(follower), version=zp.version + 1))
-    rl = rl._replace(isr=rl.isr & ~bit(follower), zk_version=zp.version + 1)
-    w.set_replica(leader, p, advance_hw(w, leader, p, rl))
+    new_isr = rl.isr & ~bit(follower)
+    version = write_isr(w, leader, p, rl, new_isr)
+    assert version, "ShrinkIsr is enabled only when the conditional write succeeds"
+    w.set_replica(leader, p, advance_hw(w, leader, p, rl._replace(isr=new_isr, zk_version=version)))
 
 
 def can_shrink_isr(w: World, leader: int, p: int, follower: int) -> bool:

@@ -14,7 +14,7 @@ from typing import Any
 
 from .brokersets import members
 from .records import record_epoch, record_id
-from .state import NO_LEADER, State
+from .state import ASK_EPOCH_END, FETCHING, NO_LEADER, TRUNCATE_PENDING, State
 from .tables import PartitionState, ReplicaState
 
 __all__ = ["ObservationError", "SchemaError", "load_schema", "observe", "validate_observation"]
@@ -22,6 +22,9 @@ __all__ = ["ObservationError", "SchemaError", "load_schema", "observe", "validat
 ROLE_LEADER = "leader"
 ROLE_FOLLOWER = "follower"
 ROLE_NONE = "none"
+
+#: a replica's reconciliation state (specs/05-replication.md#reconciling-a-follower), as observed
+FETCH_STATES = {FETCHING: "fetching", ASK_EPOCH_END: "ask-epoch-end", TRUNCATE_PENDING: "truncate-pending"}
 
 
 # ---------------------------------------------------------------------------- projection
@@ -67,7 +70,8 @@ def observe(state: State) -> dict[str, Any]:
                 "present": r is not None,
             }
             if r is None:
-                entry.update(log=[], leo=0, hw=0, leader_epoch=-1, role=ROLE_NONE)
+                entry.update(log=[], leo=0, hw=0, leader_epoch=-1, role=ROLE_NONE, epochs=[],
+                             fetch_state=FETCH_STATES[FETCHING])
             else:
                 if r.leader == b:
                     role = ROLE_LEADER
@@ -81,6 +85,8 @@ def observe(state: State) -> dict[str, Any]:
                     hw=r.hw,
                     leader_epoch=r.leader_epoch,
                     role=role,
+                    epochs=[{"epoch": e, "start_offset": start} for e, start in r.epochs],
+                    fetch_state=FETCH_STATES[r.fetch_state],
                 )
             replicas.append(entry)
     return {"controller": controller, "brokers": brokers, "partitions": partitions, "replicas": replicas}

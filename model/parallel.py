@@ -485,10 +485,10 @@ def _coverage(taken: Any) -> dict[str, int]:
 
 
 def _settle_gc() -> None:
-    """Once a level: move what survives into the permanent generation, so that the cyclic
-    garbage collector stops scanning the visited set and frontier again and again (states are
-    acyclic tuples, freed by reference counting all the same). Without this the collector takes
-    about a quarter of a worker's time on large models."""
+    """Once a level: move what survives into the permanent generation. The cyclic garbage
+    collector never untracks namedtuples (only exact tuples), so otherwise every full collection
+    walks every live state of the frontier again; states are acyclic and are still freed by
+    reference counting."""
     gc.freeze()
 
 
@@ -545,7 +545,9 @@ class ParallelChecker(Generic[S, A]):
         self.progress_every = progress_every
         self.stop_on_first = stop_on_first
         self.worker_peak_rss_kib: list[int] = []
-        self.stats: Counter[str] = Counter()  # claims_sent, moved_states: what crossed between workers
+        # per run: claims_sent and moved_states (what crossed between workers), and the seconds
+        # the workers spent in each phase of a level (see _PHASES), summed over workers and levels
+        self.stats: Counter[str] = Counter()
         self._conns: list[Connection] = []
         self._procs: list[Any] = []
 
@@ -556,6 +558,7 @@ class ParallelChecker(Generic[S, A]):
                            stop_on_first=self.stop_on_first, progress=self.progress,
                            progress_every=self.progress_every).run()
         start = time.perf_counter()
+        self.stats = Counter()
         model = self.model
         props = list(model.properties())
         always = [p for p in props if p.kind == "always"]
@@ -606,6 +609,10 @@ class ParallelChecker(Generic[S, A]):
                 limit_hit = "depth"
                 break
             reports = self._ask_all(("expand", sorted(unseen)))
+            for r in reports:
+                self.stats["claims_sent"] += r["claims_sent"]
+                for phase, secs in zip(_PHASES, r["clock"]):
+                    self.stats[phase] += secs
             new = sum(r["new"] for r in reports)
             found = [v for r in reports for v in r["violations"]]
             stop = min((v[0] for v in found), default=None)  # the first violating event
@@ -626,10 +633,6 @@ class ParallelChecker(Generic[S, A]):
                 plan = _balance_plan([r["held"] for r in reports])
                 if plan:
                     self.stats["moved_states"] += sum(self._ask_all(("balance", plan)))
-                self.stats["claims_sent"] += sum(r["claims_sent"] for r in reports)
-                for r in reports:
-                    for phase, secs in zip(_PHASES, r["clock"]):
-                        self.stats[phase] += secs
                 if self.progress is not None:
                     now = time.perf_counter()
                     if now - last_report >= self.progress_every:

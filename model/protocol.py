@@ -60,6 +60,18 @@ class Protocol:
         """Whether the controller notices a broker that re-registered before it looked (2.2+)."""
         return self.config.detect_restarts
 
+    def accepts_controller_epoch(self, request_epoch: int, highest_seen: int) -> bool:
+        """A broker applies a controller request only if no newer controller has spoken to it."""
+        return request_epoch >= highest_seen
+
+    def accepts_leader_epoch(self, request_epoch: int, current: int) -> bool:
+        """A broker applies LeaderAndIsr for a partition only with a newer leader epoch."""
+        return request_epoch > current
+
+    def isr_write_succeeds(self, znode_version: int, cached_version: int) -> bool:
+        """A leader's ISR change is a conditional write on the znode version it last saw."""
+        return znode_version == cached_version
+
     def epoch_matches(self, follower_epoch: int, leader_epoch: int) -> bool:
         """Whether a fetch or epoch query carrying ``follower_epoch`` is served (KIP-320 fencing)."""
         return not self.fences_by_leader_epoch or follower_epoch == leader_epoch

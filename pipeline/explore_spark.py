@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import functools
 import math
+import uuid
 from collections import Counter
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
@@ -42,17 +43,19 @@ EXPANSION_SCHEMA = pa.schema([
 COUNT_DDL = "action string, count long"
 COUNT_SCHEMA = pa.schema([("action", pa.string()), ("count", pa.int64())])
 
-_SKIP_SETS: dict[int, frozenset[int]] = {}
+_SKIP_SETS: dict[str, frozenset[int]] = {}
 
 
-def _skip_set(bc: Any) -> frozenset[int]:
-    """The broadcast fingerprints of earlier levels as a set, built once per worker process."""
-    if bc is None:
+def _skip_set(skip: tuple[str, Any] | None) -> frozenset[int]:
+    """The broadcast fingerprints of earlier levels as a set, built once per worker process and
+    level (``skip`` is a token naming the broadcast, and the broadcast)."""
+    if skip is None:
         return frozenset()
-    s = _SKIP_SETS.get(bc.id)
+    token, bc = skip
+    s = _SKIP_SETS.get(token)
     if s is None:
         _SKIP_SETS.clear()
-        s = _SKIP_SETS[bc.id] = frozenset(bc.value.tolist())
+        s = _SKIP_SETS[token] = frozenset(bc.value.tolist())
     return s
 
 
@@ -80,12 +83,12 @@ def _expansion_batch(successors: list[Successor], events: list[Event], coverage:
     return pa.RecordBatch.from_pydict(cols, schema=EXPANSION_SCHEMA)
 
 
-def expand_arrow(spec_json: str, unwitnessed: list[str], bc: Any, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+def expand_arrow(spec_json: str, unwitnessed: list[str], skip_bc: tuple[str, Any] | None, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
     """The worker side of a level: ``mapInArrow`` over (fingerprint, rank, state) batches."""
     model = model_for(spec_json)
     codec = kafka_codec()
     props = PropertySets.of(model)
-    skip = _skip_set(bc)
+    skip = _skip_set(skip_bc)
     decode = codec.decode
     for batch in batches:
         fps = batch.column("fingerprint").to_pylist()
@@ -134,7 +137,8 @@ def spark_level(ex: Explorer, d: int, frontier_n: int, visited_n: int, unwitness
     bc = None
     if visited_n <= ex.broadcast_limit:
         bc = sc.broadcast(store.fingerprints(range(d + 1)).to_numpy())
-    fn = functools.partial(expand_arrow, ex.spec_json, sorted(unwitnessed), bc)
+    skip = None if bc is None else (uuid.uuid4().hex, bc)
+    fn = functools.partial(expand_arrow, ex.spec_json, sorted(unwitnessed), skip)
     exp = frontier.mapInArrow(fn, EXPANSION_DDL).persist(StorageLevel.MEMORY_AND_DISK)
     try:
         aux = (exp.filter(F.col("kind") > 0)

@@ -62,7 +62,39 @@ def zk_chroot(hosts: str) -> str:
     return hosts + root
 
 
-@pytest.fixture(params=["embedded", pytest.param("zookeeper", marks=pytest.mark.zookeeper)])
+@pytest.fixture(scope="session")
+def store_server():
+    """An embedded store served over TCP (store_remote.StoreServer) on a background loop."""
+    import asyncio
+    import threading
+
+    from isrcheck.impl.store_remote import StoreServer
+
+    loop = asyncio.new_event_loop()
+    started = threading.Event()
+    holder = {}
+
+    def run():
+        asyncio.set_event_loop(loop)
+
+        async def start():
+            srv = StoreServer("127.0.0.1", 0)
+            holder["port"] = await srv.start()
+            holder["srv"] = srv
+            started.set()
+
+        loop.run_until_complete(start())
+        loop.run_forever()
+
+    t = threading.Thread(target=run, daemon=True)
+    t.start()
+    assert started.wait(10)
+    yield holder["port"]
+    loop.call_soon_threadsafe(loop.stop)
+    t.join(5)
+
+
+@pytest.fixture(params=["embedded", "remote", pytest.param("zookeeper", marks=pytest.mark.zookeeper)])
 def store_factory(request):
     """A function returning a fresh store of the parametrized backend."""
     made = []
@@ -71,6 +103,19 @@ def store_factory(request):
 
         def make():
             s = EmbeddedStore()
+            made.append(s)
+            return s
+    elif request.param == "remote":
+        port = request.getfixturevalue("store_server")
+        from isrcheck.impl.store_remote import RemoteStore
+
+        # one shared server: give each store a fresh root by prefixing paths is not possible, so clean up
+        def make():
+            s = RemoteStore("127.0.0.1", port)
+            cleaner = s.session()
+            for child in cleaner.get_children("/"):
+                cleaner.delete_recursive("/" + child)
+            cleaner.close()
             made.append(s)
             return s
     else:
@@ -85,3 +130,9 @@ def store_factory(request):
     yield make
     for s in made:
         s.close()
+
+
+@pytest.fixture
+def zk_fresh_chroot(zookeeper):
+    """``HOST:PORT/chroot``: an empty corner of the session's ZooKeeper for one test."""
+    return zk_chroot(zookeeper)

@@ -53,10 +53,21 @@ SMALL = {
 }
 
 
+# leader-epoch generations: crashes and re-elections with data, so followers reconcile
+EPOCHS = {"brokers": 3, "replication_factor": 2, "max_records": 1, "faults": {"crashes": 1, "isr_shrinks": 1}}
+EPOCHS_LOSSY = {"brokers": 2, "replication_factor": 2, "max_records": 2, "faults": {"crashes": 1, "lossy_crashes": 1}}
+
+
 @pytest.fixture(scope="module")
 def states() -> list[State]:
     return reachable(SMALL, 1500) + reachable({"brokers": 2, "partitions": 2, "replication_factor": 2,
                                                 "operations": {"topic_creation": True}}, 300)
+
+
+@pytest.fixture(scope="module")
+def epoch_states() -> list[State]:
+    return (reachable(EPOCHS | {"truncation": "kip-320"}, 2000) + reachable(EPOCHS | {"truncation": "kip-101"}, 2000)
+            + reachable(EPOCHS_LOSSY | {"truncation": "kip-279"}, 2000))
 
 
 # ---------------------------------------------------------------------------- the schema
@@ -98,6 +109,13 @@ def test_initial_state_observation() -> None:
                  "reassignment": [], "preferred_election": False, "deleting": False}
     assert [r["role"] for r in obs["replicas"]] == ["leader", "follower", "follower"]
     assert all(r["replica_state"] == "OnlineReplica" and r["present"] for r in obs["replicas"])
+    assert all(r["epochs"] == [] and r["fetch_state"] == "fetching" for r in obs["replicas"])
+
+
+def test_initial_leader_epoch_cache() -> None:
+    obs = observe(initial_state(Protocol(from_mapping({"brokers": 3, "truncation": "kip-279"}))))
+    assert [r["epochs"] for r in obs["replicas"]] == [[{"epoch": 0, "start_offset": 0}], [], []]
+    assert {r["fetch_state"] for r in obs["replicas"]} == {"fetching"}
 
 
 def test_projection_follows_a_write_and_a_crash() -> None:
@@ -112,6 +130,41 @@ def test_projection_follows_a_write_and_a_crash() -> None:
     assert leader["role"] == "none" and leader["log"] == [{"id": 1, "epoch": 0}] and leader["leader_epoch"] == -1
     assert follower["leo"] == 1 and follower["hw"] == 1 and follower["role"] == "follower"
     assert obs["brokers"][0] == {"id": 1, "alive": False, "controller_epoch": 0}
+    assert leader["epochs"] == follower["epochs"] == []  # high-watermark keeps no epoch cache
+
+
+def test_projection_follows_a_reconciliation() -> None:
+    """kip-320: the follower of a new leader asks, then truncates, and its cache follows its log."""
+    protocol = Protocol(from_mapping({"brokers": 2, "replication_factor": 2, "max_records": 2,
+                                      "truncation": "kip-320", "faults": {"crashes": 1}}))
+    s = initial_state(protocol)
+
+    def step(name: str, args: tuple) -> dict[str, Any]:
+        nonlocal s
+        s = apply(protocol, s, next(a for a in enabled_actions(protocol, s) if a == (name, args)))
+        return observe(s)
+
+    step("Produce", (1, 0))
+    obs = step("Fetch", (2, 0))
+    assert obs["replicas"][1]["epochs"] == [{"epoch": 0, "start_offset": 0}]
+    step("Crash", (1,))
+    step("ProcessBrokerChange", (1,))
+    while s.inbox[1]:
+        obs = step("DeliverRequest", (2,))  # LeaderAndIsr: broker 2 leads in epoch 1
+    assert obs["replicas"][1]["role"] == "leader"
+    assert obs["replicas"][1]["epochs"] == [{"epoch": 0, "start_offset": 0}, {"epoch": 1, "start_offset": 1}]
+    step("Restart", (1,))
+    step("ProcessBrokerChange", (1,))
+    while s.inbox[0]:
+        obs = step("DeliverRequest", (1,))
+    assert obs["replicas"][0]["role"] == "follower" and obs["replicas"][0]["fetch_state"] == "ask-epoch-end"
+    obs = step("OffsetsForLeaderEpoch", (1, 0))
+    assert obs["replicas"][0]["fetch_state"] == "truncate-pending"
+    obs = step("TruncateToEpochEndOffset", (1, 0))
+    follower = obs["replicas"][0]
+    assert follower["fetch_state"] == "fetching"
+    assert follower["log"] == [{"id": 1, "epoch": 0}]  # epoch 0 ends at offset 1 on the leader too
+    assert follower["epochs"] == [{"epoch": 0, "start_offset": 0}]
 
 
 def test_reachable_states_validate_and_are_plain_json(states: list[State]) -> None:
@@ -125,6 +178,21 @@ def test_reachable_states_validate_and_are_plain_json(states: list[State]) -> No
             (b, p) for b in range(1, nb + 1) for p in range(np_)]
         for r in obs["replicas"]:
             assert r["leo"] == len(r["log"]) and r["hw"] <= r["leo"]
+
+
+def test_epoch_generation_states_validate(epoch_states: list[State]) -> None:
+    for s in epoch_states:
+        obs = observe(s)
+        validate_observation(obs, SCHEMA)
+        for r in obs["replicas"]:
+            epochs = [(e["epoch"], e["start_offset"]) for e in r["epochs"]]
+            # epochs strictly ascending; start offsets ascending, equal for an epoch without records
+            assert all(a[0] < b[0] and a[1] <= b[1] for a, b in zip(epochs, epochs[1:])), r
+            assert all(start <= r["leo"] for _, start in epochs), r
+            if r["role"] == "leader" or not r["present"]:
+                assert r["fetch_state"] == "fetching", r
+    seen = {r["fetch_state"] for s in epoch_states for r in observe(s)["replicas"]}
+    assert seen == {"fetching", "ask-epoch-end", "truncate-pending"}
 
 
 def test_the_walks_reach_varied_observations(states: list[State]) -> None:
@@ -158,6 +226,13 @@ def obs() -> dict[str, Any]:
         (lambda o: o.update(partitions={}), "partitions", "expected list[partition], got object"),
         (lambda o: o["partitions"][0].update(partition_state="Online"), "partitions[0].partition_state",
          "must be one of NonExistentPartition"),
+        (lambda o: o["replicas"][1].update(fetch_state="truncating"), "replicas[1].fetch_state",
+         "must be one of fetching, ask-epoch-end, truncate-pending"),
+        (lambda o: o["replicas"][0].update(epochs=[{"epoch": 0}]), "replicas[0].epochs[0].start_offset",
+         "missing field"),
+        (lambda o: o["replicas"][0].update(epochs=[{"epoch": -1, "start_offset": 0}]),
+         "replicas[0].epochs[0].epoch", "must be >= 0"),
+        (lambda o: o["replicas"][2].pop("fetch_state"), "replicas[2].fetch_state", "missing field (string)"),
     ],
 )
 def test_doctored_observation_is_rejected_with_its_path(obs: dict[str, Any], doctor: Any, path: str, problem: str) -> None:

@@ -26,7 +26,10 @@ CLEAN_RF2 = {"brokers": 3, "replication_factor": 2, "max_records": 2, "faults": 
 HW_TRUNCATION = {"brokers": 3, "max_records": 2, "faults": {"crashes": 1}}  # breaks NoCommittedWriteLost
 UNCLEAN = {"brokers": 3, "replication_factor": 2, "max_records": 2, "unclean_leader_election": True,
            "faults": {"crashes": 1, "isr_shrinks": 1}}
-KAFKA = {"replication": REPLICATION, "clean-rf2": CLEAN_RF2, "hw-truncation": HW_TRUNCATION, "unclean": UNCLEAN}
+# two spare brokers: symmetry reduction, where the checker keeps the first representative it meets
+SYMMETRIC = {"brokers": 4, "replication_factor": 2, "max_records": 1, "faults": {"crashes": 1}}
+KAFKA = {"replication": REPLICATION, "clean-rf2": CLEAN_RF2, "hw-truncation": HW_TRUNCATION, "unclean": UNCLEAN,
+         "symmetric": SYMMETRIC}
 
 _MODELS: dict[str, object] = {}
 _SINGLE: dict[tuple, CheckResult] = {}
@@ -34,7 +37,7 @@ _SINGLE: dict[tuple, CheckResult] = {}
 
 def kafka(name: str):
     if name not in _MODELS:
-        _MODELS[name] = build_model(from_mapping(KAFKA[name]))
+        _MODELS[name] = build_model(from_mapping(KAFKA[name]), symmetry=True if name == "symmetric" else None)
     return _MODELS[name]
 
 

@@ -29,7 +29,17 @@ CONFIGS: dict[str, dict[str, Any]] = {
     },
     "creation": {"brokers": 3, "replication_factor": 2, "max_records": 1, "operations": {"topic_creation": True}},
     "replication": {"brokers": 2, "replication_factor": 2, "max_records": 2, "faults": {"crashes": 1}},
+    # the leader-epoch generations: a follower with data that sees a new leader (or, under kip-320,
+    # a new epoch) reconciles through OffsetsForLeaderEpoch and TruncateToEpochEndOffset
+    "kip-320": {"brokers": 2, "replication_factor": 2, "max_records": 2, "truncation": "kip-320",
+                "acks": "1", "faults": {"crashes": 1, "isr_shrinks": 1}},
+    "kip-101": {"brokers": 3, "replication_factor": 2, "max_records": 1, "truncation": "kip-101",
+                "detect_restarts": True, "fenced_controller_writes": True,
+                "faults": {"crashes": 1, "undetected_restarts": 1, "controller_failovers": 1}},
 }
+
+#: actions only the leader-epoch generations enable, and the configurations that must meet them
+EPOCH_ACTIONS = ("OffsetsForLeaderEpoch", "TruncateToEpochEndOffset")
 
 
 def walk(raw: dict[str, Any], walks: int = 120, depth: int = 40, seed: int = 7) -> Iterator[tuple[Protocol, State, list[Action]]]:
@@ -88,6 +98,18 @@ def test_controller_actions_are_named_by_their_controller() -> None:
 
 def test_the_walks_meet_every_action(observed: dict[str, list]) -> None:
     assert set(observed) == set(APPLY), f"never enabled: {sorted(set(APPLY) - set(observed))}"
+
+
+@pytest.mark.parametrize("generation", ["kip-101", "kip-320"])
+def test_each_epoch_generation_meets_the_reconciliation_actions(generation: str) -> None:
+    met = {a.name for _, _, enabled in walk(CONFIGS[generation]) for a in enabled}
+    assert set(EPOCH_ACTIONS) <= met, f"{generation}: never enabled: {sorted(set(EPOCH_ACTIONS) - met)}"
+
+
+def test_the_high_watermark_generation_never_reconciles() -> None:
+    for raw in (CONFIGS["everything"], CONFIGS["replication"]):
+        for _, _, enabled in walk(raw, walks=30):
+            assert not {a.name for a in enabled} & set(EPOCH_ACTIONS)
 
 
 @pytest.mark.parametrize("name", sorted(APPLY))

@@ -1,0 +1,130 @@
+"""Figures for the reference implementation on loopback: produce throughput with acks=all,
+failover time after SIGKILL of the leader and of the controller, and the simulator's speed.
+
+    python benchmarks/bench_impl.py [--records 2000] [--zookeeper HOST:PORT] [--runs 3]
+
+Every number is measured on this machine now; nothing is a target. Produce is one client writing
+sequentially (each write waits for its acknowledgement: the latency of a commit across the ISR),
+and several clients writing concurrently. Failover is the time from the SIGKILL until a write
+with acks=all succeeds again (detection + election + LeaderAndIsr + the client finding the leader).
+"""
+from __future__ import annotations
+
+import argparse
+import signal
+import statistics
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from isrcheck.impl.cluster import LocalCluster  # noqa: E402
+from isrcheck.impl.simulator import Simulator  # noqa: E402
+
+CONFIG = {"replica_lag_time_max_ms": 2000, "controller_recheck_ms": 200}
+
+
+def produce_sequential(c: LocalCluster, n: int) -> float:
+    with c.client(timeout=10) as k:
+        k.produce(0, "warm-up")
+        t = time.perf_counter()
+        for i in range(n):
+            k.produce(0, f"r{i}", acks="all")
+        return n / (time.perf_counter() - t)
+
+
+def produce_concurrent(c: LocalCluster, n: int, clients: int) -> float:
+    per = n // clients
+    errors: list[Exception] = []
+
+    def work(j: int) -> None:
+        try:
+            with c.client(timeout=10) as k:
+                for i in range(per):
+                    k.produce(0, f"c{j}-{i}", acks="all")
+        except Exception as e:  # noqa: BLE001 - reported below
+            errors.append(e)
+
+    threads = [threading.Thread(target=work, args=(j,)) for j in range(clients)]
+    t = time.perf_counter()
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join()
+    dt = time.perf_counter() - t
+    if errors:
+        raise errors[0]
+    return per * clients / dt
+
+
+def failover_leader(c: LocalCluster) -> float:
+    with c.client(timeout=10) as k:
+        leader = k.leader(0)
+        t = time.perf_counter()
+        c.kill(f"broker-{leader}", signal.SIGKILL)
+        k.produce(0, "after-failover", timeout=30)
+        dt = time.perf_counter() - t
+    c.start_broker(leader)
+    c.wait_for(lambda k: leader in k.snapshot().part(0).state.isr, 30, "the broker back in the ISR")
+    return dt
+
+
+def failover_controller(c: LocalCluster) -> float:
+    with c.client(timeout=10) as k:
+        epoch = k.snapshot().controller_epoch
+        active = k.status()["controller"]["name"]
+        t = time.perf_counter()
+        c.kill(active, signal.SIGKILL)
+        while k.snapshot().controller_epoch == epoch or k.status()["controller"]["name"] is None:
+            time.sleep(0.005)
+        dt = time.perf_counter() - t
+    c.start_controller(int(active.rsplit("-", 1)[1]))
+    return dt
+
+
+def simulator_speed(steps: int = 3000) -> float:
+    cfg = {"brokers": 3, "max_records": 50, "faults": {"crashes": 20, "isr_shrinks": 20, "controller_failovers": 5}}
+    sim = Simulator(cfg, seed=1)
+    t = time.perf_counter()
+    n = len(sim.run(steps))
+    return n / (time.perf_counter() - t)
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--records", type=int, default=2000)
+    ap.add_argument("--runs", type=int, default=3)
+    ap.add_argument("--zookeeper", default=None, metavar="HOST:PORT")
+    a = ap.parse_args()
+    store = f"ZooKeeper {a.zookeeper}" if a.zookeeper else "embedded store server"
+    print(f"isrcheck reference implementation, loopback, 3 brokers, replication factor 3, {store}")
+    with tempfile.TemporaryDirectory(prefix="isrcheck-bench-") as d:
+        c = LocalCluster(d, brokers=3, zookeeper=a.zookeeper, config=CONFIG, controllers=2, session_timeout=2.0)
+        try:
+            c.up()
+            with c.client() as k:
+                k.create_topic(1, 3)
+            c.wait_for(lambda k: k.leader(0) and len(k.snapshot().part(0).state.isr) == 3, 20, "an in-sync topic")
+            seq = produce_sequential(c, a.records)
+            print(f"produce, acks=all, 1 client, sequential: {seq:,.0f} records/s "
+                  f"({1000 / seq:.2f} ms per acknowledged write)")
+            conc = produce_concurrent(c, a.records, 8)
+            print(f"produce, acks=all, 8 clients:            {conc:,.0f} records/s")
+            times = [failover_leader(c) for _ in range(a.runs)]
+            print(f"leader failover (SIGKILL -> next acked write): median {statistics.median(times) * 1000:,.0f} ms, "
+                  f"runs {', '.join(f'{x * 1000:,.0f}' for x in times)} ms")
+            times = [failover_controller(c) for _ in range(a.runs)]
+            print(f"controller failover (SIGKILL -> new epoch elected): median "
+                  f"{statistics.median(times) * 1000:,.0f} ms, runs {', '.join(f'{x * 1000:,.0f}' for x in times)} ms")
+        finally:
+            c.down()
+    print(f"simulator (step mode, seeded scheduler): {simulator_speed():,.0f} actions/s")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

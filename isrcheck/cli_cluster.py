@@ -1,0 +1,272 @@
+"""``isrcheck cluster``: run the reference implementation as real processes on loopback.
+
+    isrcheck cluster up --brokers 3 [--zookeeper HOST:PORT]
+    isrcheck cluster create-topic --partitions 1 --replication-factor 3
+    isrcheck cluster produce --partition 0 hello world
+    isrcheck cluster consume --partition 0
+    isrcheck cluster status
+    isrcheck cluster kill --broker 1          (SIGKILL; --controller kills the active controller)
+    isrcheck cluster restart --broker 1
+    isrcheck cluster reassign --partition 0 --replicas 2,3,1
+    isrcheck cluster down
+
+The cluster lives in ``--dir`` (default ``$ISRCHECK_CLUSTER_DIR`` or ``./.isrcheck-cluster``): its
+processes' logs, data directories and ``cluster.json``. Errors are one line on stderr,
+``error: ...``, with exit status 2.
+"""
+from __future__ import annotations
+
+import json
+import os
+import signal
+from typing import Any
+
+import click
+
+from isrcheck.impl.client import ClientError
+from isrcheck.impl.cluster import ClusterError, LocalCluster
+from isrcheck.impl.config import ConfigError, load_file, to_mapping
+from isrcheck.impl.store import StoreError
+
+DEFAULT_DIR = os.environ.get("ISRCHECK_CLUSTER_DIR", ".isrcheck-cluster")
+_ERRORS = (ClusterError, ClientError, ConfigError, StoreError, OSError)
+
+
+class _Group(click.Group):
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except click.UsageError as e:  # bad input: one line, exit 2
+            click.echo(f"error: {' '.join(e.format_message().split())}", err=True)
+            ctx.exit(2)
+        except _ERRORS as e:
+            click.echo(f"error: {' '.join(str(e).split())}", err=True)
+            ctx.exit(2)
+
+
+def _fail(message: str) -> None:
+    raise click.UsageError(message)
+
+
+def _ids(text: str, what: str) -> list[int]:
+    try:
+        out = [int(x) for x in text.replace(" ", "").split(",") if x]
+    except ValueError:
+        raise click.BadParameter(f"{what} must be comma-separated broker ids, got {text!r}") from None
+    if not out or len(set(out)) != len(out) or any(b < 1 for b in out):
+        raise click.BadParameter(f"{what} must be distinct broker ids >= 1, got {text!r}")
+    return out
+
+
+dir_option = click.option("--dir", "directory", default=DEFAULT_DIR, show_default=True,
+                          help="where the cluster keeps its state, logs and data")
+
+
+@click.group("cluster", cls=_Group)
+def cluster() -> None:
+    """Run the reference implementation: brokers and controllers as processes on loopback."""
+
+
+@cluster.command("up")
+@click.option("--brokers", type=click.IntRange(1, 64), default=3, show_default=True)
+@click.option("--controllers", type=click.IntRange(1, 8), default=2, show_default=True,
+              help="controller candidates (one is elected; the others take over when it dies)")
+@click.option("--zookeeper", default=None, metavar="HOST:PORT", help="use this ZooKeeper instead of the embedded store")
+@click.option("--config", "config_file", default=None, type=click.Path(dir_okay=False),
+              help="a configuration file (specs/03-configuration.md keys)")
+@dir_option
+def up(brokers: int, controllers: int, zookeeper: str | None, config_file: str | None, directory: str) -> None:
+    """Start a cluster and wait until every broker is registered and a controller elected."""
+    if zookeeper is not None:
+        host, _, port = zookeeper.rpartition(":")
+        if not host or not port.split("/")[0].isdigit():
+            raise click.BadParameter(f"--zookeeper must be HOST:PORT, got {zookeeper!r}")
+    try:
+        existing = LocalCluster.load(directory)
+    except ClusterError:
+        existing = None
+    if existing is not None and any(existing.alive(n) for n in existing.procs):
+        _fail(f"a cluster is already running in {directory} (isrcheck cluster down first)")
+    config: dict[str, Any] = {}
+    if config_file:
+        config = to_mapping(load_file(config_file))
+        config.pop("assignment", None)
+    config["brokers"] = brokers
+    c = LocalCluster(directory, brokers=brokers, zookeeper=zookeeper, config=config, controllers=controllers)
+    try:
+        c.up()
+    except ClusterError:
+        c.down()
+        raise
+    store = c.store_spec
+    click.echo(f"cluster up in {c.dir}: {brokers} brokers, {controllers} controller candidates, store {store}")
+    _print_status(c)
+
+
+@cluster.command("down")
+@dir_option
+def down(directory: str) -> None:
+    """Stop every process of the cluster (SIGKILL)."""
+    c = LocalCluster.load(directory)
+    c.down()
+    click.echo(f"cluster in {c.dir} stopped")
+
+
+@cluster.command("status")
+@click.option("--json", "as_json", is_flag=True, help="one JSON object")
+@dir_option
+def status(as_json: bool, directory: str) -> None:
+    """Controller, brokers, and per partition: leader, ISR and HW (with each replica's LEO/HW)."""
+    c = LocalCluster.load(directory)
+    if as_json:
+        with c.client() as k:
+            st = k.status()
+        st["processes"] = {n: {"pid": p["pid"], "port": p["port"], "alive": c.alive(n)} for n, p in c.procs.items()}
+        click.echo(json.dumps(st, indent=2, default=str))
+        return
+    _print_status(c)
+
+
+def _print_status(c: LocalCluster) -> None:
+    with c.client() as k:
+        st = k.status()
+    ctl = st["controller"]
+    click.echo(f"controller: {ctl['name'] or 'none'} (epoch {ctl['epoch']})")
+    procs = []
+    for name, p in sorted(c.procs.items()):
+        procs.append(f"{name}:{p['port']}{'' if c.alive(name) else ' (down)'}")
+    click.echo("processes: " + ", ".join(procs))
+    click.echo(f"registered brokers: {', '.join(str(b) for b in st['brokers']) or 'none'}")
+    if not st["partitions"]:
+        click.echo(f"topic {st['topic']!r}: not created (isrcheck cluster create-topic)")
+        return
+    click.echo(f"topic {st['topic']!r}" + (" (being deleted)" if st["deleting"] else ""))
+    click.echo(f"{'partition':>9}  {'leader':>6}  {'isr':<12} {'hw':>5}  {'epoch':>5}  {'replicas':<12} replica leo/hw")
+    for p in st["partitions"]:
+        reps = " ".join(f"{b}:{r['leo']}/{r['hw']}{'*' if r['role'] == 'leader' else ''}"
+                        for b, r in p["replica_status"].items())
+        hw = "-" if p["hw"] is None else str(p["hw"])
+        pending = f"  -> {p['reassignment']}" if p["reassignment"] else ""
+        isr = ",".join(map(str, p["isr"])) or "-"
+        ar = ",".join(map(str, p["replicas"]))
+        click.echo(f"{p['partition']:>9}  {p['leader'] or 'none':>6}  {isr:<12} {hw:>5}  {p['leader_epoch']:>5}  "
+                   f"{ar:<12} {reps}{pending}")
+
+
+@cluster.command("create-topic")
+@click.option("--partitions", type=click.IntRange(1, 64), default=1, show_default=True)
+@click.option("--replication-factor", type=click.IntRange(1, 64), default=3, show_default=True)
+@click.option("--assignment", default=None, help="explicit replicas per partition, e.g. '1,2,3;2,3,1'")
+@dir_option
+def create_topic(partitions: int, replication_factor: int, assignment: str | None, directory: str) -> None:
+    """Create the cluster's topic (one topic per cluster, as in the model)."""
+    c = LocalCluster.load(directory)
+    ar = None
+    if assignment:
+        ar = [_ids(part, "--assignment") for part in assignment.split(";")]
+    with c.client() as k:
+        made = k.create_topic(partitions, replication_factor, ar)
+        c.wait_for(lambda k: all(k.leader(p) for p in range(len(made))), 20, "leaders for every partition")
+    click.echo(f"created topic {c.topic!r}: " + "; ".join(f"{p}: {a}" for p, a in enumerate(made)))
+
+
+@cluster.command("produce")
+@click.option("--partition", type=click.IntRange(0), default=0, show_default=True)
+@click.option("--acks", type=click.Choice(["all", "1", "0"]), default="all", show_default=True)
+@click.option("--count", type=click.IntRange(0), default=None, help="write COUNT generated values instead")
+@click.option("--timeout", type=click.FloatRange(0.1), default=10.0, show_default=True)
+@click.argument("values", nargs=-1)
+@dir_option
+def produce(partition: int, acks: str, count: int | None, timeout: float, values: tuple[str, ...],
+            directory: str) -> None:
+    """Write records; each line printed is acknowledged (with acks=all: committed to the ISR)."""
+    if count is not None and values:
+        _fail("give VALUES or --count, not both")
+    items = list(values) if count is None else [f"value-{i}" for i in range(count)]
+    if not items:
+        _fail("nothing to produce: give VALUES or --count")
+    c = LocalCluster.load(directory)
+    with c.client(timeout=timeout) as k:
+        for v in items:
+            offset, rid = k.produce(partition, v, acks=acks, timeout=timeout)
+            click.echo(f"partition {partition} offset {offset} id {rid}: {v}")
+
+
+@cluster.command("consume")
+@click.option("--partition", type=click.IntRange(0), default=0, show_default=True)
+@click.option("--offset", type=click.IntRange(0), default=0, show_default=True)
+@click.option("--max", "max_records", type=click.IntRange(1), default=1000, show_default=True)
+@dir_option
+def consume(partition: int, offset: int, max_records: int, directory: str) -> None:
+    """Read committed records (below the leader's HW)."""
+    c = LocalCluster.load(directory)
+    with c.client() as k:
+        records = k.consume(partition, offset, max_records)
+    for i, r in enumerate(records):
+        click.echo(f"{offset + i}\tepoch {r.epoch}\tid {r.id}\t{r.value}")
+
+
+@cluster.command("reassign")
+@click.option("--partition", type=click.IntRange(0), default=0, show_default=True)
+@click.option("--replicas", required=True, help="the new replica list, e.g. 2,3,1")
+@click.option("--wait/--no-wait", default=True, show_default=True)
+@dir_option
+def reassign(partition: int, replicas: str, wait: bool, directory: str) -> None:
+    """Move a partition to a new replica list (the controller's 12-step reassignment)."""
+    target = _ids(replicas, "--replicas")
+    c = LocalCluster.load(directory)
+    with c.client() as k:
+        known = set(k.brokers())
+        unknown = [b for b in target if b not in known]
+        if unknown:
+            _fail(f"--replicas names brokers that are not registered: {unknown}")
+        k.reassign(partition, target)
+    click.echo(f"reassignment of partition {partition} to {target} requested")
+    if wait:
+        c.wait_for(lambda k: list(k.snapshot(partition + 1).part(partition).replicas) == target
+                   and partition not in k.snapshot(partition + 1).reassign, 60, "the reassignment to complete")
+        click.echo("reassignment complete")
+        _print_status(c)
+
+
+@cluster.command("kill")
+@click.option("--broker", type=click.IntRange(1), default=None)
+@click.option("--controller", "controller", is_flag=True, help="the active controller")
+@click.option("--signal", "sig", type=click.Choice(["KILL", "TERM"]), default="KILL", show_default=True,
+              help="KILL is a crash; TERM asks a broker for a controlled shutdown")
+@dir_option
+def kill(broker: int | None, controller: bool, sig: str, directory: str) -> None:
+    """Kill a broker's or the active controller's process."""
+    if (broker is None) == (not controller):
+        _fail("give exactly one of --broker N or --controller")
+    c = LocalCluster.load(directory)
+    if broker is not None:
+        name = f"broker-{broker}"
+    else:
+        name = c.active_controller() or ""
+        if not name:
+            _fail("no controller is active")
+    if name not in c.procs:
+        _fail(f"no process {name!r} in this cluster")
+    if not c.alive(name):
+        _fail(f"{name} is not running")
+    c.kill(name, signal.SIGKILL if sig == "KILL" else signal.SIGTERM)
+    click.echo(f"{name} killed (SIG{sig})")
+
+
+@cluster.command("restart")
+@click.option("--broker", type=click.IntRange(1), required=True)
+@dir_option
+def restart(broker: int, directory: str) -> None:
+    """Start a stopped broker again (with its data directory as it was left)."""
+    c = LocalCluster.load(directory)
+    name = f"broker-{broker}"
+    if name not in c.procs:
+        _fail(f"no broker {broker} in this cluster")
+    if c.alive(name):
+        _fail(f"{name} is running")
+    info = c.start_broker(broker)
+    click.echo(f"{name} restarted on port {info['port']}")
+
+
+__all__ = ["cluster"]
