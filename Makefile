@@ -4,7 +4,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: check test gate-all bench clean
+.PHONY: check test gate-all bench bench-impl system-deps clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -16,8 +16,13 @@ $(STAMP): pyproject.toml
 check: $(STAMP)
 	$(VENV)/bin/isrcheck gate
 
-## test: install with test extras and run the test suite
-test: $(STAMP)
+## system-deps: what the tests need outside Python (Debian's ZooKeeper; Java for Spark), as root
+system-deps:
+	bash scripts/zookeeper.sh install
+	@if [ -f scripts/ensure-java.sh ]; then bash scripts/ensure-java.sh; fi
+
+## test: install with test extras and the system dependencies, run the test suite
+test: $(STAMP) system-deps
 	$(PY) -m pytest -q
 
 ## gate-all: the gate including the large models
@@ -27,6 +32,10 @@ gate-all: $(STAMP)
 ## bench: print throughput and memory figures for the standard models
 bench: $(STAMP)
 	$(PY) benchmarks/bench_checker.py
+
+## bench-impl: produce throughput and failover time of the reference implementation on loopback
+bench-impl: $(STAMP) system-deps
+	$(PY) benchmarks/bench_impl.py
 
 clean:
 	rm -rf $(VENV) build *.egg-info

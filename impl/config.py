@@ -27,7 +27,7 @@ Errors are :class:`ConfigError` with a one-line message.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any, Mapping
 
 TRUNCATION_RULES = ("high-watermark", "kip-101", "kip-279", "kip-320")
@@ -196,4 +196,4 @@ def load_file(path: str) -> ImplConfig:
     return from_mapping(raw)
 
 
-__all__ = ["ConfigError", "ImplConfig", "from_mapping", "to_mapping", "load_file", "check_truncation", "replace"]
+__all__ = ["ConfigError", "ImplConfig", "from_mapping", "to_mapping", "load_file", "check_truncation"]

@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .messages import StoreOp, StoreResult
-from .store import Create, Delete, NodeExists, NoNode, Op, Session, SetData, Check, StoreError
+from .store import Create, NodeExists, NoNode, Op, Session, StoreError
 
 CONTROLLER = "/controller"
 CONTROLLER_EPOCH = "/controller_epoch"
@@ -258,5 +258,3 @@ def request_preferred_election(s: Session, topic: str, p: int) -> None:
 def request_topic_deletion(s: Session, topic: str, partitions: list[int]) -> None:
     s.create(delete_path(topic), encode({"partitions": sorted(partitions)}))
 
-
-__all__ = [name for name in dir() if not name.startswith("_")] + ["Check", "Delete", "SetData"]

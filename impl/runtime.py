@@ -27,10 +27,9 @@ import time
 from typing import Any, Callable
 
 from . import layout as L
-from .frame import FrameError, MessageError, decode_message, encode_frame, encode_message, read_frame
+from .frame import FrameError, MessageError, decode_message, encode_message, read_frame
 from .messages import (
     CancelTimer,
-    Command,
     ErrorResponse,
     Notification,
     Persist,
@@ -291,10 +290,3 @@ class Runtime:
         except (FrameError, ConnectionError, OSError, asyncio.IncompleteReadError):
             return
 
-
-def encode_obj(obj: Any) -> bytes:
-    return encode_frame(obj)
-
-
-def start_command() -> Command:
-    return Command("Start")

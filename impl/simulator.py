@@ -31,6 +31,11 @@ tick per step. Two runs with the same configuration and seed produce identical e
 
 Messages can be controlled in both modes: :meth:`delay` moves a queued controller request to the back
 of its inbox, :meth:`drop` loses it.
+
+**Autonomous, in virtual time** (:class:`AutoSimulator`): the cores as the real processes run them
+(timers, watches, long-polled fetches, lag-based ISR shrink, controller candidates electing through the
+store), on a discrete-event loop in virtual milliseconds with seeded message latencies, message
+filters (drop or delay), crashes with or without power loss, and a retrying producer client.
 """
 from __future__ import annotations
 
@@ -41,7 +46,6 @@ from dataclasses import dataclass, field
 from typing import Any, Iterable
 
 from . import layout as L
-from . import tables as T
 from .broker_core import NO_LEADER, BrokerCore
 from .config import ImplConfig, from_mapping
 from .controller_core import NOT_ENABLED, ControllerCore
@@ -423,7 +427,8 @@ class Simulator:
             raise NotEnabled("only the active controller serves a controlled shutdown")
         self.broker(b)
         self._controller_cmd(proc, "ControlledShutdown", (b,))
-        self._broker_cmd(b, "CheckpointAll", ()) if self.cfg.hw_checkpoint == "periodic" else None
+        if self.cfg.hw_checkpoint == "periodic":  # the broker writes its checkpoints, flushes and stops
+            self._broker_cmd(b, "CheckpointAll", ())
         self._broker_cmd(b, "FlushAll", ())
         self._stop_broker(b, lossy=None)
 
@@ -930,7 +935,9 @@ class AutoSimulator:
                 return
             proc = self._resolve(dst)
             if proc is None:
+                self.events.append(f"t={self.now} lost {src} -> {dst}: {_short(msg)}")
                 return  # nobody there: lost
+            self.events.append(f"t={self.now} {src} -> {dst}: {_short(msg)}")
             self._feed(proc, Receive(src, msg))
         elif kind == "client-timeout":
             if payload in self._requests:

@@ -511,7 +511,8 @@ PROGRAMS: tuple[Program, ...] = (
         When(RS(DS_R), (MoveR(DOK_R),)),
     )),
     Program(
-        "ReassignPartition step 1", "ReassignPartition", "_step1_start", (), guard=Step(0, 1),
+        "ReassignPartition step 1", "ReassignPartition", "_step1_start", (),
+        guard=All(Step(0, 1), F("exists"), Not(F("deleting"))),
         free=("dropped", "in_target"), step=1,
         post={"step": IfV(FreeV("dropped"), Const(0), Const(2)),
               "in_old": IfV(FreeV("dropped"), FactV("in_old"), FactV("in_ar")),
@@ -552,6 +553,8 @@ AXIOMS: tuple[tuple[str, Cond], ...] = (
 )
 
 # ---------------------------------------------------------------------------- the context invariants
+REASSIGNING = Step(2, 3, 4, 5, 6, 7, 8, 9)
+
 INVARIANTS: tuple[tuple[str, Cond], ...] = (
     ("NotCreatedMeansNoReplicas: a NonExistentPartition has only NonExistentReplicas",
      Implies(All(F("exists"), PS(NE_P)), RS(NE_R))),
@@ -561,14 +564,16 @@ INVARIANTS: tuple[tuple[str, Cond], ...] = (
      Implies(All(F("exists"), Not(F("in_ar")), Not(F("in_view"))), RS(NE_R))),
     ("DeletedPartitionIsOffline: a started and complete deletion has its partition Offline or NonExistent",
      Implies(All(F("deleting"), F("started"), F("complete")), PS(OFF_P, NE_P))),
+    ("ReassignmentKnowsPartition: during steps 2-9 the controller knows the partition",
+     Implies(REASSIGNING, Not(PS(NE_P)))),
+    ("NoDeletionDuringReassignment: during steps 2-9 no replica is in ReplicaDeletionStarted/Successful",
+     Implies(REASSIGNING, Not(RS(DS_R, DOK_R)))),
     ("NewTargetReplicasNonExistentUntilStep3: before step 3, a replica of RAR - OAR is NonExistentReplica",
      Implies(All(Step(2, 3), F("in_new"), Not(F("in_old"))), RS(NE_R))),
-    ("TargetReplicasExistFromStep4: at steps 4-5 a replica of RAR exists and is not being deleted",
-     Implies(All(Step(4, 5), F("in_new")), Not(RS(NE_R, DS_R, DOK_R)))),
-    ("ReassignedPartitionExistsAtStep7: at step 7 the controller knows the partition",
-     Implies(Step(7), Not(PS(NE_P)))),
-    ("OldReplicasExistAtStep8: at step 8 a replica of OAR - RAR exists and is not being deleted",
-     Implies(All(Step(8), F("in_old"), Not(F("in_new"))), Not(RS(NE_R, DS_R, DOK_R)))),
+    ("TargetReplicasExistFromStep4: at steps 4-6 a replica of RAR exists",
+     Implies(All(Step(4, 5, 6), F("in_new")), Not(RS(NE_R)))),
+    ("OldReplicasExistUntilStep8: during steps 2-8 a replica of OAR - RAR exists",
+     Implies(All(Step(2, 3, 4, 5, 6, 7, 8), F("in_old"), Not(F("in_new"))), Not(RS(NE_R)))),
     ("OldReplicasOfflineAtStep9: at step 9 a replica of OAR - RAR is OfflineReplica",
      Implies(All(Step(9), F("in_old"), Not(F("in_new"))), RS(OFF_R))),
 )
@@ -764,9 +769,9 @@ def _setup(prog: Program, with_invariants: bool) -> tuple[Env, Env, dict[str, z3
     start = Env(pre.ps, pre.rs, pre.step, {**pre.facts, **frees}, z3.BoolVal(True), z3.BoolVal(False))
     if prog.context == "fresh":  # a new controller's context starts empty
         start.ps, start.rs = z3.IntVal(int(NE_P)), z3.IntVal(int(NE_R))
-    run = _Run(prog, start, symbolic=True)
-    run.run()
     premises = [_domain(pre), _axioms(pre), prog.guard.sym(start), *[a.sym(start) for a in prog.assumes]]
+    run = _Run(prog, Env(start.ps, start.rs, start.step, dict(start.facts), start.ok, start.stopped), symbolic=True)
+    run.run()
     if with_invariants and prog.context != "fresh":
         premises.append(_invariants(pre))
     return pre, start, frees, run, premises
@@ -896,10 +901,26 @@ class TransitionReport:
     assumed: list[str]  # invariants used as premises but not provable per pair (checked by tests)
 
 
-def prove_transitions(timeout: float | None = 30.0, generation: str = "kafka-0.8",
-                      progress: Progress = no_progress, with_invariants: bool = True) -> TransitionReport:
-    out: list[Obligation] = []
+def programs_for(detects_restarts: bool = False) -> tuple[Program, ...]:
+    """The programs for a protocol: without bounce detection (0.8) no broker change contains a
+    bounced broker."""
+    if detects_restarts:
+        return PROGRAMS
+    out = []
     for prog in PROGRAMS:
+        if prog.name == "ProcessBrokerChange":
+            prog = Program(prog.name, prog.action, prog.code, prog.body, prog.guard,
+                           prog.assumes + (Not(F("some_bounced")),), prog.free, prog.post, prog.context, prog.step)
+        out.append(prog)
+    return tuple(out)
+
+
+def prove_transitions(timeout: float | None = 30.0, generation: str = "kafka-0.8",
+                      progress: Progress = no_progress, with_invariants: bool = True,
+                      detects_restarts: bool = False) -> TransitionReport:
+    out: list[Obligation] = []
+    programs = programs_for(detects_restarts)
+    for prog in programs:
         progress(f"moves: {prog.name}")
         ob = check_program(prog, timeout, with_invariants)
         ob.generation = generation
@@ -909,7 +930,7 @@ def prove_transitions(timeout: float | None = 30.0, generation: str = "kafka-0.8
             if invariant_name(inv[0]) in CROSS_PAIR:
                 continue
             progress(f"invariant: {invariant_name(inv[0])}")
-            ob = check_preservation(inv, PROGRAMS + ENV_PROGRAMS, timeout)
+            ob = check_preservation(inv, programs + ENV_PROGRAMS, timeout)
             ob.generation = generation
             out.append(ob)
     return TransitionReport(out, [n for n, _ in INVARIANTS if invariant_name(n) in CROSS_PAIR])

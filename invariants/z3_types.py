@@ -445,6 +445,67 @@ class SymState:
     def equals(self, other: SymState) -> z3.BoolRef:
         return z3.And([a == b for a, b in zip(self.leaves(), other.leaves())])
 
+    def rebuild(self, leaves: Sequence[z3.ExprRef]) -> SymState:
+        """A SymState of this shape whose leaves (in :meth:`leaves` order) are ``leaves``."""
+        it = iter(leaves)
+
+        def nx() -> Any:
+            return next(it)
+
+        def log() -> SymLog:
+            n = nx()
+            ids = tuple(nx() for _ in range(self.max_records))
+            eps = tuple(nx() for _ in range(self.max_records))
+            return SymLog(n, ids, eps)
+
+        alive = {b: nx() for b in sorted(self.alive)}
+        c_live = {b: nx() for b in sorted(self.c_live)}
+        online = tuple(nx() for _ in self.partition_online)
+        zk = []
+        for z in self.zk:
+            leader = nx()
+            isr = {b: nx() for b in sorted(z.isr)}
+            zk.append(SymZkPartition(leader, isr, nx(), nx()))
+        replicas = []
+        for reps in self.replicas:
+            d = {}
+            for b in sorted(reps):
+                r = reps[b]
+                lg = log()
+                hw, ck, leader, lep = nx(), nx(), nx(), nx()
+                isr = {m: nx() for m in sorted(r.isr)}
+                zkv = nx()
+                remote = {m: nx() for m in sorted(r.remote_leo)}
+                pending = {j: nx() for j in sorted(r.pending)}
+                d[b] = SymReplica(lg, hw, ck, leader, lep, isr, zkv, remote, pending)
+            replicas.append(d)
+        inbox = {}
+        for b in sorted(self.inbox):
+            q = self.inbox[b]
+            n = nx()
+            slots = []
+            for s in q.slots:
+                kind, part, leader = nx(), nx(), nx()
+                isr = {m: nx() for m in sorted(s.isr)}
+                slots.append(SymRequest(kind, part, leader, isr, nx(), nx()))
+            inbox[b] = SymInbox(n, tuple(slots))
+        ghost = []
+        for g in self.ghost:
+            produced = nx()
+            acked = {j: nx() for j in sorted(g.acked)}
+            exposed = log()
+            position = {j: nx() for j in sorted(g.position)}
+            epoch = {j: nx() for j in sorted(g.epoch)}
+            ghost.append(SymGhost(produced, acked, exposed, position, epoch))
+        budget = {f: nx() for f in self.BUDGET_FIELDS}
+        overflow = nx()
+        return SymState(self.brokers, self.assignment, self.max_records, self.queue, alive, c_live, online,
+                        tuple(zk), tuple(replicas), inbox, tuple(ghost), budget, overflow)
+
+    def clone(self) -> SymState:
+        """A structurally separate copy with the same terms (to edit field by field)."""
+        return self.rebuild(self.leaves())
+
     # ------------------------------------------------------------------ concrete -> symbolic
     def values_of(self, s: State, extra: dict[str, Any] | None = None) -> list[tuple[z3.ExprRef, z3.ExprRef]]:
         """Pairs (leaf, value) pinning this symbolic state to the concrete model state ``s``.

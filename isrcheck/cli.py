@@ -363,3 +363,9 @@ def gallery(path: str | None) -> None:
             raise ConfigError(f"cannot write {path}: {e.strerror}") from None
     else:
         click.echo(text)
+
+
+# ---------------------------------------------------------------------------- other command groups
+from isrcheck.cli_cluster import cluster  # noqa: E402  (registered after the core commands)
+
+main.add_command(cluster)

@@ -124,9 +124,10 @@ def truncate_to_epoch_end(w: World, f: int, p: int) -> None:
     elif w.protocol.config.truncation == "kip-101":
         cut = min(end, leo)
     else:
-        mine, my_end = E.own_end(rf.epochs, leo, epoch)
-        if mine == E.UNDEFINED:  # we know no epoch that old: everything we hold is after it
-            cut, done = min(end, leo), True
+        # the follower reads its own cache with the leader's rule
+        mine, my_end = E.end_offset_kip279(rf.epochs, leo, epoch)
+        if mine == E.UNDEFINED:
+            cut, done = min(rf.hw, leo), True
         else:
             cut = min(end, my_end)
             done = mine == epoch
@@ -196,9 +197,6 @@ def produce(w: World, leader: int, p: int) -> None:
     r = r._replace(log=r.log + (make_record(rid, r.leader_epoch),), pending=r.pending | 1 << rid)
     if w.protocol.uses_leader_epochs:
         r = r._replace(epochs=E.assign(r.epochs, r.leader_epoch, len(r.log) - 1))
-    if w.protocol.config.acks == "1":  # acknowledged as soon as the leader has it
-        w.acknowledge(p, 1 << rid)
-        r = r._replace(pending=r.pending & ~(1 << rid))
     w.set_replica(leader, p, advance_hw(w, leader, p, r))
 
 

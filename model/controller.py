@@ -277,7 +277,8 @@ def on_preferred_replica_election(w: World, c: ControllerWork, p: int) -> None:
     if (_electable(w, p) and c.reassign_step[p] == 0
             and c.partition_states[p] in (PS.ONLINE, PS.OFFLINE)):
         partition_to(w, c, p, PS.ONLINE, Selector.PREFERRED_REPLICA)
-    w.preferred &= ~bit(p)
+    if not w.protocol.controller_fenced(w, c):
+        w.preferred &= ~bit(p)
 
 
 def controlled_shutdown(w: World, c: ControllerWork, b: int) -> None:
@@ -341,6 +342,8 @@ def deletion_complete(zk: Zk | World, c: Controller | ControllerWork) -> bool:
 
 
 def complete_topic_deletion(w: World, c: ControllerWork) -> None:
+    if w.protocol.controller_fenced(w, c):
+        return  # a deposed controller cannot delete znodes once writes are fenced
     for p in members(w.deleting):
         for b in w.parts[p].replicas:
             if c.replica_states[p][b - 1] == RS.DELETION_SUCCESSFUL:

@@ -89,14 +89,3 @@ def end_offset_kip279(epochs: Epochs, leo: int, asked: int) -> tuple[int, int]:
             return (asked if previous == UNDEFINED else previous), start
         previous = e
     return UNDEFINED, UNDEFINED
-
-
-def own_end(epochs: Epochs, leo: int, epoch: int) -> tuple[int, int]:
-    """A follower's view of ``epoch``: its largest epoch not larger than it, and where that ends."""
-    found, end = UNDEFINED, UNDEFINED
-    for i, (e, _) in enumerate(epochs):
-        if e > epoch:
-            break
-        found = e
-        end = epochs[i + 1][1] if i + 1 < len(epochs) else leo
-    return found, end

@@ -42,6 +42,7 @@ class CodecError(ValueError):
 
 
 _LEAF_TYPES = frozenset({int, bool})
+_ENCODER = json.JSONEncoder(separators=(",", ":"), check_circular=False, allow_nan=False)
 
 
 def _is_namedtuple(cls: Any) -> bool:
@@ -238,7 +239,7 @@ class StateCodec:
     def encode(self, state: Any) -> bytes:
         """The state as compact JSON bytes (every NamedTuple an array in field order)."""
         try:
-            return json.dumps(state, separators=(",", ":"), allow_nan=False).encode("ascii")
+            return _ENCODER.encode(state).encode("ascii")
         except (TypeError, ValueError) as e:
             raise CodecError(f"cannot encode the state: {e}") from None
 

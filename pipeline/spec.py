@@ -14,8 +14,8 @@ from typing import Any
 from isrcheck.invariants import build_model
 from isrcheck.model.config import Config, ConfigError, from_mapping
 
-#: the fingerprint scheme every file of the pipeline relies on (model.fingerprint: tuple hash)
-FINGERPRINT_SCHEME = "python-tuple-hash-64"
+from .fingerprint import SCHEME as FINGERPRINT_SCHEME
+from .fingerprint import StableModel
 
 
 def config_json(cfg: Config) -> str:
@@ -52,8 +52,9 @@ class ModelSpec:
         except ConfigError as e:
             raise ConfigError(f"{self.label}: {e}") from None
 
-    def build(self) -> Any:
-        return build_model(self.build_config(), symmetry=self.symmetry)
+    def build(self) -> StableModel:
+        """The model, with fingerprints that are the same in every process (:mod:`.fingerprint`)."""
+        return StableModel(build_model(self.build_config(), symmetry=self.symmetry))
 
     @property
     def generation(self) -> str:
@@ -64,7 +65,7 @@ _MODELS: dict[str, Any] = {}
 
 
 def model_for(spec_json: str) -> Any:
-    """The model of ``spec_json``, built once per process (Spark reuses its Python workers)."""
+    """The (stable-fingerprint) model of ``spec_json``, built once per process (Spark reuses its Python workers)."""
     m = _MODELS.get(spec_json)
     if m is None:
         if len(_MODELS) > 64:

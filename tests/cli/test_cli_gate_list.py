@@ -77,10 +77,10 @@ def test_gate_reports_a_crashing_model_and_carries_on(cli, fake_manifest, monkey
 
     real = cli_module.build_model
 
-    def build(cfg, symmetry=None):
+    def build(cfg, symmetry=None, **kwargs):
         if cfg.brokers == 2:
             raise RuntimeError("boom")
-        return real(cfg, symmetry=symmetry)
+        return real(cfg, symmetry=symmetry, **kwargs)
 
     monkeypatch.setattr(cli_module, "build_model", build)
     code, doc = cli.json("gate", "--all", "--json")

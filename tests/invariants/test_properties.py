@@ -132,9 +132,11 @@ def test_LogMatching(replicated, edit):
     longer = edit.with_replica(s, 1, 0, log=(rec(1), rec(2)), hw=2)
     assert holds("LogMatching", edit.with_replica(longer, 2, 0, log=(rec(1), rec(5)), hw=1))
     assert not holds("LogMatching", edit.with_replica(longer, 2, 0, log=(rec(1), rec(5)), hw=2))
-    # dead replicas' logs count as well
-    dead = edit.with_broker(s, 3, alive=False)
-    assert not holds("LogMatching", edit.with_replica(dead, 3, 0, log=(rec(9),), hw=1))
+    # only live in-sync replicas count: a dead one, or one outside the ISR, may hold a stale suffix
+    diverged = edit.with_replica(s, 3, 0, log=(rec(9),), hw=1)
+    assert not holds("LogMatching", diverged)
+    assert holds("LogMatching", edit.with_broker(diverged, 3, alive=False))
+    assert holds("LogMatching", edit.with_zk_partition(diverged, 0, isr=M(1, 2)))
 
 
 def test_ConsistentRead(replicated, edit):

@@ -1,0 +1,817 @@
+"""The replication protocol as a symbolic transition system (specs/08-symbolic.md#replication).
+
+:class:`Encoding` transcribes, step for step, what ``model/broker.py``, ``model/controller.py`` (broker
+change, elections, taking replicas offline) and ``model/actions.py`` do in a configuration without
+administrative operations and without controller failover: produce, fetch (one step, answering the
+leader's HW from before the fetch), HW advance and acknowledgement, ISR shrink and expansion by
+conditional writes, controller requests in per-broker FIFO queues (LeaderAndIsr, StopReplica,
+UpdateMetadata), the controller's broker-change handling with the OfflinePartition selector,
+becoming leader or follower, HW checkpoints, crashes (whole or lossy), restarts (noticed or not).
+Every action of the explicit model in such a configuration is an :class:`Instance` here, with the
+same name and arguments, so that a bounded model checking trace is replayed by the model itself
+(:func:`bmc` checks each one that way) and its length is comparable with the explicit checker's.
+
+The follower truncation rule is a parameter (:class:`TruncationRule`): the seeds' "high-watermark"
+rule is the only one the model has today; "kip-101", "kip-279" and "kip-320" are reserved names
+(:data:`PLANNED_GENERATIONS`) whose rules are to be added here together with their protocol
+variants in ``model/protocol.py``.
+
+Bounds: the shape is concrete (brokers, assignment); logs hold at most ``max_records`` records (a
+proved invariant: a record keeps its offset in every copy), request queues at most ``queue``
+requests (a step that would need more sets ``overflow``: BMC reports it, induction excludes it).
+Epochs, versions and budgets are unbounded integers.
+"""
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import z3
+
+from isrcheck.model.actions import Action, apply, enabled_actions
+from isrcheck.model.config import Config
+from isrcheck.model.kafka import initial_state
+from isrcheck.model.protocol import Protocol
+from isrcheck.model.state import State
+
+from .z3_types import (
+    REQ_LAI,
+    REQ_NONE,
+    REQ_STOP,
+    REQ_UM,
+    SymInbox,
+    SymLog,
+    SymReplica,
+    SymRequest,
+    SymState,
+    fresh_name,
+)
+
+B = z3.BoolVal
+I = z3.IntVal  # noqa: E741
+
+
+class Unsupported(ValueError):
+    """A configuration or generation the encoding does not cover; the message is one line."""
+
+
+# ============================================================================ generations
+class TruncationRule:
+    """What a protocol generation does where the generations differ (05-replication.md#protocol-generations).
+
+    ``become_follower`` is ``Protocol.become_follower`` as z3 terms; ``may_join_isr`` is
+    ``Protocol.may_join_isr``; ``fetch_allowed`` is an extra condition on Fetch (KIP-320 fences
+    fetches by leader epoch). ``matches(protocol)`` says whether a model protocol implements this
+    rule, so that BMC results can be compared with the explicit checker's.
+    """
+
+    name = ""
+    description = ""
+
+    def become_follower(self, enc: Encoding, r: SymReplica, req: SymRequest) -> SymReplica:
+        raise NotImplementedError
+
+    def may_join_isr(self, enc: Encoding, rl: SymReplica, offset: z3.ArithRef) -> z3.BoolRef:
+        return offset >= rl.hw
+
+    def fetch_allowed(self, enc: Encoding, rf: SymReplica, rl: SymReplica) -> z3.BoolRef:
+        return B(True)
+
+    def matches(self, protocol: Protocol) -> bool:
+        return False
+
+
+class HighWatermarkTruncation(TruncationRule):
+    """The seeds' rule (Kafka 0.8 to 0.10): on a change of leader, truncate the log to the HW."""
+
+    name = "high-watermark"
+    description = "truncate to the local HW on a leader change (the seeds, Kafka 0.8-0.10)"
+
+    def become_follower(self, enc: Encoding, r: SymReplica, req: SymRequest) -> SymReplica:
+        changed = r.leader != req.leader
+        log = enc.log_ite(changed, enc.trunc(r.log, r.hw), r.log)
+        return enc.follower_replica(log, imin(r.hw, log.length), r.checkpoint, req.leader, req.leader_epoch)
+
+    def matches(self, protocol: Protocol) -> bool:
+        return (type(protocol).become_follower is Protocol.become_follower
+                and type(protocol).may_join_isr is Protocol.may_join_isr)
+
+
+GENERATIONS: dict[str, TruncationRule] = {"high-watermark": HighWatermarkTruncation()}
+
+PLANNED_GENERATIONS = {
+    "kip-101": "leader epochs: the follower truncates to the end offset the leader gives for its latest epoch",
+    "kip-279": "the follower walks back epoch by epoch until leader and follower agree",
+    "kip-320": "fetch and truncation carry the current leader epoch and are fenced when stale",
+}
+
+
+def generation(name: str) -> TruncationRule:
+    if name in GENERATIONS:
+        return GENERATIONS[name]
+    if name in PLANNED_GENERATIONS:
+        raise Unsupported(f"generation {name!r} is not encoded yet (the model has no such protocol variant); "
+                          f"known: {', '.join(GENERATIONS)}")
+    raise Unsupported(f"unknown generation {name!r}; known: {', '.join(GENERATIONS)} "
+                      f"(planned: {', '.join(PLANNED_GENERATIONS)})")
+
+
+# ============================================================================ small helpers
+def imin(a: z3.ArithRef, b: z3.ArithRef) -> z3.ArithRef:
+    return z3.If(a <= b, a, b)
+
+
+def ite(c: z3.BoolRef, a: Any, b: Any) -> Any:
+    if isinstance(a, z3.ExprRef) and isinstance(b, z3.ExprRef) and a.eq(b):
+        return a
+    return z3.If(c, a, b)
+
+
+def count_true(bs: Sequence[z3.BoolRef]) -> z3.ArithRef:
+    return z3.Sum([z3.If(b, 1, 0) for b in bs]) if bs else I(0)
+
+
+def first_of(options: Sequence[tuple[z3.BoolRef, int]]) -> z3.ArithRef:
+    """The first broker id whose condition holds (0 if none): assignment order breaks ties."""
+    out: z3.ArithRef = I(0)
+    for c, b in reversed(options):
+        out = z3.If(c, I(b), out)
+    return out
+
+
+@dataclass
+class Instance:
+    """One action of the model with concrete arguments (``args``; a LossyCrash's kept lengths are
+    symbolic, in ``extra``), as a guard on a state and the state after it."""
+
+    name: str
+    args: tuple
+    kind: str  # the group in induction reports, e.g. "DeliverRequest: LeaderAndIsr, becomes follower"
+    guard: z3.BoolRef
+    effect: SymState
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def label(self) -> str:
+        return f"{self.name}({', '.join(map(str, self.args))})"
+
+
+# ============================================================================ the encoding
+class Encoding:
+    def __init__(self, cfg: Config, generation_name: str = "high-watermark", queue: int | None = None) -> None:
+        reason = unsupported_reason(cfg)
+        if reason:
+            raise Unsupported(reason)
+        self.cfg = cfg
+        self.rule = generation(generation_name)
+        self.N = cfg.brokers
+        self.P = cfg.partitions
+        self.AR = tuple(cfg.replicas_of(p) for p in range(cfg.partitions))
+        self.K = cfg.max_records
+        self.Q = queue if queue is not None else max(3, cfg.brokers + 1)
+        self.periodic = cfg.hw_checkpoint == "periodic"
+        self.protocol = Protocol(cfg)
+        self.init_state = initial_state(self.protocol)
+
+    # ------------------------------------------------------------------ states
+    def fresh(self, prefix: str) -> SymState:
+        return SymState.fresh(self.N, self.AR, self.K, self.Q, prefix)
+
+    def brokers(self) -> range:
+        return range(1, self.N + 1)
+
+    def init_pin(self, s: SymState) -> z3.BoolRef:
+        return s.pin(self.init_state)
+
+    # ------------------------------------------------------------------ logs
+    def trunc(self, lg: SymLog, n: z3.ArithRef) -> SymLog:
+        """``log[:n]``."""
+        L = imin(n, lg.length)
+        return SymLog(L, tuple(z3.If(L > i, lg.ids[i], 0) for i in range(self.K)),
+                      tuple(z3.If(L > i, lg.epochs[i], 0) for i in range(self.K)))
+
+    def log_ite(self, c: z3.BoolRef, a: SymLog, b: SymLog) -> SymLog:
+        return SymLog(ite(c, a.length, b.length), tuple(ite(c, x, y) for x, y in zip(a.ids, b.ids)),
+                      tuple(ite(c, x, y) for x, y in zip(a.epochs, b.epochs)))
+
+    def rec_eq(self, a: SymLog, b: SymLog, i: int) -> z3.BoolRef:
+        return z3.And(a.ids[i] == b.ids[i], a.epochs[i] == b.epochs[i])
+
+    def prefix_eq(self, a: SymLog, b: SymLog, n: z3.ArithRef) -> z3.BoolRef:
+        """``a[:n] == b[:n]`` (Python slices: a shorter log gives a shorter slice)."""
+        na, nb = imin(n, a.length), imin(n, b.length)
+        return z3.And(na == nb, *[z3.Implies(na > i, self.rec_eq(a, b, i)) for i in range(self.K)])
+
+    def holds_id(self, lg: SymLog, j: int) -> z3.BoolRef:
+        return z3.Or([z3.And(lg.length > i, lg.ids[i] == j) for i in range(self.K)]) if self.K else B(False)
+
+    def follower_replica(self, log: SymLog, hw: z3.ArithRef, ckpt: z3.ArithRef, leader: z3.ArithRef,
+                         epoch: z3.ArithRef) -> SymReplica:
+        """A follower's replica; its leader-only parts are filled by :meth:`_fill_follower`."""
+        return SymReplica(log, hw, ckpt, leader, epoch, {}, I(0), {}, {})
+
+    def _fill_follower(self, r: SymReplica, ar: tuple[int, ...]) -> SymReplica:
+        r.isr = {m: B(False) for m in ar}
+        r.remote_leo = {m: I(0) for m in ar}
+        r.pending = {j: B(False) for j in range(1, self.K + 1)}
+        return r
+
+    # ------------------------------------------------------------------ ghost and HW
+    def expose(self, t: SymState, p: int, log: SymLog, hw: z3.ArithRef, cond: z3.BoolRef = B(True)) -> None:
+        """World.expose: extend the longest exposed prefix if ``log[:hw]`` is longer and agrees."""
+        g = t.ghost[p]
+        e = g.exposed
+        vis = imin(hw, log.length)
+        agree = z3.And(*[z3.Implies(e.length > i, self.rec_eq(log, e, i)) for i in range(self.K)])
+        c = z3.And(cond, vis > e.length, agree)
+        g.exposed = SymLog(ite(c, vis, e.length),
+                           tuple(ite(c, z3.If(vis > i, log.ids[i], 0), e.ids[i]) for i in range(self.K)),
+                           tuple(ite(c, z3.If(vis > i, log.epochs[i], 0), e.epochs[i]) for i in range(self.K)))
+
+    def advance_hw(self, t: SymState, b: int, p: int, cond: z3.BoolRef = B(True)) -> None:
+        """broker.advance_hw for leader ``b`` (its replica in ``t``), when ``cond``."""
+        r = t.replicas[p][b]
+        new_hw: z3.ArithRef = r.log.length
+        for m in self.AR[p]:
+            if m != b:
+                new_hw = z3.If(z3.And(r.isr[m], r.remote_leo[m] < new_hw), r.remote_leo[m], new_hw)
+        c = z3.And(cond, new_hw > r.hw)
+        acks = count_true(list(r.isr.values())) >= self.cfg.min_insync_replicas
+        g = t.ghost[p]
+        for j in range(1, self.K + 1):
+            committed = z3.And(r.pending[j], z3.Or([z3.And(new_hw > i, r.log.length > i, r.log.ids[i] == j)
+                                                    for i in range(self.K)]))
+            g.acked[j] = ite(z3.And(c, acks, committed), B(True), g.acked[j])
+            r.pending[j] = ite(z3.And(c, committed), B(False), r.pending[j])
+        r.hw = ite(c, new_hw, r.hw)
+        self.expose(t, p, r.log, new_hw, c)
+
+    # ------------------------------------------------------------------ requests
+    def send(self, t: SymState, b: int, kind: int, p: int = 0, cond: z3.BoolRef = B(True)) -> None:
+        """World.send to broker ``b`` (a LeaderAndIsr carries partition ``p``'s znode as it is now)."""
+        q = t.inbox[b]
+        c = z3.And(cond, t.alive[b])
+        if kind == REQ_UM:  # not queued behind a request of the same controller epoch
+            c = z3.And(c, q.length == 0)
+        if kind == REQ_LAI:
+            z = t.zk[p]
+            req = SymRequest(I(kind), I(p), z.leader, {m: z.isr.get(m, B(False)) for m in self.brokers()},
+                             z.leader_epoch, z.version)
+        else:
+            req = SymRequest(I(kind), I(p if kind == REQ_STOP else 0), I(0), {m: B(False) for m in self.brokers()},
+                             I(0), I(0))
+        slots = []
+        for i, s in enumerate(q.slots):
+            w = z3.And(c, q.length == i)
+            slots.append(SymRequest(ite(w, req.kind, s.kind), ite(w, req.partition, s.partition),
+                                    ite(w, req.leader, s.leader), {m: ite(w, req.isr[m], s.isr[m]) for m in s.isr},
+                                    ite(w, req.leader_epoch, s.leader_epoch), ite(w, req.zk_version, s.zk_version)))
+        t.overflow = z3.Or(t.overflow, z3.And(c, q.length >= self.Q))
+        t.inbox[b] = SymInbox(ite(c, q.length + 1, q.length), tuple(slots))
+
+    def pop(self, t: SymState, b: int, k: int) -> SymRequest:
+        """Remove the request at position ``k`` of ``b``'s queue; return it."""
+        q = t.inbox[b]
+        req = q.slots[k]
+        empty = SymRequest(I(REQ_NONE), I(0), I(0), {m: B(False) for m in self.brokers()}, I(0), I(0))
+        slots = list(q.slots[:k]) + list(q.slots[k + 1:]) + [empty]
+        t.inbox[b] = SymInbox(q.length - 1, tuple(slots))
+        return req
+
+    # ------------------------------------------------------------------ controller
+    def write_leader_isr(self, t: SymState, p: int, leader: z3.ArithRef, isr: dict[int, z3.BoolRef],
+                         cond: z3.BoolRef) -> None:
+        z = t.zk[p]
+        z.leader = ite(cond, leader, z.leader)
+        z.isr = {b: ite(cond, isr[b], z.isr[b]) for b in z.isr}
+        z.leader_epoch = ite(cond, z.leader_epoch + 1, z.leader_epoch)
+        z.version = ite(cond, z.version + 1, z.version)
+
+    def broadcast_metadata(self, t: SymState, cond: z3.BoolRef) -> None:
+        for b in self.brokers():
+            self.send(t, b, REQ_UM, cond=z3.And(cond, t.c_live[b]))
+
+    def elect_offline(self, t: SymState, p: int, cond: z3.BoolRef) -> None:
+        """partition_to(ONLINE) from Offline with the OfflinePartition selector."""
+        ar = self.AR[p]
+        z = t.zk[p]
+        live = {b: t.c_live[b] for b in ar}
+        cand = {b: z3.And(live[b], z.isr[b]) for b in ar}
+        has_clean = z3.Or(list(cand.values()))
+        any_live = z3.Or(list(live.values()))
+        ok = z3.Or(has_clean, z3.And(any_live, B(self.cfg.unclean_leader_election)))
+        leader = z3.If(has_clean, first_of([(cand[b], b) for b in ar]), first_of([(live[b], b) for b in ar]))
+        isr = {b: z3.If(has_clean, cand[b], leader == b) for b in ar}
+        do = z3.And(cond, ok)
+        self.write_leader_isr(t, p, leader, isr, do)
+        t.partition_online = tuple(ite(do, B(True), o) if q == p else o for q, o in enumerate(t.partition_online))
+        for b in ar:  # LeaderAndIsr to the live assigned replicas, in AR order
+            self.send(t, b, REQ_LAI, p, z3.And(do, live[b], t.c_live[b]))
+        self.broadcast_metadata(t, do)
+
+    def elect_offline_and_new(self, t: SymState, cond: z3.BoolRef) -> None:
+        for p in range(self.P):
+            self.elect_offline(t, p, z3.And(cond, z3.Not(t.partition_online[p])))
+
+    def remove_from_isr(self, t: SymState, p: int, b: int, cond: z3.BoolRef) -> None:
+        z = t.zk[p]
+        c = z3.And(cond, z.isr[b])
+        new_leader = z3.If(z.leader == b, 0, z.leader)
+        minus = {m: (B(False) if m == b else z.isr[m]) for m in z.isr}
+        if not self.cfg.unclean_leader_election:
+            empty = z3.Not(z3.Or(list(minus.values())))
+            minus = {m: z3.If(empty, z.isr[m], minus[m]) for m in z.isr}
+        self.write_leader_isr(t, p, new_leader, minus, c)
+        for m in self.AR[p]:
+            self.send(t, m, REQ_LAI, p, z3.And(c, new_leader == m, t.c_live[m]))
+        self.broadcast_metadata(t, c)
+
+    def process_broker_change(self, s: SymState) -> SymState:
+        t = s.clone()
+        came = {b: z3.And(s.alive[b], z3.Not(s.c_live[b])) for b in self.brokers()}
+        left = {b: z3.And(s.c_live[b], z3.Not(s.alive[b])) for b in self.brokers()}
+        any_came = z3.Or(list(came.values()))
+        any_left = z3.Or(list(left.values()))
+        t.c_live = dict(s.alive)
+        # on_broker_startup(new)
+        for b in self.brokers():
+            self.send(t, b, REQ_UM, cond=came[b])
+        for p in range(self.P):
+            for b in self.AR[p]:
+                self.send(t, b, REQ_LAI, p, z3.And(came[b], t.c_live[b]))
+        self.elect_offline_and_new(t, any_came)
+        # on_broker_failure(dead)
+        for p in range(self.P):
+            z = t.zk[p]
+            leader_left = z3.Or([z3.And(z.leader == b, left[b]) for b in self.brokers()])
+            t.partition_online = tuple(ite(z3.And(any_left, leader_left), B(False), o) if q == p else o
+                                       for q, o in enumerate(t.partition_online))
+        self.elect_offline_and_new(t, any_left)
+        for p in range(self.P):
+            for b in self.AR[p]:
+                self.send(t, b, REQ_STOP, p, left[b])  # to a dead broker: dropped
+                self.remove_from_isr(t, p, b, left[b])
+        return t
+
+    # ------------------------------------------------------------------ broker requests
+    def become_leader(self, t: SymState, b: int, p: int, req: SymRequest) -> None:
+        r = t.replicas[p][b]
+        was = r.leader == b
+        r.remote_leo = {m: ite(was, v, I(0)) for m, v in r.remote_leo.items()}
+        r.pending = {j: ite(was, v, B(False)) for j, v in r.pending.items()}
+        r.leader = I(b)
+        r.leader_epoch = req.leader_epoch
+        r.isr = {m: req.isr[m] for m in self.AR[p]}
+        r.zk_version = req.zk_version
+        self.advance_hw(t, b, p)
+        self.expose(t, p, r.log, r.hw)
+
+    def become_follower(self, t: SymState, b: int, p: int, req: SymRequest) -> None:
+        r = self.rule.become_follower(self, t.replicas[p][b], req)
+        t.replicas[p][b] = self._fill_follower(r, self.AR[p])
+
+    def deliveries(self, s: SymState, b: int, k: int, name: str, args: tuple, extra_guard: z3.BoolRef,
+                   budget: str | None) -> list[Instance]:
+        out = []
+        q = s.inbox[b].slots[k]
+        base = z3.And(s.alive[b], s.inbox[b].length > k, extra_guard)
+
+        def make(kind: str, guard: z3.BoolRef, act: Callable[[SymState, SymRequest], None]) -> None:
+            t = s.clone()
+            if budget:
+                t.budget[budget] = s.budget[budget] - 1
+            req = self.pop(t, b, k)
+            act(t, req)
+            out.append(Instance(name, args, f"{name}: {kind}", z3.And(base, guard), t))
+
+        make("UpdateMetadata", q.kind == REQ_UM, lambda t, req: None)
+        for p in range(self.P):
+            if b not in self.AR[p]:
+                make("StopReplica or LeaderAndIsr for a partition it does not host",
+                     z3.And(q.partition == p, z3.Or(q.kind == REQ_STOP, q.kind == REQ_LAI)), lambda t, req: None)
+                continue
+            r = s.replicas[p][b]
+
+            def stop(t: SymState, req: SymRequest, p: int = p) -> None:
+                rr = t.replicas[p][b]
+                rr.leader = ite(rr.leader != b, I(0), rr.leader)
+
+            make("StopReplica", z3.And(q.kind == REQ_STOP, q.partition == p), stop)
+            lai = z3.And(q.kind == REQ_LAI, q.partition == p)
+            make("LeaderAndIsr, stale epoch", z3.And(lai, q.leader_epoch <= r.leader_epoch), lambda t, req: None)
+            make("LeaderAndIsr, becomes leader", z3.And(lai, q.leader_epoch > r.leader_epoch, q.leader == b),
+                 lambda t, req, p=p: self.become_leader(t, b, p, req))
+            make("LeaderAndIsr, becomes follower", z3.And(lai, q.leader_epoch > r.leader_epoch, q.leader != b),
+                 lambda t, req, p=p: self.become_follower(t, b, p, req))
+        return out
+
+    # ------------------------------------------------------------------ replication
+    def produce(self, s: SymState, b: int, p: int) -> Instance:
+        r = s.replicas[p][b]
+        g = s.ghost[p]
+        guard = z3.And(s.alive[b], r.leader == b, g.produced < self.K,
+                       count_true(list(r.isr.values())) >= self.cfg.min_insync_replicas)
+        t = s.clone()
+        rt, gt = t.replicas[p][b], t.ghost[p]
+        rid = g.produced + 1
+        gt.produced = rid
+        n = r.log.length
+        rt.log = SymLog(n + 1, tuple(z3.If(n == i, rid, r.log.ids[i]) for i in range(self.K)),
+                        tuple(z3.If(n == i, r.leader_epoch, r.log.epochs[i]) for i in range(self.K)))
+        t.overflow = z3.Or(t.overflow, n >= self.K)
+        for j in range(1, self.K + 1):
+            rt.pending[j] = z3.Or(r.pending[j], rid == j)
+            gt.position[j] = z3.If(rid == j, n, g.position[j])
+            gt.epoch[j] = z3.If(rid == j, r.leader_epoch, g.epoch[j])
+        self.advance_hw(t, b, p)
+        return Instance("Produce", (b, p), "Produce", guard, t)
+
+    def fetch(self, s: SymState, f: int, p: int, L: int) -> Instance:
+        rf, rl = s.replicas[p][f], s.replicas[p][L]
+        guard = z3.And(s.alive[f], rf.leader == L, s.alive[L], rl.leader == L, self.rule.fetch_allowed(self, rf, rl))
+        offset = rf.log.length
+        out_of_range = offset > rl.log.length
+        # OffsetOutOfRange: the follower truncates to the leader's LEO
+        a = s.clone()
+        ra = a.replicas[p][f]
+        ra.log = self.trunc(rf.log, rl.log.length)
+        ra.hw = imin(rf.hw, ra.log.length)
+        # the normal fetch
+        t = s.clone()
+        answered_hw = rl.hw
+        z = s.zk[p]
+        join = z3.And(z3.Not(rl.isr[f]), self.rule.may_join_isr(self, rl, offset))
+        write = z3.And(join, z.version == rl.zk_version)
+        zt = t.zk[p]
+        zt.isr = {m: (z3.Or(z.isr[m], write) if m == f else z.isr[m]) for m in z.isr}
+        zt.version = ite(write, z.version + 1, z.version)
+        rlt = t.replicas[p][L]
+        rlt.isr = {m: (z3.Or(rl.isr[m], write) if m == f else rl.isr[m]) for m in rl.isr}
+        rlt.zk_version = ite(write, z.version + 1, rl.zk_version)
+        rlt.remote_leo = {m: (offset if m == f else v) for m, v in rl.remote_leo.items()}
+        self.advance_hw(t, L, p)
+        rft = t.replicas[p][f]
+        log = SymLog(rl.log.length, tuple(z3.If(offset > i, rf.log.ids[i], rl.log.ids[i]) for i in range(self.K)),
+                     tuple(z3.If(offset > i, rf.log.epochs[i], rl.log.epochs[i]) for i in range(self.K)))
+        rft.log = log
+        rft.hw = imin(answered_hw, log.length)
+        return Instance("Fetch", (f, p), "Fetch", guard, self.state_ite(out_of_range, a, t))
+
+    def state_ite(self, c: z3.BoolRef, a: SymState, b: SymState) -> SymState:
+        return a.rebuild([ite(c, x, y) for x, y in zip(a.leaves(), b.leaves())])
+
+    def shrink(self, s: SymState, b: int, p: int, f: int) -> Instance:
+        r = s.replicas[p][b]
+        z = s.zk[p]
+        guard = z3.And(s.alive[b], r.leader == b, s.budget["isr_shrinks"] > 0, z.version == r.zk_version, r.isr[f])
+        t = s.clone()
+        t.budget["isr_shrinks"] = s.budget["isr_shrinks"] - 1
+        zt = t.zk[p]
+        zt.isr = {m: (B(False) if m == f else v) for m, v in z.isr.items()}
+        zt.version = z.version + 1
+        rt = t.replicas[p][b]
+        rt.isr = {m: (B(False) if m == f else v) for m, v in r.isr.items()}
+        rt.zk_version = z.version + 1
+        self.advance_hw(t, b, p)
+        return Instance("ShrinkIsr", (b, p, f), "ShrinkIsr", guard, t)
+
+    def checkpoint(self, s: SymState, b: int, p: int) -> Instance:
+        r = s.replicas[p][b]
+        t = s.clone()
+        t.replicas[p][b].checkpoint = r.hw
+        return Instance("CheckpointHighWatermark", (b, p), "CheckpointHighWatermark",
+                        z3.And(s.alive[b], r.checkpoint != r.hw), t)
+
+    def crash(self, s: SymState, b: int, lossy: bool) -> Instance:
+        field_ = "lossy_crashes" if lossy else "crashes"
+        t = s.clone()
+        t.budget[field_] = s.budget[field_] - 1
+        guard = z3.And(s.alive[b], s.budget[field_] > 0)
+        kept: dict[int, z3.ArithRef] = {}
+        shorter = []
+        for p in range(self.P):
+            if b not in self.AR[p]:
+                continue
+            r = s.replicas[p][b]
+            log = r.log
+            if lossy:
+                k = z3.Int(fresh_name(f"kept{b}.{p}"))
+                kept[p] = k
+                guard = z3.And(guard, k >= 0, k <= r.log.length)
+                shorter.append(k < r.log.length)
+                log = self.trunc(r.log, k)
+            on_disk = r.checkpoint if self.periodic else r.hw
+            hw = imin(on_disk, log.length)
+            nr = SymReplica(log, hw, hw if self.periodic else I(0), I(0), I(-1), {}, I(0), {}, {})
+            t.replicas[p][b] = self._fill_follower(nr, self.AR[p])
+        if lossy:
+            guard = z3.And(guard, z3.Or(shorter) if shorter else B(False))
+        t.alive[b] = B(False)
+        empty = SymRequest(I(REQ_NONE), I(0), I(0), {m: B(False) for m in self.brokers()}, I(0), I(0))
+        t.inbox[b] = SymInbox(I(0), tuple(empty for _ in range(self.Q)))
+        name = "LossyCrash" if lossy else "Crash"
+        return Instance(name, (b,), name, guard, t, {"kept": kept})
+
+    def restart(self, s: SymState, b: int, quick: bool) -> Instance:
+        t = s.clone()
+        t.alive[b] = B(True)
+        if quick:
+            t.budget["undetected_restarts"] = s.budget["undetected_restarts"] - 1
+            guard = z3.And(z3.Not(s.alive[b]), s.c_live[b], s.budget["undetected_restarts"] > 0)
+            return Instance("QuickRestart", (b,), "QuickRestart", guard, t)
+        return Instance("Restart", (b,), "Restart", z3.And(z3.Not(s.alive[b]), z3.Not(s.c_live[b])), t)
+
+    # ------------------------------------------------------------------ every action
+    def instances(self, s: SymState) -> list[Instance]:
+        f = self.cfg.faults
+        out: list[Instance] = []
+        for b in self.brokers():
+            out += self.deliveries(s, b, 0, "DeliverRequest", (b,), B(True), None)
+            if f.delayed_requests:
+                for k in range(1, self.Q):
+                    out += self.deliveries(s, b, k, "DeliverDelayedRequest", (b, k),
+                                           s.budget["delayed_requests"] > 0, "delayed_requests")
+            for p in range(self.P):
+                if b not in self.AR[p]:
+                    continue
+                out.append(self.produce(s, b, p))
+                if f.isr_shrinks:
+                    for m in self.AR[p]:
+                        if m != b:
+                            out.append(self.shrink(s, b, p, m))
+                for L in self.AR[p]:
+                    if L != b:
+                        out.append(self.fetch(s, b, p, L))
+                if self.periodic:
+                    out.append(self.checkpoint(s, b, p))
+        pbc = self.process_broker_change(s)
+        out.append(Instance("ProcessBrokerChange", (1,), "ProcessBrokerChange",
+                            z3.Or([s.c_live[b] != s.alive[b] for b in self.brokers()]), pbc))
+        for b in self.brokers():
+            if f.crashes:
+                out.append(self.crash(s, b, lossy=False))
+            if f.lossy_crashes:
+                out.append(self.crash(s, b, lossy=True))
+            out.append(self.restart(s, b, quick=False))
+            if f.undetected_restarts:
+                out.append(self.restart(s, b, quick=True))
+        return out
+
+    # ------------------------------------------------------------------ properties
+    def acting_leader(self, s: SymState, p: int, L: int) -> z3.BoolRef:
+        z, r = s.zk[p], s.replicas[p][L]
+        return z3.And(z.leader == L, s.alive[L], r.leader == L, r.leader_epoch == z.leader_epoch)
+
+    def properties(self, s: SymState) -> dict[str, z3.BoolRef]:
+        """The always-properties of invariants/properties.py that this fragment can break."""
+        out: dict[str, list[z3.BoolRef]] = {n: [] for n in ALWAYS}
+        for p in range(self.P):
+            ar = self.AR[p]
+            z, reps, g = s.zk[p], s.replicas[p], s.ghost[p]
+            out["LeaderInIsr"].append(z3.Implies(z.leader != 0, z3.Or([z3.And(z.leader == b, z.isr[b]) for b in ar])))
+            for b in ar:
+                out["HighWatermarkBelowLogEnd"].append(reps[b].hw <= reps[b].log.length)
+            for L in ar:
+                rl = reps[L]
+                for b in ar:
+                    if b != L:
+                        out["StrongIsr"].append(z3.Implies(
+                            z3.And(self.acting_leader(s, p, L), z.isr[b], s.alive[b]),
+                            self.prefix_eq(reps[b].log, rl.log, rl.hw)))
+            for b in ar:
+                holder = z3.And(z3.Or(z.isr[b], z.leader == b), s.alive[b])
+                out["NoCommittedWriteLost"].append(z3.Implies(holder, z3.And(
+                    [z3.Implies(g.acked[j], self.holds_id(reps[b].log, j)) for j in range(1, self.K + 1)])))
+            for i, a in enumerate(ar):
+                for c in ar[i + 1:]:
+                    n = imin(reps[a].hw, reps[c].hw)
+                    out["LogMatching"].append(z3.Implies(n > 0, self.prefix_eq(reps[a].log, reps[c].log, n)))
+                    out["OneLeaderPerEpoch"].append(z3.Not(z3.And(
+                        s.alive[a], reps[a].leader == a, s.alive[c], reps[c].leader == c,
+                        reps[a].leader_epoch == reps[c].leader_epoch)))
+            for b in ar:
+                r = reps[b]
+                n = imin(r.hw, g.exposed.length)
+                out["ConsistentRead"].append(z3.Implies(z3.And(s.alive[b], r.leader == b), z3.And(
+                    imin(n, r.log.length) == n, *[z3.Implies(n > i, self.rec_eq(r.log, g.exposed, i))
+                                                  for i in range(self.K)])))
+        return {k: z3.And(v) if v else B(True) for k, v in out.items()}
+
+    def step_properties(self, s: SymState, t: SymState) -> dict[str, z3.BoolRef]:
+        parts = []
+        for p in range(self.P):
+            parts.append(t.zk[p].leader_epoch >= s.zk[p].leader_epoch)
+            for b in self.AR[p]:
+                parts.append(z3.Implies(z3.And(s.alive[b], t.alive[b]),
+                                        t.replicas[p][b].leader_epoch >= s.replicas[p][b].leader_epoch))
+        return {"EpochsMonotonic": z3.And(parts)}
+
+    def write_committed(self, s: SymState) -> z3.BoolRef:
+        return z3.Or([g.acked[j] for g in s.ghost for j in g.acked]) if self.K else B(False)
+
+    # ------------------------------------------------------------------ concrete actions
+    def action_of(self, inst: Instance, m: z3.ModelRef) -> Action:
+        if inst.name == "LossyCrash":
+            kept = tuple(m.eval(inst.extra["kept"][p], model_completion=True).as_long() if p in inst.extra["kept"] else 0
+                         for p in range(self.P))
+            return Action("LossyCrash", (inst.args[0], kept))
+        return Action(inst.name, inst.args)
+
+
+ALWAYS = ("LeaderInIsr", "HighWatermarkBelowLogEnd", "StrongIsr", "NoCommittedWriteLost", "LogMatching",
+          "ConsistentRead", "OneLeaderPerEpoch")
+TRANSITION = ("EpochsMonotonic",)
+NOT_ENCODED = {
+    "IsrSubsetOfReplicas": "holds by construction: the encoding's ISRs range over the assigned brokers",
+    "ReassignmentRecoverable": "no reassignment in this fragment",
+    "OnlyValidTransitions": "covered by `isrcheck prove transitions`; in this fragment every move is "
+                            "Online <-> Offline",
+}
+
+
+def unsupported_reason(cfg: Config) -> str:
+    """Why ``cfg`` is outside the fragment the encoding covers ('' when it is inside)."""
+    o, f = cfg.operations, cfg.faults
+    if o.reassignments:
+        return "the symbolic encoding does not cover reassignments (operations.reassignments)"
+    if o.preferred_elections:
+        return "the symbolic encoding does not cover preferred elections (operations.preferred_elections)"
+    if o.controlled_shutdowns:
+        return "the symbolic encoding does not cover controlled shutdown (operations.controlled_shutdowns)"
+    if o.topic_deletions:
+        return "the symbolic encoding does not cover topic deletion (operations.topic_deletions)"
+    if o.topic_creation:
+        return "the symbolic encoding does not cover topic creation (operations.topic_creation)"
+    if f.controller_failovers:
+        return "the symbolic encoding does not cover controller failover (faults.controller_failovers)"
+    if cfg.max_records > 6:
+        return "the symbolic encoding covers at most 6 records (max_records)"
+    return ""
+
+
+# ============================================================================ bounded model checking
+@dataclass
+class BmcResult:
+    depth: int
+    obligations: list[Any]
+    witnessed: dict[str, int | None]
+    overflow_depth: int | None
+    seconds: float
+
+
+def _decode_trace(enc: Encoding, m: z3.ModelRef, acts: list[z3.ArithRef],
+                  steps: list[list[Instance]]) -> list[Action]:
+    out = []
+    for t, a in enumerate(acts):
+        k = m.eval(a, model_completion=True).as_long()
+        out.append(enc.action_of(steps[t][k], m))
+    return out
+
+
+def replay(enc: Encoding, actions: Sequence[Action]) -> list[State]:
+    """Run a BMC trace through the model itself; every action must be enabled."""
+    states = [enc.init_state]
+    s = enc.init_state
+    for i, a in enumerate(actions):
+        if a not in enabled_actions(enc.protocol, s):
+            raise RuntimeError(f"the encoding disagrees with the model: step {i + 1}, {a}, is not enabled "
+                               f"in the model (please report)")
+        s = apply(enc.protocol, s, a)
+        states.append(s)
+    return states
+
+
+class Unroller:
+    """States s_0 .. s_d as fresh constants, s_0 the initial state, each step one action."""
+
+    def __init__(self, enc: Encoding, solver: z3.Solver) -> None:
+        self.enc = enc
+        self.solver = solver
+        self.states = [enc.fresh("s0")]
+        solver.add(enc.init_pin(self.states[0]))
+        self.acts: list[z3.ArithRef] = []
+        self.steps: list[list[Instance]] = []
+
+    def extend(self) -> None:
+        enc = self.enc
+        t = len(self.acts)
+        s = self.states[-1]
+        insts = enc.instances(s)
+        nxt = enc.fresh(f"s{t + 1}")
+        act = z3.Int(f"act{t}")
+        self.solver.add(act >= 0, act < len(insts))
+        cur = s.leaves()
+        effects = [i.effect.leaves() for i in insts]
+        for k, inst in enumerate(insts):
+            self.solver.add(z3.Implies(act == k, inst.guard))
+        for j, leaf in enumerate(nxt.leaves()):
+            term = cur[j]
+            for k in reversed(range(len(insts))):
+                e = effects[k][j]
+                if not e.eq(cur[j]):
+                    term = z3.If(act == k, e, term)
+            self.solver.add(leaf == term)
+        self.states.append(nxt)
+        self.acts.append(act)
+        self.steps.append(insts)
+
+
+__all__ = ["Encoding", "Instance", "TruncationRule", "GENERATIONS", "PLANNED_GENERATIONS", "Unsupported",
+           "unsupported_reason", "generation", "ALWAYS", "TRANSITION", "NOT_ENCODED", "Unroller", "replay"]
+
+
+def _property_holds(name: str, states: Sequence[State]) -> bool:
+    from .properties import ALL_PROPERTIES
+
+    prop = next(p for p in ALL_PROPERTIES if p.name == name)
+    if prop.kind == "transition":
+        return prop.check(states[-2], states[-1])
+    return prop.check(states[-1])
+
+
+def bmc(cfg: Config, depth: int, generation_name: str = "high-watermark", timeout: float | None = None,
+        queue: int | None = None, progress: Callable[[str], None] = lambda _: None,
+        label: str = "") -> BmcResult:
+    """Bounded model checking: for each property, the shortest violation within ``depth`` steps.
+
+    Every counterexample is replayed by the model (it must be enabled step by step and break the
+    property concretely), so a REFUTED verdict never rests on the encoding alone.
+    """
+    from .z3_verdicts import Obligation, Verdict, new_solver
+
+    enc = Encoding(cfg, generation_name, queue)
+    solver = new_solver(timeout)
+    start = time.perf_counter()
+    un = Unroller(enc, solver)
+    remaining = list(ALWAYS) + list(TRANSITION)
+    found: dict[str, tuple[int, list[Action], list[State], float]] = {}
+    unknown_at: int | None = None
+    overflow_at: int | None = None
+    witnessed: dict[str, int | None] = {"WriteCommitted": None} if cfg.max_records else {}
+    last_depth = -1
+    for d in range(depth + 1):
+        if d:
+            progress(f"depth {d}/{depth}: unrolling")
+            un.extend()
+        s = un.states[d]
+        progress(f"depth {d}/{depth}: {len(remaining)} properties open")
+        r = solver.check(s.overflow)
+        if r == z3.sat:
+            overflow_at = d
+            break
+        if r != z3.unsat:
+            unknown_at = d
+            break
+        props = enc.properties(s)
+        if d:
+            props.update(enc.step_properties(un.states[d - 1], s))
+        while True:
+            open_ = [n for n in remaining if n in props]
+            if not open_:
+                break
+            q_start = time.perf_counter()
+            goal = z3.Or([z3.Not(props[n]) for n in open_])
+            r = solver.check(goal)
+            if r == z3.unsat:
+                break
+            if r != z3.sat:
+                unknown_at = d
+                break
+            m = solver.model()
+            broken = [n for n in open_ if z3.is_false(m.eval(props[n], model_completion=True))]
+            actions = _decode_trace(enc, m, un.acts, un.steps)
+            states = replay(enc, actions)
+            for n in broken:
+                if _property_holds(n, states):
+                    raise RuntimeError(f"the encoding disagrees with the model: {n} is broken after "
+                                       f"{', '.join(map(str, actions))} in the encoding but not in the model "
+                                       f"(please report)")
+                found[n] = (d, actions, states, time.perf_counter() - q_start)
+                remaining.remove(n)
+        if unknown_at is not None:
+            break
+        if "WriteCommitted" in witnessed and witnessed["WriteCommitted"] is None:
+            if solver.check(enc.write_committed(s)) == z3.sat:
+                witnessed["WriteCommitted"] = d
+        last_depth = d
+    seconds = time.perf_counter() - start
+    gen = enc.rule.name
+    obligations: list[Obligation] = []
+    for n in list(ALWAYS) + list(TRANSITION):
+        if n in found:
+            d, actions, states, secs = found[n]
+            ob = Obligation("bmc", n, gen, Verdict.REFUTED, secs, f"executions of at most {depth} steps",
+                            detail=f"shortest violation: {d} steps")
+            ob.counterexample = {"length": d, "actions": [str(a) for a in actions]}
+            ob.lines = [f"{i + 1:>3}. {a}" for i, a in enumerate(actions)]
+            ob.extra_states = states  # type: ignore[attr-defined]
+        elif last_depth >= 0 and (unknown_at is None and overflow_at is None):
+            ob = Obligation("bmc", n, gen, Verdict.PROVED, seconds, f"every execution of at most {depth} steps")
+        else:
+            reason = (f"request queues overflow the encoding's capacity ({enc.Q}) at depth {overflow_at}"
+                      if overflow_at is not None else f"z3 gave up at depth {unknown_at}")
+            scope = f"holds for every execution of at most {last_depth} steps" if last_depth >= 0 else ""
+            ob = Obligation("bmc", n, gen, Verdict.UNKNOWN, seconds, scope, detail=reason)
+        obligations.append(ob)
+    return BmcResult(depth, obligations, witnessed, overflow_at, seconds)

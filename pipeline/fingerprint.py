@@ -1,0 +1,70 @@
+"""Fingerprints that are the same in every process.
+
+The engine fingerprints a state with Python's ``hash`` of its tuple of ints (``model.fingerprint``).
+That is deterministic across processes for ints, bools and tuples — but **not for ``None`` before
+Python 3.12**: ``hash(None)`` is derived from None's address, which address-space randomisation
+changes in every process (``python3.11 -c 'print(hash(None))'`` twice). Model states hold ``None``
+(no deposed controller, a broker hosting no replica), so on Python 3.11 the driver and Spark's
+Python workers disagree about fingerprints. (Forked workers inherit the parent's address space,
+which is why a fork-based parallel checker does not notice.)
+
+:class:`StableModel` wraps a model and keeps everything but the fingerprint. On Python 3.12 and
+later it uses ``model.fingerprint`` itself; before, it uses the first 8 bytes of BLAKE2b over the
+state's compact JSON (the canonical representative's, when the model uses symmetry reduction, as
+``model.fingerprint`` does). Both are 64-bit and define the same equivalence on this project's
+states (ints, bools, tuples and None; IntEnums serialise as their ints). :data:`SCHEME` names the
+one in use; run directories and corpora record it.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import sys
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+NONE_HASH_IS_STABLE = sys.version_info >= (3, 12)
+SCHEME = "python-hash-64" if NONE_HASH_IS_STABLE else "blake2b-64-json"
+
+_ENCODER = json.JSONEncoder(separators=(",", ":"), check_circular=False, allow_nan=False)
+
+
+def stable_digest(value: Any) -> int:
+    """A signed 64-bit digest of ``value``'s compact JSON, the same in every process."""
+    data = _ENCODER.encode(value).encode("ascii")
+    return int.from_bytes(hashlib.blake2b(data, digest_size=8).digest(), "little", signed=True)
+
+
+class StableModel:
+    """``model`` with a process-independent :meth:`fingerprint` (see the module docstring)."""
+
+    def __init__(self, model: Any, *, force_digest: bool = False) -> None:
+        self.model = model
+        self.use_digest = force_digest or not NONE_HASH_IS_STABLE
+        self.scheme = "blake2b-64-json" if self.use_digest else "python-hash-64"
+        if getattr(model, "symmetry", False):
+            from isrcheck.model.symmetry import canonical
+
+            self._key = canonical
+        else:
+            self._key = None
+
+    def __getattr__(self, name: str) -> Any:  # config, protocol, symmetry, ...
+        return getattr(self.model, name)
+
+    def init_states(self) -> Sequence[Any]:
+        return self.model.init_states()
+
+    def actions(self, state: Any) -> Iterable[Any]:
+        return self.model.actions(state)
+
+    def next_state(self, state: Any, action: Any) -> Any:
+        return self.model.next_state(state, action)
+
+    def properties(self) -> Sequence[Any]:
+        return self.model.properties()
+
+    def fingerprint(self, state: Any) -> int:
+        if not self.use_digest:
+            return self.model.fingerprint(state)
+        return stable_digest(state if self._key is None else self._key(state))
