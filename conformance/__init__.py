@@ -1,0 +1,1 @@
+"""Conformance: the only package importing both the model and the implementation."""
