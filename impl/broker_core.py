@@ -14,11 +14,23 @@ What the broker does, in the seeds' design:
   ignored unless its leader epoch is higher than the replica's, and makes the broker leader or
   follower. StopReplica stops fetching (or deletes the replica, answering the controller that asked).
 - **Becoming follower** truncates the log to the HW when the leader changed (``truncation =
-  "high-watermark"``); the HW becomes min(HW, LEO).
+  "high-watermark"``); the HW becomes min(HW, LEO). From ``kip-101`` on the log is kept and a
+  follower with a non-empty log reconciles first (on a leader change; under ``kip-320`` on every
+  leader-epoch change): its replica moves to ``ask-epoch-end``.
 - **Fetch**: the follower asks from its LEO; the leader records the follower's LEO, may add it to the
   ISR by a write conditional on the znode version it knows (fetch offset >= HW, and only replicas
-  of its assignment may fetch), advances its HW, and answers with the records and the HW it had
-  *before* counting this fetch. The follower appends and takes min(that HW, its LEO).
+  of its assignment may fetch; under ``kip-320`` also >= the start of the leader's current epoch,
+  KAFKA-7128), advances its HW, and answers with the records and the HW it had *before* counting
+  this fetch. The follower appends and takes min(that HW, its LEO).
+- **Leader epochs** (``truncation`` = ``kip-101``, ``kip-279``, ``kip-320``; :mod:`.epoch_cache`): every
+  replica keeps a leader-epoch cache on disk (``Persist("epochs", p, entries)``), extended when a
+  leader takes over and when records of a newer epoch are appended, cut with the log. A reconciling
+  follower sends :class:`~.messages.OffsetsForLeaderEpochRequest` about its latest epoch; the leader
+  answers by its generation's rule; the answer waits in the replica (``truncate-pending``) until the
+  follower applies it (``Command("TruncateToEpochEndOffset")``, or at once when autonomous): it cuts
+  its log and cache, then fetches, or under ``kip-279``/``kip-320`` may walk back and ask again.
+  Under ``kip-320`` fetches and epoch queries carry the follower's leader epoch, and a leader answers
+  ``FencedLeaderEpoch`` (older) or ``UnknownLeaderEpoch`` (newer) unless it equals its own.
 - **Commit**: the HW is the smallest LEO of the ISR; records below it are committed and their
   producers acknowledged (acks=all), unless the ISR is below ``min_insync_replicas``
   (NotEnoughReplicasAfterAppend). Produce is refused while the ISR is that small.
@@ -34,6 +46,7 @@ import itertools
 from dataclasses import dataclass, field
 from typing import Any
 
+from . import epoch_cache as EC
 from . import layout as L
 from .config import ImplConfig, check_truncation
 from .messages import (
@@ -49,6 +62,8 @@ from .messages import (
     LeaderAndIsr,
     MetadataRequest,
     MetadataResponse,
+    OffsetsForLeaderEpochRequest,
+    OffsetsForLeaderEpochResponse,
     Persist,
     ProduceRequest,
     ProduceResponse,
@@ -70,6 +85,10 @@ from .store import NodeExists, NoNode
 
 NO_LEADER = 0
 UNKNOWN_EPOCH = -1
+# a follower's reconciliation state (specs/05-replication.md#reconciling-a-follower)
+FETCHING = "fetching"
+ASK_EPOCH_END = "ask-epoch-end"
+TRUNCATE_PENDING = "truncate-pending"
 ACTIVE_CONTROLLER = controller(0)  # the driver resolves epoch 0 to the active controller
 
 
@@ -92,9 +111,13 @@ class Replica:
     pending: dict[int, tuple[Any, int, int]] = field(default_factory=dict)  # record id -> (client, request id, offset)
     isr_write: tuple[int, frozenset[int], Any] | None = None  # (token, new ISR, continuation)
     parked: dict[int, tuple[Any, FetchRequest]] = field(default_factory=dict)  # leader: waiting fetches
-    fetching: bool = False  # follower: a fetch is in flight (autonomous mode)
+    fetching: bool = False  # follower: a fetch or an epoch query is in flight (autonomous mode)
     fetch_sent_at: int = 0
     dirty: bool = False  # appended or truncated since the last flush
+    # leader epochs (kip-101 on): the cache (on disk), the reconciliation state and the held answer
+    epochs: list[tuple[int, int]] = field(default_factory=list)
+    fetch_state: str = FETCHING
+    answer: tuple[int, int] | None = None  # (epoch, end offset) while truncate-pending
 
     @property
     def leo(self) -> int:
@@ -108,10 +131,12 @@ class Replica:
 
 @dataclass
 class DiskImage:
-    """What a broker finds on disk at start-up: each partition's log and the checkpoint file."""
+    """What a broker finds on disk at start-up: each partition's log, the HW checkpoint file and each
+    partition's leader-epoch checkpoint."""
 
     logs: dict[int, list[Record]] = field(default_factory=dict)
     checkpoints: dict[int, int] = field(default_factory=dict)
+    epochs: dict[int, list[tuple[int, int]]] = field(default_factory=dict)
 
 
 class BrokerCore:
@@ -136,6 +161,9 @@ class BrokerCore:
         self._out: list[Any] = []
         self._shutdown_attempts = 0
         self._cut_checkpoints: list[int] = []
+        self._cut_epochs: list[int] = []
+        self.leader_epochs = config.truncation != "high-watermark"  # replicas keep a leader-epoch cache
+        self.fenced = config.truncation == "kip-320"  # fetches and epoch queries carry the leader epoch
 
     @classmethod
     def recover(cls, config: ImplConfig, broker_id: int, image: DiskImage, **kw: Any) -> BrokerCore:
@@ -143,9 +171,15 @@ class BrokerCore:
         core = cls(config, broker_id, **kw)
         for p, log in sorted(image.logs.items()):
             hw = min(image.checkpoints.get(p, 0), len(log))
-            core.replicas[p] = Replica(log=list(log), hw=hw, ckpt=hw)
+            r = Replica(log=list(log), hw=hw, ckpt=hw)
+            core.replicas[p] = r
             if image.checkpoints.get(p, 0) != hw:
                 core._cut_checkpoints.append(p)  # the file names an offset beyond the log: rewrite it
+            if core.leader_epochs:
+                # the cache survives with the log, less the entries at or beyond the surviving LEO
+                r.epochs = [(int(e), int(s)) for e, s in image.epochs.get(p, [])]
+                if EC.cut(r.epochs, r.leo):
+                    core._cut_epochs.append(p)
         return core
 
     # ------------------------------------------------------------------ driver interface
@@ -174,7 +208,9 @@ class BrokerCore:
         for p, r in sorted(self.replicas.items()):
             role = "leader" if r.leader == self.id else ("follower" if r.leader != NO_LEADER else "none")
             reps[p] = {"present": True, "log": [{"id": x.id, "epoch": x.epoch} for x in r.log], "leo": r.leo,
-                       "hw": r.hw, "leader_epoch": r.leader_epoch, "role": role}
+                       "hw": r.hw, "leader_epoch": r.leader_epoch, "role": role,
+                       "epochs": [{"epoch": e, "start_offset": s} for e, s in r.epochs],
+                       "fetch_state": r.fetch_state}
         return {"id": self.id, "alive": True, "controller_epoch": self.controller_epoch, "replicas": reps}
 
     # ------------------------------------------------------------------ helpers
@@ -198,16 +234,30 @@ class BrokerCore:
         self._out.append(Persist("checkpoint", p, r.hw))
 
     def _truncate(self, p: int, r: Replica, length: int) -> None:
+        """Cut the log to ``length`` records, and the leader-epoch cache with it (entries starting at
+        ``length`` or later go, even when the log already has that length)."""
         if length < r.leo:
             del r.log[length:]
             r.dirty = True
             self._out.append(Persist("truncate", p, length))
+        if EC.cut(r.epochs, length):
+            self._persist_epochs(p, r)
 
     def _append(self, p: int, r: Replica, records: list[Record]) -> None:
         if records:
+            first = r.leo
             r.log.extend(records)
             r.dirty = True
             self._out.append(Persist("append", p, tuple(records)))
+            if self.leader_epochs and EC.assign_records(r.epochs, first, (x.epoch for x in records)):
+                self._persist_epochs(p, r)
+
+    def _assign_epoch(self, p: int, r: Replica, epoch: int, start: int) -> None:
+        if self.leader_epochs and EC.assign(r.epochs, epoch, start):
+            self._persist_epochs(p, r)
+
+    def _persist_epochs(self, p: int, r: Replica) -> None:
+        self._out.append(Persist("epochs", p, tuple(r.epochs)))
 
     # ------------------------------------------------------------------ commands
     def _command(self, cmd: Command) -> None:
@@ -216,6 +266,9 @@ class BrokerCore:
             for p in self._cut_checkpoints:
                 self._checkpoint(p, self.replicas[p])
             self._cut_checkpoints = []
+            for p in self._cut_epochs:
+                self._persist_epochs(p, self.replicas[p])
+            self._cut_epochs = []
             self._register()
             if self.autonomous:
                 self._out.append(SetTimer("checkpoint", self.cfg.hw_checkpoint_interval_ms))
@@ -223,6 +276,10 @@ class BrokerCore:
                 self._out.append(SetTimer("lag", max(1, self.cfg.replica_lag_time_max_ms // 2)))
         elif name == "Fetch":
             self._fetch(int(args[0]))
+        elif name == "OffsetsForLeaderEpoch":
+            self._ask_epoch_end(int(args[0]))
+        elif name == "TruncateToEpochEndOffset":
+            self._truncate_to_epoch_end(int(args[0]))
         elif name == "ShrinkIsr":
             self._shrink(int(args[0]), (int(args[1]),))
         elif name == "CheckpointHighWatermark":
@@ -253,9 +310,14 @@ class BrokerCore:
             p = t.key
             r = self.replicas.get(p)
             # a fetch whose answer never came (a lost connection) is given up after a timeout
-            if r is not None and r.leader not in (NO_LEADER, self.id) and (
+            if r is not None and r.fetch_state == TRUNCATE_PENDING:
+                self._truncate_to_epoch_end(p)  # (an answer is applied on arrival; this is a safety net)
+            elif r is not None and r.leader not in (NO_LEADER, self.id) and (
                     not r.fetching or self.now - r.fetch_sent_at >= self.fetch_timeout_ms):
-                self._fetch(p)
+                if r.fetch_state == ASK_EPOCH_END:
+                    self._ask_epoch_end(p)
+                else:
+                    self._fetch(p)
         elif t.name == "checkpoint":
             if self.cfg.hw_checkpoint == "periodic":
                 for p, r in sorted(self.replicas.items()):
@@ -283,10 +345,14 @@ class BrokerCore:
             r = self.replicas.get(p)
             if r is not None and f in r.parked:
                 frm, m = r.parked.pop(f)
-                if r.leader == self.id:
-                    self._send(frm, FetchResponse(p, self.id, m.offset, "", tuple(r.log[m.offset:]), r.hw, r.leo))
+                if r.leader != self.id:
+                    self._send(frm, FetchResponse(p, self.id, m.offset, "NotLeader", leader_epoch=m.leader_epoch))
+                elif self._epoch_error(m.leader_epoch, r):
+                    self._send(frm, FetchResponse(p, self.id, m.offset, self._epoch_error(m.leader_epoch, r),
+                                                  leader_epoch=m.leader_epoch))
                 else:
-                    self._send(frm, FetchResponse(p, self.id, m.offset, "NotLeader"))
+                    self._send(frm, FetchResponse(p, self.id, m.offset, "", tuple(r.log[m.offset:]), r.hw, r.leo,
+                                                  m.leader_epoch))
         elif t.name == "register":
             self._register()
         elif t.name == "shutdown-retry":
@@ -309,6 +375,10 @@ class BrokerCore:
             self._serve_fetch(frm, msg)
         elif isinstance(msg, FetchResponse):
             self._fetched(msg)
+        elif isinstance(msg, OffsetsForLeaderEpochRequest):
+            self._serve_epoch_query(frm, msg)
+        elif isinstance(msg, OffsetsForLeaderEpochResponse):
+            self._epoch_answered(msg)
         elif isinstance(msg, ProduceRequest):
             self._produce(frm, msg)
         elif isinstance(msg, ConsumeRequest):
@@ -358,13 +428,24 @@ class BrokerCore:
         r.zk_version = m.zk_version
         r.state_controller_epoch = m.state_controller_epoch
         r.assigned = tuple(m.replicas)
+        # kip-101 on: the new epoch starts at the LEO (unless the cache holds it or a later one), and a
+        # reconciliation under way is abandoned: the log as it stands is the history it leads with
+        self._assign_epoch(p, r, m.leader_epoch, r.leo)
+        r.fetch_state, r.answer = FETCHING, None
         for b in r.isr:
             r.caught_up_at.setdefault(b, self.now)
         self._advance_hw(p, r)
 
     def _become_follower(self, p: int, r: Replica, m: LeaderAndIsr) -> None:
-        if r.leader != m.leader:  # the seeds' rule: truncate to the HW on a change of leader
-            self._truncate(p, r, r.hw)
+        if not self.leader_epochs:
+            if r.leader != m.leader:  # the seeds' rule: truncate to the HW on a change of leader
+                self._truncate(p, r, r.hw)
+        elif r.leader != m.leader or (self.fenced and r.leader_epoch != m.leader_epoch):
+            # kip-101/kip-279: keep the log and reconcile with the new leader before fetching;
+            # kip-320 (KAFKA-7164): on every change of leader epoch. An empty log has nothing to reconcile.
+            r.fetch_state = ASK_EPOCH_END if r.log else FETCHING
+            r.answer = None
+        # (same leader under kip-101/kip-279: a reconciliation under way goes on, a held answer stays)
         self._set_hw(p, r, min(r.hw, r.leo))
         if r.leader == self.id:
             self._fail_pending(r, "NotLeader")
@@ -459,21 +540,41 @@ class BrokerCore:
         if r is None or r.leader != self.id:
             self._send(frm, FetchResponse(p, self.id, m.offset, "NotLeader"))
             return
+        error = self._epoch_error(m.leader_epoch, r)
+        if error:  # kip-320: a fetch of another leader epoch is fenced and changes nothing
+            self._send(frm, FetchResponse(p, self.id, m.offset, error, leader_epoch=m.leader_epoch))
+            return
         if f not in r.assigned:
-            self._send(frm, FetchResponse(p, self.id, m.offset, "UnknownReplica"))
+            self._send(frm, FetchResponse(p, self.id, m.offset, "UnknownReplica", leader_epoch=m.leader_epoch))
             return
         if m.offset > r.leo:
-            self._send(frm, FetchResponse(p, self.id, m.offset, "OffsetOutOfRange", leader_leo=r.leo))
+            self._send(frm, FetchResponse(p, self.id, m.offset, "OffsetOutOfRange", leader_leo=r.leo,
+                                          leader_epoch=m.leader_epoch))
             return
         answered_hw = r.hw  # the response carries the HW from before this fetch is counted
         r.remote_leo[f] = m.offset
         if m.offset >= r.leo:
             r.caught_up_at[f] = self.now
         reply = (frm, m, answered_hw)
-        if f not in r.isr and m.offset >= r.hw and r.isr_write is None:  # may join the ISR
+        if f not in r.isr and self._may_join_isr(r, m.offset) and r.isr_write is None:
             self._write_isr(p, r, r.isr | {f}, ("fetch", reply))
             return
         self._answer_fetch(p, r, reply)
+
+    def _epoch_error(self, follower_epoch: int, r: Replica) -> str:
+        """kip-320: a fetch or epoch query is served only with the leader's own leader epoch."""
+        if not self.fenced or follower_epoch == r.leader_epoch:
+            return ""
+        return "FencedLeaderEpoch" if follower_epoch < r.leader_epoch else "UnknownLeaderEpoch"
+
+    def _may_join_isr(self, r: Replica, offset: int) -> bool:
+        """The fetch offset reached the leader's HW; under kip-320 also the start of the leader's current
+        epoch in its cache (KAFKA-7128; no bound when the cache does not hold that epoch)."""
+        if offset < r.hw:
+            return False
+        if self.fenced:
+            return offset >= EC.start_of(r.epochs, r.leader_epoch)
+        return True
 
     def _answer_fetch(self, p: int, r: Replica, reply: tuple[Any, FetchRequest, int]) -> None:
         frm, m, answered_hw = reply
@@ -484,16 +585,19 @@ class BrokerCore:
             r.parked[m.follower] = (frm, m)
             self._out.append(SetTimer("fetch-wait", self.fetch_wait_ms, (p, m.follower)))
             return
-        self._send(frm, FetchResponse(p, self.id, m.offset, "", tuple(r.log[m.offset:]), answered_hw, r.leo))
+        self._send(frm, FetchResponse(p, self.id, m.offset, "", tuple(r.log[m.offset:]), answered_hw, r.leo,
+                                      m.leader_epoch))
 
     def _release_parked(self, p: int, r: Replica, error: str = "") -> None:
         """Answer every held fetch of ``p`` (new records, a new HW, or no longer the leader)."""
         for f, (frm, m) in sorted(r.parked.items()):
             self._out.append(CancelTimer("fetch-wait", (p, f)))
-            if error:
-                self._send(frm, FetchResponse(p, self.id, m.offset, error))
+            err = error or self._epoch_error(m.leader_epoch, r)
+            if err:
+                self._send(frm, FetchResponse(p, self.id, m.offset, err, leader_epoch=m.leader_epoch))
             else:
-                self._send(frm, FetchResponse(p, self.id, m.offset, "", tuple(r.log[m.offset:]), r.hw, r.leo))
+                self._send(frm, FetchResponse(p, self.id, m.offset, "", tuple(r.log[m.offset:]), r.hw, r.leo,
+                                              m.leader_epoch))
         r.parked = {}
 
     def _write_isr(self, p: int, r: Replica, isr: frozenset[int], then: Any) -> None:
@@ -531,11 +635,11 @@ class BrokerCore:
     # ------------------------------------------------------------------ replication: follower side
     def _fetch(self, p: int) -> None:
         r = self.replicas.get(p)
-        if r is None or r.leader in (NO_LEADER, self.id):
+        if r is None or r.leader in (NO_LEADER, self.id) or r.fetch_state != FETCHING:
             return
         r.fetching = True
         r.fetch_sent_at = self.now
-        self._send(broker(r.leader), FetchRequest(p, self.id, r.leo))
+        self._send(broker(r.leader), FetchRequest(p, self.id, r.leo, r.leader_epoch))
         if self.autonomous:  # the watchdog: retried if no answer comes (replaced by the next SetTimer)
             self._out.append(SetTimer("fetch", self.fetch_timeout_ms, p))
 
@@ -546,7 +650,9 @@ class BrokerCore:
             return  # the follower moved on meanwhile
         r.fetching = False
         got = 0
-        if m.error == "OffsetOutOfRange":
+        if r.fetch_state != FETCHING or (self.fenced and m.leader_epoch != r.leader_epoch):
+            pass  # asked before a LeaderAndIsr that started a reconciliation (or a new epoch): stale
+        elif m.error == "OffsetOutOfRange":
             self._truncate(p, r, m.leader_leo)
             self._set_hw(p, r, min(r.hw, r.leo))
         elif m.error == "" and m.offset == r.leo:
@@ -554,8 +660,62 @@ class BrokerCore:
             self._append(p, r, list(m.records))
             self._set_hw(p, r, min(m.hw, r.leo))
         if self.autonomous:
-            again = got or (m.error == "" and self.fetch_wait_ms > 0)
+            again = got or (m.error == "" and self.fetch_wait_ms > 0) or r.fetch_state != FETCHING
             self._out.append(SetTimer("fetch", 0 if again else self.cfg.fetch_interval_ms, p))
+
+    # ------------------------------------------------------------------ leader-epoch reconciliation
+    def _ask_epoch_end(self, p: int) -> None:
+        """OffsetsForLeaderEpoch: ask the leader where this replica's latest epoch ends."""
+        r = self.replicas.get(p)
+        if r is None or r.leader in (NO_LEADER, self.id) or r.fetch_state != ASK_EPOCH_END:
+            return
+        r.fetching = True
+        r.fetch_sent_at = self.now
+        self._send(broker(r.leader), OffsetsForLeaderEpochRequest(p, self.id, EC.latest(r.epochs), r.leader_epoch))
+        if self.autonomous:
+            self._out.append(SetTimer("fetch", self.fetch_timeout_ms, p))
+
+    def _serve_epoch_query(self, frm: Any, m: OffsetsForLeaderEpochRequest) -> None:
+        """The leader reads its own cache and answers (whether or not the asker is assigned)."""
+        p = m.partition
+        r = self.replicas.get(p)
+        if r is None or r.leader != self.id:
+            self._send(frm, OffsetsForLeaderEpochResponse(p, self.id, m.epoch, m.current_leader_epoch, "NotLeader"))
+            return
+        error = self._epoch_error(m.current_leader_epoch, r)
+        if error:
+            self._send(frm, OffsetsForLeaderEpochResponse(p, self.id, m.epoch, m.current_leader_epoch, error))
+            return
+        epoch, end = EC.leader_answer(self.cfg.truncation, r.epochs, r.leo, m.epoch)
+        self._send(frm, OffsetsForLeaderEpochResponse(p, self.id, m.epoch, m.current_leader_epoch, "", epoch, end))
+
+    def _epoch_answered(self, m: OffsetsForLeaderEpochResponse) -> None:
+        p = m.partition
+        r = self.replicas.get(p)
+        if r is None or r.leader != m.leader or r.leader == self.id:
+            return  # the follower moved on meanwhile
+        r.fetching = False
+        if (r.fetch_state == ASK_EPOCH_END and m.error == "" and m.current_leader_epoch == r.leader_epoch
+                and m.asked_epoch == EC.latest(r.epochs)):
+            r.answer = (m.epoch, m.end_offset)
+            r.fetch_state = TRUNCATE_PENDING  # the answer waits here until the follower applies it
+            if self.autonomous:
+                self._truncate_to_epoch_end(p)
+        # (an answer to a question asked before the last LeaderAndIsr is dropped: the question is asked again)
+        if self.autonomous:
+            again = m.error == "" or r.fetch_state != ASK_EPOCH_END
+            self._out.append(SetTimer("fetch", 0 if again else self.cfg.fetch_interval_ms, p))
+
+    def _truncate_to_epoch_end(self, p: int) -> None:
+        """TruncateToEpochEndOffset: apply the held answer; then fetch, or (walking back) ask again."""
+        r = self.replicas.get(p)
+        if r is None or r.fetch_state != TRUNCATE_PENDING or r.answer is None:
+            return
+        cut, ask_again = EC.truncation_point(self.cfg.truncation, r.epochs, r.leo, r.hw, r.answer)
+        self._truncate(p, r, cut)
+        self._set_hw(p, r, min(r.hw, cut))
+        r.answer = None
+        r.fetch_state = ASK_EPOCH_END if ask_again and r.log else FETCHING
 
     # ------------------------------------------------------------------ store results
     def _store_result(self, res: StoreResult) -> None:

@@ -5,9 +5,10 @@ A configuration written for the model configures the implementation too: the pro
 ``unclean_leader_election``, ``hw_checkpoint``, ``stale_controller``, ``assignment``) mean the same
 here. So do the protocol-generation keys ``truncation``, ``acks``, ``detect_restarts`` (the controller
 notices a quick restart by the registration's czxid, Kafka 2.2+) and ``fenced_controller_writes``
-(every controller write is a multi conditional on ``/controller_epoch``, Kafka 2.1+); of the
-truncation rules only ``"high-watermark"`` (the seeds') is implemented so far, the others are
-refused with a clear error. The model's bounds on checking (``max_records``, ``[faults]``, ``[operations]``, ``name``,
+(every controller write is a multi conditional on ``/controller_epoch``, Kafka 2.1+). Every
+generation of ``truncation`` is implemented: ``"high-watermark"`` (the seeds'), ``"kip-101"``,
+``"kip-279"`` and ``"kip-320"`` (leader-epoch caches and the OffsetsForLeaderEpoch exchange, see
+:mod:`.epoch_cache` and :mod:`.broker_core`); ``acks = "1"`` acknowledges on the leader's append. The model's bounds on checking (``max_records``, ``[faults]``, ``[operations]``, ``name``,
 ``description``) are accepted and kept, but only the simulator's scheduler reads them
 (``operations.topic_creation`` decides whether the simulated cluster starts with the topic).
 
@@ -32,7 +33,7 @@ from typing import Any, Mapping
 
 TRUNCATION_RULES = ("high-watermark", "kip-101", "kip-279", "kip-320")
 ACKS = ("all", "1")
-IMPLEMENTED_TRUNCATION = ("high-watermark",)
+IMPLEMENTED_TRUNCATION = TRUNCATION_RULES
 
 
 class ConfigError(ValueError):
@@ -110,7 +111,7 @@ def check_truncation(rule: str) -> None:
     if rule not in TRUNCATION_RULES:
         raise ConfigError(f"truncation must be one of {', '.join(TRUNCATION_RULES)}, got {rule!r}")
     if rule not in IMPLEMENTED_TRUNCATION:
-        raise ConfigError(f"truncation {rule!r} is not implemented yet (implemented: high-watermark)")
+        raise ConfigError(f"truncation {rule!r} is not implemented (implemented: {', '.join(IMPLEMENTED_TRUNCATION)})")
 
 
 def from_mapping(raw: Mapping[str, Any]) -> ImplConfig:

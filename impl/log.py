@@ -1,4 +1,5 @@
-"""A broker's disk: one log segment per partition and the HW checkpoint file.
+"""A broker's disk: one log segment per partition, the HW checkpoint file, and one leader-epoch
+checkpoint per partition (from ``truncation = "kip-101"`` on).
 
 The broker core asks for disk writes as :class:`~.messages.Persist` effects; a disk performs them
 and, at start-up, gives back a :class:`~.broker_core.DiskImage`. Two disks share that interface:
@@ -6,11 +7,17 @@ and, at start-up, gives back a :class:`~.broker_core.DiskImage`. Two disks share
 - :class:`SimDisk` (the simulator's): each segment has a flushed prefix and an unflushed suffix.
   A process crash (:meth:`SimDisk.crash`) loses nothing — the data sits in the OS page cache — while
   a power loss (:meth:`SimDisk.power_loss`) drops every unflushed suffix, or keeps exactly the
-  prefixes it is given (the model's ``LossyCrash``). The checkpoint file is written atomically
-  (write, fsync, rename), so it is always whole.
+  prefixes it is given (the model's ``LossyCrash``). The checkpoint files are written atomically
+  (write, fsync, rename), so they are always whole — and a leader-epoch checkpoint may name epochs
+  that start beyond what survived of the log: the broker drops those entries when it restarts
+  (:meth:`~.broker_core.BrokerCore.recover`), so the cache is "cut to the surviving log".
 - :class:`FileDisk` (a real broker process's): ``<dir>/<p>/00000000000000000000.log`` holds one JSON
-  record per line, ``flush`` is ``fsync``; ``replication-offset-checkpoint`` is rewritten atomically.
-  On start-up a torn last line (a crash in the middle of a write) is cut off.
+  record per line, ``flush`` is ``fsync``; ``replication-offset-checkpoint`` is rewritten atomically,
+  and so is ``<dir>/<p>/leader-epoch-checkpoint`` (Kafka's format: a version line ``0``, a count
+  line, then ``<epoch> <start offset>`` per entry). On start-up a torn last line (a crash in the
+  middle of a write) is cut off.
+
+``Persist("epochs", p, entries)`` replaces partition ``p``'s whole leader-epoch checkpoint.
 """
 from __future__ import annotations
 
@@ -44,6 +51,7 @@ class SimDisk:
     def __init__(self) -> None:
         self.segments: dict[int, Segment] = {}
         self.checkpoints: dict[int, int] = {}
+        self.epochs: dict[int, tuple[tuple[int, int], ...]] = {}  # the leader-epoch checkpoint files
 
     def apply(self, op: Persist) -> None:
         kind, p = op.kind, op.partition
@@ -61,14 +69,18 @@ class SimDisk:
                 seg.flushed = len(seg.records)
         elif kind == "checkpoint":
             self.checkpoints[p] = int(op.payload)
+        elif kind == "epochs":
+            self.epochs[p] = tuple((int(e), int(s)) for e, s in op.payload)
         elif kind == "delete":
             self.segments.pop(p, None)
             self.checkpoints.pop(p, None)
+            self.epochs.pop(p, None)
         else:
             raise DiskError(f"unknown disk write {kind!r}")
 
     def image(self) -> DiskImage:
-        return DiskImage({p: list(s.records) for p, s in sorted(self.segments.items())}, dict(self.checkpoints))
+        return DiskImage({p: list(s.records) for p, s in sorted(self.segments.items())}, dict(self.checkpoints),
+                         {p: list(e) for p, e in sorted(self.epochs.items()) if p in self.segments})
 
     def crash(self) -> None:
         """The broker process dies: the page cache survives, nothing is lost."""
@@ -85,9 +97,14 @@ class SimDisk:
         seg = self.segments.get(p)
         return min(self.checkpoints.get(p, 0), len(seg.records) if seg else 0)
 
+    def epochs_on_disk(self, p: int) -> tuple[tuple[int, int], ...]:
+        """The leader-epoch checkpoint of ``p`` as written (a restart drops entries beyond the log)."""
+        return self.epochs.get(p, ())
+
 
 CHECKPOINT_FILE = "replication-offset-checkpoint"
 SEGMENT_FILE = "00000000000000000000.log"
+EPOCH_FILE = "leader-epoch-checkpoint"
 
 
 class FileDisk:
@@ -140,6 +157,8 @@ class FileDisk:
         elif kind == "checkpoint":
             self.checkpoints[p] = int(op.payload)
             self._write_checkpoints()
+        elif kind == "epochs":
+            self._write_epochs(p, [(int(e), int(s)) for e, s in op.payload])
         elif kind == "delete":
             f = self._files.pop(p, None)
             if f is not None:
@@ -150,6 +169,27 @@ class FileDisk:
                 self._write_checkpoints()
         else:
             raise DiskError(f"unknown disk write {kind!r}")
+
+    def _write_epochs(self, p: int, entries: list[tuple[int, int]]) -> None:
+        d = self.dir / str(p)
+        d.mkdir(parents=True, exist_ok=True)
+        tmp = d / (EPOCH_FILE + ".tmp")
+        with open(tmp, "w") as f:
+            f.write("0\n" + f"{len(entries)}\n" + "".join(f"{e} {s}\n" for e, s in entries))
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, d / EPOCH_FILE)
+
+    @staticmethod
+    def _read_epochs(path: Path) -> list[tuple[int, int]]:
+        if not path.exists():
+            return []
+        out: list[tuple[int, int]] = []
+        for line in path.read_text().split("\n")[2:]:
+            parts = line.split()
+            if len(parts) == 2 and all(x.lstrip("-").isdigit() for x in parts):
+                out.append((int(parts[0]), int(parts[1])))
+        return out
 
     def _write_checkpoints(self) -> None:
         tmp = self.dir / (CHECKPOINT_FILE + ".tmp")
@@ -163,6 +203,7 @@ class FileDisk:
     def image(self) -> DiskImage:
         """Read the directory (cutting a torn last record) and remember the record offsets."""
         logs: dict[int, list[Record]] = {}
+        epochs: dict[int, list[tuple[int, int]]] = {}
         for child in sorted(self.dir.iterdir()):
             if not child.is_dir() or not child.name.isdigit():
                 continue
@@ -189,6 +230,9 @@ class FileDisk:
                         f.truncate(pos)
             logs[p] = records
             self._offsets[p] = offsets
+            cache = self._read_epochs(child / EPOCH_FILE)
+            if cache:
+                epochs[p] = cache
         self.checkpoints = {}
         cp = self.dir / CHECKPOINT_FILE
         if cp.exists():
@@ -197,7 +241,7 @@ class FileDisk:
                 parts = line.split()
                 if len(parts) == 2 and parts[0].isdigit() and parts[1].isdigit():
                     self.checkpoints[int(parts[0])] = int(parts[1])
-        return DiskImage(logs, dict(self.checkpoints))
+        return DiskImage(logs, dict(self.checkpoints), epochs)
 
     def close(self) -> None:
         for f in self._files.values():

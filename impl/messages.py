@@ -100,6 +100,7 @@ class FetchRequest:
     partition: int
     follower: int
     offset: int
+    leader_epoch: int = -1  # the follower's current leader epoch (checked by the leader under kip-320)
 
 
 @dataclass(frozen=True)
@@ -107,10 +108,36 @@ class FetchResponse:
     partition: int
     leader: int
     offset: int  # the fetch offset the response answers
-    error: str = ""  # "" | NotLeader | UnknownReplica | OffsetOutOfRange
+    # "" | NotLeader | UnknownReplica | OffsetOutOfRange | FencedLeaderEpoch | UnknownLeaderEpoch
+    error: str = ""
     records: tuple[Record, ...] = ()
     hw: int = 0  # the leader's HW before it counted this fetch
     leader_leo: int = 0
+    leader_epoch: int = -1  # the follower's leader epoch the request carried (echoed)
+
+
+@dataclass(frozen=True)
+class OffsetsForLeaderEpochRequest:
+    """A reconciling follower asks where ``epoch`` (its latest) ends in the leader's log (KIP-101)."""
+
+    partition: int
+    follower: int
+    epoch: int
+    current_leader_epoch: int = -1  # the follower's leader epoch (fenced by the leader under kip-320)
+
+
+@dataclass(frozen=True)
+class OffsetsForLeaderEpochResponse:
+    """The leader's answer: ``end_offset`` (-1: undefined) and, from KIP-279 on, the epoch it is about."""
+
+    partition: int
+    leader: int
+    asked_epoch: int
+    current_leader_epoch: int  # echoed from the request
+    # "" | NotLeader | FencedLeaderEpoch | UnknownLeaderEpoch
+    error: str = ""
+    epoch: int = -1
+    end_offset: int = -1
 
 
 # ---------------------------------------------------------------------------- clients
@@ -173,7 +200,8 @@ class ErrorResponse:
 MESSAGE_TYPES: dict[str, type] = {
     cls.__name__: cls for cls in (
         LeaderAndIsr, StopReplica, UpdateMetadata, StopReplicaResponse, ControlledShutdownRequest,
-        ControlledShutdownResponse, FetchRequest, FetchResponse, ProduceRequest, ProduceResponse,
+        ControlledShutdownResponse, FetchRequest, FetchResponse, OffsetsForLeaderEpochRequest,
+        OffsetsForLeaderEpochResponse, ProduceRequest, ProduceResponse,
         ConsumeRequest, ConsumeResponse, MetadataRequest, MetadataResponse, ErrorResponse,
     )
 }

@@ -24,18 +24,24 @@ class ObservationError(ValueError):
 
 
 def absent_replica() -> dict[str, Any]:
-    return {"present": False, "log": [], "leo": 0, "hw": 0, "leader_epoch": -1, "role": "none"}
+    return {"present": False, "log": [], "leo": 0, "hw": 0, "leader_epoch": -1, "role": "none", "epochs": [],
+            "fetch_state": "fetching"}
 
 
-def stopped_replica(log: list[Any], hw_on_disk: int) -> dict[str, Any]:
+def stopped_replica(log: list[Any], hw_on_disk: int, epochs_on_disk: Any = ()) -> dict[str, Any]:
+    """A stopped broker's copy as its disk holds it: the log, the HW checkpoint (cut to the log) and the
+    leader-epoch cache, less its entries at or beyond the log's end (what a restart would keep)."""
     return {"present": True, "log": [{"id": r.id, "epoch": r.epoch} for r in log], "leo": len(log),
-            "hw": hw_on_disk, "leader_epoch": -1, "role": "none"}
+            "hw": hw_on_disk, "leader_epoch": -1, "role": "none",
+            "epochs": [{"epoch": e, "start_offset": s} for e, s in epochs_on_disk if s < len(log)],
+            "fetch_state": "fetching"}
 
 
-#: replica fields whose value is fixed under the one truncation rule implemented (high-watermark):
-#: no leader-epoch cache, and a follower never reconciles by epoch. Filled in only when the schema
-#: in specs/observation.toml declares them.
-HIGH_WATERMARK_REPLICA_FIELDS: dict[str, Any] = {"epochs": [], "fetch_state": "fetching"}
+#: replica fields a core's report may leave out, with their values when it does (no leader-epoch
+#: cache, no reconciliation). Filled in only when the schema in specs/observation.toml declares them.
+DEFAULT_REPLICA_FIELDS: dict[str, Any] = {"epochs": [], "fetch_state": "fetching"}
+#: the former name (only high-watermark was implemented)
+HIGH_WATERMARK_REPLICA_FIELDS = DEFAULT_REPLICA_FIELDS
 
 
 def _schema_fields(obj: str) -> list[str]:
@@ -80,7 +86,7 @@ def assemble(nbrokers: int, npartitions: int, snap: Snapshot, controller: Mappin
             "preferred_election": p in snap.preferred,
             "deleting": p in snap.deleting,
         })
-    extra = {k: v for k, v in HIGH_WATERMARK_REPLICA_FIELDS.items() if k in _replica_fields()}
+    extra = {k: v for k, v in DEFAULT_REPLICA_FIELDS.items() if k in _replica_fields()}
     for b in range(1, nbrokers + 1):
         reps = brokers.get(b, {}).get("replicas", {})
         for p in range(npartitions):

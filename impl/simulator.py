@@ -15,6 +15,11 @@ conformance harness uses; it follows the model's atomicity choices (specs/00-sco
 - a fetch is one step: the request, the leader's handling (including its conditional ISR write in
   the store) and the response are delivered within ``Fetch``; a broker's answer to a deleting
   StopReplica reaches the controller that sent it within the delivery;
+- leader-epoch reconciliation (``truncation`` = ``kip-101`` / ``kip-279`` / ``kip-320``) is two steps:
+  ``OffsetsForLeaderEpoch(f, p)`` delivers the follower's question to its leader and the leader's
+  answer back, where it waits in the follower's replica (``truncate-pending``);
+  ``TruncateToEpochEndOffset(f, p)`` has the follower apply it. Under ``kip-320`` a fetch or a
+  question whose leader epoch differs from the leader's is fenced: not an enabled step;
 - the store is instantaneous: a crash expires the broker's session (its registration vanishes in the
   same step) and a controller learns of it only when it performs ``ProcessBrokerChange``;
 - a deposed controller keeps its context and acts until ``ResignController``; its store calls go
@@ -46,7 +51,7 @@ from dataclasses import dataclass, field
 from typing import Any, Iterable
 
 from . import layout as L
-from .broker_core import NO_LEADER, BrokerCore
+from .broker_core import ASK_EPOCH_END, FETCHING, NO_LEADER, TRUNCATE_PENDING, BrokerCore
 from .config import ImplConfig, from_mapping
 from .controller_core import NOT_ENABLED, ControllerCore
 from .log import SimDisk
@@ -81,17 +86,15 @@ class NotEnabled(RuntimeError):
     """The action's guard does not hold in the current state."""
 
 
-ACTIONS = ("DeliverRequest", "Produce", "Fetch", "ShrinkIsr", "CheckpointHighWatermark", "ProcessBrokerChange",
+ACTIONS = ("DeliverRequest", "Produce", "Fetch", "OffsetsForLeaderEpoch", "TruncateToEpochEndOffset",
+           "ShrinkIsr", "CheckpointHighWatermark", "ProcessBrokerChange",
            "CreateTopic", "ReassignPartition", "ElectPreferredLeader", "StartTopicDeletion",
            "CompleteTopicDeletion", "ControlledShutdown", "ResignController", "RequestReassignment",
            "RequestPreferredElection", "RequestTopicDeletion", "DeliverDelayedRequest", "ControllerFailover",
            "Crash", "LossyCrash", "Restart", "QuickRestart")
 
-#: actions of the vocabulary the implementation cannot drive yet, and why
-NOT_YET_DRIVABLE = {
-    "OffsetsForLeaderEpoch": "leader-epoch truncation (truncation = kip-101/kip-279/kip-320) is not implemented yet",
-    "TruncateToEpochEndOffset": "leader-epoch truncation (truncation = kip-101/kip-279/kip-320) is not implemented yet",
-}
+#: actions of the vocabulary the implementation cannot drive yet, and why (none left)
+NOT_YET_DRIVABLE: dict[str, str] = {}
 
 PRODUCER = client("producer")
 
@@ -375,7 +378,8 @@ class Simulator:
         assert proc is not None
         self._run(proc, core.handle(Receive(PRODUCER, req), self.now))
 
-    def _a_Fetch(self, f: int, p: int) -> None:
+    def _followed_leader(self, f: int, p: int) -> tuple[Any, Any]:
+        """The follower's replica and its leader's, when ``f`` follows a broker that leads ``p``."""
         core = self.broker(f)
         r = core.replicas.get(p)
         if r is None or r.leader in (NO_LEADER, f):
@@ -383,7 +387,40 @@ class Simulator:
         leader = self.brokers.get(r.leader)
         if leader is None or not leader.core.leads(p):
             raise NotEnabled(f"broker {r.leader} does not lead partition {p}")
+        return r, leader.core.replicas[p]
+
+    def _check_fenced(self, r: Any, lr: Any, what: str) -> None:
+        if self.cfg.truncation == "kip-320" and r.leader_epoch != lr.leader_epoch:
+            raise NotEnabled(f"{what} is fenced: the follower's leader epoch {r.leader_epoch} is not the "
+                             f"leader's {lr.leader_epoch} (kip-320)")
+
+    def _a_Fetch(self, f: int, p: int) -> None:
+        r, lr = self._followed_leader(f, p)
+        if r.fetch_state != FETCHING:
+            raise NotEnabled(f"broker {f} is reconciling partition {p} ({r.fetch_state}), not fetching")
+        if f not in lr.assigned:
+            raise NotEnabled(f"broker {r.leader} does not count broker {f} among partition {p}'s replicas")
+        self._check_fenced(r, lr, f"broker {f}'s fetch")
         self._broker_cmd(f, "Fetch", (p,))
+
+    def _a_OffsetsForLeaderEpoch(self, f: int, p: int) -> None:
+        core = self.broker(f)
+        r = core.replicas.get(p)
+        if r is None or r.fetch_state != ASK_EPOCH_END:
+            raise NotEnabled(f"broker {f} has no question to ask about partition {p} "
+                             f"({r.fetch_state if r is not None else 'no replica'})")
+        r, lr = self._followed_leader(f, p)
+        self._check_fenced(r, lr, f"broker {f}'s OffsetsForLeaderEpoch")
+        self._broker_cmd(f, "OffsetsForLeaderEpoch", (p,))
+        if r.fetch_state != TRUNCATE_PENDING:
+            raise RuntimeError(f"broker {f}'s question about partition {p} was not answered")
+
+    def _a_TruncateToEpochEndOffset(self, f: int, p: int) -> None:
+        core = self.broker(f)
+        r = core.replicas.get(p)
+        if r is None or r.fetch_state != TRUNCATE_PENDING:
+            raise NotEnabled(f"broker {f} holds no OffsetsForLeaderEpoch answer for partition {p}")
+        self._broker_cmd(f, "TruncateToEpochEndOffset", (p,))
 
     def _a_ShrinkIsr(self, leader: int, p: int, f: int) -> None:
         core = self.broker(leader)
@@ -516,7 +553,8 @@ class Simulator:
                 brokers[b] = {"alive": True, "controller_epoch": o["controller_epoch"], "replicas": o["replicas"]}
             else:
                 disk = self.disks[b]
-                reps = {p: stopped_replica(seg.records, disk.hw_on_disk(p)) for p, seg in disk.segments.items()}
+                reps = {p: stopped_replica(seg.records, disk.hw_on_disk(p), disk.epochs_on_disk(p))
+                        for p, seg in disk.segments.items()}
                 brokers[b] = {"alive": False, "controller_epoch": 0, "replicas": reps}
         dep = self.deposed
         return assemble(self.cfg.brokers, self.cfg.partitions, self.snapshot(), self.active.core.observe(),
@@ -544,10 +582,17 @@ class Simulator:
                         out.append(("Produce", (b, p)))
                     if self.budget.has("faults.isr_shrinks") and snap.part(p).state_version == r.zk_version:
                         out += [("ShrinkIsr", (b, p, f)) for f in sorted(r.isr) if f != b]
-                elif r.leader != NO_LEADER:
+                elif r.leader != NO_LEADER and r.fetch_state in (FETCHING, ASK_EPOCH_END):
                     lp = self.brokers.get(r.leader)
-                    if lp is not None and lp.core.leads(p) and b in lp.core.replicas[p].assigned:
-                        out.append(("Fetch", (b, p)))
+                    if lp is not None and lp.core.leads(p):
+                        lr = lp.core.replicas[p]
+                        served = cfg.truncation != "kip-320" or r.leader_epoch == lr.leader_epoch
+                        if r.fetch_state == ASK_EPOCH_END and served:
+                            out.append(("OffsetsForLeaderEpoch", (b, p)))
+                        elif r.fetch_state == FETCHING and served and b in lr.assigned:
+                            out.append(("Fetch", (b, p)))
+                if r.fetch_state == TRUNCATE_PENDING:
+                    out.append(("TruncateToEpochEndOffset", (b, p)))
                 if cfg.hw_checkpoint == "periodic" and r.ckpt != r.hw:
                     out.append(("CheckpointHighWatermark", (b, p)))
         for proc in self.controllers:
@@ -636,8 +681,9 @@ class Simulator:
 
         Deterministic (always the first enabled healing action); returns the number of steps taken.
         """
-        healing = ("DeliverRequest", "Fetch", "ProcessBrokerChange", "CreateTopic", "ReassignPartition",
-                   "ElectPreferredLeader", "StartTopicDeletion", "CompleteTopicDeletion", "ResignController")
+        healing = ("DeliverRequest", "Fetch", "OffsetsForLeaderEpoch", "TruncateToEpochEndOffset",
+                   "ProcessBrokerChange", "CreateTopic", "ReassignPartition", "ElectPreferredLeader",
+                   "StartTopicDeletion", "CompleteTopicDeletion", "ResignController")
         n = 0
         while n < max_steps:
             options = [a for a in self.enabled() if a[0] in healing]
@@ -824,7 +870,7 @@ class AutoSimulator:
 
     # ------------------------------------------------------------------ the producer client
     def produce(self, p: int, value: str = "", timeout_ms: int = 2000) -> int:
-        """Start one acks=all write; returns its record id (see :attr:`acked`)."""
+        """Start one write with the configuration's ``acks``; returns its record id (see :attr:`acked`)."""
         self._next_record += 1
         rid = self._next_record
         self._send_produce(p, rid, value or f"r{rid}", self.now + timeout_ms)
@@ -836,7 +882,8 @@ class AutoSimulator:
         self._requests[req] = (p, rid, value, deadline)
         leader = self.leader_of(p)
         if leader:
-            self._schedule(("client", "producer"), ("broker", leader), ProduceRequest(req, p, rid, value, "all"))
+            self._schedule(("client", "producer"), ("broker", leader),
+                           ProduceRequest(req, p, rid, value, self.cfg.acks))
         self._push(self.now + 200, "client-timeout", req)
 
     def _client_answer(self, msg: Any) -> None:
@@ -995,7 +1042,8 @@ class AutoSimulator:
             else:
                 disk = self.disks[b]
                 brokers[b] = {"alive": False, "controller_epoch": 0, "replicas": {
-                    p: stopped_replica(seg.records, disk.hw_on_disk(p)) for p, seg in disk.segments.items()}}
+                    p: stopped_replica(seg.records, disk.hw_on_disk(p), disk.epochs_on_disk(p))
+                    for p, seg in disk.segments.items()}}
         act = self.active
         ctl = act.core.observe() if act is not None else {"epoch": self.snapshot().controller_epoch}
         return assemble(self.cfg.brokers, self.cfg.partitions, self.snapshot(), ctl, 0, brokers)

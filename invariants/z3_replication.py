@@ -37,6 +37,7 @@ from isrcheck.model.protocol import Protocol
 from isrcheck.model.state import State
 
 from .z3_types import (
+    NUM_MAX,
     REQ_LAI,
     REQ_NONE,
     REQ_STOP,
@@ -46,11 +47,19 @@ from .z3_types import (
     SymReplica,
     SymRequest,
     SymState,
+    as_int,
     fresh_name,
+    num,
+    numval,
 )
 
 B = z3.BoolVal
-I = z3.IntVal  # noqa: E741
+I = numval  # noqa: E741
+
+
+DEFAULT_QUEUE = 3
+"""Request-queue capacity per broker; the explicit checker's models never queue more than 3
+requests, and a step that would need more is reported (``overflow``), never silently cut."""
 
 
 class Unsupported(ValueError):
@@ -130,7 +139,7 @@ def ite(c: z3.BoolRef, a: Any, b: Any) -> Any:
 
 
 def count_true(bs: Sequence[z3.BoolRef]) -> z3.ArithRef:
-    return z3.Sum([z3.If(b, 1, 0) for b in bs]) if bs else I(0)
+    return z3.Sum([z3.If(b, I(1), I(0)) for b in bs]) if bs else I(0)
 
 
 def first_of(options: Sequence[tuple[z3.BoolRef, int]]) -> z3.ArithRef:
@@ -169,7 +178,7 @@ class Encoding:
         self.P = cfg.partitions
         self.AR = tuple(cfg.replicas_of(p) for p in range(cfg.partitions))
         self.K = cfg.max_records
-        self.Q = queue if queue is not None else max(3, cfg.brokers + 1)
+        self.Q = queue if queue is not None else DEFAULT_QUEUE
         self.periodic = cfg.hw_checkpoint == "periodic"
         self.protocol = Protocol(cfg)
         self.init_state = initial_state(self.protocol)
@@ -283,6 +292,7 @@ class Encoding:
     def write_leader_isr(self, t: SymState, p: int, leader: z3.ArithRef, isr: dict[int, z3.BoolRef],
                          cond: z3.BoolRef) -> None:
         z = t.zk[p]
+        t.overflow = z3.Or(t.overflow, z3.And(cond, z3.Or(z.leader_epoch >= NUM_MAX, z.version >= NUM_MAX)))
         z.leader = ite(cond, leader, z.leader)
         z.isr = {b: ite(cond, isr[b], z.isr[b]) for b in z.isr}
         z.leader_epoch = ite(cond, z.leader_epoch + 1, z.leader_epoch)
@@ -443,6 +453,7 @@ class Encoding:
         z = s.zk[p]
         join = z3.And(z3.Not(rl.isr[f]), self.rule.may_join_isr(self, rl, offset))
         write = z3.And(join, z.version == rl.zk_version)
+        t.overflow = z3.Or(t.overflow, z3.And(write, z.version >= NUM_MAX))
         zt = t.zk[p]
         zt.isr = {m: (z3.Or(z.isr[m], write) if m == f else z.isr[m]) for m in z.isr}
         zt.version = ite(write, z.version + 1, z.version)
@@ -467,6 +478,7 @@ class Encoding:
         guard = z3.And(s.alive[b], r.leader == b, s.budget["isr_shrinks"] > 0, z.version == r.zk_version, r.isr[f])
         t = s.clone()
         t.budget["isr_shrinks"] = s.budget["isr_shrinks"] - 1
+        t.overflow = z3.Or(t.overflow, z.version >= NUM_MAX)
         zt = t.zk[p]
         zt.isr = {m: (B(False) if m == f else v) for m, v in z.isr.items()}
         zt.version = z.version + 1
@@ -496,7 +508,7 @@ class Encoding:
             r = s.replicas[p][b]
             log = r.log
             if lossy:
-                k = z3.Int(fresh_name(f"kept{b}.{p}"))
+                k = num(fresh_name(f"kept{b}.{p}"))
                 kept[p] = k
                 guard = z3.And(guard, k >= 0, k <= r.log.length)
                 shorter.append(k < r.log.length)
@@ -523,6 +535,27 @@ class Encoding:
         return Instance("Restart", (b,), "Restart", z3.And(z3.Not(s.alive[b]), z3.Not(s.c_live[b])), t)
 
     # ------------------------------------------------------------------ every action
+    def actions(self, s: SymState) -> list[Instance]:
+        """One Instance per model action (name and arguments): the cases of an action (which
+        request is delivered, which leader is fetched from) are merged, their guards being
+        exclusive. Bounded model checking chooses among these."""
+        groups: dict[tuple, list[Instance]] = {}
+        for inst in self.instances(s):
+            groups.setdefault((inst.name, inst.args), []).append(inst)
+        out = []
+        for (name, args), insts in groups.items():
+            if len(insts) == 1:
+                out.append(insts[0])
+                continue
+            effect = insts[-1].effect
+            for inst in reversed(insts[:-1]):
+                effect = self.state_ite(inst.guard, inst.effect, effect)
+            extra: dict[str, Any] = {}
+            for inst in insts:
+                extra.update(inst.extra)
+            out.append(Instance(name, args, name, z3.Or([i.guard for i in insts]), effect, extra))
+        return out
+
     def instances(self, s: SymState) -> list[Instance]:
         f = self.cfg.faults
         out: list[Instance] = []
@@ -613,7 +646,7 @@ class Encoding:
     # ------------------------------------------------------------------ concrete actions
     def action_of(self, inst: Instance, m: z3.ModelRef) -> Action:
         if inst.name == "LossyCrash":
-            kept = tuple(m.eval(inst.extra["kept"][p], model_completion=True).as_long() if p in inst.extra["kept"] else 0
+            kept = tuple(as_int(m, inst.extra["kept"][p]) if p in inst.extra["kept"] else 0
                          for p in range(self.P))
             return Action("LossyCrash", (inst.args[0], kept))
         return Action(inst.name, inst.args)
@@ -664,7 +697,7 @@ def _decode_trace(enc: Encoding, m: z3.ModelRef, acts: list[z3.ArithRef],
                   steps: list[list[Instance]]) -> list[Action]:
     out = []
     for t, a in enumerate(acts):
-        k = m.eval(a, model_completion=True).as_long()
+        k = as_int(m, a)
         out.append(enc.action_of(steps[t][k], m))
     return out
 
@@ -683,38 +716,52 @@ def replay(enc: Encoding, actions: Sequence[Action]) -> list[State]:
 
 
 class Unroller:
-    """States s_0 .. s_d as fresh constants, s_0 the initial state, each step one action."""
+    """States s_0 .. s_d as fresh constants, s_0 the initial state, each step one action.
 
-    def __init__(self, enc: Encoding, solver: z3.Solver) -> None:
+    The constraints are kept as a list: each query gets a fresh solver (z3's non-incremental mode
+    preprocesses and bit-blasts the whole problem, several times faster here than incremental
+    solving)."""
+
+    def __init__(self, enc: Encoding, init: bool = True, merged: bool = True) -> None:
         self.enc = enc
-        self.solver = solver
+        self.merged = merged
         self.states = [enc.fresh("s0")]
-        solver.add(enc.init_pin(self.states[0]))
-        self.acts: list[z3.ArithRef] = []
+        self.constraints: list[z3.BoolRef] = [enc.init_pin(self.states[0])] if init else []
+        self.acts: list[z3.BitVecRef] = []
         self.steps: list[list[Instance]] = []
 
     def extend(self) -> None:
         enc = self.enc
         t = len(self.acts)
         s = self.states[-1]
-        insts = enc.instances(s)
+        insts = enc.actions(s) if self.merged else enc.instances(s)
         nxt = enc.fresh(f"s{t + 1}")
-        act = z3.Int(f"act{t}")
-        self.solver.add(act >= 0, act < len(insts))
+        act = z3.BitVec(fresh_name(f"act{t}"), 8)
+        cs = self.constraints
+        cs.append(z3.ULT(act, len(insts)))
         cur = s.leaves()
         effects = [i.effect.leaves() for i in insts]
         for k, inst in enumerate(insts):
-            self.solver.add(z3.Implies(act == k, inst.guard))
+            cs.append(z3.Implies(act == k, inst.guard))
         for j, leaf in enumerate(nxt.leaves()):
             term = cur[j]
             for k in reversed(range(len(insts))):
                 e = effects[k][j]
                 if not e.eq(cur[j]):
                     term = z3.If(act == k, e, term)
-            self.solver.add(leaf == term)
+            cs.append(leaf == term)
         self.states.append(nxt)
         self.acts.append(act)
         self.steps.append(insts)
+
+    def check(self, goal: z3.BoolRef, timeout: float | None) -> tuple[z3.CheckSatResult, z3.ModelRef | None, str]:
+        from .z3_verdicts import new_solver
+
+        solver = new_solver(timeout)
+        solver.add(*self.constraints)
+        solver.add(goal)
+        r = solver.check()
+        return r, (solver.model() if r == z3.sat else None), ("" if r != z3.unknown else solver.reason_unknown())
 
 
 __all__ = ["Encoding", "Instance", "TruncationRule", "GENERATIONS", "PLANNED_GENERATIONS", "Unsupported",
@@ -738,12 +785,11 @@ def bmc(cfg: Config, depth: int, generation_name: str = "high-watermark", timeou
     Every counterexample is replayed by the model (it must be enabled step by step and break the
     property concretely), so a REFUTED verdict never rests on the encoding alone.
     """
-    from .z3_verdicts import Obligation, Verdict, new_solver
+    from .z3_verdicts import Obligation, Verdict
 
     enc = Encoding(cfg, generation_name, queue)
-    solver = new_solver(timeout)
     start = time.perf_counter()
-    un = Unroller(enc, solver)
+    un = Unroller(enc)
     remaining = list(ALWAYS) + list(TRANSITION)
     found: dict[str, tuple[int, list[Action], list[State], float]] = {}
     unknown_at: int | None = None
@@ -756,13 +802,6 @@ def bmc(cfg: Config, depth: int, generation_name: str = "high-watermark", timeou
             un.extend()
         s = un.states[d]
         progress(f"depth {d}/{depth}: {len(remaining)} properties open")
-        r = solver.check(s.overflow)
-        if r == z3.sat:
-            overflow_at = d
-            break
-        if r != z3.unsat:
-            unknown_at = d
-            break
         props = enc.properties(s)
         if d:
             props.update(enc.step_properties(un.states[d - 1], s))
@@ -771,14 +810,17 @@ def bmc(cfg: Config, depth: int, generation_name: str = "high-watermark", timeou
             if not open_:
                 break
             q_start = time.perf_counter()
-            goal = z3.Or([z3.Not(props[n]) for n in open_])
-            r = solver.check(goal)
+            goal = z3.Or(s.overflow, *[z3.Not(props[n]) for n in open_])
+            r, m, _ = un.check(goal, timeout)
             if r == z3.unsat:
                 break
             if r != z3.sat:
                 unknown_at = d
                 break
-            m = solver.model()
+            assert m is not None
+            if z3.is_true(m.eval(s.overflow, model_completion=True)):
+                overflow_at = d
+                break
             broken = [n for n in open_ if z3.is_false(m.eval(props[n], model_completion=True))]
             actions = _decode_trace(enc, m, un.acts, un.steps)
             states = replay(enc, actions)
@@ -789,10 +831,10 @@ def bmc(cfg: Config, depth: int, generation_name: str = "high-watermark", timeou
                                        f"(please report)")
                 found[n] = (d, actions, states, time.perf_counter() - q_start)
                 remaining.remove(n)
-        if unknown_at is not None:
+        if unknown_at is not None or overflow_at is not None:
             break
         if "WriteCommitted" in witnessed and witnessed["WriteCommitted"] is None:
-            if solver.check(enc.write_committed(s)) == z3.sat:
+            if un.check(enc.write_committed(s), timeout)[0] == z3.sat:
                 witnessed["WriteCommitted"] = d
         last_depth = d
     seconds = time.perf_counter() - start

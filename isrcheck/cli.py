@@ -98,9 +98,11 @@ def main() -> None:
               help="Check only this safety property (repeatable; the sometimes-properties always stay).")
 @click.option("--variant", metavar="MODULE:ATTR",
               help="A protocol variant: a Protocol subclass (or a function config -> Protocol) to check instead.")
+@click.option("--workers", type=click.IntRange(min=1, max=64), default=1, show_default=True,
+              help="Worker processes (the result, traces included, is the same as with one).")
 def check(name: str | None, config_file: str | None, overrides: tuple[str, ...], as_json: bool,
           max_depth: int | None, max_states: int | None, symmetry: bool | None, keep_going: bool,
-          only: tuple[str, ...], variant: str | None) -> None:
+          only: tuple[str, ...], variant: str | None, workers: int) -> None:
     """Explore every reachable state of model NAME (see `isrcheck list`) or of --config FILE."""
     target = manifest.resolve(name, config_file, overrides)
     symmetry = target.symmetry if symmetry is None else symmetry
@@ -111,8 +113,14 @@ def check(name: str | None, config_file: str | None, overrides: tuple[str, ...],
     if protocol is not None:
         target = dataclasses.replace(target, label=f"{target.label} [{variant}]")
     with render.progress_status(_show_progress(as_json), f"checking {target.label}") as progress:
-        result = Checker(model, max_depth=max_depth, max_states=max_states,
-                         stop_on_first=not keep_going, progress=progress).run()
+        if workers > 1 and not keep_going:
+            from isrcheck.model.parallel import ParallelChecker
+
+            result = ParallelChecker(model, workers=workers, max_depth=max_depth, max_states=max_states,
+                                     progress=progress).run()
+        else:
+            result = Checker(model, max_depth=max_depth, max_states=max_states,
+                             stop_on_first=not keep_going, progress=progress).run()
     if as_json:
         _emit_json(render.result_to_json(target.label, target.config, result))
     else:

@@ -587,8 +587,8 @@ class ParallelChecker(Generic[S, A]):
             return _result(len(init), 0, seconds, 0, violations, unseen, Counter(), None)
 
         clean = False
-        self._start_workers(init)
         try:
+            self._start_workers(init)
             result = self._search(start, init, unseen)
             clean = True
             return result

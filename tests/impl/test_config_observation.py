@@ -25,7 +25,8 @@ def test_a_model_configuration_configures_the_implementation():
 
 
 @pytest.mark.parametrize("raw, message", [
-    ({"truncation": "kip-101"}, "not implemented yet"),
+    ({"truncation": "kip-102"}, "truncation must be one of"),
+    ({"truncation": 101}, "truncation must be a string"),
     ({"truncation": "bogus"}, "truncation must be one of"),
     ({"brokers": 0}, "brokers must be in"),
     ({"replication_factor": 4}, "replication_factor must be in"),
@@ -40,14 +41,23 @@ def test_bad_configurations_are_one_line_errors(raw, message):
     assert message in str(info.value) and "\n" not in str(info.value)
 
 
-def test_the_broker_core_refuses_an_unimplemented_truncation_rule():
+@pytest.mark.parametrize("rule", ["high-watermark", "kip-101", "kip-279", "kip-320"])
+def test_every_truncation_generation_is_accepted(rule):
+    from isrcheck.impl.broker_core import BrokerCore
+
+    cfg = from_mapping({"truncation": rule, "acks": 1, "detect_restarts": True, "fenced_controller_writes": True})
+    assert (cfg.truncation, cfg.acks, cfg.detect_restarts, cfg.fenced_controller_writes) == (rule, "1", True, True)
+    BrokerCore(cfg, 1)
+    validate(Simulator(cfg).observe())
+
+
+def test_a_rule_outside_the_generations_is_refused_by_the_core_too():
     from dataclasses import replace
 
     from isrcheck.impl.broker_core import BrokerCore
 
-    cfg = replace(from_mapping({}), truncation="kip-279")
-    with pytest.raises(ConfigError, match="not implemented"):
-        BrokerCore(cfg, 1)
+    with pytest.raises(ConfigError, match="truncation must be one of"):
+        BrokerCore(replace(from_mapping({}), truncation="kip-999"), 1)
 
 
 def test_the_validator_refuses_what_the_schema_forbids():

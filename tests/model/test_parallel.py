@@ -95,22 +95,27 @@ def test_parallel_runs_are_deterministic():
     assert summary(a) == summary(b)
 
 
-@pytest.mark.parametrize("workers", [1, 3, 4])
-def test_any_number_of_workers(workers):
-    for name in ("hw-truncation", "clean-rf2"):
-        assert summary(ParallelChecker(kafka(name), workers=workers).run()) == summary(single(name))
+@pytest.mark.parametrize(("workers", "name"), [(1, "hw-truncation"), (3, "hw-truncation"), (3, "clean-rf2"),
+                                             (4, "hw-truncation")])
+def test_any_number_of_workers(workers, name):
+    assert summary(ParallelChecker(kafka(name), workers=workers).run()) == summary(single(name))
 
 
 @pytest.mark.parametrize("limits", [
-    {"max_states": 1}, {"max_states": 2}, {"max_states": 100}, {"max_states": 1000}, {"max_states": 10**6},
-    {"max_depth": 0}, {"max_depth": 1}, {"max_depth": 5}, {"max_depth": 100},
-    {"max_depth": 6, "max_states": 500},
+    {"max_states": 1}, {"max_states": 2}, {"max_states": 100}, {"max_states": 1000},
+    {"max_depth": 0}, {"max_depth": 1}, {"max_depth": 5}, {"max_depth": 6, "max_states": 500},
 ])
 @pytest.mark.parametrize("name", ["clean-rf2", "hw-truncation"])
 def test_limits(name, limits):
     want = single(name, **limits)
     got = ParallelChecker(kafka(name), workers=2, **limits).run()
     assert summary(got) == summary(want)
+
+
+def test_limits_not_reached():
+    for limits in ({"max_states": 10**6}, {"max_depth": 100}):
+        got = ParallelChecker(kafka("hw-truncation"), workers=2, **limits).run()
+        assert summary(got) == summary(single("hw-truncation")) and got.limit_hit is None
 
 
 def test_progress_reports_end_with_the_totals():

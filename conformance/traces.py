@@ -1,0 +1,413 @@
+"""Trace files: the checker's counterexamples and sample paths, as JSON lines and as ITF JSON.
+
+**JSON lines** (``.jsonl``), one JSON object per line::
+
+    {"format": "isrcheck-trace", "version": 1, "tool": "isrcheck", "tool_version": "0.1.0",
+     "kind": "counterexample", "model": "hw-truncation-one-crash", "property": "NoCommittedWriteLost",
+     "generation": "high-watermark", "seed": null, "config": {...}, "steps": 9, "description": "..."}
+    {"index": 0, "action": null, "observation": {...}, "acked": [[]]}
+    {"index": 1, "action": {"name": "Produce", "args": [1, 0]}, "observation": {...}, "acked": [[]]}
+    ...
+
+**ITF** (``.itf.json``, the Informal Trace Format of Apalache and Quint, ADR-015): one JSON object
+``{"#meta": {...}, "vars": [...], "states": [...]}``. Integers are ``{"#bigint": "12"}``, lists are
+JSON arrays, records JSON objects; each state has ``"#meta": {"index": i}`` and the variables
+``mbt::actionTaken`` (the action's name, ``"init"`` first, as Quint's model-based testing writes it),
+``action`` (a variant: ``{"tag": "None", ...}`` first, then ``{"tag": "Some", "value": {"name", "args"}}``),
+``observation`` and ``acked``. The header above sits in ``#meta`` under ``"isrcheck"``.
+
+Loading (:func:`load_trace`, :func:`loads_trace`) is strict and never evaluates anything: JSON is
+parsed (no NaN, no duplicate keys), then the header, every action (specs/actions.toml: name, arity,
+argument types against the configuration's bounds) and every observation (specs/observation.toml)
+are validated. Any problem is a one-line :class:`TraceError` naming the file, the line or state,
+and the problem.
+"""
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from isrcheck import __version__
+from isrcheck.model.checker import Step
+from isrcheck.model.config import Config, ConfigError, from_mapping
+from isrcheck.model.observe import ObservationError, observe, validate_observation
+
+from .sides import acked_of
+from .vocab import VocabularyError, action_json, check_action
+
+__all__ = ["FORMAT", "VERSION", "KINDS", "Trace", "TraceError", "TraceStep", "dumps_itf", "dumps_jsonl",
+           "load_trace", "loads_trace", "trace_from_steps", "write_trace"]
+
+FORMAT = "isrcheck-trace"
+VERSION = 1
+KINDS = ("counterexample", "sample", "cover", "regression", "path")
+ITF_DESCRIPTION = "https://apalache-mc.org/docs/adr/015adr-trace.html"
+MAX_BYTES = 64 * 1024 * 1024
+_HEADER_KEYS = {"format", "version", "tool", "tool_version", "kind", "model", "property", "generation", "seed",
+                "config", "steps", "description"}
+_STEP_KEYS = {"index", "action", "observation", "acked"}
+_ITF_VARS = ["mbt::actionTaken", "action", "observation", "acked"]
+
+
+class TraceError(ValueError):
+    """A file that is not a valid isrcheck trace; the message is one line."""
+
+
+@dataclass
+class TraceStep:
+    index: int
+    action: tuple[str, tuple] | None  # None for the initial state
+    observation: dict[str, Any]
+    acked: list[list[int]]
+
+
+@dataclass
+class Trace:
+    config: Config
+    steps: list[TraceStep]
+    kind: str = "path"
+    model: str | None = None
+    prop: str | None = None  # the property a counterexample breaks
+    seed: int | None = None
+    description: str = ""
+    tool_version: str = __version__
+    source: str = ""  # the file it was read from, for messages
+
+    @property
+    def generation(self) -> str:
+        return self.config.truncation
+
+    @property
+    def actions(self) -> list[tuple[str, tuple]]:
+        return [s.action for s in self.steps[1:] if s.action is not None]
+
+    @property
+    def label(self) -> str:
+        return self.source or self.model or "trace"
+
+    def header(self) -> dict[str, Any]:
+        return {"format": FORMAT, "version": VERSION, "tool": "isrcheck", "tool_version": self.tool_version,
+                "kind": self.kind, "model": self.model, "property": self.prop, "generation": self.generation,
+                "seed": self.seed, "config": self.config.to_dict(), "steps": len(self.steps) - 1,
+                "description": self.description}
+
+
+def trace_from_steps(steps: Sequence[Step], config: Config, *, kind: str = "path", model: str | None = None,
+                     property: str | None = None, seed: int | None = None, description: str = "") -> Trace:
+    """A trace from the model's steps (a counterexample's, a simulation's, a covering path's)."""
+    out = []
+    for i, st in enumerate(steps):
+        if st.state is None:  # a violation's last step that raised: nothing to observe
+            break
+        action = None if st.action is None else (st.action.name, tuple(st.action.args))
+        out.append(TraceStep(i, action, observe(st.state), acked_of(st.state)))
+    return Trace(config, out, kind=kind, model=model, prop=property, seed=seed, description=description)
+
+
+# ---------------------------------------------------------------------------- writing
+def _step_json(s: TraceStep) -> dict[str, Any]:
+    return {"index": s.index, "action": None if s.action is None else action_json(*s.action),
+            "observation": s.observation, "acked": s.acked}
+
+
+def dumps_jsonl(trace: Trace) -> str:
+    lines = [json.dumps(trace.header(), separators=(",", ":"))]
+    lines += [json.dumps(_step_json(s), separators=(",", ":")) for s in trace.steps]
+    return "\n".join(lines) + "\n"
+
+
+def _itf(v: Any) -> Any:
+    if isinstance(v, bool) or isinstance(v, str) or v is None:
+        return v
+    if isinstance(v, int):
+        return {"#bigint": str(v)}
+    if isinstance(v, (list, tuple)):
+        return [_itf(x) for x in v]
+    if isinstance(v, Mapping):
+        return {k: _itf(x) for k, x in v.items()}
+    raise TypeError(f"cannot encode {type(v).__name__} in ITF")
+
+
+def dumps_itf(trace: Trace) -> str:
+    states = []
+    for s in trace.steps:
+        if s.action is None:
+            action: dict[str, Any] = {"tag": "None", "value": {}}
+        else:
+            action = {"tag": "Some", "value": _itf(action_json(*s.action))}
+        states.append({"#meta": {"index": s.index},
+                       "mbt::actionTaken": "init" if s.action is None else s.action[0],
+                       "action": action, "observation": _itf(s.observation), "acked": _itf(s.acked)})
+    doc = {"#meta": {"format": "ITF", "format-description": ITF_DESCRIPTION,
+                     "source": f"isrcheck {trace.model or ''}".strip(),
+                     "description": trace.description or f"isrcheck {trace.kind}", "isrcheck": trace.header()},
+           "vars": list(_ITF_VARS), "states": states}
+    return json.dumps(doc, separators=(",", ":")) + "\n"
+
+
+def write_trace(trace: Trace, path: str | Path, fmt: str | None = None) -> str:
+    """Write ``trace`` to ``path`` as ``jsonl`` or ``itf`` (default: from the name, ``.itf.json`` -> ITF)."""
+    fmt = fmt or ("itf" if str(path).endswith((".itf.json", ".itf")) else "jsonl")
+    if fmt not in ("jsonl", "itf"):
+        raise TraceError(f"unknown trace format {fmt!r} (jsonl or itf)")
+    text = dumps_itf(trace) if fmt == "itf" else dumps_jsonl(trace)
+    try:
+        Path(path).write_text(text, encoding="utf-8")
+    except OSError as e:
+        raise TraceError(f"cannot write {path}: {e.strerror}") from None
+    return fmt
+
+
+# ---------------------------------------------------------------------------- reading
+def _no_dupes(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for k, v in pairs:
+        if k in out:
+            raise ValueError(f"duplicate key {k!r}")
+        out[k] = v
+    return out
+
+
+def _bad_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not allowed")
+
+
+def parse_json(text: str) -> Any:
+    """``json.loads`` without NaN/Infinity and without duplicate keys; floats are refused later."""
+    return json.loads(text, object_pairs_hook=_no_dupes, parse_constant=_bad_constant)
+
+
+def _short(v: Any) -> str:
+    t = repr(v)
+    return t if len(t) <= 50 else t[:47] + "..."
+
+
+def _check_header(h: Any, where: str) -> tuple[Config, dict[str, Any]]:
+    if not isinstance(h, dict):
+        raise TraceError(f"{where}: the header must be a JSON object")
+    fmt = h.get("format")
+    if fmt != FORMAT:
+        raise TraceError(f"{where}: not an isrcheck trace (format {_short(fmt)}, expected {FORMAT!r})")
+    ver = h.get("version")
+    if ver != VERSION or isinstance(ver, bool):
+        raise TraceError(f"{where}: trace format version {_short(ver)} is not supported (this isrcheck reads version {VERSION})")
+    extra = sorted(set(h) - _HEADER_KEYS)
+    if extra:
+        raise TraceError(f"{where}: unknown header key {extra[0]!r}")
+    missing = sorted(k for k in ("tool", "tool_version", "kind", "generation", "config", "steps") if k not in h)
+    if missing:
+        raise TraceError(f"{where}: the header lacks {', '.join(missing)}")
+    if h["tool"] != "isrcheck" or not isinstance(h["tool_version"], str):
+        raise TraceError(f"{where}: tool must be \"isrcheck\" with a tool_version string")
+    if h["kind"] not in KINDS:
+        raise TraceError(f"{where}: kind must be one of {', '.join(KINDS)}, got {_short(h['kind'])}")
+    for k in ("model", "property"):
+        if h.get(k) is not None and not isinstance(h[k], str):
+            raise TraceError(f"{where}: {k} must be a string or null")
+    seed = h.get("seed")
+    if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int)):
+        raise TraceError(f"{where}: seed must be an integer or null, got {_short(seed)}")
+    if not isinstance(h.get("description", ""), str):
+        raise TraceError(f"{where}: description must be a string")
+    steps = h["steps"]
+    if isinstance(steps, bool) or not isinstance(steps, int) or steps < 0:
+        raise TraceError(f"{where}: steps must be an integer >= 0")
+    if not isinstance(h["config"], dict):
+        raise TraceError(f"{where}: config must be an object")
+    try:
+        cfg = from_mapping(h["config"])
+    except ConfigError as e:
+        raise TraceError(f"{where}: config: {e}") from None
+    if h["generation"] != cfg.truncation:
+        raise TraceError(f"{where}: generation {_short(h['generation'])} disagrees with the configuration's "
+                         f"truncation {cfg.truncation!r}")
+    return cfg, h
+
+
+def _check_acked(v: Any, partitions: int, where: str) -> list[list[int]]:
+    if not isinstance(v, list) or len(v) != partitions:
+        raise TraceError(f"{where}: acked must be a list of {partitions} list(s) of record ids")
+    for p, ids in enumerate(v):
+        if (not isinstance(ids, list) or not all(isinstance(x, int) and not isinstance(x, bool) and x >= 1 for x in ids)
+                or ids != sorted(set(ids))):
+            raise TraceError(f"{where}: acked[{p}] must be distinct record ids >= 1 in ascending order, got {_short(ids)}")
+    return v
+
+
+def _check_step(raw: Any, index: int, cfg: Config, where: str) -> TraceStep:
+    if not isinstance(raw, dict):
+        raise TraceError(f"{where}: a step must be a JSON object")
+    keys = set(raw)
+    if keys != _STEP_KEYS:
+        extra, missing = sorted(keys - _STEP_KEYS), sorted(_STEP_KEYS - keys)
+        raise TraceError(f"{where}: " + (f"unknown key {extra[0]!r}" if extra else f"missing {', '.join(missing)}"))
+    if raw["index"] != index or isinstance(raw["index"], bool):
+        raise TraceError(f"{where}: index {_short(raw['index'])} out of sequence (expected {index})")
+    act = raw["action"]
+    if index == 0:
+        if act is not None:
+            raise TraceError(f"{where}: the initial state (index 0) has no action; got {_short(act)}")
+        action = None
+    else:
+        try:
+            action = check_action(act, cfg.brokers, cfg.partitions)
+        except VocabularyError as e:
+            raise TraceError(f"{where}: {e}") from None
+    obs = raw["observation"]
+    try:
+        validate_observation(obs)
+    except ObservationError as e:
+        raise TraceError(f"{where}: observation: {e}") from None
+    if len(obs["brokers"]) != cfg.brokers or len(obs["partitions"]) != cfg.partitions:
+        raise TraceError(f"{where}: observation has {len(obs['brokers'])} broker(s) and {len(obs['partitions'])} "
+                         f"partition(s); the configuration has {cfg.brokers} and {cfg.partitions}")
+    want = [(b, p) for b in range(1, cfg.brokers + 1) for p in range(cfg.partitions)]
+    if ([x["id"] for x in obs["brokers"]] != list(range(1, cfg.brokers + 1))
+            or [x["index"] for x in obs["partitions"]] != list(range(cfg.partitions))
+            or [(x["broker"], x["partition"]) for x in obs["replicas"]] != want):
+        raise TraceError(f"{where}: observation lists brokers, partitions or replicas out of the schema's order")
+    return TraceStep(index, action, obs, _check_acked(raw["acked"], cfg.partitions, where))
+
+
+def _finish(cfg: Config, h: dict[str, Any], steps: list[TraceStep], source: str) -> Trace:
+    if not steps:
+        raise TraceError(f"{source}: the trace has no initial state")
+    if h["steps"] != len(steps) - 1:
+        raise TraceError(f"{source}: the header announces {h['steps']} step(s), the file has {len(steps) - 1}")
+    return Trace(cfg, steps, kind=h["kind"], model=h.get("model"), prop=h.get("property"), seed=h.get("seed"),
+                 description=h.get("description", ""), tool_version=h["tool_version"], source=source)
+
+
+def _loads_jsonl(text: str, source: str) -> Trace:
+    lines = text.split("\n")
+    if lines and lines[-1] == "":
+        lines.pop()
+    if not lines:
+        raise TraceError(f"{source}: empty file")
+    try:
+        header = parse_json(lines[0])
+    except ValueError as e:
+        raise TraceError(f"{source}: line 1: not JSON ({e})") from None
+    cfg, h = _check_header(header, f"{source}: line 1")
+    steps = []
+    for n, line in enumerate(lines[1:], start=2):
+        if not line.strip():
+            raise TraceError(f"{source}: line {n}: empty line")
+        try:
+            raw = parse_json(line)
+        except ValueError as e:
+            raise TraceError(f"{source}: line {n}: not JSON ({e})") from None
+        steps.append(_check_step(raw, n - 2, cfg, f"{source}: line {n}"))
+    return _finish(cfg, h, steps, source)
+
+
+_BIGINT = re.compile(r"^-?[0-9]{1,30}$")
+
+
+def _from_itf(v: Any, where: str) -> Any:
+    if isinstance(v, bool) or isinstance(v, str):
+        return v
+    if isinstance(v, int):
+        if abs(v) > 2**53 - 1:
+            raise TraceError(f"{where}: integer {v} outside JSON's safe range (use #bigint)")
+        return v
+    if isinstance(v, float):
+        raise TraceError(f"{where}: numbers must be integers, got {v!r}")
+    if isinstance(v, list):
+        return [_from_itf(x, where) for x in v]
+    if isinstance(v, dict):
+        if "#bigint" in v:
+            s = v["#bigint"]
+            if set(v) != {"#bigint"} or not isinstance(s, str) or not _BIGINT.match(s):
+                raise TraceError(f"{where}: malformed #bigint {_short(v)}")
+            return int(s)
+        special = sorted(k for k in v if k.startswith("#"))
+        if special:
+            raise TraceError(f"{where}: ITF value {special[0]!r} is not used by isrcheck traces")
+        return {k: _from_itf(x, where) for k, x in v.items()}
+    raise TraceError(f"{where}: unexpected value {_short(v)}")
+
+
+def _loads_itf(doc: Any, source: str) -> Trace:
+    if not isinstance(doc, dict) or set(doc) - {"#meta", "vars", "states", "params", "loop"}:
+        raise TraceError(f"{source}: not an ITF trace (expected an object with #meta, vars and states)")
+    meta = doc.get("#meta")
+    if not isinstance(meta, dict) or "isrcheck" not in meta:
+        raise TraceError(f"{source}: not an isrcheck trace (its ITF #meta has no \"isrcheck\" header)")
+    if meta.get("format", "ITF") != "ITF":
+        raise TraceError(f"{source}: #meta.format must be \"ITF\"")
+    cfg, h = _check_header(meta["isrcheck"], f"{source}: #meta.isrcheck")
+    if doc.get("vars") != _ITF_VARS:
+        raise TraceError(f"{source}: vars must be {_ITF_VARS}, got {_short(doc.get('vars'))}")
+    states = doc.get("states")
+    if not isinstance(states, list):
+        raise TraceError(f"{source}: states must be a list")
+    steps = []
+    for i, st in enumerate(states):
+        where = f"{source}: state {i}"
+        if not isinstance(st, dict) or set(st) != {"#meta", *_ITF_VARS}:
+            raise TraceError(f"{where}: a state must have #meta and exactly the variables {', '.join(_ITF_VARS)}")
+        m = st["#meta"]
+        if not isinstance(m, dict) or m.get("index") != i:
+            raise TraceError(f"{where}: #meta.index must be {i}")
+        act = st["action"]
+        if not isinstance(act, dict) or set(act) != {"tag", "value"} or act["tag"] not in ("None", "Some"):
+            raise TraceError(f"{where}: action must be a variant {{\"tag\": \"None\"|\"Some\", \"value\": ...}}")
+        action = None if act["tag"] == "None" else _from_itf(act["value"], where)
+        if i > 0 and action is None:
+            raise TraceError(f"{where}: only the initial state has no action")
+        taken = st["mbt::actionTaken"]
+        want = "init" if action is None else (action.get("name") if isinstance(action, dict) else None)
+        if taken != want:
+            raise TraceError(f"{where}: mbt::actionTaken {_short(taken)} disagrees with the action {_short(want)}")
+        raw = {"index": i, "action": action, "observation": _from_itf(st["observation"], where),
+               "acked": _from_itf(st["acked"], where)}
+        steps.append(_check_step(raw, i, cfg, where))
+    return _finish(cfg, h, steps, source)
+
+
+def loads_trace(text: str, source: str = "<trace>") -> Trace:
+    """Parse and validate a trace given as text (JSON lines or ITF)."""
+    if len(text) > MAX_BYTES:
+        raise TraceError(f"{source}: larger than {MAX_BYTES // (1024 * 1024)} MiB")
+    stripped = text.lstrip()
+    if not stripped:
+        raise TraceError(f"{source}: empty file")
+    if not stripped.startswith("{"):
+        raise TraceError(f"{source}: not an isrcheck trace (expected JSON lines or an ITF JSON object)")
+    first = stripped.split("\n", 1)[0]
+    try:
+        head = parse_json(first)
+    except ValueError:
+        head = None
+    if isinstance(head, dict) and "format" in head and "#meta" not in head:
+        return _loads_jsonl(text, source)
+    try:
+        doc = parse_json(text)
+    except ValueError as e:
+        raise TraceError(f"{source}: not an isrcheck trace (not JSON lines, and not one JSON document: {e})") from None
+    return _loads_itf(doc, source)
+
+
+def load_trace(path: str | Path) -> Trace:
+    """Read and validate the trace file at ``path``."""
+    p = Path(path)
+    try:
+        if p.stat().st_size > MAX_BYTES:
+            raise TraceError(f"{path}: larger than {MAX_BYTES // (1024 * 1024)} MiB")
+        data = p.read_bytes()
+    except FileNotFoundError:
+        raise TraceError(f"{path}: no such file") from None
+    except IsADirectoryError:
+        raise TraceError(f"{path}: is a directory, not a file") from None
+    except OSError as e:
+        raise TraceError(f"{path}: cannot read: {e.strerror}") from None
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
+        raise TraceError(f"{path}: not UTF-8 text (not an isrcheck trace)") from None
+    return loads_trace(text, str(path))

@@ -1,0 +1,135 @@
+"""The leader-epoch cache and the rules of the OffsetsForLeaderEpoch exchange (specs/05-replication.md,
+"Protocol generations"), as pure functions over ``[(epoch, start_offset), ...]`` lists.
+
+A cache lists where each leader epoch a replica knows begins in its log: epochs strictly ascending,
+start offsets never decreasing; an epoch ends where the next entry starts, the last one at the LEO.
+
+- :func:`assign`: an entry is added only at the end, for an epoch later than the last entry's (a
+  leader taking over at its LEO; a record of a newer epoch appended by a leader or a follower).
+- :func:`cut`: cutting the log to length ``n`` drops every entry that starts at ``n`` or later
+  (``TruncateToEpochEndOffset``, OffsetOutOfRange in a fetch, a crash).
+- :func:`leader_answer`: the leader's answer to a question about epoch ``e``, by the rule of the
+  generation (``kip-101``: an end offset only; ``kip-279`` and ``kip-320``: an epoch and its end).
+- :func:`truncation_point`: what the follower makes of the answer: the length to cut its log to,
+  and whether it must ask again (walking back, ``kip-279`` and ``kip-320``).
+
+``UNDEFINED`` (-1) stands for an unknown epoch or offset, as in Kafka's protocol.
+"""
+from __future__ import annotations
+
+from typing import Iterable, Sequence
+
+UNDEFINED = -1
+
+Entry = tuple[int, int]
+
+
+def assign(cache: list[Entry], epoch: int, start: int) -> bool:
+    """Append ``(epoch, start)`` unless the cache already holds ``epoch`` or a later one; True if added."""
+    if cache and cache[-1][0] >= epoch:
+        return False
+    cache.append((epoch, start))
+    return True
+
+
+def assign_records(cache: list[Entry], first_offset: int, epochs: Iterable[int]) -> bool:
+    """Entries for records appended at ``first_offset`` on, whose epochs are ``epochs`` (in order)."""
+    changed = False
+    for i, e in enumerate(epochs):
+        changed |= assign(cache, e, first_offset + i)
+    return changed
+
+
+def cut(cache: list[Entry], length: int) -> bool:
+    """Drop the entries that start at ``length`` or later (the log was cut there); True if any was."""
+    keep = [x for x in cache if x[1] < length]
+    if len(keep) == len(cache):
+        return False
+    cache[:] = keep
+    return True
+
+
+def latest(cache: Sequence[Entry]) -> int:
+    return cache[-1][0] if cache else UNDEFINED
+
+
+def start_of(cache: Sequence[Entry], epoch: int) -> int:
+    """Where ``epoch`` starts in the log, or UNDEFINED when the cache does not hold it."""
+    for e, start in cache:
+        if e == epoch:
+            return start
+    return UNDEFINED
+
+
+def leader_answer(rule: str, cache: Sequence[Entry], leo: int, asked: int) -> Entry:
+    """The leader's answer ``(epoch, end offset)`` to a question about epoch ``asked``.
+
+    ``kip-101``: if ``asked`` is the leader's latest epoch, its LEO; if the leader knows an epoch later
+    than ``asked`` and ``asked`` is not older than its first epoch, the start of the first epoch later
+    than ``asked``; otherwise undefined. No epoch is given with the offset (UNDEFINED).
+
+    ``kip-279`` / ``kip-320``: if ``asked`` is the latest epoch, (``asked``, LEO); if no epoch is later
+    than ``asked``, undefined; if ``asked`` is older than every epoch, (``asked``, start of the first
+    epoch); otherwise the largest epoch not later than ``asked`` and where it ends (the start of the
+    next one).
+
+    A follower with an empty cache asks about UNDEFINED and gets an undefined answer.
+    """
+    if asked == UNDEFINED or not cache:
+        return UNDEFINED, UNDEFINED
+    if asked == cache[-1][0]:
+        return (UNDEFINED if rule == "kip-101" else asked), leo
+    later = [(e, s) for e, s in cache if e > asked]
+    if not later:
+        return UNDEFINED, UNDEFINED  # newer than every epoch the leader knows
+    if rule == "kip-101":
+        if asked < cache[0][0]:
+            return UNDEFINED, UNDEFINED  # older than every epoch the leader knows
+        return UNDEFINED, later[0][1]
+    earlier = [e for e, _ in cache if e <= asked]
+    return (earlier[-1] if earlier else asked), later[0][1]
+
+
+def is_undefined(rule: str, answer: Entry) -> bool:
+    epoch, end = answer
+    return end == UNDEFINED or (rule != "kip-101" and epoch == UNDEFINED)
+
+
+def own_end(cache: Sequence[Entry], leo: int, epoch: int) -> Entry | None:
+    """The follower's largest epoch ``m`` not later than ``epoch`` and where ``m`` ends in its own log
+    (the start of its next entry, or its LEO); None when every epoch it knows is later."""
+    found: Entry | None = None
+    for i, (e, _start) in enumerate(cache):
+        if e > epoch:
+            break
+        found = (e, cache[i + 1][1] if i + 1 < len(cache) else leo)
+    return found
+
+
+def truncation_point(rule: str, cache: Sequence[Entry], leo: int, hw: int, answer: Entry) -> tuple[int, bool]:
+    """Where a follower holding ``answer`` cuts its log, and whether it must ask again afterwards.
+
+    An undefined answer falls back to the HW, in every generation: min(HW, LEO), then fetch.
+    ``kip-101``: min(end, LEO), then fetch. ``kip-279`` / ``kip-320``, given (``a``, ``end``), with ``m``
+    the follower's largest epoch not later than ``a`` (:func:`own_end`):
+
+    - ``m == a``: min(end, end of ``m``), then fetch;
+    - ``m < a``: min(end, end of ``m``), then ask again (about ``m``);
+    - no such ``m``: min(end, LEO), then fetch (Kafka 2.0's rule, as specs/05 states it).
+
+    The caller fetches rather than asking again when the log became empty.
+    """
+    a, end = answer
+    if is_undefined(rule, answer):
+        return min(hw, leo), False
+    if rule == "kip-101":
+        return min(end, leo), False
+    mine = own_end(cache, leo, a)
+    if mine is None:
+        return min(end, leo), False
+    m, m_end = mine
+    return min(end, m_end), m != a
+
+
+__all__ = ["UNDEFINED", "assign", "assign_records", "cut", "latest", "start_of", "leader_answer", "is_undefined",
+           "own_end", "truncation_point"]

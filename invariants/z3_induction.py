@@ -1,0 +1,548 @@
+"""Inductive invariants of the replication encoding (specs/08-symbolic.md#inductive-invariants).
+
+A property is proved here when it belongs to a set of state predicates that holds in the initial
+state and that every action preserves: ``Inv(s) and step(s, s') => Inv(s')`` for every state ``s``
+within the encoding's bounds (logs of at most ``max_records`` records, request queues of at most
+``queue`` requests) — whatever the epochs, versions and remaining fault budgets, so for any
+number of steps.
+
+The set is found by Houdini's algorithm: start from the safety properties plus a pool of
+**strengthening candidates** (facts about the protocol's bookkeeping: record offsets, znode
+versions, who may lead in which epoch, what followers hold), and repeatedly drop every member that
+some action can break from a state satisfying all the others. What remains is the largest
+inductive subset of the pool. A safety property that is dropped gets a **counterexample to
+induction**: a state satisfying every other remaining member, the action, and the state after it
+where the property fails. A counterexample to induction is not a reachable violation; bounded
+model checking (:mod:`.z3_replication`) says whether one is.
+"""
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import z3
+
+from isrcheck.model.brokersets import render
+from isrcheck.model.records import render_log
+from isrcheck.model.state import LeaderAndIsr, State, StopReplica
+
+from .z3_replication import ALWAYS, NOT_ENCODED, Encoding  # noqa: F401
+from .z3_types import NUM_MAX, REQ_LAI, REQ_NONE, REQ_STOP, REQ_UM, SymLog, SymState
+from .z3_verdicts import Obligation, Progress, Verdict, new_solver, no_progress
+
+Pred = Callable[[Encoding, SymState], z3.BoolRef]
+
+
+# ============================================================================ bounds and candidates
+def bounds(enc: Encoding, s: SymState) -> z3.BoolRef:
+    """The bounded state space: sizes within the capacities, numbers within range, ids typed."""
+    K, Q = enc.K, enc.Q
+    out: list[z3.BoolRef] = [z3.Not(s.overflow)]
+
+    def lg(x: SymLog) -> None:
+        out.append(z3.And(x.length >= 0, x.length <= K))
+
+    for p in range(enc.P):
+        ar = enc.AR[p]
+        z = s.zk[p]
+        out += [z3.Or([z.leader == b for b in (0, *ar)]), z.leader_epoch >= 0, z.leader_epoch <= NUM_MAX,
+                z.version >= 1, z.version <= NUM_MAX]
+        for b, r in s.replicas[p].items():
+            lg(r.log)
+            out += [r.hw >= 0, r.hw <= K, r.checkpoint >= 0, r.checkpoint <= K,
+                    z3.Or([r.leader == m for m in (0, *ar)]), r.leader_epoch >= -1, r.leader_epoch <= NUM_MAX,
+                    r.zk_version >= 0, r.zk_version <= NUM_MAX]
+            out += [z3.And(v >= 0, v <= K) for v in r.remote_leo.values()]
+        g = s.ghost[p]
+        lg(g.exposed)
+        out += [g.produced >= 0, g.produced <= K]
+        out += [z3.And(v >= 0, v < max(K, 1)) for v in g.position.values()]
+        out += [z3.And(v >= 0, v <= NUM_MAX) for v in g.epoch.values()]
+    for b, q in s.inbox.items():
+        out += [q.length >= 0, q.length <= Q]
+        for sl in q.slots:
+            out += [sl.leader_epoch >= 0, sl.leader_epoch <= NUM_MAX, sl.zk_version >= 0, sl.zk_version <= NUM_MAX,
+                    z3.Or([sl.leader == m for m in range(0, enc.N + 1)]), sl.partition >= 0, sl.partition < enc.P]
+    f = enc.cfg.faults
+    limits = {"crashes": f.crashes, "lossy_crashes": f.lossy_crashes, "undetected_restarts": f.undetected_restarts,
+              "isr_shrinks": f.isr_shrinks, "delayed_requests": f.delayed_requests}
+    for name, v in s.budget.items():
+        out += [v >= 0, v <= limits[name]]
+    return z3.And(out)
+
+
+def _logs(enc: Encoding, s: SymState, p: int) -> list[SymLog]:
+    return [r.log for r in s.replicas[p].values()] + [s.ghost[p].exposed]
+
+
+def _well_formed(enc: Encoding, s: SymState) -> z3.BoolRef:
+    out = []
+    for p in range(enc.P):
+        for x in _logs(enc, s, p):
+            for i in range(enc.K):
+                out.append(z3.If(x.length > i, z3.And(x.ids[i] >= 1, x.ids[i] <= enc.K, x.epochs[i] >= 0),
+                                 z3.And(x.ids[i] == 0, x.epochs[i] == 0)))
+    for b, q in s.inbox.items():
+        for i, sl in enumerate(q.slots):
+            lai_isr_ok = z3.And([z3.Implies(sl.isr[m], z3.Or([sl.partition == p for p in range(enc.P) if m in enc.AR[p]]
+                                                               or [z3.BoolVal(False)]))
+                                 for m in sl.isr])
+            inside = z3.And(z3.Or(sl.kind == REQ_LAI, sl.kind == REQ_STOP, sl.kind == REQ_UM),
+                            z3.Implies(sl.kind != REQ_LAI, z3.And(sl.leader == 0, sl.leader_epoch == 0,
+                                                                  sl.zk_version == 0,
+                                                                  *[z3.Not(v) for v in sl.isr.values()])),
+                            z3.Implies(sl.kind == REQ_UM, sl.partition == 0),
+                            z3.Implies(sl.kind == REQ_LAI, z3.And(sl.zk_version >= 1, lai_isr_ok,
+                                       z3.Or([z3.And(sl.partition == p, z3.Or([sl.leader == m for m in (0, *enc.AR[p])]))
+                                              for p in range(enc.P)]))))
+            blank = z3.And(sl.kind == REQ_NONE, sl.partition == 0, sl.leader == 0, sl.leader_epoch == 0,
+                           sl.zk_version == 0, *[z3.Not(v) for v in sl.isr.values()])
+            out.append(z3.If(q.length > i, inside, blank))
+    return z3.And(out) if out else z3.BoolVal(True)
+
+
+def _records_keep_their_place(enc: Encoding, s: SymState) -> z3.BoolRef:
+    out = []
+    for p in range(enc.P):
+        g = s.ghost[p]
+        for x in _logs(enc, s, p):
+            for i in range(enc.K):
+                inside = x.length > i
+                out.append(z3.Implies(inside, x.ids[i] <= g.produced))
+                for j in range(1, enc.K + 1):
+                    out.append(z3.Implies(z3.And(inside, x.ids[i] == j),
+                                          z3.And(g.position[j] == i, g.epoch[j] == x.epochs[i])))
+    return z3.And(out) if out else z3.BoolVal(True)
+
+
+def _log_no_longer_than_produced(enc: Encoding, s: SymState) -> z3.BoolRef:
+    return z3.And([x.length <= s.ghost[p].produced for p in range(enc.P) for x in _logs(enc, s, p)])
+
+
+def _acked_and_pending_were_produced(enc: Encoding, s: SymState) -> z3.BoolRef:
+    out = []
+    for p in range(enc.P):
+        g = s.ghost[p]
+        for j in range(1, enc.K + 1):
+            out.append(z3.Implies(g.acked[j], g.produced >= j))
+            for r in s.replicas[p].values():
+                out.append(z3.Implies(r.pending[j], g.produced >= j))
+    return z3.And(out) if out else z3.BoolVal(True)
+
+
+def _lai_slots(enc: Encoding, s: SymState, p: int) -> list[tuple[z3.BoolRef, Any]]:
+    """(is a LeaderAndIsr for p in a queue, the slot) for every queue slot."""
+    out = []
+    for q in s.inbox.values():
+        for i, sl in enumerate(q.slots):
+            out.append((z3.And(q.length > i, sl.kind == REQ_LAI, sl.partition == p), sl))
+    return out
+
+
+def _versions_bounded(enc: Encoding, s: SymState) -> z3.BoolRef:
+    out = []
+    for p in range(enc.P):
+        z = s.zk[p]
+        out += [r.zk_version <= z.version for r in s.replicas[p].values()]
+        out += [z3.Implies(c, sl.zk_version <= z.version) for c, sl in _lai_slots(enc, s, p)]
+    return z3.And(out)
+
+
+def _epochs_bounded(enc: Encoding, s: SymState) -> z3.BoolRef:
+    out = []
+    for p in range(enc.P):
+        z = s.zk[p]
+        for r in s.replicas[p].values():
+            out.append(r.leader_epoch <= z.leader_epoch)
+            out += [z3.Implies(r.log.length > i, r.log.epochs[i] <= z.leader_epoch) for i in range(enc.K)]
+        out += [z3.Implies(c, sl.leader_epoch <= z.leader_epoch) for c, sl in _lai_slots(enc, s, p)]
+    return z3.And(out)
+
+
+def _isr_eq(a: dict[int, z3.BoolRef], b: dict[int, z3.BoolRef], ar: tuple[int, ...]) -> z3.BoolRef:
+    return z3.And([a[m] == b[m] for m in ar])
+
+
+def _current_version_is_current_leader(enc: Encoding, s: SymState) -> z3.BoolRef:
+    out = []
+    for p in range(enc.P):
+        z, ar = s.zk[p], enc.AR[p]
+        for b, r in s.replicas[p].items():
+            out.append(z3.Implies(z3.And(r.leader == b, r.zk_version == z.version),
+                                  z3.And(z.leader == b, r.leader_epoch == z.leader_epoch, _isr_eq(r.isr, z.isr, ar))))
+    return z3.And(out)
+
+
+def _current_request_is_current_znode(enc: Encoding, s: SymState) -> z3.BoolRef:
+    out = []
+    for p in range(enc.P):
+        z, ar = s.zk[p], enc.AR[p]
+        for c, sl in _lai_slots(enc, s, p):
+            out.append(z3.Implies(z3.And(c, sl.zk_version == z.version),
+                                  z3.And(sl.leader == z.leader, sl.leader_epoch == z.leader_epoch,
+                                         _isr_eq(sl.isr, z.isr, ar))))
+    return z3.And(out)
+
+
+def _epoch_names_one_leader(enc: Encoding, s: SymState) -> z3.BoolRef:
+    out = []
+    for p in range(enc.P):
+        z = s.zk[p]
+        items: list[tuple[z3.BoolRef, z3.ArithRef, z3.ArithRef]] = [(z3.BoolVal(True), z.leader_epoch, z.leader)]
+        items += [(c, sl.leader_epoch, sl.leader) for c, sl in _lai_slots(enc, s, p)]
+        items += [(r.leader == b, r.leader_epoch, r.leader) for b, r in s.replicas[p].items()]
+        for i in range(len(items)):
+            for j in range(i + 1, len(items)):
+                ci, ei, li = items[i]
+                cj, ej, lj = items[j]
+                out.append(z3.Implies(z3.And(ci, cj, ei == ej), li == lj))
+    return z3.And(out)
+
+
+def _dead_brokers_are_blank(enc: Encoding, s: SymState) -> z3.BoolRef:
+    out = []
+    for b in enc.brokers():
+        parts = [s.inbox[b].length == 0]
+        for p in range(enc.P):
+            if b in s.replicas[p]:
+                r = s.replicas[p][b]
+                parts += [r.leader == 0, r.leader_epoch == -1]
+        out.append(z3.Implies(z3.Not(s.alive[b]), z3.And(parts)))
+    return z3.And(out)
+
+
+def _followers_hold_no_leader_state(enc: Encoding, s: SymState) -> z3.BoolRef:
+    out = []
+    for p in range(enc.P):
+        for b, r in s.replicas[p].items():
+            out.append(z3.Implies(r.leader != b, z3.And(
+                r.zk_version == 0, *[z3.Not(v) for v in r.isr.values()], *[v == 0 for v in r.remote_leo.values()],
+                *[z3.Not(v) for v in r.pending.values()])))
+    return z3.And(out)
+
+
+def _leaders_are_in_their_isr(enc: Encoding, s: SymState) -> z3.BoolRef:
+    return z3.And([z3.Implies(r.leader == b, r.isr[b]) for p in range(enc.P) for b, r in s.replicas[p].items()])
+
+
+def _remote_below_leader_leo(enc: Encoding, s: SymState) -> z3.BoolRef:
+    return z3.And([z3.Implies(r.leader == b, v <= r.log.length)
+                   for p in range(enc.P) for b, r in s.replicas[p].items() for v in r.remote_leo.values()])
+
+
+def _pending_above_hw(enc: Encoding, s: SymState) -> z3.BoolRef:
+    out = []
+    for p in range(enc.P):
+        g = s.ghost[p]
+        for b, r in s.replicas[p].items():
+            for j in range(1, enc.K + 1):
+                out.append(z3.Implies(r.pending[j], z3.And(enc.holds_id(r.log, j), g.position[j] >= r.hw,
+                                                           z3.Not(g.acked[j]))))
+    return z3.And(out) if out else z3.BoolVal(True)
+
+
+def _checkpoint_below_hw(enc: Encoding, s: SymState) -> z3.BoolRef:
+    return z3.And([r.checkpoint <= r.log.length for p in range(enc.P) for r in s.replicas[p].values()])
+
+
+# ---------------------------------------------------------------------------- fault-free facts
+def _all_alive(enc: Encoding, s: SymState) -> z3.BoolRef:
+    return z3.And(list(s.alive.values()))
+
+
+def _controller_sees_registrations(enc: Encoding, s: SymState) -> z3.BoolRef:
+    return z3.And([s.c_live[b] == s.alive[b] for b in enc.brokers()])
+
+
+def _no_requests(enc: Encoding, s: SymState) -> z3.BoolRef:
+    return z3.And([q.length == 0 for q in s.inbox.values()])
+
+
+def _zk_leader_leads(enc: Encoding, s: SymState) -> z3.BoolRef:
+    out = []
+    for p in range(enc.P):
+        z = s.zk[p]
+        out.append(z3.Or([z3.And(z.leader == b, r.leader == b, r.leader_epoch == z.leader_epoch,
+                                 r.zk_version == z.version) for b, r in s.replicas[p].items()]))
+    return z3.And(out)
+
+
+def _others_follow_zk_leader(enc: Encoding, s: SymState) -> z3.BoolRef:
+    out = []
+    for p in range(enc.P):
+        z = s.zk[p]
+        for b, r in s.replicas[p].items():
+            out.append(z3.Implies(z.leader != b, z3.And(r.leader == z.leader, r.leader_epoch == z.leader_epoch)))
+    return z3.And(out)
+
+
+def _prefix(enc: Encoding, a: SymLog, b: SymLog) -> z3.BoolRef:
+    """``a`` is a prefix of ``b``."""
+    return z3.And(a.length <= b.length, *[z3.Implies(a.length > i, enc.rec_eq(a, b, i)) for i in range(enc.K)])
+
+
+def _followers_are_prefixes(enc: Encoding, s: SymState) -> z3.BoolRef:
+    out = []
+    for p in range(enc.P):
+        reps = s.replicas[p]
+        for L, rl in reps.items():
+            for b, r in reps.items():
+                if b != L:
+                    out.append(z3.Implies(z3.And(r.leader == L, rl.leader == L, s.alive[L]), z3.And(
+                        _prefix(enc, r.log, rl.log), r.hw <= rl.hw,
+                        z3.Implies(rl.isr[b], rl.hw <= rl.remote_leo[b]), rl.remote_leo[b] <= r.log.length)))
+    return z3.And(out)
+
+
+def _committed_below_leader_hw(enc: Encoding, s: SymState) -> z3.BoolRef:
+    out = []
+    for p in range(enc.P):
+        g = s.ghost[p]
+        for L, rl in s.replicas[p].items():
+            leads = enc.acting_leader(s, p, L)
+            for j in range(1, enc.K + 1):
+                out.append(z3.Implies(z3.And(leads, g.acked[j]),
+                                      z3.And(enc.holds_id(rl.log, j), g.position[j] < rl.hw)))
+            out.append(z3.Implies(leads, z3.And(_prefix(enc, g.exposed, rl.log), g.exposed.length <= rl.hw)))
+    return z3.And(out) if out else z3.BoolVal(True)
+
+
+CANDIDATES: tuple[tuple[str, Pred], ...] = (
+    ("WellFormed", _well_formed),
+    ("RecordsKeepTheirPlace", _records_keep_their_place),
+    ("LogNoLongerThanProduced", _log_no_longer_than_produced),
+    ("AckedAndPendingWereProduced", _acked_and_pending_were_produced),
+    ("VersionsBounded", _versions_bounded),
+    ("EpochsBounded", _epochs_bounded),
+    ("CurrentVersionIsCurrentLeader", _current_version_is_current_leader),
+    ("CurrentRequestIsCurrentZnode", _current_request_is_current_znode),
+    ("EpochNamesOneLeader", _epoch_names_one_leader),
+    ("DeadBrokersAreBlank", _dead_brokers_are_blank),
+    ("FollowersHoldNoLeaderState", _followers_hold_no_leader_state),
+    ("LeadersAreInTheirIsr", _leaders_are_in_their_isr),
+    ("RemoteLeoBelowLeaderLeo", _remote_below_leader_leo),
+    ("PendingAboveHighWatermark", _pending_above_hw),
+    ("CheckpointBelowLogEnd", _checkpoint_below_hw),
+    ("AllBrokersAlive", _all_alive),
+    ("ControllerSeesRegistrations", _controller_sees_registrations),
+    ("NoRequestsInFlight", _no_requests),
+    ("ZkLeaderLeads", _zk_leader_leads),
+    ("OthersFollowZkLeader", _others_follow_zk_leader),
+    ("FollowersArePrefixesOfTheirLeader", _followers_are_prefixes),
+    ("CommittedBelowLeaderHighWatermark", _committed_below_leader_hw),
+)
+
+
+# ============================================================================ readable states
+def describe(s: State, enc: Encoding) -> list[str]:
+    """A state of the encoded fragment, one line per partition and per broker."""
+    out = []
+    c = s.controller
+    out.append(f"controller: believes alive {render(c.live)}; ZooKeeper registrations {render(s.zk.live)}")
+    for p, zp in enumerate(s.zk.partitions):
+        g = s.ghost[p]
+        state = "Online" if c.partition_states[p] == 2 else "Offline"
+        out.append(f"p{p}: znode leader {zp.leader or 'none'}, ISR {render(zp.isr)}, leader epoch {zp.leader_epoch}, "
+                   f"version {zp.version}; {state}; produced {g.produced}, acked {render(g.acked)}, "
+                   f"exposed {render_log(g.exposed)}")
+    for i, br in enumerate(s.brokers):
+        b = i + 1
+        head = f"broker {b} {'up' if br.alive else 'DOWN'}"
+        parts = []
+        for p, r in enumerate(br.replicas):
+            if r is None:
+                continue
+            role = ("leads" if r.leader == b else f"follows {r.leader}" if r.leader else "no leader")
+            t = f"p{p}: log {render_log(r.log)} hw {r.hw} ckpt {r.checkpoint}, {role} (epoch {r.leader_epoch})"
+            if r.leader == b:
+                remote = ",".join(f"{m + 1}:{v}" for m, v in enumerate(r.remote_leo) if m + 1 in enc.AR[p] and m + 1 != b)
+                t += f", ISR {render(r.isr)}, zkv {r.zk_version}, remote LEO {{{remote}}}, pending {render(r.pending)}"
+            parts.append(t)
+        reqs = []
+        for q in s.inbox[i]:
+            if isinstance(q, LeaderAndIsr):
+                reqs.append(f"LeaderAndIsr(p{q.partition}: leader {q.leader or 'none'}, ISR {render(q.isr)}, "
+                            f"epoch {q.leader_epoch}, zkv {q.zk_version})")
+            elif isinstance(q, StopReplica):
+                reqs.append(f"StopReplica(p{q.partition})")
+            else:
+                reqs.append("UpdateMetadata")
+        if reqs:
+            parts.append("queue: " + ", ".join(reqs))
+        out.append(head + ("; " + "; ".join(parts) if parts else ""))
+    b = s.budget
+    out.append(f"budgets left: crashes {b.crashes}, lossy {b.lossy_crashes}, undetected restarts "
+               f"{b.undetected_restarts}, ISR shrinks {b.isr_shrinks}, delayed deliveries {b.delayed_requests}")
+    return out
+
+
+def describe_pair(before: State, label: str, after: State, enc: Encoding) -> list[str]:
+    a, b = describe(before, enc), describe(after, enc)
+    lines = ["before:"] + [f"    {x}" for x in a] + [f"action: {label}", "after (changed lines marked *):"]
+    lines += [f"  {'*' if i >= len(a) or a[i] != x else ' '} {x}" for i, x in enumerate(b)]
+    return lines
+
+
+# ============================================================================ Houdini
+class _Query:
+    """A fixed base of constraints; each check runs on a fresh solver (non-incremental z3
+    preprocesses and bit-blasts the problem, much faster here than push/pop)."""
+
+    def __init__(self, timeout: float | None, base: list[z3.BoolRef]) -> None:
+        self.timeout = timeout
+        self.base = base
+
+    def check(self, extra: list[z3.BoolRef]) -> tuple[z3.CheckSatResult, z3.ModelRef | None]:
+        sv = new_solver(self.timeout)
+        sv.add(*self.base, *extra)
+        r = sv.check()
+        return r, (sv.model() if r == z3.sat else None)
+
+
+@dataclass
+class Cti:
+    before: State
+    action: str
+    kind: str
+    after: State
+    lines: list[str]
+
+    def to_json(self) -> dict[str, Any]:
+        from isrcheck.render import state_to_json  # noqa: PLC0415 - rendering lives in the package root
+
+        return {"action": self.action, "kind": self.kind, "before": state_to_json(self.before),
+                "after": state_to_json(self.after)}
+
+
+@dataclass
+class InductionResult:
+    generation: str
+    kept: list[str]
+    dropped: dict[str, Cti | str]  # name -> counterexample to induction, or "initial state" / "unknown"
+    obligations: list[Obligation]
+    queries: int
+    seconds: float
+    per_kind: dict[str, list[str]] = field(default_factory=dict)  # safety property -> kinds that broke it
+
+
+def _init_holds(enc: Encoding, preds: dict[str, Pred]) -> dict[str, bool]:
+    s = enc.fresh("init")
+    solver = z3.Solver()
+    solver.add(enc.init_pin(s))
+    return {n: solver.check(z3.Not(f(enc, s))) == z3.unsat for n, f in preds.items()}
+
+
+def prove_inductive(cfg: Any, generation_name: str = "high-watermark", timeout: float | None = 60.0,
+                    queue: int | None = None, progress: Progress = no_progress,
+                    candidates: tuple[tuple[str, Pred], ...] = CANDIDATES) -> InductionResult:
+    """Houdini over the safety properties and ``candidates`` for the encoding of ``cfg``."""
+    start = time.perf_counter()
+    enc = Encoding(cfg, generation_name, queue)
+    gen = enc.rule.name
+    preds: dict[str, Pred] = {n: f for n, f in candidates}
+    for name in ALWAYS:
+        preds[name] = (lambda n: (lambda e, s: e.properties(s)[n]))(name)
+    dropped: dict[str, Cti | str] = {}
+    init = _init_holds(enc, preds)
+    for n, ok in init.items():
+        if not ok:
+            dropped[n] = "false in the initial state"
+    active = [n for n in preds if n not in dropped]
+
+    s = enc.fresh("pre")
+    insts = enc.instances(s)
+    pre_terms = {n: preds[n](enc, s) for n in preds}
+    post_terms = [{n: preds[n](enc, i.effect) for n in preds} for i in insts]
+    base = bounds(enc, s)
+    solvers = [_Query(timeout, [base, inst.guard, z3.Not(inst.effect.overflow)]) for inst in insts]
+    timing: dict[str, float] = {}
+    queries = 0
+    unknown: dict[str, str] = {}
+    per_kind: dict[str, list[str]] = {}
+    changed = True
+    while changed:
+        changed = False
+        for k, inst in enumerate(insts):
+            sv = solvers[k]
+            while True:
+                live = [n for n in active if n not in unknown]
+                if not live:
+                    break
+                progress(f"{gen}: {inst.label()}: {len(live)} invariants")
+                t0 = time.perf_counter()
+                r, m = sv.check([pre_terms[n] for n in live] + [z3.Or([z3.Not(post_terms[k][n]) for n in live])])
+                timing[inst.kind] = timing.get(inst.kind, 0.0) + time.perf_counter() - t0
+                queries += 1
+                if r == z3.unsat:
+                    break
+                if r != z3.sat:
+                    for n in live:
+                        unknown.setdefault(n, f"z3 gave up on {inst.label()}")
+                    break
+                broken = [n for n in live if z3.is_false(m.eval(post_terms[k][n], model_completion=True))]
+                before = s.decode(m, enc.init_state)
+                after = inst.effect.decode(m, enc.init_state)
+                label = enc.action_of(inst, m)
+                cti = Cti(before, str(label), inst.kind, after, describe_pair(before, str(label), after, enc))
+                for n in broken:
+                    dropped[n] = cti
+                    active.remove(n)
+                    per_kind.setdefault(n, []).append(inst.kind)
+                changed = True
+    obligations: list[Obligation] = []
+    seconds = time.perf_counter() - start
+    kept = [n for n in active if n not in unknown]
+    strengthening = [n for n in kept if n not in ALWAYS]
+    scope = (f"every state of {enc.N} brokers with logs of at most {enc.K} records and at most {enc.Q} queued "
+             f"requests per broker, any epochs and remaining budgets")
+    for name in ALWAYS:
+        if name in kept:
+            ob = Obligation("inductive", name, gen, Verdict.PROVED, seconds, scope,
+                            detail="inductive together with: " + (", ".join(x for x in kept if x != name) or "nothing"))
+        elif name in unknown:
+            ob = Obligation("inductive", name, gen, Verdict.UNKNOWN, seconds, scope, detail=unknown[name])
+        else:
+            why = dropped[name]
+            ob = Obligation("inductive", name, gen, Verdict.REFUTED, seconds, scope)
+            if isinstance(why, Cti):
+                ob.detail = (f"not inductive: counterexample to induction through {why.kind} "
+                             "(a state satisfying the other invariants; bmc tells whether it is reachable)")
+                ob.lines = why.lines
+                ob.counterexample = why.to_json()
+            else:
+                ob.detail = why
+        obligations.append(ob)
+    # the transition property, against the final invariant
+    inv = [pre_terms[n] for n in kept]
+    em_unknown, em_cti = [], None
+    for k, inst in enumerate(insts):
+        sv = solvers[k]
+        r, m = sv.check(inv + [z3.Not(enc.step_properties(s, inst.effect)["EpochsMonotonic"])])
+        queries += 1
+        if r == z3.sat and em_cti is None:
+            before, after = s.decode(m, enc.init_state), inst.effect.decode(m, enc.init_state)
+            label = str(enc.action_of(inst, m))
+            em_cti = Cti(before, label, inst.kind, after, describe_pair(before, label, after, enc))
+        elif r not in (z3.sat, z3.unsat):
+            em_unknown.append(inst.label())
+    seconds = time.perf_counter() - start
+    if em_cti is not None:
+        ob = Obligation("inductive", "EpochsMonotonic", gen, Verdict.REFUTED, seconds, scope,
+                        detail=f"a step from a state satisfying the invariant lowers an epoch ({em_cti.kind})")
+        ob.lines, ob.counterexample = em_cti.lines, em_cti.to_json()
+    elif em_unknown:
+        ob = Obligation("inductive", "EpochsMonotonic", gen, Verdict.UNKNOWN, seconds, scope,
+                        detail="z3 gave up on " + ", ".join(em_unknown))
+    else:
+        ob = Obligation("inductive", "EpochsMonotonic", gen, Verdict.PROVED, seconds, scope,
+                        detail="every step from a state satisfying the invariant")
+    obligations.append(ob)
+    res = InductionResult(gen, strengthening, {n: d for n, d in dropped.items() if n not in ALWAYS}, obligations,
+                          queries, seconds, per_kind)
+    res.timing = timing  # type: ignore[attr-defined]
+    return res
+
+
+__all__ = ["CANDIDATES", "prove_inductive", "describe", "describe_pair", "bounds", "InductionResult", "Cti"]

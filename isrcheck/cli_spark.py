@@ -1,0 +1,417 @@
+"""``isrcheck spark ...``: the Spark pipeline's commands (registered by cli.py with
+``main.add_command(spark)``).
+
+Nothing here imports pyspark or pyarrow at import time: ``isrcheck --help`` works without them,
+and a pipeline command on a machine without them (or without Java 17) fails with one ``error:``
+line and exit status 2, like every other input error.
+"""
+from __future__ import annotations
+
+import json
+import shutil
+import sys
+import tempfile
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any, Iterator, NoReturn
+
+import click
+
+from isrcheck import manifest, render
+from isrcheck.manifest import ManifestError
+from isrcheck.model.action_text import ActionSyntaxError
+from isrcheck.model.config import ConfigError
+from isrcheck.pipeline.errors import PipelineError
+
+
+def _user_errors() -> tuple[type[BaseException], ...]:
+    from isrcheck.pipeline.codec import CodecError
+
+    return (ConfigError, ManifestError, ActionSyntaxError, PipelineError, CodecError)
+
+
+class _SparkGroup(click.Group):
+    """Turns input errors into ``error: ...`` (one line) and exit status 2."""
+
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except _user_errors() as e:
+            click.echo(f"error: {' '.join(str(e).split())}", err=True)
+            ctx.exit(2)
+
+
+def _exit(code: int) -> NoReturn:
+    raise click.exceptions.Exit(code)
+
+
+def _emit_json(obj: Any) -> None:
+    click.echo(json.dumps(obj, indent=2))
+
+
+def _descriptions() -> dict[str, str]:
+    from isrcheck.invariants import ALL_PROPERTIES
+
+    return {p.name: p.description for p in ALL_PROPERTIES}
+
+
+def _require_spark() -> None:
+    from isrcheck.pipeline.session import check_java, check_pyspark
+
+    check_pyspark()
+    check_java()
+
+
+@contextmanager
+def _session(master: str | None) -> Iterator[Any]:
+    _require_spark()
+    from isrcheck.pipeline.session import spark_session
+
+    with spark_session(master) as spark:
+        yield spark
+
+
+def _spec(name: str | None, config_file: str | None, overrides: tuple[str, ...], symmetry: bool | None) -> Any:
+    from isrcheck.pipeline.spec import ModelSpec
+
+    target = manifest.resolve(name, config_file, overrides)
+    label = target.label if target.entry is not None else Path(target.label).stem
+    sym = target.symmetry if symmetry is None else symmetry
+    return ModelSpec.of(label, target.config, sym), target
+
+
+_model_arg = click.argument("name", required=False, metavar="[MODEL]")
+_config_opt = click.option("--config", "config_file", metavar="FILE",
+                           help="A configuration file (TOML) instead of a MODEL name.")
+_set_opt = click.option("--set", "overrides", multiple=True, metavar="KEY=VALUE",
+                        help="Override a configuration key, e.g. --set faults.crashes=1 (repeatable).")
+_master_opt = click.option("--master", metavar="URL", default=None,
+                           help="Spark master (default local[*]: every core of this machine).")
+_json_opt = click.option("--json", "as_json", is_flag=True, help="Print one JSON object on stdout.")
+
+
+@click.group("spark", cls=_SparkGroup, context_settings={"help_option_names": ["-h", "--help"]})
+def spark() -> None:
+    """Distributed exploration, sweeps, swarms, the trace corpus and its analytics, on Spark.
+
+    Local mode (no cluster) by default; --master URL for a cluster. Needs pyspark and Java 17+.
+    """
+
+
+# ---------------------------------------------------------------------------- explore
+def _level_table(levels: list[Any]) -> Any:
+    from rich import box
+    from rich.table import Table
+
+    t = Table(title="Levels", box=box.SIMPLE_HEAD, title_justify="left")
+    for col in ("depth", "engine", "frontier", "new states", "visited", "transitions", "seconds"):
+        t.add_column(col, justify="left" if col == "engine" else "right")
+    for x in levels:
+        t.add_row(str(x.depth), x.engine, f"{x.frontier:,}", f"{x.new:,}", f"{x.visited:,}", f"{x.transitions:,}",
+                  f"{x.seconds:.2f}")
+    return t
+
+
+@spark.command(short_help="Breadth-first exploration on Spark (hybrid, resumable).")
+@_model_arg
+@_config_opt
+@_set_opt
+@_master_opt
+@click.option("--out", "out_dir", metavar="DIR", help="Run directory (Parquet levels); default: a temporary one.")
+@click.option("--resume", is_flag=True, help="Continue the run in --out DIR from its last complete level.")
+@click.option("--spark-threshold", type=click.IntRange(min=0), default=None, metavar="N",
+              help="Run a level on Spark when its frontier has at least N states (default 20000; 0: every level).")
+@click.option("--max-depth", type=click.IntRange(min=0), metavar="N", help="Explore at most this many steps deep.")
+@click.option("--stop-after-levels", type=click.IntRange(min=1), metavar="N",
+              help="Compute at most N levels now (resume later with --resume).")
+@click.option("--symmetry/--no-symmetry", default=None, help="Force broker-symmetry reduction on or off.")
+@_json_opt
+def explore(name: str | None, config_file: str | None, overrides: tuple[str, ...], master: str | None,
+            out_dir: str | None, resume: bool, spark_threshold: int | None, max_depth: int | None,
+            stop_after_levels: int | None, symmetry: bool | None, as_json: bool) -> None:
+    """Explore every reachable state of MODEL (or --config FILE) level by level, each level stored as
+    Parquet; wide levels run on Spark, narrow ones in-process. The verdict, state count, depth and
+    counterexample length are those of `isrcheck check`."""
+    from isrcheck.pipeline.session import LazySession, check_pyspark
+
+    check_pyspark()
+    from isrcheck.pipeline.explore import DEFAULT_SPARK_THRESHOLD, Explorer
+
+    if resume and not out_dir:
+        raise PipelineError("--resume needs --out DIR (the run to continue)")
+    if stop_after_levels and not out_dir:
+        raise PipelineError("--stop-after-levels needs --out DIR (to resume from)")
+    spec, target = _spec(name, config_file, overrides, symmetry)
+    threshold = DEFAULT_SPARK_THRESHOLD if spark_threshold is None else spark_threshold
+    temp = None
+    if out_dir is None:
+        temp = tempfile.mkdtemp(prefix="isrcheck-explore-")
+        out = Path(temp) / "run"
+    else:
+        out = Path(out_dir)
+    show = not as_json and render.is_terminal(sys.stderr)
+    console = render.make_console(stderr=True)
+
+    def on_level(stats: Any) -> None:
+        if show:
+            console.print(f"level {stats.depth:>3} [{stats.engine:5}] frontier {stats.frontier:>9,} -> "
+                          f"new {stats.new:>9,}  visited {stats.visited:>10,}  {stats.seconds:6.2f} s", highlight=False)
+
+    try:
+        session = LazySession(master)
+        if threshold <= 1:  # every level on Spark: fail early when Spark cannot start
+            _require_spark()
+        ex = Explorer(spec, out, spark_threshold=threshold, session=session, resume=resume, max_depth=max_depth,
+                      stop_after_levels=stop_after_levels, on_level=on_level)
+        res = ex.run()
+    finally:
+        if temp is not None:
+            shutil.rmtree(temp, ignore_errors=True)
+    result = res.result
+    if as_json:
+        obj = render.result_to_json(spec.label, target.config, result)
+        obj.update({
+            "mode": "spark-explore",
+            "levels": [{k: getattr(x, k) for k in ("depth", "engine", "frontier", "new", "visited", "transitions",
+                                                    "seconds")} for x in res.levels],
+            "spark_levels": res.spark_levels, "out": None if temp else str(out), "resumed_at": res.resumed_at,
+            "finished": res.finished, "spark_threshold": threshold,
+        })
+        _emit_json(obj)
+    else:
+        out_console = render.make_console()
+        out_console.print(f"[bold]{spec.label}[/bold]  {render.config_line(target.config)}"
+                          f"  symmetry={'on' if spec.symmetry else 'off'}  spark-threshold={threshold}", highlight=False)
+        out_console.print(_level_table(res.levels))
+        desc = _descriptions()
+        for v in result.violations:
+            render.print_wide(out_console, render.violation_table(v, desc.get(v.property, "")))
+            out_console.print()
+        for item in render.check_summary(spec.label, result):
+            out_console.print(item)
+        if not res.finished:
+            out_console.print(f"stopped after {stop_after_levels} level(s); continue with --resume --out {out}",
+                              highlight=False)
+    _exit(0 if result.outcome == "success" else 1)
+
+
+# ---------------------------------------------------------------------------- sweep
+@spark.command(short_help="One complete check per point of a grid, in parallel.")
+@click.option("--grid", "grid_file", required=True, metavar="FILE", help="The grid (TOML; see specs/09-pipeline.md).")
+@_master_opt
+@click.option("--out", "out_dir", metavar="DIR", help="Write the results table as Parquet here.")
+@_json_opt
+def sweep(grid_file: str, master: str | None, out_dir: str | None, as_json: bool) -> None:
+    """Check every configuration of a grid (base configuration x lists of values per key); each
+    point is one Spark task running the single-process checker. Exit 0 when every point succeeds."""
+    _require_spark()
+    from isrcheck.pipeline.sweep import load_grid, run_sweep
+
+    grid = load_grid(grid_file)
+    with _session(master) as spark_:
+        rows = run_sweep(spark_, grid, out_dir)
+    if as_json:
+        _emit_json({"grid": grid_file, "keys": grid.keys, "rows": [
+            {**{k: r[k] for k in ("index", "outcome", "property", "length", "states", "depth", "transitions",
+                                  "seconds", "unwitnessed", "limit_hit")}, "values": r["values"]} for r in rows]})
+    else:
+        from rich import box
+        from rich.table import Table
+
+        t = Table(title=f"Sweep {grid_file}", box=box.SIMPLE_HEAD, title_justify="left")
+        for k in grid.keys:
+            t.add_column(k)
+        for c in ("outcome", "property", "length", "states", "seconds"):
+            t.add_column(c, justify="right" if c in ("length", "states", "seconds") else "left")
+        for r in rows:
+            t.add_row(*[json.dumps(r["values"][k]) for k in grid.keys],
+                      render.outcome_text(r["outcome"]), r["property"] or "", "" if r["length"] is None else str(r["length"]),
+                      f"{r['states']:,}", f"{r['seconds']:.2f}")
+        console = render.make_console()
+        console.print(t)
+        if out_dir:
+            console.print(f"results: {out_dir} (Parquet)", highlight=False)
+    _exit(0 if all(r["outcome"] == "success" for r in rows) else 1)
+
+
+# ---------------------------------------------------------------------------- swarm
+@spark.command(short_help="Many seeded random walks over Spark tasks.")
+@_model_arg
+@_config_opt
+@_set_opt
+@_master_opt
+@click.option("--walks", type=click.IntRange(min=1), default=1000, show_default=True, metavar="N")
+@click.option("--seed", type=int, default=0, show_default=True, metavar="S",
+              help="Run seed; task i walks with a seed derived from (S, i).")
+@click.option("--tasks", type=click.IntRange(min=1), default=8, show_default=True, metavar="N",
+              help="Spark tasks to split the walks over (part of what a seed reproduces).")
+@click.option("--max-depth", type=click.IntRange(min=1), default=100, show_default=True, metavar="N")
+@click.option("--symmetry/--no-symmetry", default=None)
+@click.option("--out", "out_dir", metavar="DIR", help="Write the per-task table as Parquet here.")
+@_json_opt
+def swarm(name: str | None, config_file: str | None, overrides: tuple[str, ...], master: str | None, walks: int,
+          seed: int, tasks: int, max_depth: int, symmetry: bool | None, out_dir: str | None, as_json: bool) -> None:
+    """Random walks through MODEL (or --config FILE), spread over Spark tasks: finds bugs in models too
+    large to exhaust, proves nothing. The same seed and --tasks give the same result."""
+    _require_spark()
+    from isrcheck.pipeline.swarm import run_swarm
+
+    spec, target = _spec(name, config_file, overrides, symmetry)
+    with _session(master) as spark_:
+        res = run_swarm(spark_, spec, walks=walks, seed=seed, tasks=tasks, max_depth=max_depth)
+        if out_dir:
+            rows = [{"task": r["task"], "seed": r["seed"], "walks": r["walks"], "steps": r["steps"],
+                     "deepest": r["deepest"], "seconds": r["seconds"],
+                     "property": r["violation"]["property"] if r["violation"] else None,
+                     "length": r["violation"]["length"] if r["violation"] else None} for r in res.tasks]
+            spark_.createDataFrame(rows, "task int, seed long, walks int, steps long, deepest int, seconds double, "
+                                         "property string, length int").coalesce(1).write.mode("overwrite").parquet(out_dir)
+    shortest = res.violations[0] if res.violations else None
+    if as_json:
+        _emit_json({
+            "model": spec.label, "mode": "spark-swarm", "outcome": res.outcome, "seed": seed, "tasks": len(res.tasks),
+            "walks": res.walks, "steps": res.steps, "distinct_states": res.distinct_states,
+            "violations_found": len(res.violations),
+            "shortest": None if shortest is None else render.violation_to_json(shortest),
+            "task_results": [{k: r[k] for k in ("task", "seed", "walks", "steps", "deepest")} | {
+                "property": r["violation"]["property"] if r["violation"] else None,
+                "length": r["violation"]["length"] if r["violation"] else None} for r in res.tasks],
+            "coverage": res.coverage, "witnessed": res.witnessed, "unwitnessed": res.unwitnessed,
+            "seconds": round(res.seconds, 6), "config": target.config.to_dict(),
+        })
+    else:
+        console = render.make_console()
+        console.print(f"[bold]{spec.label}[/bold]  {render.config_line(target.config)}  seed={seed} tasks={len(res.tasks)}",
+                      highlight=False)
+        if shortest is not None:
+            render.print_wide(console, render.violation_table(shortest, _descriptions().get(shortest.property, "")))
+        console.print(render.coverage_table(res.coverage))
+        console.print(render.outcome_text(res.outcome, simulated=True))
+        console.print(f"{res.walks:,} walks, {res.steps:,} steps, {res.distinct_states:,} distinct states, "
+                      f"{len(res.violations)} task(s) found a violation"
+                      + (f"; shortest: {shortest.property} in {shortest.length}" if shortest else "")
+                      + (f"; never witnessed: {', '.join(res.unwitnessed)}" if res.unwitnessed else "")
+                      + f" ({res.seconds:.1f} s)", highlight=False)
+    _exit(0 if res.outcome == "success" else 1)
+
+
+# ---------------------------------------------------------------------------- traces
+@spark.command(short_help="Generate a corpus of regression traces (partitioned Parquet).")
+@_model_arg
+@_config_opt
+@_set_opt
+@_master_opt
+@click.option("--count", type=click.IntRange(min=1), required=True, metavar="N", help="Number of traces.")
+@click.option("--out", "out_dir", required=True, metavar="DIR", help="The corpus directory (created or extended).")
+@click.option("--mode", type=click.Choice(["exhaustive", "random"]), default="random", show_default=True,
+              help="exhaustive: shortest paths to the deepest states of a full search; random: seeded walks.")
+@click.option("--seed", type=int, default=0, show_default=True, metavar="S")
+@click.option("--max-depth", type=click.IntRange(min=1), default=50, show_default=True, metavar="N",
+              help="Longest random walk.")
+@click.option("--max-states", type=click.IntRange(min=1), default=200_000, show_default=True, metavar="N",
+              help="Largest exhaustive search.")
+@click.option("--symmetry/--no-symmetry", default=None)
+@_json_opt
+def traces(name: str | None, config_file: str | None, overrides: tuple[str, ...], master: str | None, count: int,
+           out_dir: str, mode: str, seed: int, max_depth: int, max_states: int, symmetry: bool | None,
+           as_json: bool) -> None:
+    """Write COUNT traces of MODEL into the corpus --out DIR, one row per step (schema in
+    specs/09-pipeline.md), partitioned by generation, model and mode."""
+    _require_spark()
+    from isrcheck.pipeline.traces import generate
+
+    spec, _ = _spec(name, config_file, overrides, symmetry)
+    with _session(master) as spark_:
+        res = generate(spark_, spec, out_dir, count=count, mode=mode, seed=seed, max_depth=max_depth,
+                       max_states=max_states)
+    obj = {"corpus": str(res.out), "model": spec.label, "generation": spec.generation, "mode": mode,
+           "traces": res.traces, "steps": res.steps, "violating_traces": res.violating,
+           "searched_states": res.searched, "search_complete": res.complete, "seconds": round(res.seconds, 6)}
+    if as_json:
+        _emit_json(obj)
+    else:
+        extra = "" if res.searched is None else (f" from a search of {res.searched:,} states"
+                                                 + ("" if res.complete else " (stopped at --max-states)"))
+        click.echo(f"{res.out}: {res.traces} {mode} traces of {spec.label} ({spec.generation}), {res.steps} steps, "
+                   f"{res.violating} breaking a property{extra} ({res.seconds:.1f} s)")
+
+
+# ---------------------------------------------------------------------------- analyze
+@spark.command(short_help="Coverage and property statistics of a trace corpus.")
+@click.argument("corpus", metavar="CORPUS")
+@_master_opt
+@click.option("--out", "out_dir", metavar="DIR", help="Write the tables (Parquet) and summary.txt here.")
+@_json_opt
+def analyze(corpus: str, master: str | None, out_dir: str | None, as_json: bool) -> None:
+    """Action and state-machine coverage, properties exercised and violated (and never), trace-length
+    distribution and a per-generation comparison of the corpus CORPUS."""
+    from isrcheck.pipeline.traces import check_corpus
+
+    check_corpus(corpus)
+    _require_spark()
+    from isrcheck.pipeline.analyze import analyze as run_analysis
+    from isrcheck.pipeline.analyze import summary_text, write_analysis
+
+    with _session(master) as spark_:
+        a = run_analysis(spark_, corpus)
+        text = summary_text(a)
+        if out_dir:
+            write_analysis(spark_, a, out_dir, text)
+    if as_json:
+        _emit_json({"corpus": corpus, "traces": a.traces, "steps": a.steps, "distinct_states": a.distinct_states,
+                    "actions": a.actions, "transitions": a.transitions, "properties": a.properties,
+                    "depths": a.depths, "generations": a.generations})
+    else:
+        click.echo(text, nl=False)
+
+
+# ---------------------------------------------------------------------------- query
+@spark.command(short_help="Spark SQL over the states of a corpus or an exploration run.")
+@click.argument("source", metavar="CORPUS")
+@click.argument("sql", metavar="SQL")
+@_master_opt
+@click.option("--limit", type=click.IntRange(min=1), default=50, show_default=True, metavar="N",
+              help="Print at most N rows.")
+@_json_opt
+def query(source: str, sql: str, master: str | None, limit: int, as_json: bool) -> None:
+    """Run SQL over the views steps, states, partitions and replicas of CORPUS (a trace corpus, or the
+    --out DIR of `isrcheck spark explore`). See specs/09-pipeline.md for the columns."""
+    from isrcheck.pipeline.analyze import _is_run_dir
+    from isrcheck.pipeline.traces import check_corpus
+
+    if not (Path(source).is_dir() and _is_run_dir(Path(source))):
+        check_corpus(source)
+    _require_spark()
+    from isrcheck.pipeline.analyze import run_query
+
+    with _session(master) as spark_:
+        cols, rows = run_query(spark_, source, sql, limit)
+    if as_json:
+        _emit_json({"columns": cols, "rows": rows})
+        return
+    from rich import box
+    from rich.table import Table
+
+    t = Table(box=box.SIMPLE_HEAD)
+    for c in cols:
+        t.add_column(c)
+    for r in rows:
+        t.add_row(*[json.dumps(v) if isinstance(v, (list, dict)) else str(v) for v in r])
+    console = render.make_console()
+    console.print(t)
+    console.print(f"{len(rows)} row(s)" + (f" (at most {limit})" if len(rows) >= limit else ""), highlight=False)
+
+
+# ---------------------------------------------------------------------------- conform
+@spark.command(short_help="Replay a corpus against the implementation (needs the conformance package).")
+@click.argument("corpus", metavar="CORPUS")
+@_master_opt
+def conform(corpus: str, master: str | None) -> None:
+    """Replay every trace of CORPUS against the reference implementation in parallel. Not available
+    until the conformance package (isrcheck.conformance) exists."""
+    import importlib.util
+
+    if importlib.util.find_spec("isrcheck.conformance") is None:
+        raise PipelineError("spark conform needs the conformance package (isrcheck.conformance), "
+                            "which is not part of this installation yet")
+    raise PipelineError("spark conform: replaying a corpus through isrcheck.conformance is not implemented yet")

@@ -1,0 +1,212 @@
+"""``isrcheck spark sweep``: one complete check per configuration of a grid, as Spark tasks.
+
+A grid file (TOML) names a starting configuration and, per key, the values to try::
+
+    model = "clean-election"        # optional: start from a manifest model's configuration
+    [base]                          # optional: configuration keys set for every point
+    max_records = 1
+    [grid]                          # required: a list of values per key (dotted keys reach into tables)
+    brokers = [2, 3]
+    "faults.crashes" = [0, 1]
+    unclean_leader_election = [false, true]
+    [check]                         # optional: bounds of each check
+    max_states = 200000
+    max_depth = 60
+    symmetry = true
+
+The grid is the cartesian product, in the order the keys are written. Every point is validated
+before anything runs (a bad point is a one-line error naming it). Each point is one task that runs
+the single-process :class:`~isrcheck.model.checker.Checker` (the whole check stays in one process);
+the results come back as one table.
+"""
+from __future__ import annotations
+
+import itertools
+import json
+import time
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from isrcheck.model.config import Config, ConfigError, from_mapping
+
+from .errors import PipelineError
+
+_TOP = {"model", "base", "grid", "check"}
+_CHECK = {"max_states", "max_depth", "symmetry"}
+
+RESULT_DDL = ("index int, point string, outcome string, property string, length int, states long, depth int, "
+              "transitions long, seconds double, unwitnessed array<string>, limit_hit string, config string")
+
+
+@dataclass
+class Grid:
+    source: str
+    model: str | None
+    base: dict[str, Any]
+    keys: list[str]
+    values: list[list[Any]]
+    max_states: int | None = None
+    max_depth: int | None = None
+    symmetry: bool | None = None
+    points: list[dict[str, Any]] = field(default_factory=list)  # filled by validate()
+    configs: list[Config] = field(default_factory=list)
+
+
+def _flatten(prefix: str, table: dict[str, Any], out: dict[str, Any]) -> None:
+    for k, v in table.items():
+        key = f"{prefix}{k}"
+        if isinstance(v, dict):
+            _flatten(key + ".", v, out)
+        else:
+            out[key] = v
+
+
+def _set_path(raw: dict[str, Any], dotted: str, value: Any, where: str) -> None:
+    parts = dotted.split(".")
+    node = raw
+    for part in parts[:-1]:
+        child = node.get(part)
+        if child is None:
+            child = node[part] = {}
+        elif not isinstance(child, dict):
+            raise PipelineError(f"{where}: {dotted}: {part} is not a table")
+        node = child
+    node[parts[-1]] = value
+
+
+def load_grid(path: str | Path) -> Grid:
+    """Read and validate a grid file; any problem is a one-line :class:`PipelineError`."""
+    p = Path(path)
+    try:
+        doc = tomllib.loads(p.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise PipelineError(f"{path}: no such file") from None
+    except IsADirectoryError:
+        raise PipelineError(f"{path}: is a directory, not a grid file") from None
+    except (OSError, UnicodeDecodeError) as e:
+        raise PipelineError(f"{path}: cannot read: {e}") from None
+    except tomllib.TOMLDecodeError as e:
+        raise PipelineError(f"{path}: not valid TOML: {' '.join(str(e).split())}") from None
+    extra = sorted(set(doc) - _TOP)
+    if extra:
+        raise PipelineError(f"{path}: unknown key {extra[0]!r} (a grid file has: {', '.join(sorted(_TOP))})")
+    model = doc.get("model")
+    if model is not None and not isinstance(model, str):
+        raise PipelineError(f"{path}: model must be the name of a manifest model")
+    base = doc.get("base", {})
+    if not isinstance(base, dict):
+        raise PipelineError(f"{path}: [base] must be a table")
+    grid = doc.get("grid")
+    if not isinstance(grid, dict) or not grid:
+        raise PipelineError(f"{path}: needs a [grid] table with a list of values per key")
+    flat: dict[str, Any] = {}
+    _flatten("", grid, flat)
+    for k, v in flat.items():
+        if not isinstance(v, list) or not v:
+            raise PipelineError(f"{path}: grid.{k} must be a non-empty list of values, got {v!r}")
+    check = doc.get("check", {})
+    if not isinstance(check, dict):
+        raise PipelineError(f"{path}: [check] must be a table")
+    extra = sorted(set(check) - _CHECK)
+    if extra:
+        raise PipelineError(f"{path}: unknown key check.{extra[0]} (known: {', '.join(sorted(_CHECK))})")
+    for k in ("max_states", "max_depth"):
+        v = check.get(k)
+        if v is not None and (isinstance(v, bool) or not isinstance(v, int) or v < 1):
+            raise PipelineError(f"{path}: check.{k} must be a positive integer, got {v!r}")
+    sym = check.get("symmetry")
+    if sym is not None and not isinstance(sym, bool):
+        raise PipelineError(f"{path}: check.symmetry must be true or false, got {sym!r}")
+    g = Grid(str(path), model, base, list(flat), list(flat.values()), check.get("max_states"),
+             check.get("max_depth"), sym)
+    validate(g)
+    return g
+
+
+def validate(g: Grid) -> None:
+    """Build every point's configuration (one-line error for the first bad one)."""
+    from isrcheck import manifest
+
+    start: dict[str, Any] = {}
+    if g.model is not None:
+        try:
+            start = json.loads(json.dumps(dict(manifest.get(g.model).raw_config)))
+        except manifest.ManifestError as e:
+            raise PipelineError(f"{g.source}: {e}") from None
+    for k, v in _flat_items(g.base):
+        _set_path(start, k, v, g.source)
+    g.points, g.configs = [], []
+    for combo in itertools.product(*g.values):
+        raw = json.loads(json.dumps(start))
+        point = dict(zip(g.keys, combo))
+        for k, v in point.items():
+            _set_path(raw, k, v, g.source)
+        try:
+            cfg = from_mapping(raw)
+        except ConfigError as e:
+            text = ", ".join(f"{k}={json.dumps(v)}" for k, v in point.items())
+            raise PipelineError(f"{g.source}: point {text}: {e}") from None
+        g.points.append(point)
+        g.configs.append(cfg)
+
+
+def _flat_items(table: dict[str, Any]) -> list[tuple[str, Any]]:
+    out: dict[str, Any] = {}
+    _flatten("", table, out)
+    return list(out.items())
+
+
+def point_text(point: dict[str, Any]) -> str:
+    return " ".join(f"{k}={json.dumps(v)}" for k, v in point.items())
+
+
+def run_point(task: str) -> dict[str, Any]:
+    """One grid point, checked in this process (a Spark task)."""
+    from isrcheck.invariants import build_model
+    from isrcheck.model.checker import Checker
+
+    t = json.loads(task)
+    cfg = from_mapping(t["config"])
+    model = build_model(cfg, symmetry=t["symmetry"])
+    start = time.perf_counter()
+    r = Checker(model, max_depth=t["max_depth"], max_states=t["max_states"]).run()
+    v = r.violations[0] if r.violations else None
+    return {
+        "index": t["index"], "point": t["point"], "outcome": r.outcome,
+        "property": v.property if v else None, "length": v.length if v else None,
+        "states": r.distinct_states, "depth": r.depth, "transitions": r.transitions,
+        "seconds": round(time.perf_counter() - start, 6), "unwitnessed": list(r.unwitnessed),
+        "limit_hit": r.limit_hit, "config": json.dumps(t["config"], sort_keys=True, separators=(",", ":")),
+    }
+
+
+def tasks(g: Grid) -> list[str]:
+    return [json.dumps({
+        "index": i, "point": point_text(p), "config": c.to_dict(), "symmetry": g.symmetry,
+        "max_states": g.max_states, "max_depth": g.max_depth,
+    }) for i, (p, c) in enumerate(zip(g.points, g.configs))]
+
+
+def run_sweep(spark: Any, g: Grid, out: str | Path | None = None) -> list[dict[str, Any]]:
+    """Run every point as its own Spark task; rows in grid order (and as Parquet under ``out``)."""
+    ts = tasks(g)
+    rows = spark.sparkContext.parallelize(ts, len(ts)).map(run_point).collect()
+    rows.sort(key=lambda r: r["index"])
+    for r in rows:
+        r["values"] = g.points[r["index"]]
+    if out is not None:
+        out_path = Path(out)
+        if out_path.exists() and not out_path.is_dir():
+            raise PipelineError(f"{out}: exists and is not a directory")
+        cols = [c.split()[0] for c in RESULT_DDL.split(", ")]
+        df = spark.createDataFrame([tuple(r[c] for c in cols) for r in rows], RESULT_DDL)
+        for k in g.keys:  # one column per grid key, the value as JSON text
+            from pyspark.sql import functions as F
+
+            values = {r["index"]: json.dumps(r["values"][k]) for r in rows}
+            mapping = F.create_map(*[x for i, v in values.items() for x in (F.lit(i), F.lit(v))])
+            df = df.withColumn(k, mapping[F.col("index")])
+        df.coalesce(1).write.mode("overwrite").parquet(str(out_path))
+    return rows
