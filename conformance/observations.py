@@ -26,7 +26,7 @@ from typing import Any
 from isrcheck.model.observe import ObservationError, load_schema, validate_observation
 
 __all__ = ["Difference", "EXCLUDED", "ObservationError", "diff", "field_paths", "flatten", "unflatten",
-           "validate", "path_sort_key"]
+           "validate", "path_sort_key", "schema", "strict_equal"]
 
 #: fields left out of every comparison, with the reason. Empty on purpose: both sides produce every
 #: field of specs/observation.toml with the same meaning, including ``epochs`` and ``fetch_state``
@@ -46,9 +46,42 @@ class Difference:
     missing: str = ""  # "expected" / "actual" when one side lacks the field
 
 
+_SCHEMA: dict[str, Any] | None = None
+
+
+def schema() -> dict[str, Any]:
+    """specs/observation.toml, parsed once."""
+    global _SCHEMA
+    if _SCHEMA is None:
+        _SCHEMA = load_schema()
+    return _SCHEMA
+
+
 def validate(obs: Any) -> None:
     """Raise :class:`ObservationError` unless ``obs`` matches specs/observation.toml exactly."""
-    validate_observation(obs)
+    validate_observation(obs, schema())
+
+
+def strict_equal(a: Any, b: Any) -> bool:
+    """Equality that also insists on equal types (``True`` is not ``1``, a tuple is not a list)."""
+    ta = type(a)
+    if ta is not type(b):
+        return False
+    if ta is dict:
+        if len(a) != len(b):
+            return False
+        for k, v in a.items():
+            if k not in b or not strict_equal(v, b[k]):
+                return False
+        return True
+    if ta is list:
+        if len(a) != len(b):
+            return False
+        for x, y in zip(a, b):
+            if not strict_equal(x, y):
+                return False
+        return True
+    return a == b
 
 
 def _fields(obj: str) -> list[str]:

@@ -20,15 +20,16 @@ The implementation's observation is also validated against specs/observation.tom
 from __future__ import annotations
 
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from isrcheck.model.config import Config
-from isrcheck.model.observe import ObservationError, validate_observation
+from isrcheck.model.observe import ObservationError
 from isrcheck.model.protocol import Protocol
 
-from .observations import Difference, diff, flatten
+from .observations import Difference, diff, flatten, strict_equal
+from .observations import validate as validate_observation
 from .sides import ImplFailed, ImplRefused, ImplSide, ModelRefused, ModelSide, impl_support
 from .traces import Trace
 from .vocab import action_text
@@ -96,14 +97,15 @@ def compare_step(index: int, action: tuple[str, tuple] | None, expected: tuple[d
         obs, acked = _impl_state(impl)
     except ImplFailed as e:
         return Divergence(index, action, "impl-failed", f"the implementation failed: {e}")
+    if obs == expected[0] and acked == expected[1] and not ignore and (
+            not validate or (strict_equal(obs, expected[0]) and strict_equal(acked, expected[1]))):
+        return None  # equal, types included, to an observation that is valid: valid too
     if validate:
         try:
             validate_observation(obs)
         except ObservationError as e:
             return Divergence(index, action, "impl-invalid",
                               f"the implementation's observation breaks specs/observation.toml: {e}")
-    if obs == expected[0] and acked == expected[1] and not ignore:
-        return None
     diffs = diff(flatten(expected[0], expected[1]), flatten(obs, acked), ignore)
     if diffs:
         return Divergence(index, action, "observation", f"{len(diffs)} field(s) differ", diffs)
@@ -113,12 +115,13 @@ def compare_step(index: int, action: tuple[str, tuple] | None, expected: tuple[d
 def conform_actions(config: Config, actions: Iterable[tuple[str, tuple]], *, label: str = "actions",
                     expected: Sequence[tuple[dict, list]] | None = None, against: str = "model",
                     ignore: Sequence[str] = (), seed: int = 0, protocol: Protocol | None = None,
-                    validate: bool = True) -> ConformResult:
+                    validate: bool = True, observer: Callable[[int, dict, list], None] | None = None) -> ConformResult:
     """Replay ``actions`` on the implementation and compare after every step.
 
     ``expected`` (one ``(observation, acked)`` per step, the initial state first) is what a trace
     stored; ``against`` says whether to use it (``"trace"``), the model (``"model"``), or the model
-    while also checking ``expected`` against it (``"both"``).
+    while also checking ``expected`` against it (``"both"``). ``observer(index, observation, acked)``
+    sees the implementation's side of every step that matched.
     """
     actions = [(n, tuple(a)) for n, a in actions]
     result = ConformResult(label, config, len(actions), 0, actions=actions)
@@ -153,9 +156,14 @@ def conform_actions(config: Config, actions: Iterable[tuple[str, tuple]], *, lab
                               "the fields list the model's value, then the trace's", diffs)
         return mine
 
+    def look(i: int) -> None:
+        if observer is not None:
+            observer(i, impl.observation(), impl.acked())
+
     w = want(0)
     div = w if isinstance(w, Divergence) else compare_step(0, None, w, impl, ignore, validate)
     if div is None:
+        look(0)
         result.matched = 1
         for i, (name, args) in enumerate(actions, start=1):
             if model is not None:
@@ -176,6 +184,7 @@ def conform_actions(config: Config, actions: Iterable[tuple[str, tuple]], *, lab
             div = w if isinstance(w, Divergence) else compare_step(i, (name, args), w, impl, ignore, validate)
             if div is not None:
                 break
+            look(i)
             result.matched += 1
     result.divergence = div
     result.seconds = time.perf_counter() - start

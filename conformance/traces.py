@@ -384,8 +384,8 @@ def loads_trace(text: str, source: str = "<trace>") -> Trace:
         head = parse_json(first)
     except ValueError:
         head = None
-    if isinstance(head, dict) and "format" in head and "#meta" not in head:
-        return _loads_jsonl(text, source)
+    if isinstance(head, dict) and "#meta" not in head:
+        return _loads_jsonl(text, source)  # a first line that is a whole object: JSON lines (or not ours)
     try:
         doc = parse_json(text)
     except ValueError as e:

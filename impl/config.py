@@ -8,7 +8,8 @@ notices a quick restart by the registration's czxid, Kafka 2.2+) and ``fenced_co
 (every controller write is a multi conditional on ``/controller_epoch``, Kafka 2.1+). Every
 generation of ``truncation`` is implemented: ``"high-watermark"`` (the seeds'), ``"kip-101"``,
 ``"kip-279"`` and ``"kip-320"`` (leader-epoch caches and the OffsetsForLeaderEpoch exchange, see
-:mod:`.epoch_cache` and :mod:`.broker_core`); ``acks = "1"`` acknowledges on the leader's append. The model's bounds on checking (``max_records``, ``[faults]``, ``[operations]``, ``name``,
+:mod:`.epoch_cache` and :mod:`.broker_core`); ``acks = "1"`` acknowledges on the leader's append.
+The model's bounds on checking (``max_records``, ``[faults]``, ``[operations]``, ``name``,
 ``description``) are accepted and kept, but only the simulator's scheduler reads them
 (``operations.topic_creation`` decides whether the simulated cluster starts with the topic).
 

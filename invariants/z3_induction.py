@@ -28,7 +28,7 @@ from isrcheck.model.brokersets import render
 from isrcheck.model.records import render_log
 from isrcheck.model.state import LeaderAndIsr, State, StopReplica
 
-from .z3_replication import ALWAYS, NOT_ENCODED, Encoding  # noqa: F401
+from .z3_replication import ALWAYS, NOT_ENCODED, Encoding, Instance  # noqa: F401
 from .z3_types import NUM_MAX, REQ_LAI, REQ_NONE, REQ_STOP, REQ_UM, SymLog, SymState
 from .z3_verdicts import Obligation, Progress, Verdict, new_solver, no_progress
 
@@ -80,6 +80,8 @@ def _logs(enc: Encoding, s: SymState, p: int) -> list[SymLog]:
 def _well_formed(enc: Encoding, s: SymState) -> z3.BoolRef:
     out = []
     for p in range(enc.P):
+        for b, r in s.replicas[p].items():
+            out.append(z3.Implies(r.leader != 0, r.leader_epoch >= 0))
         for x in _logs(enc, s, p):
             for i in range(enc.K):
                 out.append(z3.If(x.length > i, z3.And(x.ids[i] >= 1, x.ids[i] <= enc.K, x.epochs[i] >= 0),
@@ -386,6 +388,19 @@ def describe_pair(before: State, label: str, after: State, enc: Encoding) -> lis
 
 
 # ============================================================================ Houdini
+_PREFERENCE = ("DeliverRequest: LeaderAndIsr, becomes follower", "DeliverRequest: LeaderAndIsr, becomes leader",
+               "Fetch", "Produce", "ShrinkIsr")
+
+
+def _preference(inst: Instance) -> tuple[int, str]:
+    """Order in which actions are searched for a counterexample to show: the replication path
+    before faults, the controller's broker change last (its queries are the costly ones)."""
+    for i, k in enumerate(_PREFERENCE):
+        if inst.kind.startswith(k):
+            return (i, inst.kind)
+    return (len(_PREFERENCE) + (1 if inst.name == "ProcessBrokerChange" else 0), inst.kind)
+
+
 class _Query:
     """A fixed base of constraints; each check runs on a fresh solver (non-incremental z3
     preprocesses and bit-blasts the problem, much faster here than push/pop)."""
@@ -436,7 +451,8 @@ def _init_holds(enc: Encoding, preds: dict[str, Pred]) -> dict[str, bool]:
 
 def prove_inductive(cfg: Any, generation_name: str = "high-watermark", timeout: float | None = 60.0,
                     queue: int | None = None, progress: Progress = no_progress,
-                    candidates: tuple[tuple[str, Pred], ...] = CANDIDATES) -> InductionResult:
+                    candidates: tuple[tuple[str, Pred], ...] = CANDIDATES,
+                    per_action: bool | str = True) -> InductionResult:
     """Houdini over the safety properties and ``candidates`` for the encoding of ``cfg``."""
     start = time.perf_counter()
     enc = Encoding(cfg, generation_name, queue)
@@ -452,7 +468,8 @@ def prove_inductive(cfg: Any, generation_name: str = "high-watermark", timeout: 
     active = [n for n in preds if n not in dropped]
 
     s = enc.fresh("pre")
-    insts = enc.instances(s)
+    # cheap actions first: they drop most candidates before the costly broker-change queries run
+    insts = sorted(enc.instances(s), key=lambda i: i.name == "ProcessBrokerChange")
     pre_terms = {n: preds[n](enc, s) for n in preds}
     post_terms = [{n: preds[n](enc, i.effect) for n in preds} for i in insts]
     base = bounds(enc, s)
@@ -491,9 +508,43 @@ def prove_inductive(cfg: Any, generation_name: str = "high-watermark", timeout: 
                     active.remove(n)
                     per_kind.setdefault(n, []).append(inst.kind)
                 changed = True
+    kept = [n for n in active if n not in unknown]
+    # per action: through which actions is each dropped safety property not inductive, given the
+    # final invariant? (the first one found, in this order, is the counterexample shown)
+    lost = [n for n in ALWAYS if n in dropped and isinstance(dropped[n], Cti)]
+    if lost and per_action:
+        inv_terms = [pre_terms[n] for n in kept]
+        order = sorted(range(len(insts)), key=lambda k: _preference(insts[k]))
+        first: dict[str, Cti] = {}
+        per_kind = {}
+        for k in order:
+            inst = insts[k]
+            if per_action != "all" and inst.name == "ProcessBrokerChange":
+                continue
+            todo = list(lost)
+            while todo:
+                progress(f"{gen}: counterexamples through {inst.kind}")
+                r, m = solvers[k].check(inv_terms + [pre_terms[n] for n in todo]
+                                        + [z3.Or([z3.Not(post_terms[k][n]) for n in todo])])
+                queries += 1
+                if r != z3.sat:
+                    break
+                broken = [n for n in todo if z3.is_false(m.eval(post_terms[k][n], model_completion=True))]
+                if not broken:
+                    break
+                before = s.decode(m, enc.init_state)
+                after = inst.effect.decode(m, enc.init_state)
+                label = str(enc.action_of(inst, m))
+                cti = Cti(before, label, inst.kind, after, describe_pair(before, label, after, enc))
+                for n in broken:
+                    first.setdefault(n, cti)
+                    if inst.kind not in per_kind.setdefault(n, []):
+                        per_kind[n].append(inst.kind)
+                    todo.remove(n)
+        for n, cti in first.items():
+            dropped[n] = cti
     obligations: list[Obligation] = []
     seconds = time.perf_counter() - start
-    kept = [n for n in active if n not in unknown]
     strengthening = [n for n in kept if n not in ALWAYS]
     scope = (f"every state of {enc.N} brokers with logs of at most {enc.K} records and at most {enc.Q} queued "
              f"requests per broker, any epochs and remaining budgets")
@@ -507,8 +558,11 @@ def prove_inductive(cfg: Any, generation_name: str = "high-watermark", timeout: 
             why = dropped[name]
             ob = Obligation("inductive", name, gen, Verdict.REFUTED, seconds, scope)
             if isinstance(why, Cti):
+                kinds = per_kind.get(name, [why.kind])
                 ob.detail = (f"not inductive: counterexample to induction through {why.kind} "
-                             "(a state satisfying the other invariants; bmc tells whether it is reachable)")
+                             "(a state satisfying the other invariants; bmc tells whether it is reachable)"
+                             + (f"; also not preserved by: {', '.join(k for k in kinds if k != why.kind)}"
+                                if len(kinds) > 1 else ""))
                 ob.lines = why.lines
                 ob.counterexample = why.to_json()
             else:

@@ -23,6 +23,7 @@ Epochs, versions and budgets are unbounded integers.
 """
 from __future__ import annotations
 
+import itertools
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -132,10 +133,39 @@ def imin(a: z3.ArithRef, b: z3.ArithRef) -> z3.ArithRef:
     return z3.If(a <= b, a, b)
 
 
-def ite(c: z3.BoolRef, a: Any, b: Any) -> Any:
+def ite(c: z3.BoolRef | bool, a: Any, b: Any) -> Any:
+    if c is True:
+        return a
+    if c is False:
+        return b
     if isinstance(a, z3.ExprRef) and isinstance(b, z3.ExprRef) and a.eq(b):
         return a
     return z3.If(c, a, b)
+
+
+def conj(*xs: z3.BoolRef | bool) -> z3.BoolRef | bool:
+    """And, keeping Python booleans where it can (so that impossible branches are not built)."""
+    rest = []
+    for x in xs:
+        if x is False:
+            return False
+        if x is not True:
+            rest.append(x)
+    if not rest:
+        return True
+    return rest[0] if len(rest) == 1 else z3.And(rest)
+
+
+def disj(xs: Sequence[z3.BoolRef | bool]) -> z3.BoolRef | bool:
+    rest = []
+    for x in xs:
+        if x is True:
+            return True
+        if x is not False:
+            rest.append(x)
+    if not rest:
+        return False
+    return rest[0] if len(rest) == 1 else z3.Or(rest)
 
 
 def count_true(bs: Sequence[z3.BoolRef]) -> z3.ArithRef:
@@ -260,9 +290,11 @@ class Encoding:
     def send(self, t: SymState, b: int, kind: int, p: int = 0, cond: z3.BoolRef = B(True)) -> None:
         """World.send to broker ``b`` (a LeaderAndIsr carries partition ``p``'s znode as it is now)."""
         q = t.inbox[b]
-        c = z3.And(cond, t.alive[b])
+        c = conj(cond, t.alive[b])
+        if c is False:
+            return
         if kind == REQ_UM:  # not queued behind a request of the same controller epoch
-            c = z3.And(c, q.length == 0)
+            c = conj(c, q.length == 0)
         if kind == REQ_LAI:
             z = t.zk[p]
             req = SymRequest(I(kind), I(p), z.leader, {m: z.isr.get(m, B(False)) for m in self.brokers()},
@@ -272,11 +304,11 @@ class Encoding:
                              I(0), I(0))
         slots = []
         for i, s in enumerate(q.slots):
-            w = z3.And(c, q.length == i)
+            w = conj(c, q.length == i)
             slots.append(SymRequest(ite(w, req.kind, s.kind), ite(w, req.partition, s.partition),
                                     ite(w, req.leader, s.leader), {m: ite(w, req.isr[m], s.isr[m]) for m in s.isr},
                                     ite(w, req.leader_epoch, s.leader_epoch), ite(w, req.zk_version, s.zk_version)))
-        t.overflow = z3.Or(t.overflow, z3.And(c, q.length >= self.Q))
+        t.overflow = z3.Or(t.overflow, conj(c, q.length >= self.Q))
         t.inbox[b] = SymInbox(ite(c, q.length + 1, q.length), tuple(slots))
 
     def pop(self, t: SymState, b: int, k: int) -> SymRequest:
@@ -291,19 +323,25 @@ class Encoding:
     # ------------------------------------------------------------------ controller
     def write_leader_isr(self, t: SymState, p: int, leader: z3.ArithRef, isr: dict[int, z3.BoolRef],
                          cond: z3.BoolRef) -> None:
+        if cond is False:
+            return
         z = t.zk[p]
-        t.overflow = z3.Or(t.overflow, z3.And(cond, z3.Or(z.leader_epoch >= NUM_MAX, z.version >= NUM_MAX)))
+        t.overflow = z3.Or(t.overflow, conj(cond, z3.Or(z.leader_epoch >= NUM_MAX, z.version >= NUM_MAX)))
         z.leader = ite(cond, leader, z.leader)
         z.isr = {b: ite(cond, isr[b], z.isr[b]) for b in z.isr}
         z.leader_epoch = ite(cond, z.leader_epoch + 1, z.leader_epoch)
         z.version = ite(cond, z.version + 1, z.version)
 
-    def broadcast_metadata(self, t: SymState, cond: z3.BoolRef) -> None:
+    def broadcast_metadata(self, t: SymState, cond: z3.BoolRef | bool) -> None:
+        if cond is False:
+            return
         for b in self.brokers():
-            self.send(t, b, REQ_UM, cond=z3.And(cond, t.c_live[b]))
+            self.send(t, b, REQ_UM, cond=conj(cond, t.c_live[b]))
 
     def elect_offline(self, t: SymState, p: int, cond: z3.BoolRef) -> None:
         """partition_to(ONLINE) from Offline with the OfflinePartition selector."""
+        if cond is False:
+            return
         ar = self.AR[p]
         z = t.zk[p]
         live = {b: t.c_live[b] for b in ar}
@@ -313,20 +351,22 @@ class Encoding:
         ok = z3.Or(has_clean, z3.And(any_live, B(self.cfg.unclean_leader_election)))
         leader = z3.If(has_clean, first_of([(cand[b], b) for b in ar]), first_of([(live[b], b) for b in ar]))
         isr = {b: z3.If(has_clean, cand[b], leader == b) for b in ar}
-        do = z3.And(cond, ok)
+        do = conj(cond, ok)
         self.write_leader_isr(t, p, leader, isr, do)
         t.partition_online = tuple(ite(do, B(True), o) if q == p else o for q, o in enumerate(t.partition_online))
         for b in ar:  # LeaderAndIsr to the live assigned replicas, in AR order
-            self.send(t, b, REQ_LAI, p, z3.And(do, live[b], t.c_live[b]))
+            self.send(t, b, REQ_LAI, p, conj(do, live[b], t.c_live[b]))
         self.broadcast_metadata(t, do)
 
-    def elect_offline_and_new(self, t: SymState, cond: z3.BoolRef) -> None:
+    def elect_offline_and_new(self, t: SymState, cond: z3.BoolRef | bool) -> None:
         for p in range(self.P):
-            self.elect_offline(t, p, z3.And(cond, z3.Not(t.partition_online[p])))
+            self.elect_offline(t, p, conj(cond, z3.Not(t.partition_online[p])))
 
-    def remove_from_isr(self, t: SymState, p: int, b: int, cond: z3.BoolRef) -> None:
+    def remove_from_isr(self, t: SymState, p: int, b: int, cond: z3.BoolRef | bool) -> None:
+        if cond is False:
+            return
         z = t.zk[p]
-        c = z3.And(cond, z.isr[b])
+        c = conj(cond, z.isr[b])
         new_leader = z3.If(z.leader == b, 0, z.leader)
         minus = {m: (B(False) if m == b else z.isr[m]) for m in z.isr}
         if not self.cfg.unclean_leader_election:
@@ -334,35 +374,65 @@ class Encoding:
             minus = {m: z3.If(empty, z.isr[m], minus[m]) for m in z.isr}
         self.write_leader_isr(t, p, new_leader, minus, c)
         for m in self.AR[p]:
-            self.send(t, m, REQ_LAI, p, z3.And(c, new_leader == m, t.c_live[m]))
+            self.send(t, m, REQ_LAI, p, conj(c, new_leader == m, t.c_live[m]))
         self.broadcast_metadata(t, c)
 
-    def process_broker_change(self, s: SymState) -> SymState:
+    def process_broker_change(self, s: SymState, case: dict[int, str] | None = None) -> tuple[z3.BoolRef, SymState]:
+        """process_broker_change of the active controller, without bounce detection.
+
+        ``case`` fixes, for some brokers, whether the controller sees them come ("came"), leave
+        ("left") or neither ("same"); the others are symbolic. Returns (the case's condition, the
+        state after)."""
+        case = case or {}
         t = s.clone()
-        came = {b: z3.And(s.alive[b], z3.Not(s.c_live[b])) for b in self.brokers()}
-        left = {b: z3.And(s.c_live[b], z3.Not(s.alive[b])) for b in self.brokers()}
-        any_came = z3.Or(list(came.values()))
-        any_left = z3.Or(list(left.values()))
+        came: dict[int, Any] = {}
+        left: dict[int, Any] = {}
+        guard = []
+        for b in self.brokers():
+            c_sym = z3.And(s.alive[b], z3.Not(s.c_live[b]))
+            l_sym = z3.And(s.c_live[b], z3.Not(s.alive[b]))
+            k = case.get(b)
+            if k is None:
+                came[b], left[b] = c_sym, l_sym
+            else:
+                came[b], left[b] = k == "came", k == "left"
+                guard.append(c_sym if k == "came" else l_sym if k == "left" else s.alive[b] == s.c_live[b])
+        guard.append(z3.Or([s.c_live[b] != s.alive[b] for b in self.brokers()]))
+        any_came = disj(list(came.values()))
+        any_left = disj(list(left.values()))
         t.c_live = dict(s.alive)
         # on_broker_startup(new)
         for b in self.brokers():
             self.send(t, b, REQ_UM, cond=came[b])
         for p in range(self.P):
             for b in self.AR[p]:
-                self.send(t, b, REQ_LAI, p, z3.And(came[b], t.c_live[b]))
+                self.send(t, b, REQ_LAI, p, conj(came[b], t.c_live[b]))
         self.elect_offline_and_new(t, any_came)
         # on_broker_failure(dead)
         for p in range(self.P):
             z = t.zk[p]
-            leader_left = z3.Or([z3.And(z.leader == b, left[b]) for b in self.brokers()])
-            t.partition_online = tuple(ite(z3.And(any_left, leader_left), B(False), o) if q == p else o
-                                       for q, o in enumerate(t.partition_online))
+            leader_left = disj([conj(left[b], z.leader == b) for b in self.brokers()])
+            c = conj(any_left, leader_left)
+            t.partition_online = tuple(ite(c, B(False), o) if q == p else o for q, o in enumerate(t.partition_online))
         self.elect_offline_and_new(t, any_left)
         for p in range(self.P):
             for b in self.AR[p]:
                 self.send(t, b, REQ_STOP, p, left[b])  # to a dead broker: dropped
                 self.remove_from_isr(t, p, b, left[b])
-        return t
+        return z3.And(guard), t
+
+    def broker_change_cases(self) -> list[dict[int, str]]:
+        """Which brokers' changes are fixed per case: every assigned broker's (3^n - 1 cases when
+        there are at most 3 of them), others symbolic; one symbolic case otherwise."""
+        split = sorted({b for ar in self.AR for b in ar})
+        if len(split) > 3:
+            return [{}]
+        cases = []
+        for combo in itertools.product(("same", "came", "left"), repeat=len(split)):
+            cases.append(dict(zip(split, combo)))
+        if len(split) == self.N:
+            cases = [c for c in cases if any(v != "same" for v in c.values())]
+        return cases
 
     # ------------------------------------------------------------------ broker requests
     def become_leader(self, t: SymState, b: int, p: int, req: SymRequest) -> None:
@@ -578,9 +648,10 @@ class Encoding:
                         out.append(self.fetch(s, b, p, L))
                 if self.periodic:
                     out.append(self.checkpoint(s, b, p))
-        pbc = self.process_broker_change(s)
-        out.append(Instance("ProcessBrokerChange", (1,), "ProcessBrokerChange",
-                            z3.Or([s.c_live[b] != s.alive[b] for b in self.brokers()]), pbc))
+        for case in self.broker_change_cases():
+            guard, pbc = self.process_broker_change(s, case)
+            what = ", ".join(f"{b} {v}" for b, v in case.items() if v != "same") or "other brokers"
+            out.append(Instance("ProcessBrokerChange", (1,), f"ProcessBrokerChange ({what})", guard, pbc))
         for b in self.brokers():
             if f.crashes:
                 out.append(self.crash(s, b, lossy=False))

@@ -268,15 +268,27 @@ def analyze(spark: Any, corpus: str | Path) -> Analysis:
         steps.unpersist()
 
 
+#: the Parquet tables of an analysis (specs/09-pipeline.md)
+TABLE_DDL = {
+    "actions": "action string, steps long, traces long, in_vocabulary boolean",
+    "transitions": "machine string, source string, target string, count long, traces long, in_table boolean",
+    "properties": ("property string, kind string, exercised_steps long, exercised_traces long, broken_steps long, "
+                   "broken_traces long"),
+    "depths": "length int, traces long",
+    "generations": ("generation string, traces long, steps long, distinct_states long, violating_traces long, "
+                    "properties_violated array<string>, actions_taken long"),
+}
+
+
 def write_analysis(spark: Any, a: Analysis, out: str | Path, summary: str) -> None:
     out_path = Path(out)
     if out_path.exists() and not out_path.is_dir():
         raise PipelineError(f"{out}: exists and is not a directory")
     out_path.mkdir(parents=True, exist_ok=True)
-    for name in ("actions", "transitions", "properties", "depths", "generations"):
-        rows = getattr(a, name)
-        if rows:
-            spark.createDataFrame(rows).coalesce(1).write.mode("overwrite").parquet(str(out_path / name))
+    for name, ddl in TABLE_DDL.items():
+        cols = [c.split()[0] for c in ddl.split(", ")]
+        rows = [tuple(r[c] for c in cols) for r in getattr(a, name)]
+        spark.createDataFrame(rows, ddl).coalesce(1).write.mode("overwrite").parquet(str(out_path / name))
     (out_path / "summary.txt").write_text(summary, encoding="utf-8")
 
 

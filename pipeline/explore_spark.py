@@ -43,6 +43,9 @@ EXPANSION_SCHEMA = pa.schema([
 COUNT_DDL = "action string, count long"
 COUNT_SCHEMA = pa.schema([("action", pa.string()), ("count", pa.int64())])
 
+#: below this many states a frontier is expanded in the partitions it is read in (no shuffle)
+SMALL_FRONTIER = 2_000
+
 _SKIP_SETS: dict[str, frozenset[int]] = {}
 
 
@@ -131,9 +134,9 @@ def spark_level(ex: Explorer, d: int, frontier_n: int, visited_n: int, unwitness
     spark = ex.session.get()
     sc = spark.sparkContext
     store = ex.store
-    parts = max(2 * sc.defaultParallelism, math.ceil(frontier_n / ex.partition_rows))
-    frontier = (spark.read.parquet(str(store.level_dir(d)))
-                .select("fingerprint", "rank", "state").repartition(parts))
+    frontier = spark.read.parquet(str(store.level_dir(d))).select("fingerprint", "rank", "state")
+    if frontier_n >= SMALL_FRONTIER:  # spread the work; a small frontier is not worth a shuffle
+        frontier = frontier.repartition(max(2 * sc.defaultParallelism, math.ceil(frontier_n / ex.partition_rows)))
     bc = None
     if visited_n <= ex.broadcast_limit:
         bc = sc.broadcast(store.fingerprints(range(d + 1)).to_numpy())

@@ -1,0 +1,262 @@
+"""``isrcheck conform``, ``isrcheck validate`` and ``isrcheck traces``: the conformance commands.
+
+    isrcheck traces export MODEL --out FILE [--format jsonl|itf] [--samples N --seed S --max-depth D]
+    isrcheck traces show TRACE
+    isrcheck conform TRACE... [--against trace|model|both] [--ignore PATH]
+    isrcheck conform --model NAME [--model NAME ...] [--cover edges|states|depth --depth K]
+    isrcheck validate LOG
+    isrcheck validate --record FILE --model NAME [--seed S --steps N --anonymous]
+
+Exit status: 0 the implementation conforms (every step matched, every event explained); 1 a
+difference (or nothing could be checked: every trace skipped); 2 bad usage or input, one line
+``error: ...`` on stderr. ``--json`` prints exactly one JSON object on stdout.
+"""
+from __future__ import annotations
+
+import functools
+import json
+from collections.abc import Callable
+from typing import Any
+
+import click
+from rich.markup import escape
+
+from isrcheck import manifest, render
+from isrcheck.conformance import report
+from isrcheck.conformance.cover import GraphTooLarge, cover
+from isrcheck.conformance.eventlog import EventLogError, load_log, record_simulator, validate_log, write_log
+from isrcheck.conformance.export import export
+from isrcheck.conformance.replay import conform_trace
+from isrcheck.conformance.traces import TraceError, load_trace, trace_from_steps, write_trace
+from isrcheck.conformance.vocab import VocabularyError, action_text
+from isrcheck.manifest import ManifestError
+from isrcheck.model.config import ConfigError
+
+__all__ = ["conform", "traces", "validate"]
+
+_ERRORS = (TraceError, EventLogError, VocabularyError, ConfigError, ManifestError, GraphTooLarge)
+
+
+def _one_line(e: BaseException) -> str:
+    return " ".join(str(e).split())
+
+
+def _user_errors(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """Input errors become ``error: ...`` on stderr and exit status 2, never a traceback."""
+
+    @functools.wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return fn(*args, **kwargs)
+        except _ERRORS as e:
+            click.echo(f"error: {_one_line(e)}", err=True)
+            raise click.exceptions.Exit(2) from None
+
+    return wrapper
+
+
+class _Group(click.Group):
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except click.UsageError as e:
+            click.echo(f"error: {_one_line(e.format_message())}", err=True)
+            ctx.exit(2)
+        except _ERRORS as e:
+            click.echo(f"error: {_one_line(e)}", err=True)
+            ctx.exit(2)
+
+
+def _emit(obj: Any) -> None:
+    click.echo(json.dumps(obj, indent=2))
+
+
+def _usage(message: str) -> None:
+    click.echo(f"error: {message}", err=True)
+    raise click.exceptions.Exit(2)
+
+
+# ---------------------------------------------------------------------------- conform
+@click.command(short_help="Replay traces (or a model's covering paths) on the implementation.")
+@click.argument("trace_files", nargs=-1, metavar="[TRACE]...")
+@click.option("--model", "models", multiple=True, metavar="NAME",
+              help="Replay paths covering this manifest model's state graph instead (repeatable).")
+@click.option("--config", "config_file", metavar="FILE", help="A configuration file instead of --model.")
+@click.option("--set", "overrides", multiple=True, metavar="KEY=VALUE", help="Override a configuration key.")
+@click.option("--cover", "mode", type=click.Choice(["edges", "states", "depth"]), default="edges", show_default=True,
+              help="Path set for --model: cover every edge, every state, or every path up to --depth.")
+@click.option("--depth", type=click.IntRange(min=1, max=12), default=3, show_default=True, metavar="K",
+              help="Path length for --cover depth.")
+@click.option("--against", type=click.Choice(["trace", "model", "both"]), default="trace", show_default=True,
+              help="Compare with the trace's stored observations, a replay of the model, or both.")
+@click.option("--ignore", multiple=True, metavar="PATH",
+              help="Leave a field out of the comparison, e.g. 'replicas[*].hw' (repeatable).")
+@click.option("--keep-going", is_flag=True, help="With --model: replay every path even after a divergence.")
+@click.option("--save-failure", metavar="FILE", help="Write the path to the first divergence as a trace.")
+@click.option("--seed", type=int, default=0, show_default=True, help="Seed of the implementation's simulator.")
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON object on stdout.")
+@_user_errors
+def conform(trace_files: tuple[str, ...], models: tuple[str, ...], config_file: str | None,
+            overrides: tuple[str, ...], mode: str, depth: int, against: str, ignore: tuple[str, ...],
+            keep_going: bool, save_failure: str | None, seed: int, as_json: bool) -> None:
+    """Drive the implementation through every action of each TRACE (JSON lines or ITF, as written by
+    `isrcheck traces export`) and compare its observation with the model's after every step; or,
+    with --model NAME, through a set of paths covering that model's state graph."""
+    if trace_files and (models or config_file):
+        _usage("give TRACE files or --model/--config, not both")
+    if not trace_files and not models and not config_file:
+        _usage("give TRACE files to replay, or --model NAME to cover a model's state graph")
+    console = render.make_console()
+    if trace_files:
+        traces = [load_trace(f) for f in trace_files]  # every file is validated before anything runs
+        results = [conform_trace(t, against=against, ignore=ignore, seed=seed) for t in traces]
+        failed = [r for r in results if r.divergence is not None]
+        if save_failure and failed:
+            t = next(t for t, r in zip(traces, results) if r.divergence is not None)
+            _save(t.config, failed[0].actions[: failed[0].divergence.index], save_failure, t.label)  # type: ignore[union-attr]
+        if as_json:
+            _emit({"mode": "traces", "ok": not failed and any(r.ok for r in results),
+                   "results": [report.conform_json(r) for r in results]})
+        else:
+            for r in results:
+                if r.skipped:
+                    console.print(f"[yellow]skipped[/yellow] {escape(r.label)}: {escape(r.skipped)}", highlight=False)
+                elif r.divergence is None:
+                    console.print(f"[green]conforms[/green] {escape(r.label)}: {r.steps} step(s), every observation "
+                                  f"matches ({r.steps_per_second:,.0f} steps/s)", highlight=False)
+                else:
+                    console.print(f"[bold red]diverges[/bold red] {escape(r.label)} at step {r.divergence.index} "
+                                  f"of {r.steps}: {escape(r.divergence.action_text)}", highlight=False)
+                    render.print_wide(console, report.divergence_table(r.divergence))
+        raise click.exceptions.Exit(1 if failed or not any(r.ok for r in results) else 0)
+    targets = [manifest.resolve(m, None, overrides) for m in models] if models else \
+        [manifest.resolve(None, config_file, overrides)]
+    reports = []
+    for tg in targets:
+        with render.progress_status(not as_json and render.is_terminal(console.file), f"covering {tg.label}"):
+            rep = cover(tg.config, mode, depth=depth, label=tg.label, seed=seed, keep_going=keep_going,
+                        ignore=ignore)
+        reports.append(rep)
+        if save_failure and rep.divergence is not None:
+            _save(tg.config, rep.failing_path, save_failure, tg.label)
+    if as_json:
+        _emit({"mode": "cover", "ok": all(r.ok for r in reports), "results": [report.cover_json(r) for r in reports]})
+    else:
+        render.print_wide(console, report.cover_table(reports))
+        for r in reports:
+            if r.skipped:
+                console.print(f"[yellow]skipped[/yellow] {escape(r.label)}: {escape(r.skipped)}", highlight=False)
+            if r.divergence is not None:
+                path = " ".join(action_text(n, a) for n, a in r.failing_path)
+                console.print(f"[bold red]{escape(r.label)}[/bold red]: the implementation diverges at step "
+                              f"{r.divergence.index} of the path {escape(path) or '(initial state)'}", highlight=False)
+                render.print_wide(console, report.divergence_table(r.divergence))
+    raise click.exceptions.Exit(0 if all(r.ok for r in reports) else 1)
+
+
+def _save(config: Any, actions: list[tuple[str, tuple]], path: str, label: str) -> None:
+    from isrcheck.invariants import build_model
+    from isrcheck.model.actions import Action
+    from isrcheck.model.checker import replay_actions
+
+    model = build_model(config, symmetry=False, properties=[])
+    steps = replay_actions(model, [Action(n, tuple(a)) for n, a in actions])
+    write_trace(trace_from_steps(steps, config, kind="regression", model=label,
+                                 description=f"the path to the first divergence of {label}"), path)
+    click.echo(f"the path to the first divergence is saved in {path}", err=True)
+
+
+# ---------------------------------------------------------------------------- validate
+@click.command(short_help="Check that an implementation's event log is a behaviour of the model.")
+@click.argument("log_file", required=False, metavar="LOG")
+@click.option("--record", "record_to", metavar="FILE",
+              help="Instead: run the implementation's simulator and write its event log to FILE.")
+@click.option("--model", "model_name", metavar="NAME", help="With --record: the manifest model's configuration.")
+@click.option("--set", "overrides", multiple=True, metavar="KEY=VALUE", help="With --record: override a key.")
+@click.option("--seed", type=int, default=0, show_default=True, help="With --record: the scheduler's seed.")
+@click.option("--steps", type=click.IntRange(min=1), default=100, show_default=True, help="With --record: steps.")
+@click.option("--anonymous", is_flag=True, help="With --record: leave the actions unnamed in the log.")
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON object on stdout.")
+@_user_errors
+def validate(log_file: str | None, record_to: str | None, model_name: str | None, overrides: tuple[str, ...],
+             seed: int, steps: int, anonymous: bool, as_json: bool) -> None:
+    """Check that the run recorded in LOG (an isrcheck event log, JSON lines) is a behaviour of the
+    model: every event must be explained by model steps, and the first that cannot is named."""
+    if record_to:
+        if log_file:
+            _usage("give LOG to validate, or --record FILE, not both")
+        if not model_name:
+            _usage("--record needs --model NAME")
+        tg = manifest.resolve(model_name, None, overrides)
+        log = record_simulator(tg.config, seed=seed, steps=steps, anonymous=anonymous)
+        write_log(log, record_to)
+        click.echo(f"wrote {len(log.events)} event(s) to {record_to}", err=True)
+        return
+    if not log_file:
+        _usage("give an event LOG to validate")
+    log = load_log(log_file)
+    res = validate_log(log)
+    if as_json:
+        ev = res.failed_event
+        _emit({"log": log_file, "ok": res.ok, "events": res.events, "explained": res.explained,
+               "seconds": round(res.seconds, 6), "events_per_second": round(res.events_per_second, 1),
+               "max_candidates": res.max_candidates, "reason": res.reason, "details": res.details,
+               "failed_event": None if res.ok else {"seq": ev.seq if ev else 0, "line": ev.line if ev else 1}})
+    else:
+        console = render.make_console()
+        if res.ok:
+            console.print(f"[green]valid[/green] {escape(log_file)}: {escape(res.summary())} "
+                          f"({res.events_per_second:,.0f} events/s; at most {res.max_candidates} candidate "
+                          f"state(s) at once)", highlight=False)
+        else:
+            where = f" (line {res.failed_event.line})" if res.failed_event is not None else ""
+            console.print(f"[bold red]not a model behaviour[/bold red] {escape(log_file)}{where}: "
+                          f"{escape(res.reason)}", highlight=False)
+            for d in res.details:
+                console.print(f"  {escape(d)}", highlight=False)
+    raise click.exceptions.Exit(0 if res.ok else 1)
+
+
+# ---------------------------------------------------------------------------- traces
+@click.group(cls=_Group, short_help="Write and inspect trace files (JSON lines, ITF).")
+def traces() -> None:
+    """Trace files: the checker's counterexamples and sample paths, as JSON lines or ITF JSON."""
+
+
+@traces.command("export", short_help="Write a model's counterexample (or sample paths) to a file.")
+@click.argument("name", metavar="MODEL")
+@click.option("--out", "out", required=True, metavar="FILE", help="Where to write (samples: FILE-1, FILE-2, ...).")
+@click.option("--format", "fmt", type=click.Choice(["jsonl", "itf"]), default=None,
+              help="Default: itf for names ending in .itf.json, otherwise jsonl.")
+@click.option("--set", "overrides", multiple=True, metavar="KEY=VALUE", help="Override a configuration key.")
+@click.option("--samples", type=click.IntRange(min=1, max=10_000), default=1, show_default=True,
+              help="For a model where every property holds: how many random paths to write.")
+@click.option("--seed", type=int, default=0, show_default=True, help="Seed of the random paths.")
+@click.option("--max-depth", type=click.IntRange(min=1, max=10_000), default=30, show_default=True,
+              help="Longest random path, in actions.")
+@_user_errors
+def export_cmd(name: str, out: str, fmt: str | None, overrides: tuple[str, ...], samples: int, seed: int,
+               max_depth: int) -> None:
+    """Write MODEL's shortest counterexample to --out; when every property holds, write --samples
+    seeded random paths instead."""
+    tg = manifest.resolve(name, None, overrides)
+    res = export(tg, out, fmt, n=samples, seed=seed, max_depth=max_depth)
+    for f, t in zip(res.files, res.traces):
+        what = f"{t.prop} counterexample" if res.kind == "counterexample" else "sample path"
+        click.echo(f"wrote {f}: {what}, {len(t.steps) - 1} step(s)")
+
+
+@traces.command("show", short_help="Validate a trace file and list its actions.")
+@click.argument("path", metavar="TRACE")
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON object on stdout.")
+@_user_errors
+def show_cmd(path: str, as_json: bool) -> None:
+    """Validate TRACE (its schema, actions and observations) and print its header and actions."""
+    t = load_trace(path)
+    if as_json:
+        _emit({**t.header(), "actions": [action_text(n, a) for n, a in t.actions]})
+        return
+    click.echo(f"{path}: {t.kind} of {t.model or 'a configuration'}, generation {t.generation}, "
+               f"{len(t.steps) - 1} step(s)" + (f", breaks {t.prop}" if t.prop else ""))
+    for s in t.steps[1:]:
+        click.echo(f"  {s.index:3d}  {action_text(*s.action)}")  # type: ignore[misc]
