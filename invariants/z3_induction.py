@@ -250,6 +250,20 @@ def _checkpoint_below_hw(enc: Encoding, s: SymState) -> z3.BoolRef:
 
 
 # ---------------------------------------------------------------------------- fault-free facts
+def _dead_within_budget(enc: Encoding, s: SymState) -> z3.BoolRef:
+    """Every broker that is down, or up but not yet seen by the controller, has used a crash."""
+    f = enc.cfg.faults
+    spent = (f.crashes - s.budget["crashes"]) + (f.lossy_crashes - s.budget["lossy_crashes"])
+    w = a_size(s)
+    behind = [z3.If(z3.Or(z3.Not(s.alive[b]), z3.Not(s.c_live[b])), z3.BitVecVal(1, w), z3.BitVecVal(0, w))
+              for b in enc.brokers()]
+    return z3.Sum(behind) <= spent
+
+
+def a_size(s: SymState) -> int:
+    return next(iter(s.budget.values())).size()
+
+
 def _all_alive(enc: Encoding, s: SymState) -> z3.BoolRef:
     return z3.And(list(s.alive.values()))
 
@@ -327,6 +341,7 @@ CANDIDATES: tuple[tuple[str, Pred], ...] = (
     ("RemoteLeoBelowLeaderLeo", _remote_below_leader_leo),
     ("PendingAboveHighWatermark", _pending_above_hw),
     ("CheckpointBelowLogEnd", _checkpoint_below_hw),
+    ("DeadBrokersWithinCrashBudget", _dead_within_budget),
     ("AllBrokersAlive", _all_alive),
     ("ControllerSeesRegistrations", _controller_sees_registrations),
     ("NoRequestsInFlight", _no_requests),

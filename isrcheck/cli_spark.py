@@ -207,7 +207,7 @@ def sweep(grid_file: str, master: str | None, out_dir: str | None, as_json: bool
     _require_spark()
     from isrcheck.pipeline.sweep import load_grid, run_sweep
 
-    grid = load_grid(grid_file)
+    grid = load_grid(grid_file, lambda name: dict(manifest.get(name).raw_config))
     with _session(master) as spark_:
         rows = run_sweep(spark_, grid, out_dir)
     if as_json:

@@ -144,8 +144,7 @@ def _remove_from_isr(w: World, c: ControllerWork, p: int, b: int) -> None:
     if not new_isr and not w.protocol.config.unclean_leader_election:
         new_isr = zp.isr
     write_leader_isr(w, c, p, new_leader, new_isr)
-    if new_leader != NO_LEADER:
-        send_leader_and_isr(w, c, p, (new_leader,))
+    send_leader_and_isr(w, c, p, w.protocol.isr_removal_receivers(new_leader, assignment(w, c, p), b))
     broadcast_metadata(w, c)
 
 

@@ -60,6 +60,16 @@ class Protocol:
         """Whether the controller notices a broker that re-registered before it looked (2.2+)."""
         return self.config.detect_restarts
 
+    def isr_removal_receivers(self, leader: int, assignment: tuple[int, ...], removed: int) -> tuple[int, ...]:
+        """Who gets LeaderAndIsr after the controller takes ``removed`` out of the ISR.
+
+        The seeds (0.8) tell only the leader. From 0.11 on every remaining replica is told, which
+        KIP-320's fencing needs: a follower left on the old leader epoch would be fenced forever.
+        """
+        if not self.uses_leader_epochs:
+            return (leader,) if leader else ()
+        return tuple(r for r in assignment if r != removed)
+
     def accepts_controller_epoch(self, request_epoch: int, highest_seen: int) -> bool:
         """A broker applies a controller request only if no newer controller has spoken to it."""
         return request_epoch >= highest_seen

@@ -137,6 +137,9 @@ def run_query(spark: Any, source: str | Path, sql: str, limit: int | None = None
     """Run ``sql`` over the views of ``source``: (column names, rows as JSON-able lists)."""
     from pyspark.errors import PySparkException
 
+    from .session import quiet_python_loggers
+
+    quiet_python_loggers()
     register_views(spark, source)
     try:
         df = spark.sql(sql)
@@ -144,8 +147,11 @@ def run_query(spark: Any, source: str | Path, sql: str, limit: int | None = None
             df = df.limit(limit)
         rows = df.collect()
     except PySparkException as e:
-        first = " ".join(str(e).split())
-        raise PipelineError(f"query failed: {first[:300]}") from None
+        first = str(e).strip().split("\n")[0]
+        m = re.search(r"SQLSTATE: \w+", first)
+        if m:
+            first = first[:m.end()]
+        raise PipelineError(f"query failed: {' '.join(first.split())[:300]}") from None
     cols = df.columns
     return cols, [[_plain(r[c]) for c in cols] for r in rows]
 

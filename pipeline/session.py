@@ -169,7 +169,21 @@ def create_session(master: str | None = None, app_name: str = "isrcheck",
     except Exception as e:  # noqa: BLE001 - a JVM that does not start is one line for the user
         raise PipelineError(f"cannot start Spark ({master}): {' '.join(str(e).split())[:300]}") from None
     spark.sparkContext.setLogLevel("ERROR")
+    quiet_python_loggers()
     return spark
+
+
+def quiet_python_loggers() -> None:
+    """PySpark logs every SQL error a second time, as JSON on stderr; the pipeline reports it in
+    one line instead."""
+    import logging
+
+    try:
+        from pyspark.logger import PySparkLogger
+    except ImportError:  # pragma: no cover - older PySpark
+        return
+    for name in ("SQLQueryContextLogger", "DataFrameQueryContextLogger"):
+        PySparkLogger.getLogger(name).setLevel(logging.CRITICAL)
 
 
 def active_session() -> SparkSession | None:

@@ -25,6 +25,7 @@ import itertools
 import json
 import time
 import tomllib
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -76,8 +77,9 @@ def _set_path(raw: dict[str, Any], dotted: str, value: Any, where: str) -> None:
     node[parts[-1]] = value
 
 
-def load_grid(path: str | Path) -> Grid:
-    """Read and validate a grid file; any problem is a one-line :class:`PipelineError`."""
+def load_grid(path: str | Path, models: Callable[[str], dict[str, Any]] | None = None) -> Grid:
+    """Read and validate a grid file; any problem is a one-line :class:`PipelineError`.
+    ``models`` maps a model name (``model = "..."``) to its raw configuration (the manifest's)."""
     p = Path(path)
     try:
         doc = tomllib.loads(p.read_text(encoding="utf-8"))
@@ -121,20 +123,20 @@ def load_grid(path: str | Path) -> Grid:
         raise PipelineError(f"{path}: check.symmetry must be true or false, got {sym!r}")
     g = Grid(str(path), model, base, list(flat), list(flat.values()), check.get("max_states"),
              check.get("max_depth"), sym)
-    validate(g)
+    start: dict[str, Any] = {}
+    if model is not None:
+        if models is None:
+            raise PipelineError(f"{path}: model = {model!r} needs the manifest (run through `isrcheck spark sweep`)")
+        try:
+            start = json.loads(json.dumps(models(model)))
+        except ValueError as e:
+            raise PipelineError(f"{path}: {e}") from None
+    validate(g, start)
     return g
 
 
-def validate(g: Grid) -> None:
-    """Build every point's configuration (one-line error for the first bad one)."""
-    from isrcheck import manifest
-
-    start: dict[str, Any] = {}
-    if g.model is not None:
-        try:
-            start = json.loads(json.dumps(dict(manifest.get(g.model).raw_config)))
-        except manifest.ManifestError as e:
-            raise PipelineError(f"{g.source}: {e}") from None
+def validate(g: Grid, start: dict[str, Any]) -> None:
+    """Build every point's configuration from ``start`` (one-line error for the first bad one)."""
     for k, v in _flat_items(g.base):
         _set_path(start, k, v, g.source)
     g.points, g.configs = [], []
