@@ -23,6 +23,7 @@ matched the model, out of the graph's totals.
 """
 from __future__ import annotations
 
+import heapq
 import time
 from collections import deque
 from collections.abc import Iterator
@@ -103,33 +104,58 @@ def build_graph(config: Config, protocol: Protocol | None = None, max_states: in
 # ---------------------------------------------------------------------------- path sets
 def edge_covering_paths(sg: StateGraph, max_len: int | None = None) -> list[list[Edge]]:
     """Paths from the initial state that together take every edge of the graph (see the module doc)."""
-    g = sg.graph
-    uncovered: dict[int, list[Edge]] = {}
-    for u, v, k in g.edges(keys=True):
-        uncovered.setdefault(u, []).append((u, v, k))
+    succ: dict[int, list[Edge]] = {n: [] for n in sg.graph.nodes}
+    for u, v, k in sg.graph.edges(keys=True):
+        succ[u].append((u, v, k))
+    uncovered: dict[int, list[Edge]] = {n: list(es) for n, es in succ.items() if es}
     remaining = sum(len(x) for x in uncovered.values())
 
-    def has_uncovered(n: int) -> bool:
-        return bool(uncovered.get(n))
+    # the BFS tree from the initial state: a new path walks down it to the shallowest state that
+    # still has an uncovered edge (a heap by depth), which costs O(depth), not a search
+    tree: dict[int, Edge | None] = {sg.init: None}
+    depth = {sg.init: 0}
+    q = deque([sg.init])
+    while q:
+        n = q.popleft()
+        for e in succ[n]:
+            if e[1] not in tree:
+                tree[e[1]] = e
+                depth[e[1]] = depth[n] + 1
+                q.append(e[1])
+    pending = [(depth[n], n) for n in uncovered]
+    heapq.heapify(pending)
 
-    def route(src: int) -> list[Edge] | None:
-        """The shortest path (as edges) from src to a node with uncovered out-edges."""
+    def tree_path(n: int) -> list[Edge]:
+        path: list[Edge] = []
+        e = tree[n]
+        while e is not None:
+            path.append(e)
+            e = tree[e[0]]
+        path.reverse()
+        return path
+
+    def route(src: int, budget: int = 4000) -> list[Edge] | None:
+        """A shortest path (as edges) from src to a nearby node with uncovered out-edges."""
+        if src == sg.init:
+            while pending and not uncovered.get(pending[0][1]):
+                heapq.heappop(pending)
+            return tree_path(pending[0][1]) if pending else None
         prev: dict[int, Edge | None] = {src: None}
         q = deque([src])
-        while q:
+        while q and len(prev) < budget:
             n = q.popleft()
-            if has_uncovered(n):
+            if uncovered.get(n):
                 path: list[Edge] = []
-                while prev[n] is not None:
-                    e = prev[n]
-                    path.append(e)  # type: ignore[arg-type]
-                    n = e[0]  # type: ignore[index]
+                e = prev[n]
+                while e is not None:
+                    path.append(e)
+                    e = prev[e[0]]
                 path.reverse()
                 return path
-            for _, v, k in g.out_edges(n, keys=True):
-                if v not in prev:
-                    prev[v] = (n, v, k)
-                    q.append(v)
+            for e in succ[n]:
+                if e[1] not in prev:
+                    prev[e[1]] = e
+                    q.append(e[1])
         return None
 
     paths: list[list[Edge]] = []
@@ -137,10 +163,10 @@ def edge_covering_paths(sg: StateGraph, max_len: int | None = None) -> list[list
         cur, path = sg.init, []
         while True:
             if max_len is not None and len(path) >= max_len:
-                break
+                break  # a soft cap: a path always reaches one uncovered edge, however deep
             out = uncovered.get(cur)
             if out:
-                pick = next((i for i, e in enumerate(out) if e[1] != cur and has_uncovered(e[1])), None)
+                pick = next((i for i, e in enumerate(out) if e[1] != cur and uncovered.get(e[1])), None)
                 if pick is None:
                     pick = next((i for i, e in enumerate(out) if e[1] == cur), 0)  # self-loops first, then any
                 e = out.pop(pick)
@@ -149,7 +175,7 @@ def edge_covering_paths(sg: StateGraph, max_len: int | None = None) -> list[list
                 cur = e[1]
                 continue
             r = route(cur)
-            if not r or (max_len is not None and len(path) + len(r) >= max_len):
+            if not r or (max_len is not None and path and len(path) + len(r) >= max_len):
                 break
             path += r
             cur = r[-1][1]

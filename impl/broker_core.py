@@ -3,7 +3,7 @@
 ``BrokerCore.handle(input, now) -> list[effect]``: inputs are messages (:class:`~.messages.Receive`),
 store results, timers and commands; effects are sends, store calls (registration, the leader's
 conditional ISR writes), disk writes (:class:`~.messages.Persist`: the log segment and the HW
-checkpoint file) and timers. The core keeps the replica state in memory; what survives a crash is
+checkpoint file), timers and reports of committed acks=1 writes (:class:`~.messages.Committed`). The core keeps the replica state in memory; what survives a crash is
 what it asked the driver to persist, and a restarted broker is rebuilt from it
 (:meth:`BrokerCore.recover`).
 
@@ -33,7 +33,9 @@ What the broker does, in the seeds' design:
   ``FencedLeaderEpoch`` (older) or ``UnknownLeaderEpoch`` (newer) unless it equals its own.
 - **Commit**: the HW is the smallest LEO of the ISR; records below it are committed and their
   producers acknowledged (acks=all), unless the ISR is below ``min_insync_replicas``
-  (NotEnoughReplicasAfterAppend). Produce is refused while the ISR is that small.
+  (NotEnoughReplicasAfterAppend). Produce is refused while the ISR is that small. A record written
+  with acks=1 was answered at the append; when it commits at the leader that appended it, the core
+  reports it with a :class:`~.messages.Committed` effect (what the history counts as acknowledged).
 - **ISR shrink**: a follower that has not caught up for ``replica_lag_time_max_ms`` is dropped by a
   conditional write (autonomous mode), or when told to (``Command("ShrinkIsr", (p, f))``).
 
@@ -52,6 +54,7 @@ from .config import ImplConfig, check_truncation
 from .messages import (
     CancelTimer,
     Command,
+    Committed,
     ConsumeRequest,
     ConsumeResponse,
     ControlledShutdownRequest,
@@ -108,7 +111,8 @@ class Replica:
     assigned: tuple[int, ...] = ()
     remote_leo: dict[int, int] = field(default_factory=dict)
     caught_up_at: dict[int, int] = field(default_factory=dict)
-    pending: dict[int, tuple[Any, int, int]] = field(default_factory=dict)  # record id -> (client, request id, offset)
+    # record id -> (client, request id, offset, acks): appended by this leader, not yet committed
+    pending: dict[int, tuple[Any, int, int, str]] = field(default_factory=dict)
     isr_write: tuple[int, frozenset[int], Any] | None = None  # (token, new ISR, continuation)
     parked: dict[int, tuple[Any, FetchRequest]] = field(default_factory=dict)  # leader: waiting fetches
     fetching: bool = False  # follower: a fetch or an epoch query is in flight (autonomous mode)
@@ -485,16 +489,22 @@ class BrokerCore:
             self._release_parked(p, r)
         if r.pending:
             enough = len(r.isr) >= self.cfg.min_insync_replicas
-            # (acks=1 records were answered at append; they just leave the pending set here)
-            for rid, (client, request_id, offset) in sorted(r.pending.items(), key=lambda kv: kv[1][2]):
+            committed_1: list[int] = []
+            for rid, (client, request_id, offset, acks) in sorted(r.pending.items(), key=lambda kv: kv[1][2]):
                 if offset < r.hw:
                     del r.pending[rid]
-                    if client is not None:
+                    if acks == "1":
+                        # answered at the append; its commit is what the history counts as acknowledged,
+                        # whatever the ISR's size
+                        committed_1.append(rid)
+                    elif client is not None:
                         err = "" if enough else "NotEnoughReplicasAfterAppend"
                         self._send(client, ProduceResponse(request_id, p, err, offset))
+            if committed_1:
+                self._out.append(Committed(p, tuple(committed_1)))
 
     def _fail_pending(self, r: Replica, error: str) -> None:
-        for rid, (client, request_id, offset) in sorted(r.pending.items(), key=lambda kv: kv[1][2]):
+        for rid, (client, request_id, offset, _acks) in sorted(r.pending.items(), key=lambda kv: kv[1][2]):
             if client is not None:
                 self._send(client, ProduceResponse(request_id, -1, error, offset))
         r.pending = {}
@@ -515,9 +525,9 @@ class BrokerCore:
         if r.parked:
             self._release_parked(p, r)
         if m.acks == "all":
-            r.pending[m.record_id] = (frm, m.request_id, offset)
+            r.pending[m.record_id] = (frm, m.request_id, offset, m.acks)
         else:
-            r.pending[m.record_id] = (None, m.request_id, offset)
+            r.pending[m.record_id] = (None, m.request_id, offset, m.acks)
             if m.acks == "1":
                 self._send(frm, ProduceResponse(m.request_id, p, "", offset))
         self._advance_hw(p, r)

@@ -284,10 +284,17 @@ class Tx:
             isr = st.isr  # 0.8: the last member stays
         if not self.write_leader_isr(p, leader, isr):
             return False
-        if leader:
-            self.send_leader_and_isr(p, (leader,))
+        self.send_leader_and_isr(p, self.isr_removal_receivers(p, leader, b))
         self.broadcast_metadata()
         return True
+
+    def isr_removal_receivers(self, p: int, leader: int, removed: int) -> tuple[int, ...]:
+        """Who hears of an ISR removal by LeaderAndIsr: under ``high-watermark`` (0.8) only the leader,
+        if any; from ``kip-101`` on (0.11) every replica of the assignment but the removed one, so that
+        no follower is left behind on the old leader epoch (which ``kip-320`` would fence for good)."""
+        if self.cfg.truncation == "high-watermark":
+            return (leader,) if leader else ()
+        return tuple(r for r in self.assignment(p) if r != removed)
 
     def bump_leader_epoch(self, p: int, to: tuple[int, ...]) -> bool:
         st = self.snap.part(p).state

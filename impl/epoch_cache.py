@@ -11,7 +11,8 @@ start offsets never decreasing; an epoch ends where the next entry starts, the l
 - :func:`leader_answer`: the leader's answer to a question about epoch ``e``, by the rule of the
   generation (``kip-101``: an end offset only; ``kip-279`` and ``kip-320``: an epoch and its end).
 - :func:`truncation_point`: what the follower makes of the answer: the length to cut its log to,
-  and whether it must ask again (walking back, ``kip-279`` and ``kip-320``).
+  and whether it must ask again (walking back, ``kip-279`` and ``kip-320``, where the follower reads
+  its own cache with the leader's rule).
 
 ``UNDEFINED`` (-1) stands for an unknown epoch or offset, as in Kafka's protocol.
 """
@@ -95,27 +96,18 @@ def is_undefined(rule: str, answer: Entry) -> bool:
     return end == UNDEFINED or (rule != "kip-101" and epoch == UNDEFINED)
 
 
-def own_end(cache: Sequence[Entry], leo: int, epoch: int) -> Entry | None:
-    """The follower's largest epoch ``m`` not later than ``epoch`` and where ``m`` ends in its own log
-    (the start of its next entry, or its LEO); None when every epoch it knows is later."""
-    found: Entry | None = None
-    for i, (e, _start) in enumerate(cache):
-        if e > epoch:
-            break
-        found = (e, cache[i + 1][1] if i + 1 < len(cache) else leo)
-    return found
-
-
 def truncation_point(rule: str, cache: Sequence[Entry], leo: int, hw: int, answer: Entry) -> tuple[int, bool]:
     """Where a follower holding ``answer`` cuts its log, and whether it must ask again afterwards.
 
     An undefined answer falls back to the HW, in every generation: min(HW, LEO), then fetch.
-    ``kip-101``: min(end, LEO), then fetch. ``kip-279`` / ``kip-320``, given (``a``, ``end``), with ``m``
-    the follower's largest epoch not later than ``a`` (:func:`own_end`):
+    ``kip-101``: min(end, LEO), then fetch. ``kip-279`` / ``kip-320``, given (``a``, ``end``), the follower
+    looks ``a`` up in its own cache by the leader's rule (:func:`leader_answer`), which gives an epoch
+    ``m`` and where ``m`` ends in its own log (``m_end``):
 
-    - ``m == a``: min(end, end of ``m``), then fetch;
-    - ``m < a``: min(end, end of ``m``), then ask again (about ``m``);
-    - no such ``m``: min(end, LEO), then fetch (Kafka 2.0's rule, as specs/05 states it).
+    - ``m == a`` (``a`` itself; also when ``a`` is older than every epoch it knows, ``m_end`` being the
+      start of its first one): min(end, ``m_end``), then fetch;
+    - ``m < a`` (an older epoch, ``a`` being unknown to it): min(end, ``m_end``), then ask again (about ``m``);
+    - undefined (``a`` is newer than every epoch it knows, or its cache is empty): min(HW, LEO), then fetch.
 
     The caller fetches rather than asking again when the log became empty.
     """
@@ -124,12 +116,11 @@ def truncation_point(rule: str, cache: Sequence[Entry], leo: int, hw: int, answe
         return min(hw, leo), False
     if rule == "kip-101":
         return min(end, leo), False
-    mine = own_end(cache, leo, a)
-    if mine is None:
-        return min(end, leo), False
-    m, m_end = mine
+    m, m_end = leader_answer("kip-279", cache, leo, a)
+    if m == UNDEFINED:
+        return min(hw, leo), False
     return min(end, m_end), m != a
 
 
 __all__ = ["UNDEFINED", "assign", "assign_records", "cut", "latest", "start_of", "leader_answer", "is_undefined",
-           "own_end", "truncation_point"]
+           "truncation_point"]

@@ -361,4 +361,14 @@ class Stop:
     reason: str = ""
 
 
-Effect = Union[Send, StoreOp, Persist, SetTimer, CancelTimer, Stop]
+@dataclass(frozen=True)
+class Committed:
+    """Records written with ``acks = "1"`` that the leader which appended them has committed (its HW
+    passed them while it still led): the writes the history counts as acknowledged (specs/05-replication.md,
+    "Produce"). A report for the driver, not a message: the producer had its answer at the append."""
+
+    partition: int
+    record_ids: tuple[int, ...]
+
+
+Effect = Union[Send, StoreOp, Persist, SetTimer, CancelTimer, Stop, Committed]

@@ -30,6 +30,7 @@ from . import layout as L
 from .frame import FrameError, MessageError, decode_message, encode_message, read_frame
 from .messages import (
     CancelTimer,
+    Committed,
     ErrorResponse,
     Notification,
     Persist,
@@ -149,6 +150,9 @@ class Runtime:
         elif isinstance(eff, Stop):
             self.stop_reason = eff.reason
             self.stopped.set()
+        elif isinstance(eff, Committed):
+            log.debug("%s: acks=1 records %s of partition %d committed", self.name, list(eff.record_ids),
+                      eff.partition)
 
     def _fire(self, key: tuple[str, Any]) -> None:
         self._timers.pop(key, None)

@@ -58,6 +58,7 @@ from .log import SimDisk
 from .messages import (
     CancelTimer,
     Command,
+    Committed,
     LeaderAndIsr,
     Persist,
     ProduceRequest,
@@ -145,7 +146,12 @@ class Simulator:
         self.controllers: list[_Proc] = []  # the active controller last; a deposed one before it
         self.events: list[str] = []
         self.produced = {p: 0 for p in range(config.partitions)}
+        #: the acknowledged writes, as the history of specs/05-replication.md ("Produce") counts them:
+        #: with acks=all the producer's successful answers (at commitment); with acks=1 the records
+        #: that committed at the leader that appended them (the producer was answered earlier)
         self.acked: dict[int, set[int]] = {p: set() for p in range(config.partitions)}
+        #: every write the producer was told succeeded (with acks=1: on the leader's append)
+        self.answered: dict[int, set[int]] = {p: set() for p in range(config.partitions)}
         self.refused: dict[int, set[int]] = {p: set() for p in range(config.partitions)}
         self.budget = Budget({**{f"faults.{k}": int(v) for k, v in config.faults.items()},
                               **{f"operations.{k}": int(v) for k, v in config.operations.items()
@@ -246,6 +252,11 @@ class Simulator:
             return []
         if isinstance(eff, (SetTimer, CancelTimer)):
             return []  # step mode: no timers (the cores are not autonomous)
+        if isinstance(eff, Committed):  # acks=1 records committed: acknowledged, in the history's sense
+            self.acked[eff.partition].update(eff.record_ids)
+            self.events.append(f"  committed acks=1 record(s) {', '.join(map(str, eff.record_ids))} "
+                               f"of partition {eff.partition}")
+            return []
         if isinstance(eff, Stop):
             if src.kind == "controller":
                 if src in self.controllers:
@@ -291,7 +302,9 @@ class Simulator:
                 rid = self._last_record.get(msg.request_id)
                 if rid is not None:
                     p, record = rid
-                    self.acked[p].add(record)
+                    self.answered[p].add(record)
+                    if self.cfg.acks == "all":
+                        self.acked[p].add(record)
                     self.events.append(f"  ack record {record} of partition {p}")
             elif isinstance(msg, ProduceResponse):
                 rid = self._last_record.get(msg.request_id)
@@ -750,7 +763,9 @@ class AutoSimulator:
     | int`` (an extra delay in ms). Faults: :meth:`crash` (a process crash, or ``power_loss=True`` to
     lose the unflushed log suffix), :meth:`restart`, :meth:`kill_controller`. The producer client
     (:meth:`produce`) sends to the leader named in the store and retries on errors and time-outs;
-    :attr:`acked` holds what was acknowledged.
+    :attr:`answered` holds the writes the producer was told succeeded, :attr:`acked` the acknowledged
+    writes as the history counts them (the same with acks=all; with acks=1, those that committed at
+    the leader that appended them).
     """
 
     def __init__(self, config: ImplConfig | dict[str, Any] | None = None, seed: int = 0, controllers: int = 2,
@@ -778,6 +793,7 @@ class AutoSimulator:
         self.controllers: list[_AutoProc] = []
         self.events: list[str] = []
         self.acked: dict[int, list[int]] = {p: [] for p in range(config.partitions)}
+        self.answered: dict[int, list[int]] = {p: [] for p in range(config.partitions)}
         self.refused: dict[int, list[int]] = {p: [] for p in range(config.partitions)}
         self._requests: dict[int, tuple[int, int, str, int]] = {}  # request id -> (p, record id, value, deadline)
         self._next_request = 0
@@ -891,8 +907,10 @@ class AutoSimulator:
             return
         p, rid, value, deadline = self._requests.pop(msg.request_id)
         if msg.error == "":
-            if rid not in self.acked[p]:
-                self.acked[p].append(rid)
+            if rid not in self.answered[p]:
+                self.answered[p].append(rid)
+                if self.cfg.acks == "all":
+                    self.acked[p].append(rid)
                 self.events.append(f"t={self.now} acked record {rid} of partition {p} at offset {msg.offset}")
         elif msg.error == "NotEnoughReplicasAfterAppend" or self.now >= deadline:
             self.refused[p].append(rid)
@@ -940,6 +958,10 @@ class AutoSimulator:
                     self._timer_seq[(proc.uid, eff.name, eff.key)] = seq
                 elif isinstance(eff, CancelTimer):
                     self._timer_seq.pop((proc.uid, eff.name, eff.key), None)
+                elif isinstance(eff, Committed):
+                    for rid in eff.record_ids:
+                        if rid not in self.acked[eff.partition]:
+                            self.acked[eff.partition].append(rid)
                 elif isinstance(eff, Stop):
                     if proc.kind == "broker":
                         b = proc.core.id

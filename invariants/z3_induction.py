@@ -470,7 +470,7 @@ def prove_inductive(cfg: Any, generation_name: str = "high-watermark", timeout: 
                     per_action: bool | str = True) -> InductionResult:
     """Houdini over the safety properties and ``candidates`` for the encoding of ``cfg``."""
     start = time.perf_counter()
-    enc = Encoding(cfg, generation_name, queue)
+    enc = Encoding(cfg, generation_name, queue, split_broker_change=True)
     gen = enc.rule.name
     preds: dict[str, Pred] = {n: f for n, f in candidates}
     for name in ALWAYS:

@@ -198,7 +198,8 @@ class Instance:
 
 # ============================================================================ the encoding
 class Encoding:
-    def __init__(self, cfg: Config, generation_name: str = "high-watermark", queue: int | None = None) -> None:
+    def __init__(self, cfg: Config, generation_name: str = "high-watermark", queue: int | None = None,
+                 split_broker_change: bool = False) -> None:
         reason = unsupported_reason(cfg)
         if reason:
             raise Unsupported(reason)
@@ -212,6 +213,9 @@ class Encoding:
         self.periodic = cfg.hw_checkpoint == "periodic"
         self.protocol = Protocol(cfg)
         self.init_state = initial_state(self.protocol)
+        # induction splits ProcessBrokerChange by which assigned brokers came or left (smaller
+        # queries); bounded model checking keeps one symbolic case (fewer choices per step)
+        self.split_broker_change = split_broker_change
 
     # ------------------------------------------------------------------ states
     def fresh(self, prefix: str) -> SymState:
@@ -425,7 +429,7 @@ class Encoding:
         """Which brokers' changes are fixed per case: every assigned broker's (3^n - 1 cases when
         there are at most 3 of them), others symbolic; one symbolic case otherwise."""
         split = sorted({b for ar in self.AR for b in ar})
-        if len(split) > 3:
+        if len(split) > 3 or not self.split_broker_change:
             return [{}]
         cases = []
         for combo in itertools.product(("same", "came", "left"), repeat=len(split)):
@@ -793,7 +797,7 @@ class Unroller:
     preprocesses and bit-blasts the whole problem, several times faster here than incremental
     solving)."""
 
-    def __init__(self, enc: Encoding, init: bool = True, merged: bool = True) -> None:
+    def __init__(self, enc: Encoding, init: bool = True, merged: bool = False) -> None:
         self.enc = enc
         self.merged = merged
         self.states = [enc.fresh("s0")]
@@ -850,7 +854,7 @@ def _property_holds(name: str, states: Sequence[State]) -> bool:
 
 def bmc(cfg: Config, depth: int, generation_name: str = "high-watermark", timeout: float | None = None,
         queue: int | None = None, progress: Callable[[str], None] = lambda _: None,
-        label: str = "") -> BmcResult:
+        stop_at_first: bool = False) -> BmcResult:
     """Bounded model checking: for each property, the shortest violation within ``depth`` steps.
 
     Every counterexample is replayed by the model (it must be enabled step by step and break the
@@ -895,6 +899,8 @@ def bmc(cfg: Config, depth: int, generation_name: str = "high-watermark", timeou
             broken = [n for n in open_ if z3.is_false(m.eval(props[n], model_completion=True))]
             actions = _decode_trace(enc, m, un.acts, un.steps)
             states = replay(enc, actions)
+            if stop_at_first:
+                broken = broken[:1] if broken else broken
             for n in broken:
                 if _property_holds(n, states):
                     raise RuntimeError(f"the encoding disagrees with the model: {n} is broken after "
@@ -902,7 +908,12 @@ def bmc(cfg: Config, depth: int, generation_name: str = "high-watermark", timeou
                                        f"(please report)")
                 found[n] = (d, actions, states, time.perf_counter() - q_start)
                 remaining.remove(n)
+            if stop_at_first:
+                break
         if unknown_at is not None or overflow_at is not None:
+            break
+        if stop_at_first and found:
+            last_depth = d - 1
             break
         if "WriteCommitted" in witnessed and witnessed["WriteCommitted"] is None:
             if un.check(enc.write_committed(s), timeout)[0] == z3.sat:
@@ -918,7 +929,11 @@ def bmc(cfg: Config, depth: int, generation_name: str = "high-watermark", timeou
                             detail=f"shortest violation: {d} steps")
             ob.counterexample = {"length": d, "actions": [str(a) for a in actions]}
             ob.lines = [f"{i + 1:>3}. {a}" for i, a in enumerate(actions)]
-            ob.extra_states = states  # type: ignore[attr-defined]
+            ob.trace = list(zip([None, *actions], states))  # type: ignore[attr-defined]
+        elif stop_at_first and found and unknown_at is None and overflow_at is None:
+            ob = Obligation("bmc", n, gen, Verdict.PROVED, seconds, f"every execution of at most {last_depth} steps",
+                            detail=f"not checked beyond {last_depth} steps (stopped at the first violation, "
+                                   f"like `isrcheck check`)")
         elif last_depth >= 0 and (unknown_at is None and overflow_at is None):
             ob = Obligation("bmc", n, gen, Verdict.PROVED, seconds, f"every execution of at most {depth} steps")
         else:

@@ -205,6 +205,8 @@ def analyze(spark: Any, corpus: str | Path) -> Analysis:
         totals = steps.agg(F.countDistinct("trace_id").alias("t"), F.count(F.lit(1)).alias("s"),
                            F.countDistinct("model", "generation", "fingerprint").alias("d")).collect()[0]
         out = Analysis(int(totals["t"]), int(totals["s"]), int(totals["d"]))
+        if out.steps == 0:
+            raise PipelineError(f"{corpus}: the corpus holds no trace")
 
         # -- actions
         seen = {r["action"]: (int(r["n"]), int(r["t"])) for r in
@@ -240,12 +242,15 @@ def analyze(spark: Any, corpus: str | Path) -> Analysis:
                                     "in_table": (a, b) in table.get(m, set())})
 
         # -- properties
-        def per(col: str) -> dict[str, tuple[int, int]]:
-            rows = (steps.select("trace_id", F.explode(col).alias("p")).groupBy("p")
-                    .agg(F.count(F.lit(1)).alias("n"), F.countDistinct("trace_id").alias("t")).collect())
-            return {r["p"]: (int(r["n"]), int(r["t"])) for r in rows}
-
-        exercised, broken, witnessed = per("exercised"), per("broken"), per("witnessed")
+        tagged = None
+        for col in ("exercised", "broken", "witnessed"):
+            part = steps.select(F.lit(col).alias("col"), "trace_id", F.explode(col).alias("p"))
+            tagged = part if tagged is None else tagged.unionByName(part)
+        per: dict[str, dict[str, tuple[int, int]]] = {"exercised": {}, "broken": {}, "witnessed": {}}
+        for r in (tagged.groupBy("col", "p")
+                  .agg(F.count(F.lit(1)).alias("n"), F.countDistinct("trace_id").alias("t")).collect()):
+            per[r["col"]][r["p"]] = (int(r["n"]), int(r["t"]))
+        exercised, broken, witnessed = per["exercised"], per["broken"], per["witnessed"]
         for p in ALL_PROPERTIES:
             e = witnessed.get(p.name, (0, 0)) if p.kind == "sometimes" else exercised.get(p.name, (0, 0))
             b = broken.get(p.name, (0, 0))

@@ -108,12 +108,28 @@ FOLLOWER = [(1, 0), (2, 3), (4, 5)]  # LEO 6, HW 2
     ("kip-279", (2, 4), (4, False)),  # m = a = 2: min(4, 5)
     ("kip-279", (3, 9), (5, True)),  # m = 2 < a = 3: cut to the end of 2 and ask again
     ("kip-279", (2, 2), (2, False)),
-    ("kip-279", (0, 1), (1, False)),  # no epoch <= 0 here: min(end, LEO) (Kafka 2.0, specs/05)
+    # 0 is older than every epoch here: by the leader's rule the follower finds (0, start of its first
+    # epoch = 0), so it keeps nothing of epochs the leader does not know: min(1, 0), then fetch
+    ("kip-279", (0, 1), (0, False)),
+    ("kip-279", (5, 9), (2, False)),  # newer than every epoch it knows: undefined, back to the HW
     ("kip-279", (U, U), (2, False)),
     ("kip-320", (3, 9), (5, True)),
+    ("kip-320", (0, 1), (0, False)),
 ])
 def test_the_followers_truncation_point_per_generation(rule, answer, expected):
     assert EC.truncation_point(rule, FOLLOWER, 6, 2, answer) == expected
+
+
+@pytest.mark.parametrize("rule", ("kip-279", "kip-320"))
+def test_the_follower_reads_its_own_cache_with_the_leaders_rule(rule):
+    """From kip-279 on the follower looks the answered epoch up exactly as a leader would answer it."""
+    for a in range(0, 7):
+        for end in range(0, 8):
+            mine = EC.leader_answer(rule, FOLLOWER, 6, a)
+            expected = (2, False) if mine[0] == U else (min(end, mine[1]), mine[0] != a)
+            assert EC.truncation_point(rule, FOLLOWER, 6, 2, (a, end)) == expected
+    # an empty cache finds nothing: back to the HW (with LEO 3 and HW 1)
+    assert EC.truncation_point(rule, [], 3, 1, (2, 3)) == (1, False)
 
 
 def test_epoch_messages_travel_on_the_wire():
@@ -252,26 +268,85 @@ def test_a_fetch_with_a_stale_leader_epoch_is_fenced_only_under_kip_320(truncati
     assert ids(sim, 2) == [2] and sim.isr_of(0) == (1, 2)
 
 
-# leader 1 drops 2 from the ISR and crashes; it comes back and, the only ISR member, leads again in
-# epoch 2: broker 2 gets a LeaderAndIsr of a newer epoch naming the leader it already follows
-SAME_LEADER = [("ShrinkIsr", (1, 0, 2)), ("Crash", (1,)), ("ProcessBrokerChange", (1,)), ("Restart", (1,)),
-               ("ProcessBrokerChange", (1,))]
+# follower 3 crashes: the controller takes it out of the ISR with a new leader epoch, leader 1 staying
+FOLLOWER_CRASH = [("Produce", (1, 0)), ("Fetch", (2, 0)), ("Fetch", (3, 0)), ("Fetch", (2, 0)), ("Fetch", (3, 0)),
+                  ("Crash", (3,)), ("ProcessBrokerChange", (1,))]
+
+
+@pytest.mark.parametrize("truncation", GENERATIONS)
+def test_an_isr_removal_is_told_to_the_leader_only_under_high_watermark(truncation):
+    """specs/02-state-machines.md: after taking a replica out of the ISR the controller tells the leader
+    (0.8), and from kip-101 on every remaining replica of the assignment."""
+    sim = three(truncation, faults={"crashes": 1})
+    run(sim, FOLLOWER_CRASH)
+    assert sim.isr_of(0) == (1, 2) and sim.leader_of(0) == 1
+    told = {b for b in (1, 2, 3) for item in sim.inbox[b] if isinstance(item.msg, LeaderAndIsr)}
+    assert told == ({1} if truncation == "high-watermark" else {1, 2})
+    deliver_all(sim, 1, 2)
+    assert sim.broker(2).replicas[0].leader_epoch == (0 if truncation == "high-watermark" else 1)
 
 
 @pytest.mark.parametrize("truncation", GENERATIONS)
 def test_an_epoch_change_with_the_same_leader_starts_a_reconciliation_only_under_kip_320(truncation):
-    sim = Simulator({"brokers": 2, "max_records": 2, "truncation": truncation})
-    run(sim, [("Produce", (1, 0)), ("Fetch", (2, 0)), ("Fetch", (2, 0))] + SAME_LEADER)
+    sim = three(truncation, faults={"crashes": 1})
+    run(sim, FOLLOWER_CRASH)
     deliver_all(sim, 1, 2)
     r = sim.broker(2).replicas[0]
-    assert (r.leader, r.leader_epoch, sim.leader_of(0)) == (1, 2, 1)
+    assert (r.leader, sim.leader_of(0)) == (1, 1)
     if truncation == "kip-320":
-        assert state(sim, 2) == "ask-epoch-end"
+        assert state(sim, 2) == "ask-epoch-end"  # same leader, new epoch (KAFKA-7164)
         sim.apply("OffsetsForLeaderEpoch", (2, 0))  # about epoch 0, which ends at 1 on the leader
         sim.apply("TruncateToEpochEndOffset", (2, 0))
     assert state(sim, 2) == "fetching" and ids(sim, 2) == [1]
+    sim.apply("Produce", (1, 0))
     sim.apply("Fetch", (2, 0))
-    assert sim.isr_of(0) == (1, 2) and ids(sim, 2) == [1]
+    assert sim.isr_of(0) == (1, 2) and ids(sim, 2) == [1, 2]
+
+
+def test_kip_320_a_follower_keeps_fetching_after_the_other_follower_crashes_and_returns():
+    """Without the LeaderAndIsr of the ISR removal, follower 2 would stay on epoch 0 while its leader
+    moved to epoch 1, and every fetch of it would be fenced (FencedLeaderEpoch) for good."""
+    sim = three("kip-320", faults={"crashes": 1})
+    run(sim, FOLLOWER_CRASH)
+    deliver_all(sim, 1)
+    assert ("Fetch", (2, 0)) not in sim.enabled()  # fenced until its own LeaderAndIsr arrives ...
+    deliver_all(sim, 2)  # ... which it gets: it reconciles and fetches in epoch 1
+    sim.settle()
+    assert sim.broker(2).replicas[0].leader_epoch == sim.broker(1).replicas[0].leader_epoch == 1
+    run(sim, [("Produce", (1, 0)), ("Fetch", (2, 0)), ("Restart", (3,)), ("ProcessBrokerChange", (1,))])
+    sim.settle()
+    assert sim.isr_of(0) == (1, 2, 3) and ids(sim, 1) == ids(sim, 2) == ids(sim, 3) == [1, 2]
+    assert ("Fetch", (2, 0)) in sim.enabled() and ("Fetch", (3, 0)) in sim.enabled()
+    sim.apply("Produce", (1, 0))
+    sim.settle()
+    assert ids(sim, 2) == ids(sim, 3) == [1, 2, 3] and replica(sim.observe(), 1)["hw"] == 3
+
+
+def test_autonomous_kip_320_follower_crash_and_restart_keep_the_other_follower_in_sync():
+    s = AutoSimulator({"brokers": 3, "replica_lag_time_max_ms": 300, "truncation": "kip-320"}, seed=5)
+    for _ in range(3):
+        s.produce(0)
+    assert s.run_until(lambda s: len(s.acked[0]) == 3, 1_000)
+    leader = s.leader_of(0)
+    a, b = (x for x in (1, 2, 3) if x != leader)
+    fenced: list[FetchResponse] = []
+    s.add_filter(lambda src, dst, msg: fenced.append(msg) if isinstance(msg, FetchResponse) and src == ("broker", leader)
+                 and dst == ("broker", a) and msg.error == "FencedLeaderEpoch" else None)
+    s.crash(b)
+    assert s.run_until(lambda s: s.isr_of(0) == tuple(sorted((leader, a))), 3_000)
+    s.run_for(1_000)  # several lag periods: follower a must not fall out
+    assert s.isr_of(0) == tuple(sorted((leader, a)))
+    assert s.brokers[a].core.replicas[0].leader_epoch == s.brokers[leader].core.replicas[0].leader_epoch
+    for _ in range(3):
+        s.produce(0)
+    assert s.run_until(lambda s: len(s.acked[0]) == 6 and s.log_ids(a, 0) == s.log_ids(leader, 0), 2_000)
+    s.restart(b)
+    assert s.run_until(lambda s: s.isr_of(0) == (1, 2, 3), 3_000)
+    s.produce(0)
+    assert s.run_until(lambda s: len(s.acked[0]) == 7 and all(s.log_ids(x, 0) == s.log_ids(leader, 0)
+                                                              for x in (1, 2, 3)), 2_000)
+    assert s.isr_of(0) == (1, 2, 3) and s.leader_of(0) == leader
+    validate(s.observe())
 
 
 @pytest.mark.parametrize("truncation, kept", [("kip-101", True), ("kip-279", True), ("kip-320", False)])
@@ -281,11 +356,15 @@ def test_a_held_answer_survives_a_same_leader_epoch_change_only_before_kip_320(t
     deliver_all(sim, 2)
     sim.apply("OffsetsForLeaderEpoch", (3, 0))
     assert state(sim, 3) == "truncate-pending"
-    run(sim, [("ShrinkIsr", (2, 0, 3)), ("Crash", (2,)), ("ProcessBrokerChange", (1,)), ("Restart", (2,)),
-              ("ProcessBrokerChange", (1,))])
-    deliver_all(sim, 2, 3)  # 2 leads again, in epoch 3; 3 follows the same leader in a new epoch
+    # 1 comes back, rejoins the ISR and crashes again: its removal gives 2 and 3 epoch 2, same leader
+    run(sim, [("Restart", (1,)), ("ProcessBrokerChange", (1,))])
+    deliver_all(sim, 1)
+    run(sim, [("OffsetsForLeaderEpoch", (1, 0)), ("TruncateToEpochEndOffset", (1, 0)), ("Fetch", (1, 0))])
+    assert sim.isr_of(0) == (1, 2, 3)
+    run(sim, [("Crash", (1,)), ("ProcessBrokerChange", (1,))])
+    deliver_all(sim, 2, 3)
     r = sim.broker(3).replicas[0]
-    assert (r.leader, r.leader_epoch) == (2, 3)
+    assert (r.leader, r.leader_epoch) == (2, 2)
     assert state(sim, 3) == ("truncate-pending" if kept else "ask-epoch-end")
     assert (r.answer is not None) == kept
     sim.settle()
@@ -307,25 +386,56 @@ def test_kafka_7128_a_follower_joins_the_isr_only_past_the_start_of_the_leaders_
             assert any(isinstance(e, StoreOp) for e in out)  # now at the epoch's start: it may join
 
 
-def test_acks_1_acknowledges_on_append_even_below_min_insync_replicas():
+def test_acks_1_answers_on_append_even_below_min_insync_replicas_and_counts_the_write_at_commit():
     sim = Simulator({"brokers": 3, "max_records": 3, "min_insync_replicas": 3, "acks": "1",
                      "faults": {"isr_shrinks": 1, "crashes": 1}})
     sim.apply("ShrinkIsr", (1, 0, 3))
     assert ("Produce", (1, 0)) in sim.enabled()  # acks=1 ignores min_insync_replicas
     sim.apply("Produce", (1, 0))
-    assert sim.acked[0] == {1} and replica(sim.observe(), 1)["hw"] == 0  # acknowledged, not committed
-    sim.apply("Fetch", (2, 0))
+    # the producer has its answer, but the write is not acknowledged in the history's sense until it commits
+    assert sim.answered[0] == {1} and sim.acked[0] == set() and replica(sim.observe(), 1)["hw"] == 0
+    sim.apply("Fetch", (2, 0))  # 2 gets record 1; the leader learns of it at the next fetch
+    assert replica(sim.observe(), 1)["hw"] == 0 and sim.acked[0] == set()
     sim.apply("Fetch", (2, 0))
     assert replica(sim.observe(), 1)["hw"] == 1 and sim.acked[0] == {1} and not sim.refused[0]
     # acks=all with the same ISR refuses the write (the step is not taken by the scheduler)
     strict = Simulator({"brokers": 3, "max_records": 3, "min_insync_replicas": 3, "faults": {"isr_shrinks": 1}})
     strict.apply("ShrinkIsr", (1, 0, 3))
     assert ("Produce", (1, 0)) not in strict.enabled()
-    # and an acks=1 write the leader takes with it when it crashes is lost
+    # an acks=1 write the leader takes with it when it crashes is lost, but it was never committed:
+    # the producer was answered, the history does not count it
     sim.apply("Produce", (1, 0))
-    assert sim.acked[0] == {1, 2}
+    assert sim.answered[0] == {1, 2} and sim.acked[0] == {1}
     run(sim, [("Crash", (1,)), ("ProcessBrokerChange", (1,))])
     assert sim.leader_of(0) == 2 and 2 not in ids(sim, 2)
+    deliver_all(sim, 2)
+    sim.settle()
+    assert sim.acked[0] == {1} and set(ids(sim, 2)) >= sim.acked[0]
+
+
+def test_acks_1_a_write_committed_by_a_later_leader_is_not_counted():
+    """The history counts an acks=1 write only when the leader that appended it commits it."""
+    sim = Simulator({"brokers": 2, "max_records": 2, "acks": "1", "truncation": "kip-320",
+                     "faults": {"crashes": 1}})
+    run(sim, [("Produce", (1, 0)), ("Fetch", (2, 0)), ("Crash", (1,)), ("ProcessBrokerChange", (1,))])
+    deliver_all(sim, 2)  # 2 leads with record 1 in its log; its new epoch's HW passes it at once
+    assert sim.leader_of(0) == 2 and ids(sim, 2) == [1] and replica(sim.observe(), 2)["hw"] == 1
+    assert sim.answered[0] == {1} and sim.acked[0] == set()
+
+
+def test_acks_1_reports_commits_as_an_effect_of_the_core_and_still_answers_at_append():
+    from isrcheck.impl.messages import Committed, ProduceRequest, ProduceResponse
+
+    cfg = from_mapping({"brokers": 2, "acks": "1"})
+    core = BrokerCore.recover(cfg, 1, DiskImage({0: []}, {0: 0}, {0: []}))
+    core.handle(Receive(("controller", 1), LeaderAndIsr(1, 0, 1, (1, 2), 0, 1, (1, 2))))
+    out = core.handle(Receive(("client", "p"), ProduceRequest(1, 0, 7, "x", "1")))
+    assert [e.msg for e in out if isinstance(e, Send)] == [ProduceResponse(1, 0, "", 0)]
+    assert not [e for e in out if isinstance(e, Committed)]
+    core.handle(Receive(("broker", 2), FetchRequest(0, 2, 0)))
+    out = core.handle(Receive(("broker", 2), FetchRequest(0, 2, 1)))
+    assert [e for e in out if isinstance(e, Committed)] == [Committed(0, (7,))]
+    assert not [e for e in out if isinstance(e, Send) and isinstance(e.msg, ProduceResponse)]
 
 
 # ==================================================================================== disks and restarts

@@ -1,0 +1,399 @@
+"""``isrcheck prove`` (selectors, transitions, inductive) and ``isrcheck bmc``: the z3 side.
+
+Registered by ``isrcheck/cli.py`` with ``main.add_command(prove)`` and ``main.add_command(bmc)``.
+
+Verdicts are three-valued (specs/08-symbolic.md): PROVED, REFUTED (with a concrete counterexample)
+or UNKNOWN (z3 gave up, usually at the --timeout per query); an unknown is never reported as
+proved. Exit status: 0 every claim proved; 1 some claim refuted; 3 something unknown and nothing
+refuted; 2 bad usage or input (one line ``error: ...`` on stderr). With ``--json`` exactly one JSON
+object goes to stdout.
+"""
+from __future__ import annotations
+
+import importlib
+import json
+import sys
+import time
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from typing import Any, NoReturn
+
+import click
+from rich import box
+from rich.console import Console
+from rich.table import Table
+from rich.text import Text
+
+from isrcheck import manifest, render
+from isrcheck.invariants.z3_verdicts import (
+    EXIT_BAD_INPUT,
+    Obligation,
+    Verdict,
+    exit_code,
+    overall,
+)
+from isrcheck.manifest import ManifestError
+from isrcheck.model.config import Config, ConfigError
+
+VERDICT_STYLE = {Verdict.PROVED: "bold green", Verdict.REFUTED: "bold red", Verdict.UNKNOWN: "bold yellow"}
+EXIT_HELP = ("Exit status: 0 every claim proved; 1 a claim refuted; 3 something unknown (a query hit "
+             "--timeout) and nothing refuted; 2 bad usage or input.")
+
+
+class InputError(Exception):
+    """Bad input for a prove/bmc command; reported as one line with exit status 2."""
+
+
+def _fail(message: str) -> NoReturn:
+    click.echo(f"error: {' '.join(str(message).split())}", err=True)
+    raise click.exceptions.Exit(EXIT_BAD_INPUT)
+
+
+def _guarded(fn: Callable[..., None]) -> Callable[..., None]:
+    """Turn the input errors of the symbolic commands into ``error: ...`` and exit status 2."""
+    import functools
+
+    from isrcheck.invariants.z3_replication import Unsupported
+
+    @functools.wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> None:
+        try:
+            fn(*args, **kwargs)
+        except (ConfigError, ManifestError, Unsupported, InputError) as e:
+            _fail(str(e))
+
+    return wrapper
+
+
+# ============================================================================ progress and output
+class _Status:
+    def __init__(self, status: Any, label: str) -> None:
+        self.status = status
+        self.label = label
+        self.start = time.perf_counter()
+        self.count = 0
+
+    def __call__(self, what: str) -> None:
+        self.count += 1
+        self.status.update(f"{self.label}: {what}  [{self.count} queries, {time.perf_counter() - self.start:.0f}s]")
+
+
+@contextmanager
+def _progress(enabled: bool, label: str) -> Iterator[Callable[[str], None]]:
+    if not enabled:
+        yield lambda _: None
+        return
+    console = Console(stderr=True, highlight=False)
+    with console.status(f"{label}: starting") as status:
+        yield _Status(status, label)
+
+
+def _show_progress(as_json: bool) -> bool:
+    return not as_json and render.is_terminal(sys.stderr)
+
+
+def _summary_table(title: str, obligations: Sequence[Obligation]) -> Table:
+    table = Table(title=title, box=box.SIMPLE_HEAD, title_justify="left", pad_edge=False)
+    table.add_column("property", overflow="fold")
+    table.add_column("generation", no_wrap=True)
+    table.add_column("verdict", no_wrap=True)
+    table.add_column("seconds", justify="right", no_wrap=True)
+    table.add_column("scope", overflow="fold", style="dim")
+    for o in obligations:
+        verdict = Text(o.verdict.value, style=VERDICT_STYLE[o.verdict])
+        if o.method == "exhaustive":
+            verdict.append(" (enum)", style="dim")
+        table.add_row(o.property, o.generation, verdict, f"{o.seconds:.3f}", o.scope)
+    return table
+
+
+def _print_counterexamples(console: Console, obligations: Sequence[Obligation]) -> None:
+    for o in obligations:
+        if o.verdict == Verdict.PROVED:
+            continue
+        head = Text(f"{o.verdict.value}: ", style=VERDICT_STYLE[o.verdict])
+        head.append(o.property, style="bold")
+        if o.generation:
+            head.append(f" [{o.generation}]")
+        console.print(head)
+        if o.detail:
+            console.print(f"  {o.detail}", highlight=False)
+        for line in o.lines:
+            console.print(f"  {line}", highlight=False, soft_wrap=True)
+        trace = getattr(o, "trace", None)
+        if trace:
+            from isrcheck.model.checker import Step
+
+            render.print_wide(console, render.trace_table([Step(a, st) for a, st in trace],
+                                                          title=f"Counterexample: {o.property} after {len(trace) - 1} steps",
+                                                          caption="replayed by the model; yellow: changed; red: broker down"))
+        console.print()
+
+
+def _verdict_line(label: str, obligations: Sequence[Obligation]) -> Text:
+    v = overall(obligations)
+    counts = {k: sum(1 for o in obligations if o.verdict == k) for k in Verdict}
+    line = Text(f"{label}: ")
+    line.append(v.value, style=VERDICT_STYLE[v])
+    line.append(f" - {counts[Verdict.PROVED]} proved, {counts[Verdict.REFUTED]} refuted, "
+                f"{counts[Verdict.UNKNOWN]} unknown")
+    return line
+
+
+def _emit(as_json: bool, payload: dict[str, Any], title: str, obligations: Sequence[Obligation],
+          extra: Callable[[Console], None] | None = None) -> None:
+    code = exit_code(obligations)
+    if as_json:
+        payload = {**payload, "verdict": overall(obligations).value, "exit_code": code,
+                   "obligations": [o.to_json() for o in obligations]}
+        click.echo(json.dumps(payload, indent=2, default=str))
+    else:
+        console = render.make_console()
+        console.print(_summary_table(title, obligations))
+        if extra is not None:
+            extra(console)
+        _print_counterexamples(console, obligations)
+        console.print(_verdict_line(title, obligations))
+    raise click.exceptions.Exit(code)
+
+
+_json_opt = click.option("--json", "as_json", is_flag=True, help="Print one JSON object on stdout.")
+_timeout_opt = click.option("--timeout", type=click.FloatRange(min=0.1), default=60.0, show_default=True,
+                            metavar="SECONDS", help="Time limit of each z3 query; a query that hits it is UNKNOWN.")
+
+
+# ============================================================================ prove
+@click.group(short_help="Symbolic proofs with z3 (selectors, transitions, inductive invariants).")
+def prove() -> None:
+    """Prove claims about the model with z3: PROVED, REFUTED (with a counterexample) or UNKNOWN.
+
+    Exit status: 0 every claim proved; 1 a claim refuted; 3 something unknown (a query hit
+    --timeout) and nothing refuted; 2 bad usage or input.
+    """
+
+
+def _load_protocol(spec: str) -> tuple[Any, str]:
+    from isrcheck.model.protocol import Protocol
+
+    if ":" not in spec:
+        raise InputError(f"--protocol expects MODULE:CLASS, got {spec!r}")
+    mod_name, _, attr = spec.partition(":")
+    try:
+        mod = importlib.import_module(mod_name)
+    except Exception as e:  # noqa: BLE001 - any import problem is the user's input
+        raise InputError(f"--protocol {spec}: cannot import {mod_name}: {e}") from None
+    cls = getattr(mod, attr, None)
+    if not (isinstance(cls, type) and issubclass(cls, Protocol)):
+        raise InputError(f"--protocol {spec}: {attr} is not a subclass of isrcheck.model.protocol.Protocol")
+    proto = cls(Config())
+    return proto, getattr(cls, "name", attr)
+
+
+@prove.command(short_help="Every leader selector against its contract, for every input.")
+@click.option("--max-brokers", type=click.IntRange(1, 8), default=8, show_default=True, metavar="N",
+              help="Prove for every input over broker ids 1..N (assignments of length 1..N).")
+@click.option("--protocol", "protocol_spec", metavar="MODULE:CLASS",
+              help="A Protocol subclass whose select() to check (a variant); default: the model's.")
+@click.option("--exhaustive-brokers", type=click.IntRange(1, 4), default=3, show_default=True, metavar="K",
+              help="Also run the Python selectors on every input over 1..K brokers.")
+@click.option("--samples", type=click.IntRange(min=0), default=500, show_default=True, metavar="S",
+              help="Random inputs on which the z3 encoding is compared with the Python code (and a variant checked).")
+@_timeout_opt
+@_json_opt
+@_guarded
+def selectors(max_brokers: int, protocol_spec: str | None, exhaustive_brokers: int, samples: int, timeout: float,
+              as_json: bool) -> None:
+    """Prove each leader selector's contract (specs/04-controller.md#leader-selectors).
+
+    For the model's selectors, z3 proves every clause of every contract for the encoding of
+    model/selectors.py over every input up to --max-brokers brokers; the Python code itself is
+    run on every input up to --exhaustive-brokers brokers, and the encoding is compared with the
+    code on --samples random inputs. A variant's select() (--protocol) cannot be read by z3: it is
+    checked on every input up to --exhaustive-brokers and on random inputs up to --max-brokers.
+    """
+    from isrcheck.invariants.z3_selectors import prove_selectors
+    from isrcheck.model.protocol import Protocol
+
+    select = None
+    generation = "kafka-0.8"
+    if protocol_spec:
+        proto, generation = _load_protocol(protocol_spec)
+        if type(proto).select is not Protocol.select:
+            select = proto.select
+    start = time.perf_counter()
+    with _progress(_show_progress(as_json), "prove selectors") as progress:
+        report = prove_selectors(max_brokers, timeout, select, generation, exhaustive_brokers, samples,
+                                 progress=progress)
+    obligations = list(report.obligations)
+    disagree = [c for c in report.agreement if c.mismatch is not None]
+    for c in disagree:  # the proof is about the encoding: if it differs from the code, say so loudly
+        from isrcheck.invariants.z3_selectors import describe_input, describe_output
+
+        inp, enc, code = c.mismatch
+        obligations.append(Obligation(
+            "selectors", f"{c.selector.value}: the z3 encoding is model/selectors.py", generation, Verdict.REFUTED,
+            c.seconds, f"{c.inputs} random inputs", detail="the encoding differs from the code on this input",
+            lines=[f"input:    {describe_input(inp, c.selector)}", f"encoding: {describe_output(enc)}",
+                   f"code:     {describe_output(code)}"]))
+
+    def extra(console: Console) -> None:
+        if report.agreement:
+            total = sum(c.inputs for c in report.agreement)
+            ok = not disagree
+            console.print(Text(f"encoding vs code: {'agree' if ok else 'DISAGREE'} on {total:,} random inputs "
+                               f"over up to {max_brokers} brokers", style="green" if ok else "bold red"))
+        if not report.symbolic:
+            console.print(Text(f"{generation} overrides select(): z3 cannot read it; checked by enumeration over "
+                               f"1..{min(exhaustive_brokers, max_brokers)} brokers and {samples:,} random inputs",
+                               style="yellow"))
+        for note in report.notes:
+            console.print(Text(f"note: {note}", style="dim"))
+        console.print()
+
+    _emit(as_json, {"command": "prove selectors", "max_brokers": max_brokers, "generation": generation,
+                    "symbolic": report.symbolic, "seconds": round(time.perf_counter() - start, 6),
+                    "agreement": [c.to_json() for c in report.agreement], "notes": report.notes},
+          "Leader selectors", obligations, extra)
+
+
+@prove.command(short_help="Every controller operation against the state-machine tables.")
+@click.option("--no-invariants", is_flag=True,
+              help="Drop the context invariants from the premises: every source state the guards admit.")
+@click.option("--detects-restarts", is_flag=True, help="Bounce detection (Kafka 2.2+): a broker change may "
+              "contain a bounced broker.")
+@_timeout_opt
+@_json_opt
+@_guarded
+def transitions(no_invariants: bool, detects_restarts: bool, timeout: float, as_json: bool) -> None:
+    """Prove that every controller operation's moves respect the partition and replica tables.
+
+    Each operation of model/controller.py is a move program over one (partition, replica) pair;
+    z3 checks every move against model/tables.py from every pair state the operation's guards and
+    the context invariants admit, and checks that each context invariant holds initially and is
+    preserved by every operation and by other actors (specs/08-symbolic.md#state-machines).
+    """
+    from isrcheck.invariants.z3_transitions import prove_transitions
+
+    start = time.perf_counter()
+    generation = "kafka-2.2+" if detects_restarts else "kafka-0.8"
+    with _progress(_show_progress(as_json), "prove transitions") as progress:
+        report = prove_transitions(timeout, generation, progress, with_invariants=not no_invariants,
+                                   detects_restarts=detects_restarts)
+
+    def extra(console: Console) -> None:
+        for a in report.assumed:
+            console.print(Text(f"premise not provable per pair (checked on reachable states by the tests): {a}",
+                               style="dim"))
+        console.print()
+
+    _emit(as_json, {"command": "prove transitions", "generation": generation, "invariants": not no_invariants,
+                    "assumed": report.assumed, "seconds": round(time.perf_counter() - start, 6)},
+          "Controller operations vs state-machine tables", report.obligations, extra)
+
+
+def _target(name: str | None, config_file: str | None, overrides: Sequence[str], default: str) -> manifest.Target:
+    if not name and not config_file:
+        name = default
+    return manifest.resolve(name, config_file, overrides)
+
+
+_model_arg = click.argument("name", required=False, metavar="[NAME]")
+_config_opt = click.option("--config", "config_file", metavar="FILE", help="A configuration file (TOML) instead of NAME.")
+_set_opt = click.option("--set", "overrides", multiple=True, metavar="KEY=VALUE",
+                        help="Override a configuration key (repeatable).")
+_gen_opt = click.option("--generation", default="high-watermark", show_default=True, metavar="G",
+                        help="Follower truncation rule: high-watermark (the seeds; the only one so far). "
+                             "kip-101, kip-279 and kip-320 are reserved.")
+_queue_opt = click.option("--queue", type=click.IntRange(1, 8), default=None, metavar="Q",
+                          help="Requests per broker queue the encoding holds (default 3).")
+
+
+@prove.command(short_help="Inductive invariants of the replication core (Houdini).")
+@_model_arg
+@_config_opt
+@_set_opt
+@_gen_opt
+@_queue_opt
+@click.option("--all-actions", is_flag=True, help="Also search the broker-change cases for counterexamples "
+              "to induction of each non-inductive property (slower).")
+@_timeout_opt
+@_json_opt
+@_guarded
+def inductive(name: str | None, config_file: str | None, overrides: tuple[str, ...], generation: str,
+              queue: int | None, all_actions: bool, timeout: float, as_json: bool) -> None:
+    """Check which safety properties are inductive for model NAME (default hw-truncation-one-crash).
+
+    The replication encoding (one controller, no administrative operations) is checked for every
+    state within its bounds: the largest inductive subset of the safety properties and the
+    strengthening candidates is computed (Houdini); a property outside it gets a counterexample to
+    induction: a pair of states and the action between them (specs/08-symbolic.md).
+    """
+    from isrcheck.invariants.z3_induction import prove_inductive
+
+    target = _target(name, config_file, overrides, "hw-truncation-one-crash")
+    start = time.perf_counter()
+    with _progress(_show_progress(as_json), f"prove inductive {target.label}") as progress:
+        res = prove_inductive(target.config, generation, timeout, queue, progress,
+                              per_action="all" if all_actions else True)
+
+    def extra(console: Console) -> None:
+        console.print(f"[bold]{target.label}[/bold]  {render.config_line(target.config)}", highlight=False)
+        console.print(Text("strengthening invariants (proved inductive with the properties): "
+                           + (", ".join(res.kept) or "none"), style="dim"))
+        console.print(Text("candidates discarded (not inductive here): "
+                           + (", ".join(sorted(res.dropped)) or "none"), style="dim"))
+        console.print(Text(f"{res.queries} queries, {res.seconds:.1f} s", style="dim"))
+        console.print()
+
+    _emit(as_json, {"command": "prove inductive", "model": target.label, "generation": res.generation,
+                    "config": target.config.to_dict(), "strengthening": res.kept,
+                    "discarded": sorted(res.dropped), "queries": res.queries,
+                    "seconds": round(time.perf_counter() - start, 6)},
+          f"Inductive invariants ({target.label})", res.obligations, extra)
+
+
+# ============================================================================ bmc
+@click.command(short_help="Bounded model checking of the replication encoding with z3.")
+@_model_arg
+@_config_opt
+@_set_opt
+@click.option("--depth", type=click.IntRange(0, 64), default=8, show_default=True, metavar="K",
+              help="Explore every execution of at most K steps.")
+@click.option("--first", "stop_at_first", is_flag=True, help="Stop at the first depth with a violation.")
+@_gen_opt
+@_queue_opt
+@_timeout_opt
+@_json_opt
+@_guarded
+def bmc(name: str | None, config_file: str | None, overrides: tuple[str, ...], depth: int, stop_at_first: bool,
+        generation: str, queue: int | None, timeout: float, as_json: bool) -> None:
+    """Bounded model checking of model NAME or --config FILE, up to --depth steps.
+
+    Only configurations without administrative operations and without controller failover are
+    encoded (exit status 2 otherwise). For each property the shortest violation within the depth
+    is found, replayed by the model and printed; lengths count actions exactly as `isrcheck check`
+    does, so both agree on these models (specs/08-symbolic.md#bounded-model-checking).
+    """
+    from isrcheck.invariants.z3_replication import bmc as run_bmc
+
+    target = _target(name, config_file, overrides, "")
+    start = time.perf_counter()
+    with _progress(_show_progress(as_json), f"bmc {target.label}") as progress:
+        res = run_bmc(target.config, depth, generation, timeout, queue, progress, stop_at_first)
+
+    def extra(console: Console) -> None:
+        console.print(f"[bold]{target.label}[/bold]  {render.config_line(target.config)}  depth={depth}",
+                      highlight=False)
+        for n, d in res.witnessed.items():
+            console.print(Text(f"{n}: witnessed after {d} steps" if d is not None else
+                               f"{n}: not witnessed within {depth} steps", style="dim"))
+        console.print()
+
+    _emit(as_json, {"command": "bmc", "model": target.label, "mode": "bmc", "depth": depth,
+                    "generation": generation, "config": target.config.to_dict(),
+                    "witnessed": res.witnessed, "overflow_depth": res.overflow_depth,
+                    "seconds": round(time.perf_counter() - start, 6)},
+          f"Bounded model checking ({target.label}, depth {depth})", res.obligations, extra)
+
+
+__all__ = ["prove", "bmc"]

@@ -1,0 +1,61 @@
+"""Shared helpers for the conformance tests: exported traces of small models, a CLI runner that
+registers the conformance commands on a group of its own (the lead registers them in isrcheck.cli),
+and action parsing."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+import pytest
+from click.testing import CliRunner
+
+from isrcheck import manifest
+from isrcheck.cli_conform import conform, traces, validate
+from isrcheck.conformance.export import counterexample
+from isrcheck.conformance.traces import Trace
+from isrcheck.model.action_text import parse
+
+HERE = Path(__file__).resolve().parent
+REGRESSIONS = HERE / "regressions"
+
+
+def acts(*texts: str) -> list[tuple[str, tuple]]:
+    """``acts("Fetch(2, 0)", ...)`` -> [("Fetch", (2, 0)), ...]"""
+    return [(a.name, tuple(a.args)) for a in map(parse, texts)]
+
+
+@click.group()
+def cli_group() -> None:
+    """The conformance commands, as the lead will register them."""
+
+
+cli_group.add_command(conform)
+cli_group.add_command(validate)
+cli_group.add_command(traces)
+
+
+@pytest.fixture
+def run_cli():
+    runner = CliRunner()
+
+    def go(*args: str):
+        return runner.invoke(cli_group, list(args), catch_exceptions=False)
+
+    return go
+
+
+_CE: dict[str, Trace] = {}
+
+
+@pytest.fixture(scope="session")
+def ce_trace():
+    """``ce_trace(name)``: the shortest counterexample of a manifest model (cached for the session)."""
+
+    def get(name: str) -> Trace:
+        if name not in _CE:
+            t = counterexample(manifest.resolve(name, None))
+            assert t is not None, f"{name} has no counterexample"
+            _CE[name] = t
+        return _CE[name]
+
+    return get
