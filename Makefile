@@ -4,12 +4,12 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: check test gate-all bench bench-impl system-deps clean
+.PHONY: check test gate-all bench bench-impl bench-spark system-deps clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -e '.[test]'
+	$(PY) -m pip install --quiet -e '.[test,spark]'
 	touch $(STAMP)
 
 ## check: create the virtual environment, install, run the safety gate on the default models
@@ -32,6 +32,10 @@ gate-all: $(STAMP)
 ## bench: print throughput and memory figures for the standard models
 bench: $(STAMP)
 	$(PY) benchmarks/bench_checker.py
+
+## bench-spark: Spark exploration against the single-process checker
+bench-spark: $(STAMP) system-deps
+	$(PY) benchmarks/bench_spark.py
 
 ## bench-impl: produce throughput and failover time of the reference implementation on loopback
 bench-impl: $(STAMP) system-deps

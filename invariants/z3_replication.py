@@ -943,3 +943,41 @@ def bmc(cfg: Config, depth: int, generation_name: str = "high-watermark", timeou
             ob = Obligation("bmc", n, gen, Verdict.UNKNOWN, seconds, scope, detail=reason)
         obligations.append(ob)
     return BmcResult(depth, obligations, witnessed, overflow_at, seconds)
+
+
+# ============================================================================ concrete evaluation (tests, tools)
+def concrete(enc: Encoding, s: State) -> SymState:
+    """The encoding's view of the concrete model state ``s``: a SymState whose leaves are values."""
+    shape = enc.fresh("shape")
+    values = {a.get_id(): v for a, v in shape.values_of(s)}
+    return shape.rebuild([values[leaf.get_id()] for leaf in shape.leaves()])
+
+
+def evaluate(terms: Sequence[z3.ExprRef]) -> list[int | bool]:
+    """Values of ground terms (Booleans and bit-vectors), with one call to z3's simplifier."""
+    if not terms:
+        return []
+    parts = []
+    widths = []
+    for t in terms:
+        if z3.is_bool(t):
+            parts.append(z3.If(t, z3.BitVecVal(1, 1), z3.BitVecVal(0, 1)))
+            widths.append(None)
+        else:
+            parts.append(t)
+            widths.append(t.size())
+    packed = z3.simplify(parts[0] if len(parts) == 1 else z3.Concat(parts))
+    if not z3.is_bv_value(packed):
+        raise ValueError("evaluate() needs ground terms")
+    v = packed.as_long()
+    out: list[int | bool] = []
+    for w in reversed(widths):
+        n = 1 if w is None else w
+        x = v & ((1 << n) - 1)
+        v >>= n
+        if w is None:
+            out.append(bool(x))
+        else:
+            out.append(x - (1 << n) if x >= 1 << (n - 1) else x)
+    out.reverse()
+    return out

@@ -375,5 +375,7 @@ def gallery(path: str | None) -> None:
 
 # ---------------------------------------------------------------------------- other command groups
 from isrcheck.cli_cluster import cluster  # noqa: E402  (registered after the core commands)
+from isrcheck.cli_spark import spark  # noqa: E402
 
 main.add_command(cluster)
+main.add_command(spark)

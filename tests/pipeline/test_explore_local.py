@@ -12,7 +12,7 @@ from isrcheck.pipeline.errors import PipelineError
 
 MODELS = ["replication", "hw-truncation-one-crash", "unclean-election", "controlled-shutdown", "reassignment",
           "controller-failover", "failover-misses-crash", "lossy-undetected-restart", "delayed-requests",
-          "reassignment-target-crash", "topic-creation"]
+          "reassignment-target-crash", "topic-creation", "spare-brokers"]
 
 
 @pytest.mark.parametrize("name", MODELS)
