@@ -2,8 +2,8 @@
 
 The engine sees only initial states, enabled actions and next states (Stateright's ``Model``);
 it knows nothing about Kafka. Breadth-first order makes every counterexample a shortest one.
-States are stored as 64-bit fingerprints (Python's ``hash`` of a tuple of ints, which is not
-salted and so is the same in every process) with the parent's fingerprint; a trace is rebuilt
+States are stored as 64-bit fingerprints (Python's ``hash`` of a nest of tuples, consistent within
+a process and its forks) with the parent's fingerprint; a trace is rebuilt
 by replaying actions from an initial state, so only real, concrete states are ever printed.
 """
 from __future__ import annotations

@@ -1,7 +1,8 @@
 """The model's state: nested NamedTuples of ints, bitmasks and tuples.
 
 Everything here is immutable and hashes in C (no strings, no enums with salted hashes, no
-frozensets), so a state's ``hash`` is a deterministic 64-bit fingerprint across processes. Broker
+frozensets), so a state's ``hash`` is a 64-bit fingerprint, consistent within a process and its
+forks (before Python 3.12, ``hash(None)`` differs between independent processes). Broker
 sets are bitmasks (see :mod:`brokersets`); per-broker tuples are indexed by ``broker - 1``.
 """
 from __future__ import annotations
