@@ -160,12 +160,13 @@ def edge_covering_paths(sg: StateGraph, max_len: int | None = None) -> list[list
 
     paths: list[list[Edge]] = []
     while remaining:
-        cur, path = sg.init, []
+        cur, path, fresh = sg.init, [], False
         while True:
-            if max_len is not None and len(path) >= max_len:
-                break  # a soft cap: a path always reaches one uncovered edge, however deep
+            if max_len is not None and fresh and len(path) >= max_len:
+                break  # a soft cap: a path always reaches and takes one uncovered edge, however deep
             out = uncovered.get(cur)
             if out:
+                fresh = True
                 pick = next((i for i, e in enumerate(out) if e[1] != cur and uncovered.get(e[1])), None)
                 if pick is None:
                     pick = next((i for i, e in enumerate(out) if e[1] == cur), 0)  # self-loops first, then any

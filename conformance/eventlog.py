@@ -50,7 +50,7 @@ from isrcheck.model.checker import ModelFault
 from isrcheck.model.config import Config, ConfigError, from_mapping
 from isrcheck.model.observe import ObservationError, observe
 
-from .observations import field_paths, flatten, unflatten
+from .observations import field_paths, flatten, parse_path, unflatten
 from .observations import validate as validate_observation
 from .sides import acked_of
 from .traces import parse_json
@@ -63,7 +63,7 @@ FORMAT = "isrcheck-events"
 VERSION = 1
 MAX_BYTES = 256 * 1024 * 1024
 _HEADER_KEYS = {"format", "version", "tool", "tool_version", "source", "generation", "seed", "config", "facts",
-                "silent", "max_silent", "initial", "description"}
+                "silent", "max_silent", "quiet", "initial", "description"}
 _EVENT_KEYS = {"seq", "t", "kind", "action", "actor", "facts", "note"}
 KINDS = ("action", "observation")
 
@@ -123,6 +123,7 @@ class EventLog:
     facts: str = "delta"  # "delta" | "partial"
     silent: tuple[str, ...] = ()
     max_silent: int = 0
+    quiet: bool = False  # facts taken once the system was quiet; the next action came right after
     source: str = "unknown"
     seed: int | None = None
     description: str = ""
@@ -133,7 +134,8 @@ class EventLog:
         return {"format": FORMAT, "version": VERSION, "tool": "isrcheck", "tool_version": self.tool_version,
                 "source": self.source, "generation": self.config.truncation, "seed": self.seed,
                 "config": self.config.to_dict(), "facts": self.facts, "silent": list(self.silent),
-                "max_silent": self.max_silent, "initial": self.initial, "description": self.description}
+                "max_silent": self.max_silent, "quiet": self.quiet, "initial": self.initial,
+                "description": self.description}
 
 
 # ---------------------------------------------------------------------------- writing
@@ -240,6 +242,8 @@ def _check_header(h: Any, where: str) -> tuple[Config, dict[str, Any]]:
     seed = h.get("seed")
     if seed is not None and not _is_int(seed):
         raise EventLogError(f"{where}: seed must be an integer or null")
+    if not isinstance(h.get("quiet", False), bool):
+        raise EventLogError(f"{where}: quiet must be true or false")
     for key in ("source", "description"):
         if not isinstance(h.get(key, ""), str):
             raise EventLogError(f"{where}: {key} must be a string")
@@ -318,7 +322,8 @@ def loads_log(text: str, source: str = "<log>") -> EventLog:
             raise EventLogError(f"{source}: line {n}: not JSON ({e})") from None
         events.append(_check_event(raw, f"{source}: line {n}", cfg, checker, n))
     return EventLog(cfg, events, initial, h["facts"], tuple(h.get("silent", [])), h.get("max_silent", 0),
-                    h.get("source", "unknown"), h.get("seed"), h.get("description", ""), h["tool_version"], source)
+                    h.get("quiet", False), h.get("source", "unknown"), h.get("seed"), h.get("description", ""),
+                    h["tool_version"], source)
 
 
 def load_log(path: str | Path) -> EventLog:
@@ -390,15 +395,16 @@ def validate_log(log: EventLog, max_candidates: int = 20_000) -> ValidationResul
     init = model.init_states()[0]
     silent = set(log.silent)
     k_max = log.max_silent
-    flat_cache: dict[int, dict[str, Any]] = {}
+    view_cache: dict[int, tuple[dict[str, Any], list[list[int]]]] = {}
+    nb, np_ = cfg.brokers, cfg.partitions
 
-    def flat_of(s: Any, fp: int) -> dict[str, Any]:
-        f = flat_cache.get(fp)
-        if f is None:
-            if len(flat_cache) > 200_000:
-                flat_cache.clear()
-            f = flat_cache[fp] = flatten(observe(s), acked_of(s))
-        return f
+    def view_of(s: Any, fp: int) -> tuple[dict[str, Any], list[list[int]]]:
+        v = view_cache.get(fp)
+        if v is None:
+            if len(view_cache) > 200_000:
+                view_cache.clear()
+            v = view_cache[fp] = (observe(s), acked_of(s))
+        return v
 
     result = ValidationResult(False, len(log.events), 0, 0.0)
 
@@ -410,9 +416,9 @@ def validate_log(log: EventLog, max_candidates: int = 20_000) -> ValidationResul
         return result
 
     fp0 = hash(init)
-    bad = _mismatches(flat_of(init, fp0), log.initial)
+    f0 = flatten(*view_of(init, fp0))
+    bad = _mismatches(f0, log.initial)
     if bad:
-        f0 = flat_of(init, fp0)
         return fail(None, f"the initial state: the model's initial state disagrees with the log on {len(bad)} "
                           f"field(s), first {bad[0]}: model {_fmt(f0.get(bad[0]))}, log {_fmt(log.initial[bad[0]])}",
                     [f"{p}: model {_fmt(f0.get(p))}, log {_fmt(log.initial[p])}" for p in bad[:8]])
@@ -421,8 +427,12 @@ def validate_log(log: EventLog, max_candidates: int = 20_000) -> ValidationResul
     prev_seq, prev_t = 0, None
     for ev in log.events:
         if ev.seq != prev_seq + 1:
-            what = "out of order" if ev.seq <= prev_seq else "missing events before it"
-            return fail(ev, f"{ev.label}: seq {ev.seq} after seq {prev_seq}: {what} (expected seq {prev_seq + 1})")
+            later = next((e for e in log.events if e.seq == prev_seq + 1 and e.line > ev.line), None)
+            if ev.seq <= prev_seq or later is not None:
+                what = "events out of order" + (f" (seq {later.seq} comes later, line {later.line})" if later else "")
+            else:
+                what = f"seq {prev_seq + 1} is missing"
+            return fail(ev, f"{ev.label}: seq {ev.seq} after seq {prev_seq}: {what}")
         if ev.t is not None:
             if prev_t is not None and ev.t < prev_t:
                 return fail(ev, f"{ev.label}: time goes back (t={ev.t} after t={prev_t}): events out of order")
@@ -433,8 +443,8 @@ def validate_log(log: EventLog, max_candidates: int = 20_000) -> ValidationResul
             target: Mapping[str, Any] = expected
         else:
             target = ev.facts
-        found, closest, main_seen, silent_used = _explain(model, candidates, ev, target, silent, k_max, flat_of,
-                                                          max_candidates)
+        found, closest, main_seen, silent_used = _explain(model, candidates, ev, _Getters(target, nb, np_), silent,
+                                                          k_max, view_of, max_candidates, log.quiet)
         if found is None:
             return fail(ev, f"{ev.label}: explained by more than {max_candidates} model states: too ambiguous to "
                             f"go on (log more facts, or fewer silent steps)")
@@ -449,9 +459,49 @@ def validate_log(log: EventLog, max_candidates: int = 20_000) -> ValidationResul
     return result
 
 
-def _explain(model: Any, candidates: Mapping[int, Any], ev: Event, target: Mapping[str, Any], silent: set[str],
-             k_max: int, flat_of: Any, cap: int) -> tuple[dict[int, Any] | None, Any, bool, int]:
-    """States explaining ``ev`` from ``candidates``: paths silent* main silent* (or silent* for an observation)."""
+class _Getters:
+    """The facts of one event, each compiled to a direct lookup in an observation (no flattening)."""
+
+    def __init__(self, target: Mapping[str, Any], brokers: int, partitions: int) -> None:
+        self.items: list[tuple[str, Any, Any]] = []
+        for path, want in target.items():
+            kind, key, f = parse_path(path)
+            if kind == "controller":
+                get = (lambda f: lambda o, a: o["controller"][f])(f)
+            elif kind == "brokers":
+                get = (lambda i, f: lambda o, a: o["brokers"][i][f])(key[0] - 1, f)
+            elif kind == "partitions":
+                get = (lambda i, f: lambda o, a: o["partitions"][i][f])(key[0], f)
+            elif kind == "replicas":
+                get = (lambda i, f: lambda o, a: o["replicas"][i][f])((key[0] - 1) * partitions + key[1], f)
+            else:
+                get = (lambda i: lambda o, a: a[i])(key[0])
+            self.items.append((path, want, get))
+
+    def mismatches(self, obs: Mapping[str, Any], acked: Sequence[Sequence[int]]) -> list[str]:
+        out = []
+        for path, want, get in self.items:
+            got = get(obs, acked)
+            if got != want or type(got) is not type(want):
+                out.append(path)
+        return out
+
+    def value(self, path: str, obs: Mapping[str, Any], acked: Sequence[Sequence[int]]) -> Any:
+        return next(get(obs, acked) for p, _, get in self.items if p == path)
+
+    def wanted(self, path: str) -> Any:
+        return next(w for p, w, _ in self.items if p == path)
+
+
+def _explain(model: Any, candidates: Mapping[int, Any], ev: Event, facts: _Getters, silent: set[str],
+             k_max: int, view_of: Any, cap: int, quiet: bool = False) -> tuple[dict[int, Any] | None, Any, bool, int]:
+    """States explaining ``ev`` from ``candidates``: paths silent* main silent* (or silent* for an observation).
+
+    Ordinarily a state that already agrees with the facts is not expanded further: silent steps after
+    it are the next event's leading silent steps, explored from it then. In a ``quiet`` log nothing
+    happens between a snapshot and the next action, so there are no leading silent steps, and every
+    state of the trailing closure that agrees with the facts is a candidate.
+    """
     start_phase = 1 if ev.kind == "observation" else 0
     queue: deque[tuple[Any, int, int, int, tuple]] = deque()
     seen: dict[tuple[int, int], int] = {}
@@ -465,8 +515,8 @@ def _explain(model: Any, candidates: Mapping[int, Any], ev: Event, target: Mappi
     while queue:
         s, fp, ph, k, path = queue.popleft()
         if ph == 1:
-            flat = flat_of(s, fp)
-            bad = _mismatches(flat, target)
+            obs, acked = view_of(s, fp)
+            bad = facts.mismatches(obs, acked)
             if not bad:
                 if fp not in found:
                     found[fp] = s
@@ -474,9 +524,11 @@ def _explain(model: Any, candidates: Mapping[int, Any], ev: Event, target: Mappi
                         first_silent = k
                     if len(found) > cap:
                         return None, None, True, 0
-            elif closest is None or len(bad) < closest[0]:
-                closest = (len(bad), path, bad, flat)
-        can_silent = k < k_max
+                if not quiet:
+                    continue
+            if closest is None or len(bad) < closest[0]:
+                closest = (len(bad), path, bad, {p: facts.value(p, obs, acked) for p in bad[:8]})
+        can_silent = k < k_max and (ph == 1 or not quiet)
         if ph == 1 and not can_silent:
             continue
         for a in model.actions(s):
@@ -532,8 +584,10 @@ class Recorder:
     """Builds an event log from successive observations of a run (any driver)."""
 
     def __init__(self, config: Config, initial: Mapping[str, Any], *, facts: str = "delta", source: str = "unknown",
-                 seed: int | None = None, silent: Iterable[str] = (), max_silent: int = 0, description: str = "") -> None:
-        self.log = EventLog(config, [], dict(initial), facts, tuple(silent), max_silent, source, seed, description)
+                 seed: int | None = None, silent: Iterable[str] = (), max_silent: int = 0, quiet: bool = False,
+                 description: str = "") -> None:
+        self.log = EventLog(config, [], dict(initial), facts, tuple(silent), max_silent, quiet, source, seed,
+                            description)
         self._last = dict(initial)
 
     def event(self, action: tuple[str, tuple | None] | None, flat_after: Mapping[str, Any], *, kind: str = "action",
@@ -578,3 +632,38 @@ def _actor(name: str, args: tuple) -> str:
     if spec.actor == "broker":
         return f"broker {args[0]}"
     return spec.actor
+
+
+def record_actions(config: Config, actions: Iterable[tuple[str, tuple]], *, source: str = "simulator") -> EventLog:
+    """Drive the implementation's step-mode simulator through ``actions`` and log each step (delta facts)."""
+    from .sides import ImplSide
+
+    impl = ImplSide(config)
+    rec = Recorder(config, flatten(impl.observation(), impl.acked()), facts="delta", source=source,
+                   description="the implementation's step-mode simulator driven through a script")
+    for name, args in actions:
+        impl.step(name, tuple(args))
+        rec.event((name, tuple(args)), flatten(impl.observation(), impl.acked()), t=impl.sim.now,
+                  actor=_actor(name, tuple(args)))
+    return rec.log
+
+
+def coarsen(log: EventLog, silent: Iterable[str], keep: Any, max_silent: int) -> EventLog:
+    """A partial log, as a coarse logger would write it: events of the ``silent`` actions dropped, and
+    each remaining event carrying only the fields ``keep(path)`` selects, of the whole observation then.
+
+    ``log`` must be a delta log (so the whole observation after each event is known).
+    """
+    if log.facts != "delta":
+        raise ValueError("coarsen needs a delta log")
+    silent = tuple(sorted(set(silent)))
+    full = dict(log.initial)
+    out = EventLog(log.config, [], {p: v for p, v in full.items() if keep(p)}, "partial", silent, max_silent,
+                   False, log.source, log.seed, (log.description + "; coarsened").strip("; "))
+    for ev in log.events:
+        full.update(ev.facts)
+        if ev.action is not None and ev.action[0] in silent:
+            continue
+        out.events.append(Event(len(out.events) + 1, ev.kind, ev.action, {p: v for p, v in full.items() if keep(p)},
+                                ev.t, ev.actor, ev.note))
+    return out

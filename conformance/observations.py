@@ -84,11 +84,19 @@ def strict_equal(a: Any, b: Any) -> bool:
     return a == b
 
 
+_FIELDS: dict[str, list[str]] = {}
+
+
 def _fields(obj: str) -> list[str]:
-    for o in load_schema()["object"]:
-        if o["name"] == obj:
-            return [f["name"] for f in o.get("field", [])]
-    raise KeyError(obj)
+    got = _FIELDS.get(obj)
+    if got is None:
+        for o in schema()["object"]:
+            if o["name"] == obj:
+                got = _FIELDS[obj] = [f["name"] for f in o.get("field", [])]
+                break
+        else:
+            raise KeyError(obj)
+    return got
 
 
 def field_paths(brokers: int, partitions: int, acked: bool = True) -> list[str]:

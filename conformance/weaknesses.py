@@ -21,6 +21,7 @@ from .obsprops import OBSERVATION_PROPERTIES
 from .obsprops import check as check_property
 from .replay import ConformResult, conform_actions
 from .sides import impl_support
+from .traces import Trace
 
 __all__ = ["WeaknessReplay", "replay_model", "replay_weaknesses"]
 
@@ -39,7 +40,8 @@ class WeaknessReplay:
     conform: ConformResult | None = None
 
 
-def replay_model(name: str, weakness: str = "") -> WeaknessReplay:
+def replay_model(name: str, weakness: str = "", trace: Trace | None = None) -> WeaknessReplay:
+    """Replay model ``name``'s counterexample (``trace``, or the checker's) on the implementation."""
     entry = manifest.get(name)
     gen = entry.config.truncation
     out = WeaknessReplay(weakness, name, gen, "skipped")
@@ -51,8 +53,7 @@ def replay_model(name: str, weakness: str = "") -> WeaknessReplay:
     if reason is not None:
         out.message = f"the implementation does not accept generation {gen}: {reason}"
         return out
-    target = manifest.resolve(name, None)
-    trace = counterexample(target)
+    trace = trace if trace is not None else counterexample(manifest.resolve(name, None))
     if trace is None:  # pragma: no cover - the manifest's own gate would fail first
         out.status = "not-reproduced"
         out.message = "the checker found no counterexample (the manifest expectation is stale)"

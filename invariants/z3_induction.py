@@ -28,7 +28,7 @@ from isrcheck.model.brokersets import render
 from isrcheck.model.records import render_log
 from isrcheck.model.state import LeaderAndIsr, State, StopReplica
 
-from .z3_replication import ALWAYS, NOT_ENCODED, Encoding, Instance  # noqa: F401
+from .z3_replication import ALWAYS, Encoding, Instance
 from .z3_types import NUM_MAX, REQ_LAI, REQ_NONE, REQ_STOP, REQ_UM, SymLog, SymState
 from .z3_verdicts import Obligation, Progress, Verdict, new_solver, no_progress
 
@@ -440,10 +440,19 @@ class Cti:
     lines: list[str]
 
     def to_json(self) -> dict[str, Any]:
-        from isrcheck.render import state_to_json  # noqa: PLC0415 - rendering lives in the package root
+        """Plain data: the action and both states as readable lines (isrcheck.render turns the
+        states themselves into JSON where the command line wants it)."""
+        return {"action": self.action, "kind": self.kind, "before": self.lines_of("before"),
+                "after": self.lines_of("after")}
 
-        return {"action": self.action, "kind": self.kind, "before": state_to_json(self.before),
-                "after": state_to_json(self.after)}
+    def lines_of(self, which: str) -> list[str]:
+        start = self.lines.index("before:" if which == "before" else "after (changed lines marked *):") + 1
+        out = []
+        for line in self.lines[start:]:
+            if not line.startswith("  "):
+                break
+            out.append(line.strip().lstrip("* ").strip())
+        return out
 
 
 @dataclass
@@ -464,7 +473,7 @@ def _init_holds(enc: Encoding, preds: dict[str, Pred]) -> dict[str, bool]:
     return {n: solver.check(z3.Not(f(enc, s))) == z3.unsat for n, f in preds.items()}
 
 
-def prove_inductive(cfg: Any, generation_name: str = "high-watermark", timeout: float | None = 60.0,
+def prove_inductive(cfg: Any, generation_name: str | None = None, timeout: float | None = 300.0,
                     queue: int | None = None, progress: Progress = no_progress,
                     candidates: tuple[tuple[str, Pred], ...] = CANDIDATES,
                     per_action: bool | str = True) -> InductionResult:
@@ -580,6 +589,7 @@ def prove_inductive(cfg: Any, generation_name: str = "high-watermark", timeout: 
                                 if len(kinds) > 1 else ""))
                 ob.lines = why.lines
                 ob.counterexample = why.to_json()
+                ob.cti = why  # type: ignore[attr-defined]
             else:
                 ob.detail = why
         obligations.append(ob)
@@ -601,6 +611,7 @@ def prove_inductive(cfg: Any, generation_name: str = "high-watermark", timeout: 
         ob = Obligation("inductive", "EpochsMonotonic", gen, Verdict.REFUTED, seconds, scope,
                         detail=f"a step from a state satisfying the invariant lowers an epoch ({em_cti.kind})")
         ob.lines, ob.counterexample = em_cti.lines, em_cti.to_json()
+        ob.cti = em_cti  # type: ignore[attr-defined]
     elif em_unknown:
         ob = Obligation("inductive", "EpochsMonotonic", gen, Verdict.UNKNOWN, seconds, scope,
                         detail="z3 gave up on " + ", ".join(em_unknown))
@@ -615,3 +626,59 @@ def prove_inductive(cfg: Any, generation_name: str = "high-watermark", timeout: 
 
 
 __all__ = ["CANDIDATES", "prove_inductive", "describe", "describe_pair", "bounds", "InductionResult", "Cti"]
+
+
+HIGH_WATERMARK_STRENGTHENING = (
+    "WellFormed", "RecordsKeepTheirPlace", "LogNoLongerThanProduced", "AckedAndPendingWereProduced",
+    "VersionsBounded", "EpochsBounded", "CurrentVersionIsCurrentLeader", "CurrentRequestIsCurrentZnode",
+    "EpochNamesOneLeader", "DeadBrokersAreBlank", "FollowersHoldNoLeaderState", "RemoteLeoBelowLeaderLeo",
+    "DeadBrokersWithinCrashBudget",
+)
+"""What Houdini keeps for the seeds' protocol with crashes (hw-truncation-one-crash); pinned so that a
+single action can be checked quickly (:func:`check_preserved`); tests/invariants/test_z3_induction.py
+checks that it is still what Houdini finds and that it holds on reachable states."""
+
+
+def check_preserved(cfg: Any, prop: str, kinds: tuple[str, ...] | None = None,
+                    assume: tuple[str, ...] = HIGH_WATERMARK_STRENGTHENING, generation_name: str | None = None,
+                    timeout: float | None = 60.0, queue: int | None = None) -> list[Obligation]:
+    """Is ``prop`` preserved by each action kind in ``kinds`` (all if None), from every state within
+    the bounds that satisfies ``assume`` and every safety property? One obligation per kind."""
+    enc = Encoding(cfg, generation_name, queue, split_broker_change=True)
+    preds: dict[str, Pred] = {n: f for n, f in CANDIDATES}
+    s = enc.fresh("pre")
+    base = [bounds(enc, s)] + [preds[n](enc, s) for n in assume] + list(enc.properties(s).values())
+    out: list[Obligation] = []
+    by_kind: dict[str, list[Instance]] = {}
+    for inst in enc.instances(s):
+        if kinds is None or inst.kind in kinds:
+            by_kind.setdefault(inst.kind, []).append(inst)
+    scope = f"states within the bounds satisfying every safety property and {len(assume)} strengthening invariants"
+    for kind, insts in by_kind.items():
+        t0 = time.perf_counter()
+        verdict, cti = Verdict.PROVED, None
+        for inst in insts:
+            q = _Query(timeout, [*base, inst.guard, z3.Not(inst.effect.overflow)])
+            post = prop_term(enc, inst.effect, prop, preds)
+            r, m = q.check([z3.Not(post)])
+            if r == z3.sat:
+                before, after = s.decode(m, enc.init_state), inst.effect.decode(m, enc.init_state)
+                label = str(enc.action_of(inst, m))
+                cti = Cti(before, label, inst.kind, after, describe_pair(before, label, after, enc))
+                verdict = Verdict.REFUTED
+                break
+            if r != z3.unsat:
+                verdict = Verdict.UNKNOWN
+        ob = Obligation("inductive", f"{prop} preserved by {kind}", enc.rule.name, verdict, time.perf_counter() - t0,
+                        scope)
+        if cti is not None:
+            ob.lines, ob.counterexample = cti.lines, cti.to_json()
+            ob.cti = cti  # type: ignore[attr-defined]
+        out.append(ob)
+    return out
+
+
+def prop_term(enc: Encoding, s: SymState, name: str, preds: dict[str, Pred] | None = None) -> z3.BoolRef:
+    if name in ALWAYS:
+        return enc.properties(s)[name]
+    return (preds or dict(CANDIDATES))[name](enc, s)

@@ -23,6 +23,7 @@ Epochs, versions and budgets are unbounded integers.
 """
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import time
 from collections.abc import Callable, Sequence
@@ -105,7 +106,8 @@ class HighWatermarkTruncation(TruncationRule):
         return enc.follower_replica(log, imin(r.hw, log.length), r.checkpoint, req.leader, req.leader_epoch)
 
     def matches(self, protocol: Protocol) -> bool:
-        return (type(protocol).become_follower is Protocol.become_follower
+        return (protocol.config.truncation == self.name
+                and type(protocol).become_follower is Protocol.become_follower
                 and type(protocol).may_join_isr is Protocol.may_join_isr)
 
 
@@ -116,14 +118,17 @@ PLANNED_GENERATIONS = {
     "kip-279": "the follower walks back epoch by epoch until leader and follower agree",
     "kip-320": "fetch and truncation carry the current leader epoch and are fenced when stale",
 }
+"""Generations the model has (config key ``truncation``) and this encoding does not yet: they need
+the leader-epoch cache, the OffsetsForLeaderEpoch exchange (two actions) and KIP-320's fencing as
+a TruncationRule; see specs/08-symbolic.md#generations."""
 
 
 def generation(name: str) -> TruncationRule:
     if name in GENERATIONS:
         return GENERATIONS[name]
     if name in PLANNED_GENERATIONS:
-        raise Unsupported(f"generation {name!r} is not encoded yet (the model has no such protocol variant); "
-                          f"known: {', '.join(GENERATIONS)}")
+        raise Unsupported(f"generation {name!r} is not encoded symbolically yet (the explicit checker covers it); "
+                          f"encoded: {', '.join(GENERATIONS)}")
     raise Unsupported(f"unknown generation {name!r}; known: {', '.join(GENERATIONS)} "
                       f"(planned: {', '.join(PLANNED_GENERATIONS)})")
 
@@ -198,13 +203,15 @@ class Instance:
 
 # ============================================================================ the encoding
 class Encoding:
-    def __init__(self, cfg: Config, generation_name: str = "high-watermark", queue: int | None = None,
+    def __init__(self, cfg: Config, generation_name: str | None = None, queue: int | None = None,
                  split_broker_change: bool = False) -> None:
+        if generation_name is not None and generation_name != cfg.truncation:
+            cfg = dataclasses.replace(cfg, truncation=generation(generation_name).name)
+        self.rule = generation(cfg.truncation)
         reason = unsupported_reason(cfg)
         if reason:
             raise Unsupported(reason)
         self.cfg = cfg
-        self.rule = generation(generation_name)
         self.N = cfg.brokers
         self.P = cfg.partitions
         self.AR = tuple(cfg.replicas_of(p) for p in range(cfg.partitions))
@@ -280,7 +287,8 @@ class Encoding:
             if m != b:
                 new_hw = z3.If(z3.And(r.isr[m], r.remote_leo[m] < new_hw), r.remote_leo[m], new_hw)
         c = z3.And(cond, new_hw > r.hw)
-        acks = count_true(list(r.isr.values())) >= self.cfg.min_insync_replicas
+        acks = (B(True) if self.cfg.acks == "1"
+                else count_true(list(r.isr.values())) >= self.cfg.min_insync_replicas)
         g = t.ghost[p]
         for j in range(1, self.K + 1):
             committed = z3.And(r.pending[j], z3.Or([z3.And(new_hw > i, r.log.length > i, r.log.ids[i] == j)
@@ -494,8 +502,9 @@ class Encoding:
     def produce(self, s: SymState, b: int, p: int) -> Instance:
         r = s.replicas[p][b]
         g = s.ghost[p]
-        guard = z3.And(s.alive[b], r.leader == b, g.produced < self.K,
-                       count_true(list(r.isr.values())) >= self.cfg.min_insync_replicas)
+        enough = (B(True) if self.cfg.acks == "1"
+                  else count_true(list(r.isr.values())) >= self.cfg.min_insync_replicas)
+        guard = z3.And(s.alive[b], r.leader == b, g.produced < self.K, enough)
         t = s.clone()
         rt, gt = t.replicas[p][b], t.ghost[p]
         rid = g.produced + 1
@@ -693,8 +702,11 @@ class Encoding:
                     [z3.Implies(g.acked[j], self.holds_id(reps[b].log, j)) for j in range(1, self.K + 1)])))
             for i, a in enumerate(ar):
                 for c in ar[i + 1:]:
+                    # live in-sync replicas: the ZooKeeper ISR and the znode's leader
+                    in_sync = z3.And(*[z3.And(s.alive[x], z3.Or(z.isr[x], z.leader == x)) for x in (a, c)])
                     n = imin(reps[a].hw, reps[c].hw)
-                    out["LogMatching"].append(z3.Implies(n > 0, self.prefix_eq(reps[a].log, reps[c].log, n)))
+                    out["LogMatching"].append(z3.Implies(z3.And(in_sync, n > 0),
+                                                         self.prefix_eq(reps[a].log, reps[c].log, n)))
                     out["OneLeaderPerEpoch"].append(z3.Not(z3.And(
                         s.alive[a], reps[a].leader == a, s.alive[c], reps[c].leader == c,
                         reps[a].leader_epoch == reps[c].leader_epoch)))
@@ -741,6 +753,11 @@ NOT_ENCODED = {
 def unsupported_reason(cfg: Config) -> str:
     """Why ``cfg`` is outside the fragment the encoding covers ('' when it is inside)."""
     o, f = cfg.operations, cfg.faults
+    if cfg.truncation not in GENERATIONS:
+        return (f"the symbolic encoding covers the high-watermark generation only; truncation = "
+                f"{cfg.truncation!r} is checked by `isrcheck check`")
+    if cfg.detect_restarts:
+        return "the symbolic encoding does not cover bounce detection (detect_restarts)"
     if o.reassignments:
         return "the symbolic encoding does not cover reassignments (operations.reassignments)"
     if o.preferred_elections:
@@ -777,10 +794,10 @@ def _decode_trace(enc: Encoding, m: z3.ModelRef, acts: list[z3.ArithRef],
     return out
 
 
-def replay(enc: Encoding, actions: Sequence[Action]) -> list[State]:
+def replay(enc: Encoding, actions: Sequence[Action], start: State | None = None) -> list[State]:
     """Run a BMC trace through the model itself; every action must be enabled."""
-    states = [enc.init_state]
-    s = enc.init_state
+    s = enc.init_state if start is None else start
+    states = [s]
     for i, a in enumerate(actions):
         if a not in enabled_actions(enc.protocol, s):
             raise RuntimeError(f"the encoding disagrees with the model: step {i + 1}, {a}, is not enabled "
@@ -797,11 +814,12 @@ class Unroller:
     preprocesses and bit-blasts the whole problem, several times faster here than incremental
     solving)."""
 
-    def __init__(self, enc: Encoding, init: bool = True, merged: bool = False) -> None:
+    def __init__(self, enc: Encoding, init: bool = True, merged: bool = False, start: State | None = None) -> None:
         self.enc = enc
         self.merged = merged
         self.states = [enc.fresh("s0")]
-        self.constraints: list[z3.BoolRef] = [enc.init_pin(self.states[0])] if init else []
+        first = enc.init_state if start is None else start
+        self.constraints: list[z3.BoolRef] = [self.states[0].pin(first)] if init else []
         self.acts: list[z3.BitVecRef] = []
         self.steps: list[list[Instance]] = []
 
@@ -852,9 +870,9 @@ def _property_holds(name: str, states: Sequence[State]) -> bool:
     return prop.check(states[-1])
 
 
-def bmc(cfg: Config, depth: int, generation_name: str = "high-watermark", timeout: float | None = None,
+def bmc(cfg: Config, depth: int, generation_name: str | None = None, timeout: float | None = None,
         queue: int | None = None, progress: Callable[[str], None] = lambda _: None,
-        stop_at_first: bool = False) -> BmcResult:
+        stop_at_first: bool = False, init_state: State | None = None) -> BmcResult:
     """Bounded model checking: for each property, the shortest violation within ``depth`` steps.
 
     Every counterexample is replayed by the model (it must be enabled step by step and break the
@@ -864,7 +882,7 @@ def bmc(cfg: Config, depth: int, generation_name: str = "high-watermark", timeou
 
     enc = Encoding(cfg, generation_name, queue)
     start = time.perf_counter()
-    un = Unroller(enc)
+    un = Unroller(enc, start=init_state)
     remaining = list(ALWAYS) + list(TRANSITION)
     found: dict[str, tuple[int, list[Action], list[State], float]] = {}
     unknown_at: int | None = None
@@ -898,7 +916,7 @@ def bmc(cfg: Config, depth: int, generation_name: str = "high-watermark", timeou
                 break
             broken = [n for n in open_ if z3.is_false(m.eval(props[n], model_completion=True))]
             actions = _decode_trace(enc, m, un.acts, un.steps)
-            states = replay(enc, actions)
+            states = replay(enc, actions, init_state)
             if stop_at_first:
                 broken = broken[:1] if broken else broken
             for n in broken:
@@ -930,6 +948,8 @@ def bmc(cfg: Config, depth: int, generation_name: str = "high-watermark", timeou
             ob.counterexample = {"length": d, "actions": [str(a) for a in actions]}
             ob.lines = [f"{i + 1:>3}. {a}" for i, a in enumerate(actions)]
             ob.trace = list(zip([None, *actions], states))  # type: ignore[attr-defined]
+            if init_state is not None:
+                ob.detail += " from the given state"
         elif stop_at_first and found and unknown_at is None and overflow_at is None:
             ob = Obligation("bmc", n, gen, Verdict.PROVED, seconds, f"every execution of at most {last_depth} steps",
                             detail=f"not checked beyond {last_depth} steps (stopped at the first violation, "

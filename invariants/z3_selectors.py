@@ -538,13 +538,29 @@ def prove_clause(selector: Selector, clause: Clause, brokers: int, timeout: floa
         scope += f", given {clause.premise_text}"
     ob = Obligation("selectors", f"{selector.value}: {clause.name}", "", verdict, seconds, scope)
     if verdict == Verdict.REFUTED:
-        m = s.model()
+        m = _small_model(s, i) or s.model()
         inp = i.decode(m)
         out = e.decode(m)
         ob.counterexample, ob.lines = _counterexample(selector, inp, out, what=clause.name)
     elif verdict == Verdict.UNKNOWN:
         ob.detail = f"z3: {s.reason_unknown()}"
     return ob
+
+
+def _small_model(s: z3.Solver, i: SymSelectorInput) -> z3.ModelRef | None:
+    """A counterexample over as few brokers as possible (easier to read): ids and sets within 1..k."""
+    for k in range(1, i.brokers + 1):
+        ids = i.const(((1 << (k + 1)) - 1) & ~1)
+        s.push()
+        s.add(z3.ULE(i.length, i.const(k)), z3.ULE(i.target_length, i.const(k)), z3.ULE(i.leader, i.const(k)))
+        s.add(*[bv_subset(m, ids) for m in (i.isr, i.live, i.shutting_down)])
+        s.add(*[z3.ULE(a, i.const(k)) for a in (*i.assignment, *i.target)])
+        r = s.check()
+        m = s.model() if r == z3.sat else None
+        s.pop()
+        if m is not None:
+            return m
+    return None
 
 
 def witness_note(selector: Selector, brokers: int, timeout: float | None) -> str | None:
@@ -558,7 +574,7 @@ def witness_note(selector: Selector, brokers: int, timeout: float | None) -> str
     s.add(i.wellformed(), pred(z3_view(i, e)))
     if s.check() != z3.sat:
         return ""
-    m = s.model()
+    m = _small_model(s, i) or s.model()
     return f"{selector.value} {text}: {describe_input(i.decode(m), selector)} -> {describe_output(e.decode(m))}"
 
 

@@ -611,8 +611,10 @@ class MoveRecord:
 class _Run:
     """Runs a program on an Env, symbolically (z3) or concretely (Python values)."""
 
-    def __init__(self, prog: Program, e: Env, symbolic: bool, refusals: dict[int, bool] | None = None) -> None:
+    def __init__(self, prog: Program, e: Env, symbolic: bool, refusals: dict[int, bool] | None = None,
+                 oracle: Callable[[int, str, int, int], bool] | None = None) -> None:
         self.prog = prog
+        self.oracle = oracle
         self.e = e
         self.sym = symbolic
         self.refusals = refusals or {}
@@ -690,7 +692,10 @@ class _Run:
             table = PARTITION_VALID_PREVIOUS if m.machine == "partition" else REPLICA_VALID_PREVIOUS
             legal = src in table[P(m.target) if m.machine == "partition" else R(m.target)]
             if isinstance(m.refused, Free):
-                refused = bool(self.refusals.get(k, False))
+                if self.oracle is not None:
+                    refused = bool(self.oracle(len(self.moves), m.machine, int(src), m.target))
+                else:
+                    refused = bool(self.refusals.get(k, False))
             elif isinstance(m.refused, Cond):
                 refused = m.refused.conc(e)
             else:
@@ -997,5 +1002,42 @@ def possible_runs(prog: Program, pre: Env) -> Iterator[tuple[dict[str, bool], di
             yield frees, dict(enumerate(refs)), run, e
 
 
+def explains(prog: Program, pre: Env, moves: Sequence[tuple[str, int, int]], post: Env,
+             check_facts: Sequence[str] = ("step", "in_old", "in_new", "exists", "deleting", "in_ar")) -> bool:
+    """Whether some run of ``prog`` from the concrete pair ``pre`` attempts exactly ``moves``
+    ((machine, source, target), in order), ends in ``post``'s states and gives ``post``'s values of
+    ``check_facts``. Free choices are enumerated; refusals are read off the observation."""
+    names = list(prog.free)
+
+    def oracle(i: int, machine: str, src: int, target: int) -> bool:
+        # refused when the next attempted move of the same machine (or the end state) starts from src
+        for mach, s2, _ in moves[i + 1:]:
+            if mach == machine:
+                return s2 == src and src != target
+        end = post.ps if machine == "partition" else post.rs
+        return end == src and src != target
+
+    for values in itertools.product((False, True), repeat=len(names)):
+        frees = dict(zip(names, values))
+        e0 = Env(pre.ps, pre.rs, pre.step, {**pre.facts, **frees})
+        if not prog.guard.conc(e0) or not all(a.conc(e0) for a in prog.assumes):
+            continue
+        e = Env(pre.ps, pre.rs, pre.step, {**pre.facts, **frees})
+        if prog.context == "fresh":
+            e.ps, e.rs = NE_P, NE_R
+        run = _Run(prog, e, symbolic=False, oracle=oracle)
+        run.run()
+        if [(m.machine, m.source, m.target) for m in run.moves] != list(moves):
+            continue
+        if (run.e.ps, run.e.rs) != (post.ps, post.rs):
+            continue
+        after = post_env(prog, e0, run.e, frees, False, havoc={f: post.facts[f] for f in ZK_FACTS})
+        if all((after.step if f == "step" else after.facts[f]) == (post.step if f == "step" else post.facts[f])
+               for f in check_facts if f == "step" or f in prog.post or prog.context == "fresh"):
+            return True
+    return False
+
+
 __all__ = ["PROGRAMS", "ENV_PROGRAMS", "INVARIANTS", "AXIOMS", "prove_transitions", "check_program",
-           "check_preservation", "pair_env", "violated_invariants", "possible_runs", "post_env", "Env"]
+           "check_preservation", "pair_env", "violated_invariants", "possible_runs", "post_env", "Env", "explains",
+           "programs_for"]

@@ -37,14 +37,12 @@ from isrcheck.model.state import (
     UPDATE_METADATA,
     Broker,
     Budget,
-    Controller,
     Ghost,
     LeaderAndIsr,
     Replica,
     State,
     StopReplica,
     UpdateMetadata,
-    Zk,
     ZkPartition,
 )
 from isrcheck.model.tables import (
@@ -684,17 +682,9 @@ class SymState:
         return State(zk, controller, None, tuple(brokers), tuple(inbox), tuple(ghost), budget, ())
 
 
-def controller_live_states(c: Controller, assignment: tuple[int, ...], p: int, brokers: int) -> bool:
-    """Whether the controller's replica states of ``p`` are what the encoding derives from its view
-    of live brokers (Online for the live assigned replicas, Offline for the others)."""
-    want = tuple((ReplicaState.ONLINE if c.live >> b & 1 else ReplicaState.OFFLINE) if b in assignment
-                 else ReplicaState.NON_EXISTENT for b in range(1, brokers + 1))
-    return tuple(c.replica_states[p]) == want
-
-
 __all__ = [
     "NO_LEADER", "SymSelectorInput", "SymElection", "SymState", "SymLog", "SymReplica", "SymRequest",
     "SymInbox", "SymZkPartition", "SymGhost", "bv_bit", "bv_member", "bv_subset", "election_tuple",
     "partition_move_ok", "replica_move_ok", "state_in", "state_label", "mask_width", "fresh_name",
-    "controller_live_states",
+    "num", "numval", "as_int", "NUM_BITS", "NUM_MAX",
 ]

@@ -117,9 +117,9 @@ def _print_counterexamples(console: Console, obligations: Sequence[Obligation]) 
             head.append(f" [{o.generation}]")
         console.print(head)
         if o.detail:
-            console.print(f"  {o.detail}", highlight=False)
-        for line in o.lines:
-            console.print(f"  {line}", highlight=False, soft_wrap=True)
+            console.print(f"  {o.detail}", highlight=False, markup=False)
+        for line in o.lines:  # logs print as [m1@e0 ...]: not rich markup
+            console.print(f"  {line}", highlight=False, markup=False, soft_wrap=True)
         trace = getattr(o, "trace", None)
         if trace:
             from isrcheck.model.checker import Step
@@ -140,12 +140,26 @@ def _verdict_line(label: str, obligations: Sequence[Obligation]) -> Text:
     return line
 
 
+def _obligation_json(o: Obligation) -> dict[str, Any]:
+    d = o.to_json()
+    cti = getattr(o, "cti", None)
+    if cti is not None:  # counterexamples to induction: the two states in the model's JSON form
+        d["counterexample"]["before_state"] = render.state_to_json(cti.before)
+        d["counterexample"]["after_state"] = render.state_to_json(cti.after)
+    trace = getattr(o, "trace", None)
+    if trace:  # BMC: the replayed trace, as `isrcheck check --json` prints one
+        from isrcheck.model.checker import Step
+
+        d["counterexample"]["trace"] = render.trace_to_json([Step(a, st) for a, st in trace])
+    return d
+
+
 def _emit(as_json: bool, payload: dict[str, Any], title: str, obligations: Sequence[Obligation],
           extra: Callable[[Console], None] | None = None) -> None:
     code = exit_code(obligations)
     if as_json:
         payload = {**payload, "verdict": overall(obligations).value, "exit_code": code,
-                   "obligations": [o.to_json() for o in obligations]}
+                   "obligations": [_obligation_json(o) for o in obligations]}
         click.echo(json.dumps(payload, indent=2, default=str))
     else:
         console = render.make_console()
@@ -158,8 +172,12 @@ def _emit(as_json: bool, payload: dict[str, Any], title: str, obligations: Seque
 
 
 _json_opt = click.option("--json", "as_json", is_flag=True, help="Print one JSON object on stdout.")
-_timeout_opt = click.option("--timeout", type=click.FloatRange(min=0.1), default=60.0, show_default=True,
-                            metavar="SECONDS", help="Time limit of each z3 query; a query that hits it is UNKNOWN.")
+def _timeout(default: float) -> Callable[[Any], Any]:
+    return click.option("--timeout", type=click.FloatRange(min=0.1), default=default, show_default=True,
+                        metavar="SECONDS", help="Time limit of each z3 query; a query that hits it is UNKNOWN.")
+
+
+_timeout_opt = _timeout(60.0)
 
 
 # ============================================================================ prove
@@ -301,9 +319,9 @@ _model_arg = click.argument("name", required=False, metavar="[NAME]")
 _config_opt = click.option("--config", "config_file", metavar="FILE", help="A configuration file (TOML) instead of NAME.")
 _set_opt = click.option("--set", "overrides", multiple=True, metavar="KEY=VALUE",
                         help="Override a configuration key (repeatable).")
-_gen_opt = click.option("--generation", default="high-watermark", show_default=True, metavar="G",
-                        help="Follower truncation rule: high-watermark (the seeds; the only one so far). "
-                             "kip-101, kip-279 and kip-320 are reserved.")
+_gen_opt = click.option("--generation", default=None, metavar="G",
+                        help="Follower truncation rule (overrides the configuration's `truncation`); only "
+                             "high-watermark (the seeds) is encoded so far.")
 _queue_opt = click.option("--queue", type=click.IntRange(1, 8), default=None, metavar="Q",
                           help="Requests per broker queue the encoding holds (default 3).")
 
@@ -316,7 +334,7 @@ _queue_opt = click.option("--queue", type=click.IntRange(1, 8), default=None, me
 @_queue_opt
 @click.option("--all-actions", is_flag=True, help="Also search the broker-change cases for counterexamples "
               "to induction of each non-inductive property (slower).")
-@_timeout_opt
+@_timeout(300.0)
 @_json_opt
 @_guarded
 def inductive(name: str | None, config_file: str | None, overrides: tuple[str, ...], generation: str,
@@ -337,11 +355,15 @@ def inductive(name: str | None, config_file: str | None, overrides: tuple[str, .
                               per_action="all" if all_actions else True)
 
     def extra(console: Console) -> None:
-        console.print(f"[bold]{target.label}[/bold]  {render.config_line(target.config)}", highlight=False)
+        console.print(Text(target.label, style="bold") + Text(f"  {render.config_line(target.config)}"))
         console.print(Text("strengthening invariants (proved inductive with the properties): "
                            + (", ".join(res.kept) or "none"), style="dim"))
         console.print(Text("candidates discarded (not inductive here): "
                            + (", ".join(sorted(res.dropped)) or "none"), style="dim"))
+        from isrcheck.invariants.z3_replication import NOT_ENCODED
+
+        for prop, why in NOT_ENCODED.items():
+            console.print(Text(f"{prop}: {why}", style="dim"))
         console.print(Text(f"{res.queries} queries, {res.seconds:.1f} s", style="dim"))
         console.print()
 
@@ -382,8 +404,7 @@ def bmc(name: str | None, config_file: str | None, overrides: tuple[str, ...], d
         res = run_bmc(target.config, depth, generation, timeout, queue, progress, stop_at_first)
 
     def extra(console: Console) -> None:
-        console.print(f"[bold]{target.label}[/bold]  {render.config_line(target.config)}  depth={depth}",
-                      highlight=False)
+        console.print(Text(target.label, style="bold") + Text(f"  {render.config_line(target.config)}  depth={depth}"))
         for n, d in res.witnessed.items():
             console.print(Text(f"{n}: witnessed after {d} steps" if d is not None else
                                f"{n}: not witnessed within {depth} steps", style="dim"))

@@ -48,7 +48,7 @@ def test_edge_covering_paths_respect_a_length_cap():
     deepest = max(d for _, d in sg.graph.nodes(data="depth"))
     paths = edge_covering_paths(sg, max_len=8)
     assert all(len(p) <= max(8, deepest + 1) for p in paths) and all(_connected_from_init(sg, p) for p in paths)
-    assert sum(len(p) <= 8 for p in paths) > len(paths) // 2
+    assert len(paths) > len(edge_covering_paths(sg))  # shorter paths, so more of them
     assert {e for p in paths for e in p} == set(sg.graph.edges(keys=True))
 
 

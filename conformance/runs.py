@@ -1,0 +1,260 @@
+"""Fault-injection runs of the *autonomous* implementation, logged as event logs for :func:`validate_log`.
+
+The step-mode simulator does only what it is told; the real processes decide for themselves when to
+fetch, shrink the ISR, checkpoint, react to watches. A run here drives either
+
+- :class:`AutoRun`: :class:`isrcheck.impl.simulator.AutoSimulator`, the very cores the real processes
+  run (timers, watches, long-polled fetches, lag-based ISR shrink, two controller candidates), on a
+  discrete-event loop in virtual milliseconds; or
+- :class:`ClusterRun`: the real multi-process cluster on loopback (:class:`isrcheck.impl.cluster.LocalCluster`),
+
+through client operations and faults (produce with acks=all, crash a broker, restart it, kill the
+active controller). After each operation the run waits until the cluster is quiet, then logs one
+event: the operation, named in the vocabulary (``Produce(leader, p)``, ``Crash(b)``, ``Restart(b)``,
+``ControllerFailover()``), with the facts the driver can see then (``"facts": "partial"``). Everything
+the cluster does on its own in between (deliveries, fetches, controller reactions, checkpoints,
+lag-based ISR shrinks) is left to the validator as *silent* steps, at most ``max_silent`` per event.
+
+The log's configuration is the run's, with budgets just large enough for what was injected (so the
+model may crash as often as the run did, and shrink the ISR as a leader may on its own).
+"""
+from __future__ import annotations
+
+import dataclasses
+import time
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from isrcheck.model.config import Config, Faults, from_mapping
+
+from .eventlog import EventLog, Recorder
+from .observations import flatten
+
+__all__ = ["AutoRun", "ClusterRun", "SILENT"]
+
+#: what a cluster does on its own, unlogged
+SILENT = ("DeliverRequest", "Fetch", "ProcessBrokerChange", "ResignController", "CheckpointHighWatermark",
+          "ShrinkIsr", "ElectPreferredLeader", "ReassignPartition", "CreateTopic", "StartTopicDeletion",
+          "CompleteTopicDeletion")
+
+
+class _Run:
+    source = "run"
+
+    def __init__(self, raw: Mapping[str, Any], max_silent: int, keep: Callable[[str], bool] | None) -> None:
+        self.raw = dict(raw)
+        self.config = from_mapping(self.raw)
+        self.keep = keep or (lambda path: True)
+        self.used = {"crashes": 0, "controller_failovers": 0, "produced": 0}
+        self.recorder = Recorder(self.config, self._facts(), facts="partial", source=self.source,
+                                 silent=SILENT, max_silent=max_silent, quiet=True)
+
+    # the driver's view and operations -------------------------------------------------------------
+    def _observe(self) -> dict[str, Any]:
+        raise NotImplementedError
+
+    def _settle(self) -> None:
+        raise NotImplementedError
+
+    def _facts(self) -> dict[str, Any]:
+        return {p: v for p, v in self._observe().items() if self.keep(p)}
+
+    def _log(self, action: tuple[str, tuple], note: str = "") -> None:
+        self._settle()
+        self.recorder.event(action, self._facts(), t=self._now(), note=note)
+
+    def _now(self) -> int | None:
+        return None
+
+    def log(self) -> EventLog:
+        """The event log so far, its configuration's budgets fitted to the run."""
+        cfg = self.config
+        faults = dataclasses.replace(cfg.faults, crashes=max(cfg.faults.crashes, self.used["crashes"]),
+                                     controller_failovers=max(cfg.faults.controller_failovers,
+                                                              self.used["controller_failovers"]),
+                                     isr_shrinks=max(cfg.faults.isr_shrinks, 2 * self.used["crashes"] + 1))
+        cfg = dataclasses.replace(cfg, faults=Faults(**dataclasses.asdict(faults)),
+                                  max_records=max(cfg.max_records, self.used["produced"]))
+        log = self.recorder.log
+        return dataclasses.replace(log, config=cfg, events=list(log.events))
+
+
+class AutoRun(_Run):
+    """A fault-injection run of :class:`~isrcheck.impl.simulator.AutoSimulator`, logged."""
+
+    source = "auto-simulator"
+
+    def __init__(self, raw: Mapping[str, Any], seed: int = 0, settle_ms: int = 2_000, max_silent: int = 24,
+                 keep: Callable[[str], bool] | None = None) -> None:
+        from isrcheck.impl.simulator import AutoSimulator
+
+        self.sim = AutoSimulator(dict(raw), seed=seed)
+        self.settle_ms = settle_ms
+        self.sim.run_for(settle_ms)
+        super().__init__(raw, max_silent, keep)
+        self.recorder.log.seed = seed
+        self.recorder.log.description = f"AutoSimulator (the autonomous cores) seeded with {seed}, fault injection"
+
+    def _observe(self) -> dict[str, Any]:
+        acked = [sorted(self.sim.acked[p]) for p in range(self.config.partitions)]
+        return flatten(self.sim.observe(), acked)
+
+    def _settle(self) -> None:
+        self.sim.run_for(self.settle_ms)
+
+    def _now(self) -> int:
+        return self.sim.now
+
+    def produce(self, p: int = 0) -> None:
+        leader = self.sim.leader_of(p)
+        self.sim.produce(p)
+        self.used["produced"] += 1
+        self._log(("Produce", (leader, p)))
+
+    def crash(self, b: int) -> None:
+        self.sim.crash(b)
+        self.used["crashes"] += 1
+        self._log(("Crash", (b,)))
+
+    def restart(self, b: int) -> None:
+        self.sim.restart(b)
+        self._log(("Restart", (b,)))
+
+    def kill_controller(self) -> None:
+        self.sim.kill_controller()
+        self.used["controller_failovers"] += 1
+        self._log(("ControllerFailover", ()))
+
+
+def cluster_facts(status: Mapping[str, Any], brokers: int, partitions: int, acked: list[list[int]],
+                  logs: Mapping[tuple[int, int], list[dict[str, int]]] | None = None) -> dict[str, Any]:
+    """The facts a client of the real cluster can see: ZooKeeper's view of every partition (replicas,
+    leader, ISR, leader epoch, version, pending reassignment, deletion), which brokers are registered,
+    each registered broker's replicas (role, leader epoch, LEO, HW) from its metadata answer, the
+    committed log read from each leader, and the writes acknowledged to the client."""
+    out: dict[str, Any] = {}
+    registered = {int(b) for b in status["brokers"]}
+    out["controller.epoch"] = status["controller"]["epoch"]
+    for b in range(1, brokers + 1):
+        out[f"brokers[{b}].alive"] = b in registered
+    seen = {p["partition"]: p for p in status["partitions"]}
+    for p in range(partitions):
+        st = seen.get(p)
+        if st is None:
+            continue
+        out[f"partitions[{p}].exists"] = bool(st["replicas"])
+        out[f"partitions[{p}].replicas"] = list(st["replicas"])
+        out[f"partitions[{p}].leader"] = st["leader"]
+        out[f"partitions[{p}].isr"] = sorted(st["isr"])
+        out[f"partitions[{p}].leader_epoch"] = st["leader_epoch"]
+        out[f"partitions[{p}].zk_version"] = st["zk_version"]
+        out[f"partitions[{p}].reassignment"] = list(st["reassignment"])
+        out[f"partitions[{p}].deleting"] = p in status.get("deleting", [])
+        for b, rs in st["replica_status"].items():
+            b = int(b)
+            out[f"replicas[{b},{p}].role"] = rs["role"]
+            out[f"replicas[{b},{p}].leader_epoch"] = rs["leader_epoch"]
+            out[f"replicas[{b},{p}].leo"] = rs["leo"]
+            out[f"replicas[{b},{p}].hw"] = rs["hw"]
+            out[f"replicas[{b},{p}].present"] = True
+    for (b, p), log in (logs or {}).items():
+        out[f"replicas[{b},{p}].log"] = log
+    for p, ids in enumerate(acked):
+        out[f"acked[{p}]"] = sorted(ids)
+    return out
+
+
+class ClusterRun(_Run):
+    """A fault-injection run of the real multi-process cluster (:class:`~isrcheck.impl.cluster.LocalCluster`).
+
+    The cluster must be up with the topic created (``assignment`` of the configuration); the run
+    settles by waiting until every live assigned replica has the leader's LEO and HW and the
+    registrations, ISR and leader stop changing.
+    """
+
+    source = "cluster"
+
+    def __init__(self, cluster: Any, raw: Mapping[str, Any], max_silent: int = 24, settle_s: float = 0.6,
+                 timeout_s: float = 30.0) -> None:
+        self.cluster = cluster
+        self.client = cluster.client()
+        self.settle_s = settle_s
+        self.timeout_s = timeout_s
+        self.acked: list[list[int]] = [[] for _ in range(from_mapping(dict(raw)).partitions)]
+        self.next_id = [0] * len(self.acked)
+        super().__init__(raw, max_silent, None)
+        self._settle()
+        self.recorder.log.initial = self._facts()
+        self.recorder._last = dict(self.recorder.log.initial)
+        self.recorder.log.description = "the real multi-process cluster on loopback, fault injection"
+
+    def close(self) -> None:
+        self.client.close()
+
+    def _observe(self) -> dict[str, Any]:
+        cfg = self.config
+        st = self.client.status()
+        logs: dict[tuple[int, int], list[dict[str, int]]] = {}
+        for pst in st["partitions"]:
+            p, leader = pst["partition"], pst["leader"]
+            if leader:
+                try:
+                    recs = self.client.consume(p, 0, timeout=2.0)
+                except Exception:  # noqa: BLE001 - a leader that cannot answer now: log no records
+                    continue
+                hw = pst["replica_status"].get(leader, {}).get("hw")
+                if hw is not None and len(recs) == hw == pst["replica_status"][leader]["leo"]:
+                    logs[(leader, p)] = [{"id": r.id, "epoch": r.epoch} for r in recs]
+        return cluster_facts(st, cfg.brokers, cfg.partitions, self.acked, logs)
+
+    def _quiet(self, st: Mapping[str, Any]) -> bool:
+        for pst in st["partitions"]:
+            leader = pst["leader"]
+            rs = pst["replica_status"]
+            if leader and leader in rs:
+                lead = rs[leader]
+                for b, r in rs.items():
+                    if b in pst["replicas"] and b in pst["isr"] and (r["leo"], r["hw"]) != (lead["leo"], lead["hw"]):
+                        return False
+        return True
+
+    def _settle(self) -> None:
+        deadline = time.monotonic() + self.timeout_s
+        last = None
+        stable_since = time.monotonic()
+        while time.monotonic() < deadline:
+            try:
+                st = self.client.status()
+            except Exception:  # noqa: BLE001 - a process going down mid-call: ask again
+                time.sleep(0.05)
+                continue
+            key = repr((st["controller"]["epoch"], sorted(st["brokers"]), st["partitions"]))
+            if key != last:
+                last, stable_since = key, time.monotonic()
+            elif self._quiet(st) and time.monotonic() - stable_since >= self.settle_s:
+                return
+            time.sleep(0.05)
+
+    def produce(self, p: int = 0) -> None:
+        leader = self.client.leader(p)
+        self.next_id[p] += 1
+        rid = self.next_id[p]
+        self.client.produce(p, f"r{rid}", record_id=rid)
+        self.acked[p].append(rid)
+        self.used["produced"] += 1
+        self._log(("Produce", (leader, p)))
+
+    def crash(self, b: int) -> None:
+        self.cluster.kill(f"broker-{b}")
+        self.used["crashes"] += 1
+        self._log(("Crash", (b,)))
+
+    def restart(self, b: int) -> None:
+        self.cluster.start_broker(b)
+        self._log(("Restart", (b,)))
+
+    def kill_controller(self) -> None:
+        name = self.cluster.active_controller()
+        self.cluster.kill(name)
+        self.used["controller_failovers"] += 1
+        self._log(("ControllerFailover", ()), note=f"killed {name}")

@@ -1,0 +1,110 @@
+"""Inductive invariants of the replication encoding (invariants/z3_induction.py).
+
+- without faults, every safety property is proved inductive (with the strengthening Houdini keeps);
+- under the seeds' high-watermark truncation, NoCommittedWriteLost is not inductive: the
+  counterexample to induction is a follower in the ISR that holds an acknowledged record above its
+  HW and truncates it away on a LeaderAndIsr naming a new leader (the known weakness);
+- the pinned strengthening set holds on every sampled reachable state (it would be useless, and
+  Houdini's result wrong, otherwise).
+The full Houdini run on the three-replica configuration takes about a minute: ISRCHECK_SLOW=1.
+"""
+from __future__ import annotations
+
+import os
+from collections import deque
+
+import pytest
+
+from isrcheck.invariants import ALL_PROPERTIES, build_model
+from isrcheck.invariants.z3_induction import (
+    CANDIDATES,
+    HIGH_WATERMARK_STRENGTHENING,
+    check_preserved,
+    prove_inductive,
+)
+from isrcheck.invariants.z3_replication import Encoding, concrete, evaluate
+from isrcheck.invariants.z3_verdicts import Verdict
+from isrcheck.model.config import from_mapping
+from isrcheck.model.records import ids_in
+
+BY_NAME = {p.name: p for p in ALL_PROPERTIES}
+HW = {"brokers": 3, "replication_factor": 3, "max_records": 2, "faults": {"crashes": 1}}
+slow = pytest.mark.skipif(not os.environ.get("ISRCHECK_SLOW"),
+                          reason="slow z3 run (about a minute): set ISRCHECK_SLOW=1")
+
+
+def test_without_faults_every_property_is_inductive():
+    res = prove_inductive(from_mapping({"brokers": 2, "replication_factor": 2, "max_records": 1}))
+    verdicts = {o.property: o.verdict for o in res.obligations}
+    assert set(verdicts.values()) == {Verdict.PROVED}, verdicts
+    assert {"StrongIsr", "NoCommittedWriteLost", "LeaderInIsr", "HighWatermarkBelowLogEnd", "LogMatching",
+            "EpochsMonotonic"} <= set(verdicts)
+    assert "FollowersArePrefixesOfTheirLeader" in res.kept
+
+
+def test_high_watermark_truncation_breaks_durability_inductively():
+    """The counterexample to induction of NoCommittedWriteLost goes through a follower's truncation."""
+    cfg = from_mapping(HW)
+    [ob] = check_preserved(cfg, "NoCommittedWriteLost", ("DeliverRequest: LeaderAndIsr, becomes follower",))
+    assert ob.verdict == Verdict.REFUTED
+    cti = ob.cti
+    assert cti.action.startswith("DeliverRequest(")
+    b = int(cti.action[len("DeliverRequest("):-1])
+    before, after = cti.before, cti.after
+    prop = BY_NAME["NoCommittedWriteLost"]
+    assert prop.check(before) and not prop.check(after)  # judged by the model's own property
+    acked = before.ghost[0].acked
+    r0, r1 = before.brokers[b - 1].replicas[0], after.brokers[b - 1].replicas[0]
+    assert len(r1.log) < len(r0.log) and acked & ids_in(r0.log) & ~ids_in(r1.log)  # truncated away
+    assert before.zk.partitions[0].isr >> b & 1  # while in the ISR
+    assert any(line.startswith("action: DeliverRequest") for line in ob.lines)
+
+
+def test_the_replication_path_preserves_leader_in_isr_and_hw_below_leo():
+    cfg = from_mapping(HW)
+    kinds = ("Produce", "Fetch", "DeliverRequest: LeaderAndIsr, becomes follower", "Crash")
+    for prop in ("LeaderInIsr", "HighWatermarkBelowLogEnd"):
+        obs = check_preserved(cfg, prop, kinds)
+        assert {o.verdict for o in obs} == {Verdict.PROVED}, [(o.property, o.lines) for o in obs]
+
+
+def test_the_pinned_strengthening_holds_on_reachable_states():
+    cfg = from_mapping(HW)
+    enc = Encoding(cfg)
+    model = build_model(cfg, symmetry=False)
+    s0 = model.init_states()[0]
+    seen, queue, states = {s0}, deque([s0]), [s0]
+    while queue and len(states) < 1500:
+        s = queue.popleft()
+        for a in model.actions(s):
+            t = model.next_state(s, a)
+            if t not in seen:
+                seen.add(t)
+                states.append(t)
+                queue.append(t)
+    preds = dict(CANDIDATES)
+    for s in states[:: max(1, len(states) // 25)]:
+        cs = concrete(enc, s)
+        got = evaluate([preds[n](enc, cs) for n in HIGH_WATERMARK_STRENGTHENING])
+        assert all(got), [n for n, g in zip(HIGH_WATERMARK_STRENGTHENING, got) if not g]
+
+
+def test_unknown_generation_and_scope_errors():
+    from isrcheck.invariants.z3_replication import Unsupported
+
+    with pytest.raises(Unsupported):
+        prove_inductive(from_mapping({"faults": {"controller_failovers": 1}}))
+    with pytest.raises(Unsupported):
+        prove_inductive(from_mapping({}), generation_name="kip-320")
+
+
+@pytest.mark.slow
+@slow
+def test_houdini_on_three_replicas_with_a_crash():
+    res = prove_inductive(from_mapping(HW))
+    v = {o.property: o for o in res.obligations}
+    for name in ("LeaderInIsr", "HighWatermarkBelowLogEnd", "OneLeaderPerEpoch", "EpochsMonotonic"):
+        assert v[name].verdict == Verdict.PROVED, name
+    ncwl = v["NoCommittedWriteLost"]
+    assert ncwl.verdict == Verdict.REFUTED and "becomes follower" in ncwl.detail
+    assert set(res.kept) == set(HIGH_WATERMARK_STRENGTHENING)
