@@ -63,7 +63,7 @@ FORMAT = "isrcheck-events"
 VERSION = 1
 MAX_BYTES = 256 * 1024 * 1024
 _HEADER_KEYS = {"format", "version", "tool", "tool_version", "source", "generation", "seed", "config", "facts",
-                "silent", "max_silent", "quiet", "initial", "description"}
+                "silent", "max_silent", "quiet", "settle", "initial", "description"}
 _EVENT_KEYS = {"seq", "t", "kind", "action", "actor", "facts", "note"}
 KINDS = ("action", "observation")
 
@@ -129,12 +129,13 @@ class EventLog:
     description: str = ""
     tool_version: str = __version__
     path: str = ""
+    settle: tuple[str, ...] = ()  # quiet logs: housekeeping a quiet system has finished (applied eagerly)
 
     def header(self) -> dict[str, Any]:
         return {"format": FORMAT, "version": VERSION, "tool": "isrcheck", "tool_version": self.tool_version,
                 "source": self.source, "generation": self.config.truncation, "seed": self.seed,
                 "config": self.config.to_dict(), "facts": self.facts, "silent": list(self.silent),
-                "max_silent": self.max_silent, "quiet": self.quiet, "initial": self.initial,
+                "max_silent": self.max_silent, "quiet": self.quiet, "settle": list(self.settle), "initial": self.initial,
                 "description": self.description}
 
 
@@ -244,6 +245,11 @@ def _check_header(h: Any, where: str) -> tuple[Config, dict[str, Any]]:
         raise EventLogError(f"{where}: seed must be an integer or null")
     if not isinstance(h.get("quiet", False), bool):
         raise EventLogError(f"{where}: quiet must be true or false")
+    settle = h.get("settle", [])
+    if not isinstance(settle, list) or not all(isinstance(x, str) and x in names for x in settle):
+        raise EventLogError(f"{where}: settle must be a list of action names")
+    if settle and not h.get("quiet", False):
+        raise EventLogError(f"{where}: settle applies only to a quiet log")
     for key in ("source", "description"):
         if not isinstance(h.get(key, ""), str):
             raise EventLogError(f"{where}: {key} must be a string")
@@ -323,7 +329,7 @@ def loads_log(text: str, source: str = "<log>") -> EventLog:
         events.append(_check_event(raw, f"{source}: line {n}", cfg, checker, n))
     return EventLog(cfg, events, initial, h["facts"], tuple(h.get("silent", [])), h.get("max_silent", 0),
                     h.get("quiet", False), h.get("source", "unknown"), h.get("seed"), h.get("description", ""),
-                    h["tool_version"], source)
+                    h["tool_version"], source, tuple(h.get("settle", [])))
 
 
 def load_log(path: str | Path) -> EventLog:
@@ -393,7 +399,8 @@ def validate_log(log: EventLog, max_candidates: int = 20_000) -> ValidationResul
     cfg = log.config
     model = build_model(cfg, symmetry=False, properties=[])
     init = model.init_states()[0]
-    silent = set(log.silent)
+    settle = tuple(log.settle)
+    silent = set(log.silent) - set(settle)
     k_max = log.max_silent
     view_cache: dict[int, tuple[dict[str, Any], list[list[int]]]] = {}
     nb, np_ = cfg.brokers, cfg.partitions
@@ -425,11 +432,12 @@ def validate_log(log: EventLog, max_candidates: int = 20_000) -> ValidationResul
     candidates: dict[int, Any] = {fp0: init}
     expected = dict(log.initial) if log.facts == "delta" else None
     prev_seq, prev_t = 0, None
-    for ev in log.events:
+    for pos, ev in enumerate(log.events):
         if ev.seq != prev_seq + 1:
-            later = next((e for e in log.events if e.seq == prev_seq + 1 and e.line > ev.line), None)
+            later = next((e for e in log.events[pos + 1:] if e.seq == prev_seq + 1), None)
             if ev.seq <= prev_seq or later is not None:
-                what = "events out of order" + (f" (seq {later.seq} comes later, line {later.line})" if later else "")
+                where = f", line {later.line}" if later is not None and later.line else ""
+                what = "events out of order" + (f" (seq {later.seq} comes later{where})" if later else "")
             else:
                 what = f"seq {prev_seq + 1} is missing"
             return fail(ev, f"{ev.label}: seq {ev.seq} after seq {prev_seq}: {what}")
@@ -444,7 +452,7 @@ def validate_log(log: EventLog, max_candidates: int = 20_000) -> ValidationResul
         else:
             target = ev.facts
         found, closest, main_seen, silent_used = _explain(model, candidates, ev, _Getters(target, nb, np_), silent,
-                                                          k_max, view_of, max_candidates, log.quiet)
+                                                          k_max, view_of, max_candidates, log.quiet, settle)
         if found is None:
             return fail(ev, f"{ev.label}: explained by more than {max_candidates} model states: too ambiguous to "
                             f"go on (log more facts, or fewer silent steps)")
@@ -494,13 +502,16 @@ class _Getters:
 
 
 def _explain(model: Any, candidates: Mapping[int, Any], ev: Event, facts: _Getters, silent: set[str],
-             k_max: int, view_of: Any, cap: int, quiet: bool = False) -> tuple[dict[int, Any] | None, Any, bool, int]:
+             k_max: int, view_of: Any, cap: int, quiet: bool = False,
+             settle: Sequence[str] = ()) -> tuple[dict[int, Any] | None, Any, bool, int]:
     """States explaining ``ev`` from ``candidates``: paths silent* main silent* (or silent* for an observation).
 
     Ordinarily a state that already agrees with the facts is not expanded further: silent steps after
     it are the next event's leading silent steps, explored from it then. In a ``quiet`` log nothing
     happens between a snapshot and the next action, so there are no leading silent steps, and every
-    state of the trailing closure that agrees with the facts is a candidate.
+    state of the trailing closure that agrees with the facts is a candidate. The ``settle`` actions
+    (housekeeping such as HW checkpoints, which a quiet system has finished) are not interleaved: they
+    are applied, to a fixpoint, after every step.
     """
     start_phase = 1 if ev.kind == "observation" else 0
     queue: deque[tuple[Any, int, int, int, tuple]] = deque()
@@ -533,11 +544,13 @@ def _explain(model: Any, candidates: Mapping[int, Any], ev: Event, facts: _Gette
             continue
         for a in model.actions(s):
             main = ph == 0 and _matches_action(a, ev.action)
-            quiet = can_silent and a.name in silent
-            if not (main or quiet):
+            hush = can_silent and a.name in silent
+            if not (main or hush):
                 continue
             try:
                 t = model.next_state(s, a)
+                if settle:
+                    t = _settled(model, t, settle)
             except ModelFault:
                 continue
             tfp = hash(t)
@@ -547,12 +560,26 @@ def _explain(model: Any, candidates: Mapping[int, Any], ev: Event, facts: _Gette
                 if seen.get(key, 1 << 30) > k:
                     seen[key] = k
                     queue.append((t, tfp, 1, k, path + (a,)))
-            if quiet:
+            if hush:
                 key = (tfp, ph)
                 if seen.get(key, 1 << 30) > k + 1:
                     seen[key] = k + 1
                     queue.append((t, tfp, ph, k + 1, path + (a,)))
     return found, closest, main_seen or ev.kind == "observation", max(first_silent, 0)
+
+
+def _settled(model: Any, s: Any, names: Sequence[str]) -> Any:
+    """``s`` after every enabled ``names`` action that changes it, until none does."""
+    for _ in range(64):
+        for a in model.actions(s):
+            if a.name in names:
+                t = model.next_state(s, a)
+                if t != s:
+                    s = t
+                    break
+        else:
+            return s
+    return s
 
 
 def _why(ev: Event, candidates: Mapping[int, Any], closest: Any, main_seen: bool, model: Any, k_max: int,
@@ -585,9 +612,9 @@ class Recorder:
 
     def __init__(self, config: Config, initial: Mapping[str, Any], *, facts: str = "delta", source: str = "unknown",
                  seed: int | None = None, silent: Iterable[str] = (), max_silent: int = 0, quiet: bool = False,
-                 description: str = "") -> None:
+                 settle: Iterable[str] = (), description: str = "") -> None:
         self.log = EventLog(config, [], dict(initial), facts, tuple(silent), max_silent, quiet, source, seed,
-                            description)
+                            description, settle=tuple(settle))
         self._last = dict(initial)
 
     def event(self, action: tuple[str, tuple | None] | None, flat_after: Mapping[str, Any], *, kind: str = "action",

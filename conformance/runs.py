@@ -30,7 +30,11 @@ from isrcheck.model.config import Config, Faults, from_mapping
 from .eventlog import EventLog, Recorder
 from .observations import flatten
 
-__all__ = ["AutoRun", "ClusterRun", "SILENT"]
+__all__ = ["AutoRun", "ClusterRun", "SETTLE", "SILENT"]
+
+#: housekeeping a quiet cluster has finished: its HW checkpoints (written every
+#: hw_checkpoint_interval_ms, far below the time a run waits to call the cluster quiet)
+SETTLE = ("CheckpointHighWatermark",)
 
 #: what a cluster does on its own, unlogged
 SILENT = ("DeliverRequest", "Fetch", "ProcessBrokerChange", "ResignController", "CheckpointHighWatermark",
@@ -47,7 +51,7 @@ class _Run:
         self.keep = keep or (lambda path: True)
         self.used = {"crashes": 0, "controller_failovers": 0, "produced": 0}
         self.recorder = Recorder(self.config, self._facts(), facts="partial", source=self.source,
-                                 silent=SILENT, max_silent=max_silent, quiet=True)
+                                 silent=SILENT, max_silent=max_silent, quiet=True, settle=SETTLE)
 
     # the driver's view and operations -------------------------------------------------------------
     def _observe(self) -> dict[str, Any]:

@@ -375,7 +375,10 @@ def gallery(path: str | None) -> None:
 
 # ---------------------------------------------------------------------------- other command groups
 from isrcheck.cli_cluster import cluster  # noqa: E402  (registered after the core commands)
+from isrcheck.cli_prove import bmc, prove  # noqa: E402
 from isrcheck.cli_spark import spark  # noqa: E402
 
 main.add_command(cluster)
 main.add_command(spark)
+main.add_command(prove)
+main.add_command(bmc)

@@ -374,9 +374,10 @@ def reassignment_step_enabled(zk: Zk, c: Controller, p: int) -> bool:
     ZooKeeper; step 4 waits until every target replica is in the ISR; the others just proceed.
     """
     step = c.reassign_step[p]
-    if step in (0, 1):  # starting, or resuming after a failover: only the active controller
+    if step in (0, 1):  # starting, or resuming after a failover: only the active controller, and
+        # only for a partition it has created (a request for an unborn topic waits for creation)
         return (bool(zk.reassign[p]) and bool(zk.partitions[p].replicas) and not zk.deleting >> p & 1
-                and c.epoch == zk.controller_epoch)
+                and c.epoch == zk.controller_epoch and c.partition_states[p] != PS.NON_EXISTENT)
     if step == 4:
         isr = zk.partitions[p].isr
         return all(isr >> r & 1 for r in c.reassign_new[p])

@@ -81,3 +81,13 @@ def test_deposed_controllers_cannot_break_state_machines_with_creation_and_delet
                         "faults": {"controller_failovers": 1}})
     result = Checker(build_model(cfg)).run()
     assert result.outcome == "success", [(v.property, v.message) for v in result.violations]
+
+
+def test_reassignment_requested_before_creation_waits_for_the_topic():
+    """Found by `isrcheck prove transitions`: step 1 on an unborn topic made an illegal
+    OnlineReplica -> NewReplica move five steps later."""
+    cfg = from_mapping({"brokers": 3, "replication_factor": 2, "max_records": 0,
+                        "operations": {"topic_creation": True,
+                                       "reassignments": [{"partition": 0, "target": [2, 3]}]}})
+    result = Checker(build_model(cfg)).run()
+    assert result.outcome == "success", [(v.property, v.length, v.message) for v in result.violations]
