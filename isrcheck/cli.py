@@ -375,6 +375,7 @@ def gallery(path: str | None) -> None:
 
 # ---------------------------------------------------------------------------- other command groups
 from isrcheck.cli_cluster import cluster  # noqa: E402  (registered after the core commands)
+from isrcheck.cli_conform import conform, traces, validate  # noqa: E402
 from isrcheck.cli_prove import bmc, prove  # noqa: E402
 from isrcheck.cli_spark import spark  # noqa: E402
 
@@ -382,3 +383,6 @@ main.add_command(cluster)
 main.add_command(spark)
 main.add_command(prove)
 main.add_command(bmc)
+main.add_command(conform)
+main.add_command(validate)
+main.add_command(traces)
