@@ -31,11 +31,9 @@ def _compact(v: Any) -> str:
 def divergence_table(d: Divergence, title: str = "") -> Table:
     t = Table(title=title or f"First divergence: step {d.index}, {d.action_text}", box=box.SIMPLE_HEAD,
               title_justify="left", caption=d.message, caption_justify="left")
-    left = "model" if d.reason != "stale-trace" else "model"
-    right = "implementation" if d.reason != "stale-trace" else "trace"
     t.add_column("field", style="bold")
-    t.add_column(left)
-    t.add_column(right, style="red")
+    t.add_column("model")
+    t.add_column("trace" if d.reason == "stale-trace" else "implementation", style="red")
     for x in d.differences:
         t.add_row(x.path, _cell(x.expected, x.missing == "expected"), _cell(x.actual, x.missing == "actual"))
     return t

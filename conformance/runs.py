@@ -25,7 +25,7 @@ import time
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from isrcheck.model.config import Config, Faults, from_mapping
+from isrcheck.model.config import Faults, from_mapping
 
 from .eventlog import EventLog, Recorder
 from .observations import flatten

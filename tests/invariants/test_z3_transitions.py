@@ -71,15 +71,15 @@ def test_the_invariants_that_are_not_inductive_are_the_expected_ones(report):
     assert [invariant_name(a) for a in report.assumed] == sorted(CROSS_PAIR)
 
 
-def test_a_reassignment_before_creation_breaks_the_tables():
-    """The counterexample to induction of ReassignmentKnowsPartition is reachable."""
+def test_the_reassignment_before_creation_bug_it_found_is_fixed():
+    """The counterexample to induction of ReassignmentKnowsPartition was reachable: a reassignment
+    requested before creation broke OnlyValidTransitions in 5 steps. Step 1 now waits for the
+    controller to know the partition, and the same bounds keep every property."""
     raw = {"brokers": 3, "replication_factor": 2, "max_records": 0,
            "operations": {"topic_creation": True, "reassignments": [{"partition": 0, "target": [2, 3]}]}}
     result = Checker(build_model(from_mapping(raw))).run()
-    v = result.violations[0]
-    assert v.property == "OnlyValidTransitions" and v.length == 5
-    assert [a.name for a in (st.action for st in v.trace[1:])][:3] == ["RequestReassignment", "ReassignPartition",
-                                                                        "CreateTopic"]
+    assert result.outcome == "success", [(v.property, v.length) for v in result.violations]
+    assert result.coverage.get("ReassignPartition", 0) > 0 and result.coverage.get("CreateTopic", 0) > 0
 
 
 def test_without_invariants_source_states_are_shown():
