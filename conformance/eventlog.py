@@ -36,6 +36,7 @@ own seeded scheduler (the model is not consulted while recording).
 from __future__ import annotations
 
 import json
+import re
 import time
 from collections import deque
 from collections.abc import Iterable, Mapping, Sequence
@@ -191,16 +192,22 @@ class _FactChecker:
         try:
             validate_observation(obs)
         except ObservationError as e:
-            raise EventLogError(f"{where}: {_path_of(e.path)}: {e.problem}") from None
+            raise EventLogError(f"{where}: {_path_of(e.path, self.cfg.partitions)}: {e.problem}") from None
         for p, ids in enumerate(acked or []):
             if not isinstance(ids, list) or not all(_is_int(x) and x >= 1 for x in ids) or ids != sorted(set(ids)):
                 raise EventLogError(f"{where}: acked[{p}] must be distinct record ids >= 1 in ascending order, "
                                     f"got {_short(ids)}")
 
 
-def _path_of(schema_path: str) -> str:
-    """``replicas[4].hw`` (a list position) is reported as is; good enough to find the field."""
-    return schema_path
+def _path_of(schema_path: str, partitions: int) -> str:
+    """A schema position (``replicas[4].log[0].id``) in the paths of the facts (``replicas[2,1].log[0].id``)."""
+    m = re.match(r"^(brokers|replicas)\[(\d+)\](.*)$", schema_path)
+    if m is None:
+        return schema_path
+    i = int(m.group(2))
+    if m.group(1) == "brokers":
+        return f"brokers[{i + 1}]{m.group(3)}"
+    return f"replicas[{i // partitions + 1},{i % partitions}]{m.group(3)}"
 
 
 def _check_header(h: Any, where: str) -> tuple[Config, dict[str, Any]]:

@@ -50,6 +50,7 @@ class _Run:
         self.config = from_mapping(self.raw)
         self.keep = keep or (lambda path: True)
         self.used = {"crashes": 0, "controller_failovers": 0, "produced": 0}
+        self._settle()  # the initial facts are those of a quiet cluster too
         self.recorder = Recorder(self.config, self._facts(), facts="partial", source=self.source,
                                  silent=SILENT, max_silent=max_silent, quiet=True, settle=SETTLE)
 
@@ -94,7 +95,6 @@ class AutoRun(_Run):
 
         self.sim = AutoSimulator(dict(raw), seed=seed)
         self.settle_ms = settle_ms
-        self.sim.run_for(settle_ms)
         super().__init__(raw, max_silent, keep)
         self.recorder.log.seed = seed
         self.recorder.log.description = f"AutoSimulator (the autonomous cores) seeded with {seed}, fault injection"
@@ -187,9 +187,6 @@ class ClusterRun(_Run):
         self.acked: list[list[int]] = [[] for _ in range(from_mapping(dict(raw)).partitions)]
         self.next_id = [0] * len(self.acked)
         super().__init__(raw, max_silent, None)
-        self._settle()
-        self.recorder.log.initial = self._facts()
-        self.recorder._last = dict(self.recorder.log.initial)
         self.recorder.log.description = "the real multi-process cluster on loopback, fault injection"
 
     def close(self) -> None:
@@ -238,9 +235,14 @@ class ClusterRun(_Run):
             elif self._quiet(st) and time.monotonic() - stable_since >= self.settle_s:
                 return
             time.sleep(0.05)
+        raise TimeoutError(f"the cluster did not go quiet within {self.timeout_s:.0f} s")
+
+    def _zk_leader(self, p: int) -> int:
+        st = self.client.snapshot(self.config.partitions).part(p).state
+        return st.leader if st else 0
 
     def produce(self, p: int = 0) -> None:
-        leader = self.client.leader(p)
+        leader = self._zk_leader(p)
         self.next_id[p] += 1
         rid = self.next_id[p]
         self.client.produce(p, f"r{rid}", record_id=rid)

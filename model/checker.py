@@ -104,6 +104,18 @@ class CheckResult:
         return min(1.0, n * (n - 1) / 2 / 2.0**64)
 
 
+def outcome_of(violated: bool, limit_hit: str | None, unwitnessed: bool) -> Outcome:
+    """A run's verdict: a violation wins; then a stopped search proves nothing; then a
+    sometimes-property never witnessed makes the model vacuous."""
+    if violated:
+        return "safety_failure"
+    if limit_hit:
+        return "incomplete"
+    if unwitnessed:
+        return "vacuous"
+    return "success"
+
+
 def _action_name(action: Any) -> str:
     return getattr(action, "name", type(action).__name__)
 
@@ -231,16 +243,8 @@ class Checker(Generic[S, A]):
         if self.progress is not None:
             self.progress(Progress(len(parents), depth, len(queue), seconds))
 
-        if violations:
-            outcome: Outcome = "safety_failure"
-        elif limit_hit:
-            outcome = "incomplete"
-        elif unseen:
-            outcome = "vacuous"
-        else:
-            outcome = "success"
         return CheckResult(
-            outcome=outcome,
+            outcome=outcome_of(bool(violations), limit_hit, bool(unseen)),
             distinct_states=len(parents),
             depth=depth,
             seconds=seconds,

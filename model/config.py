@@ -262,13 +262,18 @@ def apply_overrides(raw: dict[str, Any], overrides: list[str]) -> dict[str, Any]
     out: dict[str, Any] = copy.deepcopy(raw)
     for text in overrides:
         path, value = parse_override(text)
-        node = out
-        for part in path[:-1]:
-            child = node.get(part)
-            if child is None:
-                child = node[part] = {}
-            elif not isinstance(child, dict):
-                raise ConfigError(f"--set {'.'.join(path)}: {part} is not a table")
-            node = child
-        node[path[-1]] = value
+        set_path(out, path, value, where="--set ")
     return out
+
+
+def set_path(raw: dict[str, Any], path: list[str], value: Any, where: str = "") -> None:
+    """Set ``raw[path[0]][path[1]]... = value`` in place, creating tables on the way."""
+    node = raw
+    for part in path[:-1]:
+        child = node.get(part)
+        if child is None:
+            child = node[part] = {}
+        elif not isinstance(child, dict):
+            raise ConfigError(f"{where}{'.'.join(path)}: {part} is not a table")
+        node = child
+    node[path[-1]] = value

@@ -61,11 +61,11 @@ from .checker import (
     Checker,
     Model,
     ModelFault,
-    Outcome,
     Progress,
     S,
     Step,
     Violation,
+    outcome_of,
     replay_fingerprints,
 )
 
@@ -818,17 +818,8 @@ def _balance_plan(held: list[int]) -> list[tuple[int, int, int]]:
 
 def _result(total: int, depth: int, seconds: float, transitions: int, violations: dict[str, Violation],
             unseen: dict[str, Any], coverage: Counter, limit_hit: str | None) -> CheckResult:
-    outcome: Outcome
-    if violations:
-        outcome = "safety_failure"
-    elif limit_hit:
-        outcome = "incomplete"
-    elif unseen:
-        outcome = "vacuous"
-    else:
-        outcome = "success"
     return CheckResult(
-        outcome=outcome,
+        outcome=outcome_of(bool(violations), limit_hit, bool(unseen)),
         distinct_states=total,
         depth=depth,
         seconds=seconds,

@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from isrcheck.model.config import Config, ConfigError, from_mapping
+from isrcheck.model.config import Config, ConfigError, from_mapping, set_path
 
 from .errors import PipelineError
 
@@ -65,16 +65,10 @@ def _flatten(prefix: str, table: dict[str, Any], out: dict[str, Any]) -> None:
 
 
 def _set_path(raw: dict[str, Any], dotted: str, value: Any, where: str) -> None:
-    parts = dotted.split(".")
-    node = raw
-    for part in parts[:-1]:
-        child = node.get(part)
-        if child is None:
-            child = node[part] = {}
-        elif not isinstance(child, dict):
-            raise PipelineError(f"{where}: {dotted}: {part} is not a table")
-        node = child
-    node[parts[-1]] = value
+    try:
+        set_path(raw, dotted.split("."), value, where=f"{where}: ")
+    except ConfigError as e:
+        raise PipelineError(str(e)) from None
 
 
 def load_grid(path: str | Path, models: Callable[[str], dict[str, Any]] | None = None) -> Grid:
