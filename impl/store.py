@@ -29,6 +29,7 @@ run the same assertions against every backend.
 from __future__ import annotations
 
 import abc
+import queue
 from dataclasses import dataclass
 from typing import NamedTuple, Sequence, Union
 
@@ -250,4 +251,18 @@ def apply_multi_results_repr(results: Sequence[object]) -> list[object]:
     out: list[object] = []
     for r in results:
         out.append(list(r) if isinstance(r, Stat) else r)
+    return out
+
+
+def drain_events(events: "queue.Queue[WatchEvent]", timeout: float = 0.0) -> list[WatchEvent]:
+    """Every queued watch event, waiting up to ``timeout`` seconds for the first one (for the
+    backends whose notifications arrive on another thread)."""
+    out: list[WatchEvent] = []
+    try:
+        if timeout > 0:
+            out.append(events.get(timeout=timeout))
+        while True:
+            out.append(events.get_nowait())
+    except queue.Empty:
+        pass
     return out

@@ -21,6 +21,7 @@ from typing import Any, Callable, Sequence
 
 from .frame import FrameDecoder, FrameError, encode_frame, read_frame
 from .store import (
+    drain_events,
     ERRORS,
     Check,
     Create,
@@ -299,15 +300,7 @@ class RemoteSession(SessionBase):
         return self._call({"op": "multi", "ops": [_op_to_wire(o) for o in ops]})
 
     def poll_events(self, timeout: float = 0.0) -> list[WatchEvent]:
-        out: list[WatchEvent] = []
-        try:
-            if timeout > 0:
-                out.append(self._events.get(timeout=timeout))
-            while True:
-                out.append(self._events.get_nowait())
-        except queue.Empty:
-            pass
-        return out
+        return drain_events(self._events, timeout)
 
     def close(self) -> None:
         self._expired = True

@@ -29,6 +29,7 @@ from kazoo.handlers.threading import KazooTimeoutError
 from kazoo.protocol.states import EventType, KazooState
 
 from .store import (
+    drain_events,
     ANY_VERSION,
     BadArguments,
     BadVersion,
@@ -208,15 +209,7 @@ class ZkSession(SessionBase):
 
     # ------------------------------------------------------------------ events, lifetime
     def poll_events(self, timeout: float = 0.0) -> list[WatchEvent]:
-        out: list[WatchEvent] = []
-        try:
-            if timeout > 0:
-                out.append(self._events.get(timeout=timeout))
-            while True:
-                out.append(self._events.get_nowait())
-        except queue.Empty:
-            pass
-        return out
+        return drain_events(self._events, timeout)
 
     def close(self) -> None:
         with self._lock:
