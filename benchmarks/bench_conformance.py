@@ -16,7 +16,10 @@ Validation (events/s), each log first recorded from the implementation:
 - ``anonymous``: the same without action names (the validator finds the step from the facts);
 - ``coarse``: deliveries, fetches, checkpoints and controller reactions unlogged (up to 8 silent
   steps per event), the other events with a subset of the fields;
-- ``auto``: a fault-injection run of the autonomous cores (AutoSimulator), quiet snapshots only.
+- ``auto``: a fault-injection run of the autonomous cores (AutoSimulator), quiet snapshots only;
+- ``selflog``: real multi-process cluster runs under fault injection (SIGKILL the leader, restart,
+  kill the active controller, SIGKILL a follower, acks=all writes), every process writing its own
+  event log; the files merged by CLOCK_MONOTONIC and validated (merge time reported apart).
 
 Every figure is measured now, on this machine; none is a target.
 """
@@ -35,7 +38,8 @@ from isrcheck.conformance.cover import build_graph, cover  # noqa: E402
 from isrcheck.conformance.eventlog import coarsen, record_simulator, validate_log  # noqa: E402
 from isrcheck.conformance.export import counterexample, samples  # noqa: E402
 from isrcheck.conformance.replay import conform_trace  # noqa: E402
-from isrcheck.conformance.runs import AutoRun  # noqa: E402
+from isrcheck.conformance.runs import AutoRun, self_logged_run  # noqa: E402
+from isrcheck.conformance.selflog import merge_selflogs  # noqa: E402
 
 COVER = ["replication", "controlled-shutdown", "reassignment", "controller-failover", "delayed-requests",
          "clean-election", "topic-deletion"]
@@ -109,6 +113,31 @@ def bench_validation(rows: list, quick: bool) -> None:
         events += r.explained
         secs += r.seconds
     rows.append(("validate", "auto: AutoSimulator fault-injection runs (quiet snapshots, silent steps)", events, secs))
+    bench_selflog(rows, quick)
+
+
+def bench_selflog(rows: list, quick: bool) -> None:
+    import tempfile
+
+    events, secs, merge_secs, lines, cands, run_secs = 0, 0.0, 0.0, 0, 0, 0.0
+    runs = 1 if quick else 3
+    for _ in range(runs):
+        with tempfile.TemporaryDirectory(prefix="isrcheck-bench-selflog-") as d:
+            t = time.perf_counter()
+            directory = self_logged_run(d)
+            run_secs += time.perf_counter() - t
+            t = time.perf_counter()
+            merged = merge_selflogs([directory])
+            merge_secs += time.perf_counter() - t
+            r = validate_log(merged.log)
+            assert r.ok, r.reason
+            events += r.explained
+            secs += r.seconds
+            lines += merged.lines
+            cands = max(cands, r.max_candidates)
+    rows.append(("validate", f"selflog: {runs} real-cluster run(s) logged by their own processes ({lines} lines, "
+                             f"merged in {merge_secs:.2f} s; runs took {run_secs:.1f} s; at most {cands} "
+                             f"candidate states)", events, secs))
 
 
 def main() -> None:

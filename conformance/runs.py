@@ -30,7 +30,8 @@ from isrcheck.model.config import Faults, from_mapping
 from .eventlog import EventLog, Recorder
 from .observations import flatten
 
-__all__ = ["AutoRun", "ClusterRun", "SETTLE", "SILENT"]
+__all__ = ["AutoRun", "ClusterRun", "SELFLOG_CONFIG", "SETTLE", "SILENT", "SelfLoggedRun", "fault_injection",
+           "self_logged_run"]
 
 #: housekeeping a quiet cluster has finished: its HW checkpoints (written every
 #: hw_checkpoint_interval_ms, far below the time a run waits to call the cluster quiet)
@@ -264,3 +265,101 @@ class ClusterRun(_Run):
         self.cluster.kill(name)
         self.used["controller_failovers"] += 1
         self._log(("ControllerFailover", ()), note=f"killed {name}")
+
+
+class SelfLoggedRun:
+    """Fault injection on a real cluster whose processes write their own event logs.
+
+    ``cluster`` is a :class:`~isrcheck.impl.cluster.LocalCluster` made with ``event_log=DIR`` and up,
+    with the topic created. Unlike :class:`ClusterRun` nothing waits for the cluster to go quiet and
+    nothing is observed from outside: the processes log every step themselves, the launcher logs the
+    crashes and controller kills it injects, and this driver logs the writes acknowledged to it
+    (``acked[p]``). Validate the directory with :func:`.selflog.validate_selflogs` after
+    ``cluster.down()``.
+    """
+
+    def __init__(self, cluster: Any, partitions: int = 1, timeout_s: float = 20.0) -> None:
+        if not getattr(cluster, "event_log", None):
+            raise ValueError("the cluster must be made with event_log=DIR")
+        self.cluster = cluster
+        self.client = cluster.client(timeout=timeout_s)
+        self.timeout_s = timeout_s
+        self.next_id = [0] * partitions
+
+    def close(self) -> None:
+        self.client.close()
+
+    def leader(self, p: int = 0) -> int:
+        return self.client.leader(p)
+
+    def produce(self, p: int = 0, n: int = 1) -> None:
+        """``n`` writes with acks=all, one after the other; each is logged once acknowledged."""
+        for _ in range(n):
+            self.next_id[p] += 1
+            rid = self.next_id[p]
+            self.client.produce(p, f"r{rid}", acks="all", timeout=self.timeout_s, record_id=rid)
+            self.cluster.note_acked(p, [rid])
+
+    def crash(self, b: int) -> None:
+        self.cluster.kill(f"broker-{b}")
+
+    def restart(self, b: int, in_sync: bool = True) -> None:
+        """Start broker ``b`` again; with ``in_sync``, wait until it is back in every ISR it left."""
+        self.cluster.start_broker(b)
+        if in_sync:
+            self.cluster.wait_for(lambda c: all(b in st["isr"] for st in c.status()["partitions"]
+                                                if b in st["replicas"]), self.timeout_s, f"broker {b} in sync")
+
+    def kill_controller(self) -> str | None:
+        name = self.cluster.active_controller()
+        if name:
+            self.cluster.kill(name)
+        return name
+
+
+#: a fast-reacting cluster (lag-based ISR shrink after 1 s) without a deposed controller acting on
+SELFLOG_CONFIG = {"replica_lag_time_max_ms": 1000, "fetch_interval_ms": 5, "controller_recheck_ms": 100,
+                  "stale_controller": False, "replication_factor": 3, "max_records": 0}
+
+
+def fault_injection(run: SelfLoggedRun) -> None:
+    """Six acks=all writes around: SIGKILL the leader; restart it; kill the active controller; SIGKILL a
+    follower; restart it."""
+    run.produce(0, 2)
+    leader = run.leader()
+    run.crash(leader)
+    run.produce(0)
+    run.restart(leader)
+    run.kill_controller()
+    run.produce(0)
+    follower = next(b for b in (1, 2, 3) if b != run.leader())
+    run.crash(follower)
+    run.produce(0)
+    run.restart(follower)
+    run.produce(0)
+
+
+def self_logged_run(directory: Any, zookeeper: str | None = None,
+                    scenario: Callable[[SelfLoggedRun], None] = fault_injection) -> Any:
+    """Start a 3-broker, 2-controller cluster in ``directory/cluster`` whose processes log to
+    ``directory/events``, create the topic on brokers 1, 2, 3, run ``scenario``, take the cluster
+    down; the events directory (a :class:`pathlib.Path`)."""
+    from pathlib import Path
+
+    from isrcheck.impl.cluster import LocalCluster
+
+    events = Path(directory) / "events"
+    c = LocalCluster(Path(directory) / "cluster", brokers=3, controllers=2, session_timeout=2.0,
+                     zookeeper=zookeeper, config=dict(SELFLOG_CONFIG), event_log=events)
+    try:
+        c.up(wait=30)
+        with c.client() as k:
+            k.create_topic(1, 3, assignment=[[1, 2, 3]])
+        run = SelfLoggedRun(c)
+        try:
+            scenario(run)
+        finally:
+            run.close()
+    finally:
+        c.down()
+    return events

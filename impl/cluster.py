@@ -7,7 +7,8 @@
 - ``brokers`` broker processes (:mod:`.node`), each with its data directory.
 
 Every process runs in its own session (it outlives the command that started it) and writes its
-log to ``<dir>/<name>.log``; ``<dir>/cluster.json`` records ports and pids so that later commands
+log to ``<dir>/<name>.log`` (and, with ``event_log=DIR``, its own event log to ``DIR``, see
+:mod:`.event_log`; the launcher logs the crashes and controller kills it injects); ``<dir>/cluster.json`` records ports and pids so that later commands
 (:meth:`LocalCluster.load`) can find the cluster, kill a process or restart a broker.
 """
 from __future__ import annotations
@@ -22,6 +23,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from .client import Client, ClientError
+from .event_log import EventLogWriter, clock_ns, open_writer, step
 
 STATE_FILE = "cluster.json"
 
@@ -42,10 +44,29 @@ def _alive(pid: int) -> bool:
         return True
 
 
+def _freeze(pid: int) -> int:
+    """Stop ``pid`` (SIGSTOP), wait until it is stopped, and read the event-log clock."""
+    try:
+        os.kill(pid, signal.SIGSTOP)
+    except ProcessLookupError:
+        return clock_ns()
+    deadline = time.monotonic() + 2.0
+    while time.monotonic() < deadline:
+        try:
+            state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+        except (OSError, IndexError):
+            time.sleep(0.02)  # no /proc: give the signal time to land
+            break
+        if state in ("T", "t", "Z", "X"):
+            break
+        time.sleep(0.001)
+    return clock_ns()
+
+
 class LocalCluster:
     def __init__(self, directory: str | os.PathLike[str], brokers: int = 3, zookeeper: str | None = None,
                  config: dict[str, Any] | None = None, controllers: int = 2, python: str | None = None,
-                 session_timeout: float = 2.0) -> None:
+                 session_timeout: float = 2.0, event_log: str | os.PathLike[str] | None = None) -> None:
         self.dir = Path(directory).resolve()
         self.nbrokers = brokers
         self.zookeeper = zookeeper
@@ -56,12 +77,16 @@ class LocalCluster:
         self.session_timeout = session_timeout
         self.store_spec = f"zookeeper:{zookeeper}" if zookeeper else ""
         self.procs: dict[str, dict[str, Any]] = {}  # name -> {pid, port, role, args}
+        # where every process writes its own event log (impl/event_log.py); None: nobody logs
+        self.event_log = str(Path(event_log).resolve()) if event_log else None
+        self._launcher: EventLogWriter | None = None
+        self.record_ids: dict[str, int] = {}  # partition -> the last record id handed out (event-logged runs)
 
     # ------------------------------------------------------------------ state
     def save(self) -> None:
         data = {"store": self.store_spec, "brokers": self.nbrokers, "zookeeper": self.zookeeper,
                 "config": self.config, "controllers": self.ncontrollers, "procs": self.procs,
-                "session_timeout": self.session_timeout}
+                "session_timeout": self.session_timeout, "event_log": self.event_log, "record_ids": self.record_ids}
         (self.dir / STATE_FILE).write_text(json.dumps(data, indent=2))
 
     @classmethod
@@ -72,9 +97,10 @@ class LocalCluster:
         except (OSError, json.JSONDecodeError):
             raise ClusterError(f"no cluster in {directory} (run `isrcheck cluster up` first)") from None
         c = cls(directory, data["brokers"], data.get("zookeeper"), data.get("config"), data.get("controllers", 2),
-                session_timeout=data.get("session_timeout", 2.0))
+                session_timeout=data.get("session_timeout", 2.0), event_log=data.get("event_log"))
         c.store_spec = data["store"]
         c.procs = data["procs"]
+        c.record_ids = dict(data.get("record_ids", {}))
         return c
 
     @property
@@ -131,7 +157,8 @@ class LocalCluster:
         return self._launch(name, "controller", ["isrcheck.impl.coordinator", "--controller", "--store",
                                                  self.store_spec, "--name", name, "--config-json",
                                                  self._config_json(), "--session-timeout",
-                                                 str(self.session_timeout)], "ready controller")
+                                                 str(self.session_timeout), *self._event_log_args()],
+                            "ready controller")
 
     def start_broker(self, b: int) -> dict[str, Any]:
         name = f"broker-{b}"
@@ -140,7 +167,35 @@ class LocalCluster:
         return self._launch(name, "broker", ["isrcheck.impl.node", "--id", str(b), "--port", str(port), "--data",
                                              str(self.dir / f"data-{b}"), "--store", self.store_spec,
                                              "--config-json", self._config_json(), "--session-timeout",
-                                             str(self.session_timeout)], "ready broker")
+                                             str(self.session_timeout), *self._event_log_args()],
+                            "ready broker")
+
+    def _event_log_args(self) -> list[str]:
+        return ["--event-log", self.event_log] if self.event_log else []
+
+    # ------------------------------------------------------------------ the launcher's own log lines
+    def _log(self, process: str, kind: str, st: dict[str, Any] | None, facts: dict[str, Any], note: str,
+             t: int | None = None) -> None:
+        """A line of the launcher's (or a client's) own event log, when the cluster logs events."""
+        if not self.event_log:
+            return
+        if self._launcher is None:
+            self._launcher = open_writer(self.event_log, "launcher", "launcher", self.config)
+        assert self._launcher is not None
+        self._launcher.write(kind, st, facts, inp=process, note=note, t=t)
+
+    def next_record_id(self, partition: int) -> int:
+        """The next record id of ``partition``: 1, 2, ... over the cluster's life (saved in cluster.json),
+        as the model numbers writes; an event-logged run must produce with these ids."""
+        rid = self.record_ids.get(str(partition), 0) + 1
+        self.record_ids[str(partition)] = rid
+        self.save()
+        return rid
+
+    def note_acked(self, partition: int, record_ids: list[int]) -> None:
+        """Log writes acknowledged to a client (``acked[p]``; the merge takes the union over all clients)."""
+        self._log("client", "observation", None, {f"acked[{partition}]": sorted(record_ids)},
+                  "acknowledged to a client")
 
     def pid(self, name: str) -> int:
         if name not in self.procs:
@@ -150,8 +205,22 @@ class LocalCluster:
     def alive(self, name: str) -> bool:
         return name in self.procs and _alive(self.pid(name))
 
-    def kill(self, name: str, sig: int = signal.SIGKILL) -> None:
+    def kill(self, name: str, sig: int = signal.SIGKILL, log: bool = True) -> None:
+        """Send ``sig`` to a process; a SIGKILL of a live broker or of the active controller is logged
+        (``Crash(b)``, ``ControllerFailover()``) once the process is gone, when the cluster logs events."""
         pid = self.pid(name)
+        role = self.procs[name].get("role")
+        active = False
+        log = log and bool(self.event_log)
+        if log and sig == signal.SIGKILL and role == "controller" and _alive(pid):
+            try:
+                active = self.active_controller() == name
+            except ClientError:
+                active = False
+        was_alive = _alive(pid)
+        t = None
+        if log and sig == signal.SIGKILL and was_alive:
+            t = _freeze(pid)  # every line the victim wrote has a smaller t; every reaction to its death a larger one
         try:
             os.kill(pid, sig)
         except ProcessLookupError:
@@ -159,15 +228,25 @@ class LocalCluster:
         deadline = time.monotonic() + 10
         while time.monotonic() < deadline and _alive(pid):
             time.sleep(0.02)
+        if log and sig == signal.SIGKILL and was_alive and not _alive(pid):
+            if role == "broker":
+                b = int(name.rsplit("-", 1)[1])
+                self._log(name, "action", step("Crash", b), {f"brokers[{b}].alive": False}, f"SIGKILL {name}", t)
+            elif active:
+                self._log(name, "action", step("ControllerFailover"), {}, f"SIGKILL {name}, the active controller", t)
 
     def active_controller(self) -> str | None:
         with self.client() as c:
             return c.status()["controller"]["name"]
 
     def down(self) -> None:
+        """Kill every process; with event logs, first log the end of the run (kind ``end``): what the
+        processes log while they are being killed is not part of it."""
+        if self.event_log and any(self.alive(n) for n in self.procs):
+            self._log("launcher", "end", None, {}, "the cluster is taken down")
         for name in sorted(self.procs, key=lambda n: (n == "store", n)):
             if self.alive(name):
-                self.kill(name, signal.SIGKILL)
+                self.kill(name, signal.SIGKILL, log=False)
 
     # ------------------------------------------------------------------ waiting
     def wait_for(self, pred: Callable[[Client], bool], timeout: float, what: str) -> None:

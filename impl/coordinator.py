@@ -9,18 +9,21 @@ controlled-shutdown requests. Both roles can share one process. With real ZooKee
 candidates can run; when the active one dies (SIGKILL), its session ends and another takes over
 with the next epoch.
 
-It prints ``ready store <port>`` and/or ``ready controller <name> port <port>`` on stdout.
+``--event-log DIR`` (or ``$ISRCHECK_EVENT_LOG``) makes a controller write its own event log
+(:mod:`.event_log`). It prints ``ready store <port>`` and/or ``ready controller <name> port <port>`` on stdout.
 """
 from __future__ import annotations
 
 import argparse
 import asyncio
 import json
+import os
 import signal
 import sys
 
 from .config import ConfigError, from_mapping
 from .controller_core import ControllerCore
+from .event_log import ENV, StepLogger, open_writer
 from .messages import Command
 from .runtime import Runtime
 from .store import StoreError
@@ -28,7 +31,8 @@ from .store_remote import StoreServer, open_store
 
 
 async def run_coordinator(serve_store: int | None, controller: bool, store_spec: str | None, host: str, port: int,
-                          name: str, config: dict, session_timeout: float) -> int:
+                          name: str, config: dict, session_timeout: float,
+                          event_log: str | None = None) -> int:
     loop = asyncio.get_running_loop()
     done = asyncio.Event()
     loop.add_signal_handler(signal.SIGTERM, done.set)
@@ -52,6 +56,9 @@ async def run_coordinator(serve_store: int | None, controller: bool, store_spec:
         await rt.open_session()
         actual = await rt.serve(host, port)
         rt.core = ControllerCore(cfg, name=name, autonomous=True, address=(host, actual))
+        writer = open_writer(event_log, name, "controller", config)
+        if writer is not None:
+            rt.step_logger = StepLogger(writer, rt.core)
         rt.feed(Command("Start"))
         print(f"ready controller {name} port {actual}", flush=True)
     waiters = [asyncio.ensure_future(done.wait())]
@@ -75,12 +82,14 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--name", default="controller")
     ap.add_argument("--config-json", default="{}")
     ap.add_argument("--session-timeout", type=float, default=2.0)
+    ap.add_argument("--event-log", default=os.environ.get(ENV) or None, metavar="DIR",
+                    help=f"a controller writes its own event log to DIR (default: ${ENV})")
     a = ap.parse_args(argv)
     if a.serve_store is None and not a.controller:
         ap.error("nothing to do: give --serve-store and/or --controller")
     try:
         return asyncio.run(run_coordinator(a.serve_store, a.controller, a.store, a.host, a.port, a.name,
-                                           json.loads(a.config_json), a.session_timeout))
+                                           json.loads(a.config_json), a.session_timeout, a.event_log))
     except (ConfigError, StoreError, json.JSONDecodeError, OSError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2

@@ -7,17 +7,21 @@ metadata store given by ``SPEC`` (``embedded:HOST:PORT`` for a coordinator's sto
 ``zookeeper:HOST:PORT``). On start-up it prints ``ready broker <id> port <port>`` on stdout.
 SIGTERM asks the controller for a controlled shutdown first (``--no-controlled-shutdown`` to
 just stop); SIGKILL is a crash: the page cache keeps what was written, the store session ends.
+``--event-log DIR`` (or ``$ISRCHECK_EVENT_LOG``) makes it write its own event log (:mod:`.event_log`),
+first line ``Restart(<id>)`` with what it recovered from its disk.
 """
 from __future__ import annotations
 
 import argparse
 import asyncio
 import json
+import os
 import signal
 import sys
 
 from .broker_core import BrokerCore
 from .config import ConfigError, from_mapping
+from .event_log import ENV, StepLogger, open_writer
 from .log import FileDisk
 from .messages import Command
 from .runtime import Runtime
@@ -26,7 +30,7 @@ from .store_remote import open_store
 
 
 async def run_node(broker_id: int, host: str, port: int, data: str, store_spec: str, config: dict,
-                   session_timeout: float, controlled_shutdown: bool = True) -> int:
+                   session_timeout: float, controlled_shutdown: bool = True, event_log: str | None = None) -> int:
     cfg = from_mapping(config)
     store = open_store(store_spec, timeout=10.0)
     if hasattr(store, "session_timeout"):
@@ -38,6 +42,10 @@ async def run_node(broker_id: int, host: str, port: int, data: str, store_spec: 
     actual = await rt.serve(host, port)
     core = BrokerCore.recover(cfg, broker_id, image, autonomous=True, address=(host, actual))
     rt.core = core
+    writer = open_writer(event_log, f"broker-{broker_id}", "broker", config)
+    if writer is not None:
+        rt.step_logger = StepLogger(writer, core)
+        rt.step_logger.restart()
     loop = asyncio.get_running_loop()
     stopping = {"asked": False}
 
@@ -68,11 +76,13 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--config-json", default="{}")
     ap.add_argument("--session-timeout", type=float, default=2.0)
     ap.add_argument("--no-controlled-shutdown", action="store_true")
+    ap.add_argument("--event-log", default=os.environ.get(ENV) or None, metavar="DIR",
+                    help=f"write this process's own event log to DIR (default: ${ENV})")
     a = ap.parse_args(argv)
     try:
         config = json.loads(a.config_json)
         return asyncio.run(run_node(a.id, a.host, a.port, a.data, a.store, config, a.session_timeout,
-                                    not a.no_controlled_shutdown))
+                                    not a.no_controlled_shutdown, a.event_log))
     except (ConfigError, StoreError, json.JSONDecodeError, OSError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2

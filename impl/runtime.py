@@ -70,6 +70,7 @@ class Runtime:
         self.stop_reason = ""
         self.server: asyncio.base_events.Server | None = None
         self.on_effect: Callable[[Any], None] | None = None
+        self.step_logger: Any = None  # an .event_log.StepLogger when the process writes its own event log
 
     # ------------------------------------------------------------------ lifecycle
     async def open_session(self) -> None:
@@ -117,11 +118,18 @@ class Runtime:
     def feed(self, inp: Any) -> None:
         if self.stopped.is_set():
             return
+        steps = self.step_logger
         try:
+            before = steps.before(inp) if steps is not None else None
             effects = self.core.handle(inp, now_ms()) if self.feed_now else self.core.handle(inp)
         except Exception:  # noqa: BLE001 - a bug in one input must not take the process down silently
             log.exception("%s: the core failed on %r", self.name, inp)
             return
+        if steps is not None:  # logged before the effects, so a step it causes elsewhere comes later
+            try:
+                steps.after(inp, effects, before)
+            except Exception:  # noqa: BLE001 - the log is evidence, not a reason to stop serving
+                log.exception("%s: writing the event log failed on %r", self.name, inp)
         for eff in effects:
             self._perform(eff)
 

@@ -1,6 +1,6 @@
 """``isrcheck cluster``: run the reference implementation as real processes on loopback.
 
-    isrcheck cluster up --brokers 3 [--zookeeper HOST:PORT]
+    isrcheck cluster up --brokers 3 [--zookeeper HOST:PORT] [--event-log DIR]
     isrcheck cluster create-topic --partitions 1 --replication-factor 3
     isrcheck cluster produce --partition 0 hello world
     isrcheck cluster consume --partition 0
@@ -74,9 +74,16 @@ def cluster() -> None:
 @click.option("--zookeeper", default=None, metavar="HOST:PORT", help="use this ZooKeeper instead of the embedded store")
 @click.option("--config", "config_file", default=None, type=click.Path(dir_okay=False),
               help="a configuration file (specs/03-configuration.md keys)")
+@click.option("--event-log", "event_log", default=None, type=click.Path(file_okay=False), metavar="DIR",
+              help="every process writes its own event log to DIR (check it with `isrcheck validate DIR`)")
 @dir_option
-def up(brokers: int, controllers: int, zookeeper: str | None, config_file: str | None, directory: str) -> None:
-    """Start a cluster and wait until every broker is registered and a controller elected."""
+def up(brokers: int, controllers: int, zookeeper: str | None, config_file: str | None, event_log: str | None,
+       directory: str) -> None:
+    """Start a cluster and wait until every broker is registered and a controller elected.
+
+    With --event-log DIR each broker and controller writes its own event log (one JSON line per step,
+    one file per process) to DIR, and the commands log the crashes they inject and the writes they
+    see acknowledged; `isrcheck validate DIR` checks the run against the model after `cluster down`."""
     if zookeeper is not None:
         host, _, port = zookeeper.rpartition(":")
         if not host or not port.split("/")[0].isdigit():
@@ -92,7 +99,8 @@ def up(brokers: int, controllers: int, zookeeper: str | None, config_file: str |
         config = to_mapping(load_file(config_file))
         config.pop("assignment", None)
     config["brokers"] = brokers
-    c = LocalCluster(directory, brokers=brokers, zookeeper=zookeeper, config=config, controllers=controllers)
+    c = LocalCluster(directory, brokers=brokers, zookeeper=zookeeper, config=config, controllers=controllers,
+                     event_log=event_log)
     try:
         c.up()
     except ClusterError:
@@ -188,7 +196,10 @@ def produce(partition: int, acks: str, count: int | None, timeout: float, values
     c = LocalCluster.load(directory)
     with c.client(timeout=timeout) as k:
         for v in items:
-            offset, rid = k.produce(partition, v, acks=acks, timeout=timeout)
+            want = c.next_record_id(partition) if c.event_log else None  # the model numbers writes 1, 2, ...
+            offset, rid = k.produce(partition, v, acks=acks, timeout=timeout, record_id=want)
+            if acks == "all":
+                c.note_acked(partition, [rid])
             click.echo(f"partition {partition} offset {offset} id {rid}: {v}")
 
 

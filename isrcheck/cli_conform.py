@@ -4,7 +4,7 @@
     isrcheck traces show TRACE
     isrcheck conform TRACE... [--against trace|model|both] [--ignore PATH]
     isrcheck conform --model NAME [--model NAME ...] [--cover edges|states|depth --depth K]
-    isrcheck validate LOG
+    isrcheck validate LOG | DIR | FILE... [--merged FILE]
     isrcheck validate --record FILE --model NAME [--seed S --steps N --anonymous]
 
 Exit status: 0 the implementation conforms (every step matched, every event explained); 1 a
@@ -16,6 +16,7 @@ from __future__ import annotations
 import functools
 import json
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import click
@@ -27,6 +28,7 @@ from isrcheck.conformance.cover import GraphTooLarge, cover
 from isrcheck.conformance.eventlog import EventLogError, load_log, record_simulator, validate_log, write_log
 from isrcheck.conformance.export import export
 from isrcheck.conformance.replay import conform_trace
+from isrcheck.conformance.selflog import validate_selflogs
 from isrcheck.conformance.traces import TraceError, load_trace, trace_from_steps, write_trace
 from isrcheck.conformance.vocab import VocabularyError, action_text
 from isrcheck.manifest import ManifestError
@@ -168,7 +170,7 @@ def _save(config: Any, actions: list[tuple[str, tuple]], path: str, label: str) 
 
 # ---------------------------------------------------------------------------- validate
 @click.command(short_help="Check that an implementation's event log is a behaviour of the model.")
-@click.argument("log_file", required=False, metavar="LOG")
+@click.argument("log_files", nargs=-1, metavar="LOG...")
 @click.option("--record", "record_to", metavar="FILE",
               help="Instead: run the implementation's simulator and write its event log to FILE.")
 @click.option("--model", "model_name", metavar="NAME", help="With --record: the manifest model's configuration.")
@@ -176,14 +178,19 @@ def _save(config: Any, actions: list[tuple[str, tuple]], path: str, label: str) 
 @click.option("--seed", type=int, default=0, show_default=True, help="With --record: the scheduler's seed.")
 @click.option("--steps", type=click.IntRange(min=1), default=100, show_default=True, help="With --record: steps.")
 @click.option("--anonymous", is_flag=True, help="With --record: leave the actions unnamed in the log.")
+@click.option("--merged", "merged_to", metavar="FILE",
+              help="With the implementation's own logs: also write the merged event log to FILE.")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object on stdout.")
 @_user_errors
-def validate(log_file: str | None, record_to: str | None, model_name: str | None, overrides: tuple[str, ...],
-             seed: int, steps: int, anonymous: bool, as_json: bool) -> None:
+def validate(log_files: tuple[str, ...], record_to: str | None, model_name: str | None, overrides: tuple[str, ...],
+             seed: int, steps: int, anonymous: bool, merged_to: str | None, as_json: bool) -> None:
     """Check that the run recorded in LOG (an isrcheck event log, JSON lines) is a behaviour of the
-    model: every event must be explained by model steps, and the first that cannot is named."""
+    model: every event must be explained by model steps, and the first that cannot is named.
+
+    LOG may also be the implementation's own logs of one run (``isrcheck cluster up --event-log
+    DIR``): the directory, or its files; they are merged by their clock and validated as one log."""
     if record_to:
-        if log_file:
+        if log_files:
             _usage("give LOG to validate, or --record FILE, not both")
         if not model_name:
             _usage("--record needs --model NAME")
@@ -192,29 +199,58 @@ def validate(log_file: str | None, record_to: str | None, model_name: str | None
         write_log(log, record_to)
         click.echo(f"wrote {len(log.events)} event(s) to {record_to}", err=True)
         return
-    if not log_file:
+    if not log_files:
         _usage("give an event LOG to validate")
-    log = load_log(log_file)
-    res = validate_log(log)
+    notes: list[str] = []
+    selflog = not (len(log_files) == 1 and not _is_selflog(log_files[0]))
+    if not selflog:
+        log_file = log_files[0]
+        log = load_log(log_file)
+        res = validate_log(log)
+    else:
+        log_file = " ".join(log_files)
+        merged, res = validate_selflogs(log_files)
+        log, notes = merged.log, merged.notes
+        if merged_to:
+            write_log(log, merged_to)
+        notes = [f"merged {merged.lines} line(s) of {merged.files} file(s); the first {merged.folded} "
+                 f"(start-up) make the initial state, {len(log.events)} event(s) follow"] + notes
     if as_json:
         ev = res.failed_event
         _emit({"log": log_file, "ok": res.ok, "events": res.events, "explained": res.explained,
                "seconds": round(res.seconds, 6), "events_per_second": round(res.events_per_second, 1),
                "max_candidates": res.max_candidates, "reason": res.reason, "details": res.details,
-               "failed_event": None if res.ok else {"seq": ev.seq if ev else 0, "line": ev.line if ev else 1}})
+               "notes": notes,
+               "failed_event": None if res.ok else {"seq": ev.seq if ev else 0, "line": ev.line if ev else 1,
+                                                    **({"process": ev.actor} if selflog and ev else {})}})
     else:
         console = render.make_console()
+        for n in notes:
+            console.print(f"note: {escape(n)}", highlight=False)
         if res.ok:
             console.print(f"[green]valid[/green] {escape(log_file)}: {escape(res.summary())} "
                           f"({res.events_per_second:,.0f} events/s; at most {res.max_candidates} candidate "
                           f"state(s) at once)", highlight=False)
         else:
-            where = f" (line {res.failed_event.line})" if res.failed_event is not None else ""
+            where = f" (line {res.failed_event.line})" if res.failed_event is not None and res.failed_event.line else ""
             console.print(f"[bold red]not a model behaviour[/bold red] {escape(log_file)}{where}: "
                           f"{escape(res.reason)}", highlight=False)
             for d in res.details:
                 console.print(f"  {escape(d)}", highlight=False)
     raise click.exceptions.Exit(0 if res.ok else 1)
+
+
+def _is_selflog(path: str) -> bool:
+    """A directory, or a file whose header is the implementation's own log format (not an event log)."""
+    p = Path(path)
+    if p.is_dir():
+        return True
+    try:
+        with p.open("rb") as f:
+            head = f.readline(1 << 20)
+    except OSError:
+        return False
+    return b'"isrcheck-selflog"' in head
 
 
 # ---------------------------------------------------------------------------- traces
