@@ -17,9 +17,10 @@ Validation (events/s), each log first recorded from the implementation:
 - ``coarse``: deliveries, fetches, checkpoints and controller reactions unlogged (up to 8 silent
   steps per event), the other events with a subset of the fields;
 - ``auto``: a fault-injection run of the autonomous cores (AutoSimulator), quiet snapshots only;
-- ``selflog``: real multi-process cluster runs under fault injection (SIGKILL the leader, restart,
-  kill the active controller, SIGKILL a follower, acks=all writes), every process writing its own
-  event log; the files merged by CLOCK_MONOTONIC and validated (merge time reported apart).
+- ``selflog``: real multi-process cluster runs, every process writing its own event log, the files
+  merged by CLOCK_MONOTONIC and validated (merge time reported apart): fault injection (SIGKILL the
+  leader, restart, kill the active controller, SIGKILL a follower, acks=all writes) under the
+  high-watermark and kip-320 generations; two partitions; two controlled shutdowns (SIGTERM).
 
 Every figure is measured now, on this machine; none is a target.
 """
@@ -38,7 +39,8 @@ from isrcheck.conformance.cover import build_graph, cover  # noqa: E402
 from isrcheck.conformance.eventlog import coarsen, record_simulator, validate_log  # noqa: E402
 from isrcheck.conformance.export import counterexample, samples  # noqa: E402
 from isrcheck.conformance.replay import conform_trace  # noqa: E402
-from isrcheck.conformance.runs import AutoRun, self_logged_run  # noqa: E402
+from isrcheck.conformance.runs import (AutoRun, controlled_shutdowns, fault_injection, self_logged_run,  # noqa: E402
+                                       two_partitions)
 from isrcheck.conformance.selflog import merge_selflogs  # noqa: E402
 
 COVER = ["replication", "controlled-shutdown", "reassignment", "controller-failover", "delayed-requests",
@@ -116,28 +118,36 @@ def bench_validation(rows: list, quick: bool) -> None:
     bench_selflog(rows, quick)
 
 
+#: the self-logged runs measured: (label, configuration overrides, scenario)
+SELFLOG_RUNS = (("fault injection", {}, fault_injection),
+                ("fault injection, kip-320", {"truncation": "kip-320"}, fault_injection),
+                ("two partitions", {"partitions": 2}, two_partitions),
+                ("controlled shutdowns", {}, controlled_shutdowns))
+
+
 def bench_selflog(rows: list, quick: bool) -> None:
     import tempfile
 
-    events, secs, merge_secs, lines, cands, run_secs = 0, 0.0, 0.0, 0, 0, 0.0
     runs = 1 if quick else 3
-    for _ in range(runs):
-        with tempfile.TemporaryDirectory(prefix="isrcheck-bench-selflog-") as d:
-            t = time.perf_counter()
-            directory = self_logged_run(d)
-            run_secs += time.perf_counter() - t
-            t = time.perf_counter()
-            merged = merge_selflogs([directory])
-            merge_secs += time.perf_counter() - t
-            r = validate_log(merged.log)
-            assert r.ok, r.reason
-            events += r.explained
-            secs += r.seconds
-            lines += merged.lines
-            cands = max(cands, r.max_candidates)
-    rows.append(("validate", f"selflog: {runs} real-cluster run(s) logged by their own processes ({lines} lines, "
-                             f"merged in {merge_secs:.2f} s; runs took {run_secs:.1f} s; at most {cands} "
-                             f"candidate states)", events, secs))
+    for label, config, scenario in SELFLOG_RUNS:
+        events, secs, merge_secs, lines, cands, run_secs = 0, 0.0, 0.0, 0, 0, 0.0
+        for _ in range(runs):
+            with tempfile.TemporaryDirectory(prefix="isrcheck-bench-selflog-") as d:
+                t = time.perf_counter()
+                directory = self_logged_run(d, config=config, scenario=scenario)
+                run_secs += time.perf_counter() - t
+                t = time.perf_counter()
+                merged = merge_selflogs([directory])
+                merge_secs += time.perf_counter() - t
+                r = validate_log(merged.log)
+                assert r.ok, r.reason
+                events += r.explained
+                secs += r.seconds
+                lines += merged.lines
+                cands = max(cands, r.max_candidates)
+        rows.append(("validate", f"selflog, {label}: {runs} real-cluster run(s) logged by their own processes "
+                                 f"({lines} lines, merged in {merge_secs:.2f} s; runs took {run_secs:.1f} s; at "
+                                 f"most {cands} candidate states)", events, secs))
 
 
 def main() -> None:

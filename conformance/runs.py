@@ -21,6 +21,7 @@ model may crash as often as the run did, and shrink the ISR as a leader may on i
 from __future__ import annotations
 
 import dataclasses
+import signal
 import time
 from collections.abc import Callable, Mapping
 from typing import Any
@@ -30,8 +31,8 @@ from isrcheck.model.config import Faults, from_mapping
 from .eventlog import EventLog, Recorder
 from .observations import flatten
 
-__all__ = ["AutoRun", "ClusterRun", "SELFLOG_CONFIG", "SETTLE", "SILENT", "SelfLoggedRun", "fault_injection",
-           "self_logged_run"]
+__all__ = ["AutoRun", "ClusterRun", "SELFLOG_CONFIG", "SETTLE", "SILENT", "SelfLoggedRun", "controlled_shutdowns",
+           "fault_injection", "self_logged_run", "two_partitions"]
 
 #: housekeeping a quiet cluster has finished: its HW checkpoints (written every
 #: hw_checkpoint_interval_ms, far below the time a run waits to call the cluster quiet)
@@ -316,6 +317,13 @@ class SelfLoggedRun:
             self.cluster.kill(name)
         return name
 
+    def shutdown(self, b: int) -> None:
+        """SIGTERM broker ``b``: a controlled shutdown (the controller moves its leaderships and ISR
+        memberships away, then the broker checkpoints and stops); returns once the process is gone."""
+        self.cluster.kill(f"broker-{b}", signal.SIGTERM)
+        if self.cluster.alive(f"broker-{b}"):
+            raise RuntimeError(f"broker {b} did not stop after SIGTERM")
+
 
 #: a fast-reacting cluster (lag-based ISR shrink after 1 s) without a deposed controller acting on
 SELFLOG_CONFIG = {"replica_lag_time_max_ms": 1000, "fetch_interval_ms": 5, "controller_recheck_ms": 100,
@@ -339,23 +347,60 @@ def fault_injection(run: SelfLoggedRun) -> None:
     run.produce(0)
 
 
+def two_partitions(run: SelfLoggedRun) -> None:
+    """Writes to both partitions (led by brokers 1 and 2) around: SIGKILL partition 1's leader, restart
+    it; kill the active controller."""
+    run.produce(0)
+    run.produce(1)
+    leader = run.leader(1)
+    run.crash(leader)
+    run.produce(0)
+    run.produce(1)
+    run.restart(leader)
+    run.kill_controller()
+    run.produce(0)
+    run.produce(1)
+
+
+def controlled_shutdowns(run: SelfLoggedRun) -> None:
+    """Writes around two controlled shutdowns (SIGTERM): of the leader (its leadership moves), then of
+    a follower (it leaves the ISR); each broker is restarted and back in sync before the next write."""
+    run.produce(0)
+    leader = run.leader()
+    run.shutdown(leader)
+    run.produce(0)
+    run.restart(leader)
+    follower = next(b for b in (1, 2, 3) if b not in (leader, run.leader()))
+    run.shutdown(follower)
+    run.produce(0)
+    run.restart(follower)
+    run.produce(0)
+
+
 def self_logged_run(directory: Any, zookeeper: str | None = None,
-                    scenario: Callable[[SelfLoggedRun], None] = fault_injection) -> Any:
+                    scenario: Callable[[SelfLoggedRun], None] = fault_injection,
+                    config: Mapping[str, Any] | None = None) -> Any:
     """Start a 3-broker, 2-controller cluster in ``directory/cluster`` whose processes log to
-    ``directory/events``, create the topic on brokers 1, 2, 3, run ``scenario``, take the cluster
+    ``directory/events``, configured with :data:`SELFLOG_CONFIG` updated by ``config`` (e.g. another
+    ``truncation`` generation, or ``partitions = 2``); create the topic with the model's assignment
+    (partition p on brokers p+1, p+2, p+3 counted round the ring), run ``scenario``, take the cluster
     down; the events directory (a :class:`pathlib.Path`)."""
     from pathlib import Path
 
     from isrcheck.impl.cluster import LocalCluster
+    from isrcheck.impl.config import from_mapping as impl_config
 
+    raw = {**SELFLOG_CONFIG, **(config or {})}
+    cfg = impl_config(raw)
+    assignment = [list(cfg.replicas_of(p)) for p in range(cfg.partitions)]
     events = Path(directory) / "events"
     c = LocalCluster(Path(directory) / "cluster", brokers=3, controllers=2, session_timeout=2.0,
-                     zookeeper=zookeeper, config=dict(SELFLOG_CONFIG), event_log=events)
+                     zookeeper=zookeeper, config=raw, event_log=events)
     try:
         c.up(wait=30)
         with c.client() as k:
-            k.create_topic(1, 3, assignment=[[1, 2, 3]])
-        run = SelfLoggedRun(c)
+            k.create_topic(cfg.partitions, cfg.replication_factor, assignment=assignment)
+        run = SelfLoggedRun(c, partitions=cfg.partitions)
         try:
             scenario(run)
         finally:

@@ -56,7 +56,7 @@ MAX_SILENT = 4
 #: leader's and the follower's halves; a controller's reaction spans store calls and requests; a
 #: DeliverRequest that changes nothing a broker owns is not logged). Not silent: ShrinkIsr and
 #: CheckpointHighWatermark (every one the implementation does is logged, named), Produce, Crash,
-#: Restart and ControllerFailover (likewise).
+#: Restart, ControllerFailover and ControlledShutdown (likewise; the last by the controller).
 SILENT = ("DeliverRequest", "Fetch", "OffsetsForLeaderEpoch", "TruncateToEpochEndOffset", "ProcessBrokerChange",
           "ResignController", "ElectPreferredLeader", "ReassignPartition", "CreateTopic", "StartTopicDeletion",
           "CompleteTopicDeletion")
@@ -219,7 +219,9 @@ def _model_config(raw: Mapping[str, Any], lines: Sequence[SelfLine]) -> Config:
                                  controller_failovers=max(cfg.faults.controller_failovers,
                                                           named.count("ControllerFailover")),
                                  isr_shrinks=max(cfg.faults.isr_shrinks, named.count("ShrinkIsr") + 2 * crashes + 1))
-    return dataclasses.replace(cfg, faults=Faults(**dataclasses.asdict(faults)),
+    operations = dataclasses.replace(cfg.operations, controlled_shutdowns=max(cfg.operations.controlled_shutdowns,
+                                                                              named.count("ControlledShutdown")))
+    return dataclasses.replace(cfg, faults=Faults(**dataclasses.asdict(faults)), operations=operations,
                                max_records=max(cfg.max_records, records))
 
 

@@ -206,8 +206,11 @@ class LocalCluster:
         return name in self.procs and _alive(self.pid(name))
 
     def kill(self, name: str, sig: int = signal.SIGKILL, log: bool = True) -> None:
-        """Send ``sig`` to a process; a SIGKILL of a live broker or of the active controller is logged
-        (``Crash(b)``, ``ControllerFailover()``) once the process is gone, when the cluster logs events."""
+        """Send ``sig`` to a process and wait (up to 10 s) until it is gone; a SIGKILL of a live broker or
+        of the active controller is logged (``Crash(b)``, ``ControllerFailover()``) once the process is
+        gone, when the cluster logs events. A SIGTERM asks a broker for a controlled shutdown (it stops
+        once the controller has moved its leaderships and ISR memberships); the step is logged by the
+        controller, and the launcher adds ``brokers[b].alive = false`` once the process has exited."""
         pid = self.pid(name)
         role = self.procs[name].get("role")
         active = False
@@ -234,6 +237,11 @@ class LocalCluster:
                 self._log(name, "action", step("Crash", b), {f"brokers[{b}].alive": False}, f"SIGKILL {name}", t)
             elif active:
                 self._log(name, "action", step("ControllerFailover"), {}, f"SIGKILL {name}, the active controller", t)
+        elif log and sig == signal.SIGTERM and role == "broker" and was_alive and not _alive(pid):
+            # the broker stopped on its own after its controlled shutdown: the step itself is the
+            # controller's line (ControlledShutdown); this one only says the process is gone
+            b = int(name.rsplit("-", 1)[1])
+            self._log(name, "observation", None, {f"brokers[{b}].alive": False}, f"SIGTERM {name}: stopped")
 
     def active_controller(self) -> str | None:
         with self.client() as c:

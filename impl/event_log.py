@@ -17,14 +17,15 @@ then one line per step::
      "input": "ProduceRequest", "facts": {"replicas[2,0].log": [{"id": 1, "epoch": 0}], ...}, "note": ""}
 
 - ``seq`` counts the process's lines from 1; ``t`` is ``time.monotonic_ns()`` (CLOCK_MONOTONIC, one
-  clock for every process of a host), read *after* the core handled the input and *before* its
-  effects (messages, store calls) are performed, so a step caused by another process's step always
-  has the larger ``t``.
+  clock for every process of a host), read *after* the core handled the input and its disk writes
+  were done (so a line never claims an append or a checkpoint that a kill lost) and *before* its
+  other effects (messages, store calls) are performed, so a step caused by another process's step
+  always has the larger ``t``.
 - ``step`` names the step in the vocabulary of specs/actions.toml where the implementation can:
   ``{"name", "args"}``, ``{"name"}`` (that kind of step, arguments unknown) or ``null``.
 - ``kind`` is ``"action"`` when the input is exactly one model step, named (a produce appended,
-  a lag-based ISR shrink written, a periodic HW checkpoint, a restart, a crash or controller kill
-  injected by the launcher; the launcher's ``"end"`` marks the end of the run, before it takes the
+  a lag-based ISR shrink written, a periodic HW checkpoint, a restart, a controller's finished
+  controlled shutdown of a broker, a crash or controller kill injected by the launcher; the launcher's ``"end"`` marks the end of the run, before it takes the
   cluster down); otherwise ``"observation"``: the facts hold after the process's step,
   but the model's step may already have been counted by another process (the model's Fetch is the
   leader's and the follower's halves in one step) or may span several inputs (a controller's
@@ -34,6 +35,10 @@ then one line per step::
   partition's ``partitions[p].leader/isr/leader_epoch/zk_version`` after a leader/ISR write of this
   process succeeded (the writer knows the znode's value at that moment); an active controller's
   ``controller.epoch``; a client's ``acked[p]`` (the writes acknowledged to *this* client).
+- A controlled shutdown is the model's one step ``ControlledShutdown(e, b)``: the controller logs it
+  when the operation is done; broker ``b`` logs nothing more once it has heard from the controller
+  (the model's broker stopped in that step); the launcher logs ``brokers[b].alive = false`` when the
+  SIGTERMed process has exited.
 
 Only ``impl`` vocabulary is used here: names and paths are data from specs/, nothing is imported
 from the model or the conformance package.
@@ -57,6 +62,11 @@ VERSION = 1
 CLOCK = "CLOCK_MONOTONIC ns"
 #: the environment variable a process reads to find the directory it logs to
 ENV = "ISRCHECK_EVENT_LOG"
+
+#: what a broker in controlled shutdown hears from the controller once it has acted
+_FROM_CONTROLLER = ("LeaderAndIsr", "StopReplica", "UpdateMetadata", "ControlledShutdownResponse")
+#: a controller operation's status when it did what it was asked (impl.controller_core.DONE)
+_DONE = "done"
 
 _STATE = re.compile(r"^/brokers/topics/[^/]+/partitions/(\d+)/state$")
 
@@ -195,6 +205,9 @@ class StepLogger:
         if self.broker is not None:
             self._ckpt = {p: r.ckpt for p, r in core.replicas.items()}
         self._epoch = 0
+        #: a broker in controlled shutdown that has heard from the controller since it asked: in the model
+        #: it stopped in the controller's ControlledShutdown step, so its steps until it stops are not logged
+        self.gone = False
 
     def _owned(self) -> dict[str, Any]:
         if self.broker is not None:
@@ -209,7 +222,7 @@ class StepLogger:
 
     def before(self, inp: Any) -> Any:
         if self.broker is None:
-            return None
+            return len(getattr(self.core, "history", ()))  # the controller operations finished so far
         r = {p: (frozenset(x.isr), x.leader, x.leo) for p, x in self.core.replicas.items()}
         return r
 
@@ -228,12 +241,20 @@ class StepLogger:
         if self.broker is not None:
             self._after_broker(inp, effects, before, written, t)
         else:
-            self._after_controller(inp, written, t)
+            self._after_controller(inp, written, t, before)
 
     # ------------------------------------------------------------------ brokers
     def _after_broker(self, inp: Any, effects: list[Any], before: Any, written: dict[int, dict[str, Any]],
                       t: int) -> None:
         b = self.broker
+        if self.gone:
+            return
+        if getattr(self.core, "stopping", False) and isinstance(inp, Receive) \
+                and type(inp.msg).__name__ in _FROM_CONTROLLER and not getattr(inp.msg, "error", ""):
+            # the controller has taken its ControlledShutdown step (its line came first): the model's
+            # broker stopped in that step, so what this one does until it stops is no model step
+            self.gone = True
+            return
         now = self._owned()
         changed = now != self._last
         self._last = now
@@ -282,10 +303,24 @@ class StepLogger:
         self.writer.write(kind, st, facts, inp=name, note=note, t=t)
 
     # ------------------------------------------------------------------ controllers
-    def _after_controller(self, inp: Any, written: dict[int, dict[str, Any]], t: int) -> None:
+    def _after_controller(self, inp: Any, written: dict[int, dict[str, Any]], t: int, before: Any) -> None:
         core = self.core
         facts: dict[str, Any] = {}
         epoch = int(getattr(core, "epoch", 0) or 0)
+        done = [args for name, args, status in getattr(core, "history", [])[before or 0:]
+                if name == "ControlledShutdown" and status == _DONE and args]
+        if done and getattr(core, "active", False):
+            # one input finished the operation (its conditional multi, if any, committed): the model's
+            # ControlledShutdown(e, b), whose other half (the broker stopping) the broker does not log
+            for f in written.values():
+                facts.update(f)
+            facts["controller.epoch"] = epoch
+            self._epoch = epoch
+            for args in done:
+                self.writer.write("action", step("ControlledShutdown", epoch, int(args[0])), facts,
+                                  inp=type(inp).__name__, note=f"controlled shutdown of broker {int(args[0])}",
+                                  t=t)
+            return
         if getattr(core, "active", False) and epoch and epoch != self._epoch:
             self._epoch = epoch
             facts["controller.epoch"] = epoch

@@ -125,13 +125,21 @@ class Runtime:
         except Exception:  # noqa: BLE001 - a bug in one input must not take the process down silently
             log.exception("%s: the core failed on %r", self.name, inp)
             return
-        if steps is not None:  # logged before the effects, so a step it causes elsewhere comes later
+        # The disk first: a step's own writes (an append, an HW checkpoint) are done before its event-log
+        # line, so a line never claims a write that a kill between the two lost; then the line, before
+        # the effects seen elsewhere (messages, store calls), so a step it causes elsewhere comes later.
+        # The order is the same with the log off, so logging does not change what is logged.
+        for eff in effects:
+            if isinstance(eff, Persist):
+                self._perform(eff)
+        if steps is not None:
             try:
                 steps.after(inp, effects, before)
             except Exception:  # noqa: BLE001 - the log is evidence, not a reason to stop serving
                 log.exception("%s: writing the event log failed on %r", self.name, inp)
         for eff in effects:
-            self._perform(eff)
+            if not isinstance(eff, Persist):
+                self._perform(eff)
 
     # ------------------------------------------------------------------ effects
     def _perform(self, eff: Any) -> None:

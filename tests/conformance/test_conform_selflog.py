@@ -4,14 +4,15 @@ writes what it does (impl/event_log.py), the logs of one run are merged by CLOCK
 a torn last line is dropped with a note; foreign or garbled files are one-line errors (exit 2)."""
 from __future__ import annotations
 
+import dataclasses
 import json
 import shutil
 from pathlib import Path
 
 import pytest
 
-from isrcheck.conformance.eventlog import EventLogError
-from isrcheck.conformance.runs import self_logged_run
+from isrcheck.conformance.eventlog import EventLogError, validate_log
+from isrcheck.conformance.runs import controlled_shutdowns, self_logged_run, two_partitions
 from isrcheck.conformance.selflog import merge_selflogs, selflog_files, validate_selflogs
 
 
@@ -172,3 +173,110 @@ def test_foreign_and_garbled_files_are_one_line_errors(tmp_path, run_cli):
     (tmp_path / "empty").mkdir()
     with pytest.raises(EventLogError, match="no \\*.events.jsonl"):
         merge_selflogs([tmp_path / "empty"])
+
+
+# ---------------------------------------------------------------------------- more generations, partitions, faults
+@pytest.fixture(scope="module", params=["kip-101", "kip-320"])
+def generation_run(request, tmp_path_factory):
+    """The same fault injection on a cluster reconciling by leader epochs (OffsetsForLeaderEpoch)."""
+    return request.param, self_logged_run(tmp_path_factory.mktemp(f"selflog-{request.param}"),
+                                          config={"truncation": request.param})
+
+
+@pytest.mark.cluster
+def test_a_self_logged_run_validates_under_the_leader_epoch_generations(generation_run):
+    generation, events = generation_run
+    merged, r = validate_selflogs([events])
+    assert r.ok, f"{r.reason} {r.details}"
+    log = merged.log
+    assert log.config.truncation == generation and log.config.faults.crashes == 2
+    names = [e.action[0] for e in log.events if e.kind == "action"]
+    assert names.count("Produce") == 6 and names.count("Crash") == 2 and names.count("ControllerFailover") == 1
+    # every restarted follower reconciled through the epoch exchange, logged as its own lines
+    queried = [merged.origin[e.seq] for e in log.events if "OffsetsForLeaderEpoch" in e.note]
+    assert queried and all(ln.role == "broker" for ln in queried)
+    assert all(any(p.endswith(".epochs") and v for p, v in ln.facts.items()) for ln in queried)
+    # those lines need the KIP-101 steps the merge lets happen unlogged: without them nothing explains them
+    for step in ("OffsetsForLeaderEpoch", "TruncateToEpochEndOffset"):
+        bare = dataclasses.replace(log, silent=tuple(s for s in log.silent if s != step), events=list(log.events))
+        assert not validate_log(bare).ok, step
+
+
+@pytest.mark.cluster
+def test_a_doctored_leader_epoch_cache_is_rejected_at_that_line(generation_run, tmp_path):
+    _, events = generation_run
+    copy = tmp_path / "events"
+    shutil.copytree(events, copy)
+    f, i, ln = _broker_line(copy, lambda ln: "OffsetsForLeaderEpoch" in ln.note
+                            and len(ln.facts[f"replicas[{ln.process[-1]},0].epochs"]) >= 2)
+    b = ln.process[-1]
+    lines = _lines(f)
+    lines[i]["facts"][f"replicas[{b},0].epochs"][-1]["start_offset"] += 1  # epoch e begins one record late
+    _write(f, lines)
+    _, r = validate_selflogs([copy])
+    assert not r.ok and r.reason.startswith(f"{ln.process} seq {ln.seq} "), r.reason
+    assert f"replicas[{b},0].epochs" in r.reason
+
+
+@pytest.mark.cluster
+def test_a_self_logged_run_of_two_partitions_validates(tmp_path):
+    events = self_logged_run(tmp_path, config={"partitions": 2}, scenario=two_partitions)
+    merged, r = validate_selflogs([events])
+    assert r.ok, f"{r.reason} {r.details}"
+    log = merged.log
+    assert log.config.partitions == 2 and log.config.assignment == ((1, 2, 3), (2, 3, 1))
+    produced = [e.action[1] for e in log.events if e.kind == "action" and e.action[0] == "Produce"]
+    assert sorted(p for _, p in produced) == [0, 0, 0, 1, 1, 1]
+    assert produced[1] == (2, 1)  # partition 1 is led by broker 2 first
+    assert [n for n, _ in (e.action for e in log.events if e.kind == "action")].count("Crash") == 1
+    for p in (0, 1):  # each partition's leader/ISR writes and acknowledged writes are logged and checked
+        assert any(f"partitions[{p}].leader" in e.facts for e in log.events)
+        assert log.events[-1].facts.get(f"acked[{p}]", [1, 2, 3]) == [1, 2, 3]
+    assert sum(1 for e in log.events if e.action and e.action[0] == "CheckpointHighWatermark"
+               and e.action[1][1] == 1) >= 1
+
+
+@pytest.fixture(scope="module")
+def shutdown_run(tmp_path_factory):
+    return self_logged_run(tmp_path_factory.mktemp("selflog-shutdown"), scenario=controlled_shutdowns)
+
+
+@pytest.mark.cluster
+def test_controlled_shutdowns_are_logged_by_the_controller_and_validate(shutdown_run):
+    merged, r = validate_selflogs([shutdown_run])
+    assert r.ok, f"{r.reason} {r.details}"
+    log = merged.log
+    steps = [(e.action, e.actor) for e in log.events if e.kind == "action" and e.action[0] == "ControlledShutdown"]
+    assert len(steps) == 2 and all(actor.startswith("controller-") for _, actor in steps)
+    first, second = (a[1] for a, _ in steps)
+    assert first[0] == second[0] == 1 and first[1] != second[1]  # (controller epoch, broker)
+    assert log.config.operations.controlled_shutdowns == 2
+    names = [e.action[0] for e in log.events if e.kind == "action"]
+    assert names.count("Produce") == 4 and names.count("Restart") == 2 and "Crash" not in names
+    # the launcher sees each stopped process go after the controller's step
+    gone = [i for i, e in enumerate(log.events) if e.actor == "launcher" and False in e.facts.values()]
+    cs = [i for i, e in enumerate(log.events) if e.action and e.action[0] == "ControlledShutdown"]
+    assert len(gone) == 2 and all(c < g for c, g in zip(cs, gone))
+    # the leader's shutdown moved its leadership (a new leader, a new leader epoch) in that one step
+    ev = log.events[cs[0]]
+    assert ev.facts["partitions[0].leader"] != first[1] and first[1] not in ev.facts["partitions[0].isr"]
+
+
+@pytest.mark.cluster
+def test_a_broker_still_acting_after_its_controlled_shutdown_is_rejected(shutdown_run, tmp_path):
+    """The model's broker stops in the controller's ControlledShutdown step: a line of that broker
+    after it (here its last line before, moved just after the step) cannot be explained."""
+    copy = tmp_path / "events"
+    shutil.copytree(shutdown_run, copy)
+    merged = merge_selflogs([copy])
+    cs = next(e for e in merged.log.events if e.action and e.action[0] == "ControlledShutdown")
+    b = cs.action[1][1]
+    before = [merged.origin[e.seq] for e in merged.log.events if e.actor == f"broker-{b}" and e.seq < cs.seq]
+    ln = before[-1]
+    lines = _lines(Path(ln.file))
+    lines[ln.line - 1]["t"] = cs.t + 1
+    for later in lines[ln.line:]:  # its own order stays intact
+        later["t"] = max(later["t"], cs.t + 1)
+    _write(Path(ln.file), lines)
+    _, r = validate_selflogs([copy])
+    assert not r.ok and r.reason.startswith(f"{ln.process} seq {ln.seq} "), r.reason

@@ -139,3 +139,30 @@ def test_the_cluster_commands_write_a_run_that_isrcheck_validate_accepts(tmp_pat
     launcher = [json.loads(x) for f in Path(ev).glob("launcher.*") for x in f.read_text().splitlines()[1:]]
     assert {"name": "Crash", "args": [1]} in [x["step"] for x in launcher]
     assert sorted(i for x in launcher for i in x["facts"].get("acked[0]", [])) == [1, 2, 3]
+
+
+def test_a_controller_logs_a_finished_controlled_shutdown_as_the_model_step(tmp_path):
+    """The controller's line is the model's ControlledShutdown(e, b), with the leader/ISR it wrote;
+    a refused request (not done) is no step."""
+    from types import SimpleNamespace
+
+    from isrcheck.impl.event_log import StepLogger
+    from isrcheck.impl.messages import StoreResult
+
+    core = SimpleNamespace(active=True, epoch=3, history=[])
+    w = open_writer(tmp_path, "controller-1", "controller", {"brokers": 3})
+    logger = StepLogger(w, core)
+    multi = StoreOp(5, "multi", ([SetData(L.state_path("isrcheck", 0), L.LeaderIsr(2, (2, 3), 1, 3).encode(), 0)],))
+    logger.after("snapshot answer", [multi], logger.before("snapshot answer"))
+    before = logger.before("commit")
+    core.history.append(("ControlledShutdown", (1,), "done"))
+    logger.after(StoreResult(5, [Stat(1, 0, 0, 0)]), [], before)
+    before = logger.before("again")
+    core.history.append(("ControlledShutdown", (2,), "not-enabled: broker 2 is not a live broker"))
+    logger.after(StoreResult(6, None), [], before)
+    lines = [json.loads(x) for x in w.path.read_text().splitlines()[1:]]
+    assert [ln["step"] for ln in lines] == [None, {"name": "ControlledShutdown", "args": [3, 1]}]
+    assert lines[0]["facts"] == {"controller.epoch": 3} and lines[1]["kind"] == "action"
+    assert lines[1]["facts"] == {"partitions[0].leader": 2, "partitions[0].isr": [2, 3],
+                                 "partitions[0].leader_epoch": 1, "partitions[0].zk_version": 2,
+                                 "controller.epoch": 3}
