@@ -86,7 +86,7 @@ _config_opt = click.option("--config", "config_file", metavar="FILE",
 _set_opt = click.option("--set", "overrides", multiple=True, metavar="KEY=VALUE",
                         help="Override a configuration key, e.g. --set faults.crashes=1 (repeatable).")
 _master_opt = click.option("--master", metavar="URL", default=None,
-                           help="Spark master (default local[*]: every core of this machine).")
+                           help="Spark master (default: spark-submit's when started by it, else local[*]: every core here).")
 _json_opt = click.option("--json", "as_json", is_flag=True, help="Print one JSON object on stdout.")
 
 
@@ -122,13 +122,15 @@ def _level_table(levels: list[Any]) -> Any:
 @click.option("--spark-threshold", type=click.IntRange(min=0), default=None, metavar="N",
               help="Run a level on Spark when its frontier has at least N states (default 20000; 0: every level).")
 @click.option("--max-depth", type=click.IntRange(min=0), metavar="N", help="Explore at most this many steps deep.")
+@click.option("--max-states", type=click.IntRange(min=1), metavar="N",
+              help="Stop after this many distinct states (as `isrcheck check --max-states`: outcome incomplete).")
 @click.option("--stop-after-levels", type=click.IntRange(min=1), metavar="N",
               help="Compute at most N levels now (resume later with --resume).")
 @click.option("--symmetry/--no-symmetry", default=None, help="Force broker-symmetry reduction on or off.")
 @_json_opt
 def explore(name: str | None, config_file: str | None, overrides: tuple[str, ...], master: str | None,
             out_dir: str | None, resume: bool, spark_threshold: int | None, max_depth: int | None,
-            stop_after_levels: int | None, symmetry: bool | None, as_json: bool) -> None:
+            max_states: int | None, stop_after_levels: int | None, symmetry: bool | None, as_json: bool) -> None:
     """Explore every reachable state of MODEL (or --config FILE) level by level, each level stored as
     Parquet; wide levels run on Spark, narrow ones in-process. The verdict, state count, depth and
     counterexample length are those of `isrcheck check`."""
@@ -162,7 +164,7 @@ def explore(name: str | None, config_file: str | None, overrides: tuple[str, ...
         if threshold <= 1:  # every level on Spark: fail early when Spark cannot start
             _require_spark()
         ex = Explorer(spec, out, spark_threshold=threshold, session=session, resume=resume, max_depth=max_depth,
-                      stop_after_levels=stop_after_levels, on_level=on_level)
+                      max_states=max_states, stop_after_levels=stop_after_levels, on_level=on_level)
         res = ex.run()
     finally:
         if temp is not None:
@@ -176,6 +178,7 @@ def explore(name: str | None, config_file: str | None, overrides: tuple[str, ...
                                                     "seconds")} for x in res.levels],
             "spark_levels": res.spark_levels, "out": None if temp else str(out), "resumed_at": res.resumed_at,
             "finished": res.finished, "spark_threshold": threshold,
+            "spark": session.info,  # master and executors, when a level ran on Spark
         })
         _emit_json(obj)
     else:
@@ -208,10 +211,13 @@ def sweep(grid_file: str, master: str | None, out_dir: str | None, as_json: bool
     from isrcheck.pipeline.sweep import load_grid, run_sweep
 
     grid = load_grid(grid_file, lambda name: dict(manifest.get(name).raw_config))
+    from isrcheck.pipeline.session import session_info
+
     with _session(master) as spark_:
         rows = run_sweep(spark_, grid, out_dir)
+        info = session_info(spark_)
     if as_json:
-        _emit_json({"grid": grid_file, "keys": grid.keys, "rows": [
+        _emit_json({"grid": grid_file, "keys": grid.keys, "spark": info, "rows": [
             {**{k: r[k] for k in ("index", "outcome", "property", "length", "states", "depth", "transitions",
                                   "seconds", "unwitnessed", "limit_hit")}, "values": r["values"]} for r in rows]})
     else:
@@ -403,15 +409,61 @@ def query(source: str, sql: str, master: str | None, limit: int, as_json: bool) 
 
 
 # ---------------------------------------------------------------------------- conform
-@spark.command(short_help="Replay a corpus against the implementation (needs the conformance package).")
+@spark.command(short_help="Replay a trace corpus against the implementation, in parallel.")
 @click.argument("corpus", metavar="CORPUS")
 @_master_opt
-def conform(corpus: str, master: str | None) -> None:
-    """Replay every trace of CORPUS against the reference implementation in parallel. Not available
-    until the conformance package (isrcheck.conformance) exists."""
-    import importlib.util
+@click.option("--out", "out_dir", metavar="DIR",
+              help="Write the per-trace results (Parquet, results/) and summary.txt here (a new directory).")
+@click.option("--model", "models", multiple=True, metavar="NAME", help="Only the traces of this model (repeatable).")
+@click.option("--generation", "generations", multiple=True, metavar="G", help="Only this generation (repeatable).")
+@click.option("--mode", "modes", multiple=True, type=click.Choice(["exhaustive", "random"]),
+              help="Only the traces of this mode (repeatable).")
+@click.option("--mutant", metavar="MODULE:ATTR",
+              help="A planted bug: a context manager patching the implementation, entered on the workers "
+                   "(a module importable there, or a path to a .py file).")
+@click.option("--seed", type=int, default=0, show_default=True, help="Seed of the implementation's simulator.")
+@click.option("--batch-size", type=click.IntRange(min=1), default=5000, show_default=True, metavar="N",
+              help="Traces per Spark job (progress is shown after each).")
+@_json_opt
+def conform(corpus: str, master: str | None, out_dir: str | None, models: tuple[str, ...],
+            generations: tuple[str, ...], modes: tuple[str, ...], mutant: str | None, seed: int, batch_size: int,
+            as_json: bool) -> None:
+    """Replay every trace of CORPUS (written by `isrcheck spark traces`) on the reference implementation,
+    comparing its observation with the model's after every step; the traces are spread over Spark
+    tasks. Exit 0 when every replayed trace conforms, 1 when one diverges (or nothing was checked)."""
+    from isrcheck.pipeline.traces import check_corpus
 
-    if importlib.util.find_spec("isrcheck.conformance") is None:
-        raise PipelineError("spark conform needs the conformance package (isrcheck.conformance), "
-                            "which is not part of this installation yet")
-    raise PipelineError("spark conform: replaying a corpus through isrcheck.conformance is not implemented yet")
+    check_corpus(corpus)
+    _require_spark()
+    from isrcheck.pipeline.conform import resolve_mutant, run_conform, summary_text
+
+    resolve_mutant(mutant)  # a bad --mutant is an input error before Spark starts
+    show = not as_json and render.is_terminal(sys.stderr)
+
+    def on_batch(b: Any) -> None:
+        if show:
+            v = b.verdicts
+            click.echo(f"batch {b.batch}/{b.batches}: {b.traces:,} traces ({v.get('conforms', 0):,} conform, "
+                       f"{v.get('diverges', 0):,} diverge, {v.get('skipped', 0):,} skipped), {b.steps:,} steps, "
+                       f"{b.seconds:.1f} s", err=True)
+
+    with _session(master) as spark_:
+        run = run_conform(spark_, corpus, out=out_dir, seed=seed, mutant=mutant, batch_size=batch_size,
+                          models=models, generations=generations, modes=modes, on_batch=on_batch)
+    if as_json:
+        _emit_json({"corpus": corpus, "ok": run.ok, "traces": run.traces, "steps": run.steps,
+                    "verdicts": run.verdicts, "groups": run.groups, "divergences": run.divergences,
+                    "batches": [{"batch": b.batch, "traces": b.traces, "verdicts": b.verdicts, "steps": b.steps,
+                                 "seconds": round(b.seconds, 6)} for b in run.batches],
+                    "out": out_dir, "mutant": run.mutant, "seconds": round(run.seconds, 6)})
+    else:
+        click.echo(summary_text(run), nl=False)
+        if out_dir:
+            click.echo(f"results: {out_dir}/results (Parquet), {out_dir}/summary.txt")
+    invalid = run.verdicts.get("invalid", 0)
+    if invalid:
+        first = next(d for d in run.divergences if d["verdict"] == "invalid") if any(
+            d["verdict"] == "invalid" for d in run.divergences) else None
+        where = f"; first: {first['trace_id']}: {first['message']}" if first else ""
+        raise PipelineError(f"{corpus}: {invalid} trace(s) are not valid traces{where}")
+    _exit(0 if run.ok else 1)

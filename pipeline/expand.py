@@ -72,6 +72,7 @@ class Expansion:
     coverage: Counter[str] = field(default_factory=Counter)
     transitions: int = 0
     witnessed: set[str] = field(default_factory=set)
+    witness_keys: dict[str, Key] = field(default_factory=dict)  # property -> smallest key of a kept witness
 
 
 @dataclass(frozen=True)
@@ -109,7 +110,8 @@ def expand(
     are kept once each, at their smallest key, with the always-properties they break. Events are
     every faulting step and every (step, transition property) that breaks. ``unwitnessed`` names
     the sometimes-properties still to witness; ``witnessed`` says which of them a kept successor
-    satisfies.
+    satisfies, and ``witness_keys`` the smallest key of such a successor (where a Checker that
+    stops inside the level has witnessed it by then).
     """
     props = props or PropertySets.of(model)
     fingerprint = model.fingerprint
@@ -142,13 +144,14 @@ def expand(
             succ[tfp] = Successor(tfp, fp, rank, i, a, t, [])  # action text filled in below
     out.transitions = transitions
     wanted = [p for p in props.sometimes if p.name in set(unwitnessed)]
-    for x in succ.values():
+    for x in (sorted(succ.values(), key=lambda x: (x.prank, x.aidx)) if wanted else succ.values()):
         x.action = action_text(x.action)
         x.broken = broken_always(props, x.state)
         if wanted:
             for p in list(wanted):
                 if p.check(x.state):
                     out.witnessed.add(p.name)
+                    out.witness_keys[p.name] = (x.prank, x.aidx)
                     wanted.remove(p)
     return out
 

@@ -12,6 +12,7 @@ are rebuilt from the parent links stored in the levels with
 from __future__ import annotations
 
 import time
+import uuid
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
@@ -28,7 +29,8 @@ from .session import LazySession
 from .spec import FINGERPRINT_SCHEME, ModelSpec
 from .store import RunStore
 
-#: frontier size from which a level runs on Spark (each Spark level costs about half a second)
+#: frontier size from which a level runs on Spark (a Spark level has a fixed cost of about a second,
+#: specs/09-pipeline.md "Costs"; in-process a narrow level takes milliseconds)
 DEFAULT_SPARK_THRESHOLD = 20_000
 
 
@@ -54,6 +56,8 @@ class Stop:
     violations: list[dict[str, Any]]  # descriptors, see _violation
     transitions: int
     coverage: Counter[str]
+    witnessed: set[str] = field(default_factory=set)  # sometimes-properties witnessed in the level by then
+    limit: str | None = None  # "states": the stop is --max-states, not a violation
 
 
 @dataclass
@@ -85,7 +89,7 @@ def descriptor(prop: str, kind: str, message: str, parent: int | None, fingerpri
 
 
 def stop_from(before: int, at: list[Successor], events: list[Any], cutoff: Key, visited_before: int,
-              counted: tuple[int, Counter[str]]) -> Stop:
+              counted: tuple[int, Counter[str]], witnessed: set[str] | None = None, limit: str | None = None) -> Stop:
     """The :class:`Stop` at ``cutoff``: ``before`` new states have smaller keys, ``at`` holds the
     new state at the cutoff itself (if the step there made one), ``events`` the level's events."""
     violations = []
@@ -96,7 +100,15 @@ def stop_from(before: int, at: list[Successor], events: list[Any], cutoff: Key, 
     for s in at:
         for name in s.broken:
             violations.append(descriptor(name, "always", "", s.parent, fingerprint=s.fingerprint))
-    return Stop(cutoff, visited_before + before + len(at), violations, counted[0], counted[1])
+    return Stop(cutoff, visited_before + before + len(at), violations, counted[0], counted[1], witnessed or set(), limit)
+
+
+def states_limit(max_states: int | None, visited_before: int, new_count: int) -> int | None:
+    """The Checker's ``max_states`` stop inside a level: the position (in key order) of the new state
+    after which it holds ``max_states`` states, or None when the level ends first."""
+    if max_states is None or new_count == 0 or visited_before + new_count < max_states:
+        return None
+    return max(0, max_states - visited_before - 1)
 
 
 class Explorer:
@@ -111,6 +123,7 @@ class Explorer:
         session: LazySession | None = None,
         resume: bool = False,
         max_depth: int | None = None,
+        max_states: int | None = None,
         stop_after_levels: int | None = None,
         on_level: Callable[[LevelStats], None] | None = None,
         broadcast_limit: int = 2_000_000,
@@ -118,11 +131,13 @@ class Explorer:
     ) -> None:
         self.spec = spec
         self.spec_json = spec.to_json()
+        self.run_id = uuid.uuid4().hex[:12]  # names this process's Spark job groups (explore_spark.level_group)
         self.store = RunStore(out)
         self.spark_threshold = spark_threshold
         self.session = session or LazySession()
         self.resume = resume
         self.max_depth = max_depth
+        self.max_states = max_states
         self.stop_after_levels = stop_after_levels
         self.on_level = on_level
         self.broadcast_limit = broadcast_limit
@@ -145,6 +160,7 @@ class Explorer:
             "fingerprint": FINGERPRINT_SCHEME,
             "properties": [p.name for p in self.model.properties()],
             "max_depth": self.max_depth,
+            "max_states": self.max_states,
             "tool_version": __version__,
         }
 
@@ -153,7 +169,7 @@ class Explorer:
         if self.resume:
             meta = store.load_meta()
             want = self._meta()
-            for key in ("config", "symmetry", "codec", "fingerprint", "properties", "max_depth"):
+            for key in ("config", "symmetry", "codec", "fingerprint", "properties", "max_depth", "max_states"):
                 if meta.get(key) != want[key]:
                     raise PipelineError(f"{store.out}: holds a run with a different {key}; "
                                         "it cannot be resumed with these options")
@@ -291,11 +307,17 @@ class Explorer:
         exp = expand(self.model, frontier, skip=visited, unwitnessed=unwitnessed, props=self.props)
         new = sorted_new(exp)
         cutoff = first_event_key(exp.events, new)
+        limit = None
+        idx = states_limit(self.max_states, visited_count, len(new))
+        if idx is not None and (cutoff is None or new[idx].key < cutoff):  # a violation at the same key wins
+            cutoff, limit = new[idx].key, "states"
         if cutoff is not None:
             counted = count_until(self.model, frontier, cutoff)
             before = sum(1 for s in new if s.key < cutoff)
             at = [s for s in new if s.key == cutoff]
-            return LevelOutcome(0, 0, Counter(), set(), stop_from(before, at, exp.events, cutoff, visited_count, counted))
+            witnessed = {n for n, k in exp.witness_keys.items() if k <= cutoff}
+            return LevelOutcome(0, 0, Counter(), set(), stop_from(before, at, exp.events, cutoff, visited_count, counted,
+                                                                  witnessed, limit))
         if new:
             self._write_local_level(d + 1, new)
         visited.update(s.fingerprint for s in new)
@@ -324,6 +346,8 @@ class Explorer:
             distinct = stop.counted_new
             transitions += stop.transitions
             coverage.update(stop.coverage)
+            witnessed |= stop.witnessed
+            limit = stop.limit or limit
             violations = []
             seen_props: set[str] = set()
             order = {p.name: i for i, p in enumerate(self.model.properties())}

@@ -136,11 +136,23 @@ def session_conf(master: str = DEFAULT_MASTER, app_name: str = "isrcheck",
     return conf
 
 
+def submitted_master() -> str | None:
+    """The master chosen by ``spark-submit --master`` when this process was started by spark-submit
+    (its JVM is already running and passes the settings as system properties), else None."""
+    if not os.environ.get("PYSPARK_GATEWAY_PORT"):
+        return None
+    from pyspark import SparkConf, SparkContext
+
+    SparkContext._ensure_initialized()  # connect to spark-submit's JVM, whose properties hold the master
+    return SparkConf().get("spark.master", None)
+
+
 def create_session(master: str | None = None, app_name: str = "isrcheck",
                    extra: dict[str, str] | None = None) -> SparkSession:
-    """A new (or the active) SparkSession configured as :func:`session_conf` says."""
+    """A new (or the active) SparkSession configured as :func:`session_conf` says. Without
+    ``master``, spark-submit's master when started by spark-submit, else ``local[*]``."""
     check_pyspark()
-    master = master or DEFAULT_MASTER
+    master = master or submitted_master() or DEFAULT_MASTER
     if _is_local(master):
         check_java()
         os.environ["PYSPARK_PYTHON"] = sys.executable
@@ -186,6 +198,17 @@ def quiet_python_loggers() -> None:
         PySparkLogger.getLogger(name).setLevel(logging.CRITICAL)
 
 
+def session_info(spark: Any) -> dict[str, Any]:
+    """Where a session's jobs ran: the master URL and the number of executors registered with it
+    (0 in local mode, where the driver runs the tasks itself)."""
+    sc = spark.sparkContext
+    try:
+        executors = int(sc._jsc.sc().getExecutorIds().size())
+    except Exception:  # noqa: BLE001 - informative only
+        executors = -1
+    return {"master": sc.master, "executors": executors}
+
+
 def active_session() -> SparkSession | None:
     try:
         from pyspark.sql import SparkSession
@@ -217,6 +240,7 @@ class LazySession:
         self.app_name = app_name
         self._spark: Any = None
         self._owned = False
+        self.info: dict[str, Any] | None = None  # session_info, recorded when it stops
 
     @property
     def started(self) -> bool:
@@ -233,6 +257,8 @@ class LazySession:
         return self._spark
 
     def stop(self) -> None:
+        if self._spark is not None:
+            self.info = session_info(self._spark)
         if self._spark is not None and self._owned:
             self._spark.stop()
         self._spark = None

@@ -46,6 +46,9 @@ LEVEL_SCHEMA = pa.schema([
     pa.field("broken", pa.list_(pa.string())),  # always-properties the state breaks
 ])
 
+LEVEL_DDL = ("fingerprint long, parent long, prank long, aidx int, action string, depth int, rank long, "
+             "state binary, broken array<string>")
+
 
 def _atomic_write_json(path: Path, obj: Any) -> None:
     tmp = path.with_name(path.name + ".tmp")
@@ -132,6 +135,11 @@ class RunStore:
         if final.exists():
             shutil.rmtree(final)
         os.replace(self.staging_dir(depth), final)
+
+    def count_staging(self, depth: int) -> int:
+        """Rows of a staged level, from the Parquet footers (no data read)."""
+        return int(ds.dataset(str(self.staging_dir(depth)), format="parquet",
+                              ignore_prefixes=[".", "_"]).count_rows())
 
     def discard_staging(self, depth: int) -> None:
         shutil.rmtree(self.staging_dir(depth), ignore_errors=True)

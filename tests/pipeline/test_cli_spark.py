@@ -53,10 +53,6 @@ def test_non_corpus_directories_are_one_line(cli, tmp_path):
     assert_one_line_error(cli("spark", "analyze", str(tmp_path / "junk.txt")), "not a directory")
 
 
-def test_conform_needs_the_conformance_package(cli, tmp_path):
-    assert_one_line_error(cli("spark", "conform", str(tmp_path)), "conform")
-
-
 def test_explore_in_process_json(cli, tmp_path):
     """A small model never reaches the Spark threshold: no JVM is started, the verdict is the gate's."""
     code, obj = cli.json("spark", "explore", "unclean-election", "--out", str(tmp_path / "run"))

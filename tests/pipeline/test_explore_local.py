@@ -71,3 +71,15 @@ def test_resume_refuses_another_configuration(tmp_path):
         explorer("unclean-election", out).run()
     with pytest.raises(PipelineError, match="no exploration run"):
         explorer("unclean-election", tmp_path / "nothing", resume=True).run()
+
+
+@pytest.mark.parametrize("name, max_states", [("replication", 1), ("replication", 50), ("replication", 289),
+                                              ("replication", 290), ("unclean-election", 20),
+                                              ("hw-truncation-one-crash", 300), ("hw-truncation-one-crash", 10**6)])
+def test_max_states_matches_the_checker(name, max_states, tmp_path):
+    """--max-states stops where the Checker does: the same count, verdict, coverage and unwitnessed
+    properties (the Checker stops once it holds N states, even when that is all of them)."""
+    res = explorer(name, tmp_path / "run", max_states=max_states).run()
+    want = checker(name, max_states=max_states)
+    assert summary(res.result) == summary(want)
+    assert res.result.limit_hit == want.limit_hit

@@ -30,8 +30,15 @@ def test_hybrid_success_resumed_across_spark_levels(spark_session, tmp_path):
     """replication: levels 0-9 in-process, 10-11 on Spark (frontier >= 50), the tail in-process;
     interrupted after the first Spark level and resumed."""
     out = tmp_path / "run"
-    first = explorer("replication", out, spark_threshold=50, stop_after_levels=11, session=LazySession()).run()
+    ex = explorer("replication", out, spark_threshold=50, stop_after_levels=11, session=LazySession())
+    first = ex.run()
     assert not first.finished and [x.engine for x in first.levels][-1] == "spark"
+    # a level that goes on costs two Spark jobs (the expansion's counts, the write); the shared
+    # session's settings are restored afterwards
+    from isrcheck.pipeline.explore_spark import level_group
+
+    assert len(spark_session.sparkContext.statusTracker().getJobIdsForGroup(level_group(10, ex.run_id))) == 2
+    assert spark_session.conf.get("spark.sql.adaptive.enabled") == "true"
     (out / "levels" / "00011.staging").mkdir()  # an interrupted Spark write
     second = explorer("replication", out, spark_threshold=50, resume=True, session=LazySession()).run()
     assert second.finished
@@ -39,3 +46,13 @@ def test_hybrid_success_resumed_across_spark_levels(spark_session, tmp_path):
     assert engines.count("spark") == 2 and engines[-1] == "local"
     assert_same(second.result, checker("replication"))
     assert second.result.distinct_states == 289
+
+
+def test_max_states_inside_a_spark_level_equals_the_checker(spark_session, tmp_path):
+    """replication holds 188 states after level 9; the 230th is found while Spark computes level 10."""
+    res = explorer("replication", tmp_path / "run", spark_threshold=50, max_states=230, session=LazySession()).run()
+    want = checker("replication", max_states=230)
+    assert_same(res.result, want)
+    assert res.result.outcome == "incomplete" and res.result.limit_hit == "states" == want.limit_hit
+    assert res.result.distinct_states == 230 and res.result.unwitnessed == want.unwitnessed
+    assert res.levels[-1].visited == 188  # level 10 was never committed: the Checker stopped inside it
