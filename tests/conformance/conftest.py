@@ -3,8 +3,6 @@ registers the conformance commands on a group of its own (the lead registers the
 and action parsing."""
 from __future__ import annotations
 
-from pathlib import Path
-
 import click
 import pytest
 from click.testing import CliRunner
@@ -13,15 +11,7 @@ from isrcheck import manifest
 from isrcheck.cli_conform import conform, traces, validate
 from isrcheck.conformance.export import counterexample
 from isrcheck.conformance.traces import Trace
-from isrcheck.model.action_text import parse
 
-HERE = Path(__file__).resolve().parent
-REGRESSIONS = HERE / "regressions"
-
-
-def acts(*texts: str) -> list[tuple[str, tuple]]:
-    """``acts("Fetch(2, 0)", ...)`` -> [("Fetch", (2, 0)), ...]"""
-    return [(a.name, tuple(a.args)) for a in map(parse, texts)]
 
 
 @click.group()

@@ -19,7 +19,7 @@ from isrcheck.conformance.eventlog import (
     write_log,
 )
 
-from conftest import acts
+from conform_helpers import acts
 
 MODELS = ["clean-election", "controller-failover", "reassignment-broker-crash", "topic-deletion", "lossy-crash",
           "undetected-restart", "delayed-requests", "preferred-election", "two-partitions"]

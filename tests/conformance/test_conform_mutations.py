@@ -18,7 +18,7 @@ from isrcheck.conformance.traces import load_trace, write_trace
 from isrcheck.model.config import from_mapping
 
 import conform_mutants as M
-from conftest import REGRESSIONS, acts
+from conform_helpers import REGRESSIONS, acts
 
 CRASH_TWO_DELAYED = {"brokers": 3, "replication_factor": 3, "max_records": 0,
                      "faults": {"crashes": 2, "delayed_requests": 1}}

@@ -11,7 +11,7 @@ import pytest
 from isrcheck.conformance.replay import conform_trace
 from isrcheck.conformance.traces import load_trace
 
-from conftest import REGRESSIONS
+from conform_helpers import REGRESSIONS
 
 FILES = sorted(p for p in REGRESSIONS.glob("*") if p.name.endswith((".jsonl", ".itf.json")))
 

@@ -11,7 +11,7 @@ from isrcheck.conformance.replay import conform_actions, conform_trace
 from isrcheck.conformance.sides import impl_support, supported_generations
 from isrcheck.model.config import TRUNCATION_RULES
 
-from conftest import acts
+from conform_helpers import acts
 
 from isrcheck.gallery import WEAKNESSES
 

@@ -5,7 +5,7 @@ import json
 from pathlib import Path
 
 import pytest
-from conftest import assert_one_line_error
+from spark_helpers import assert_one_line_error
 
 from isrcheck import manifest
 
@@ -108,7 +108,7 @@ def test_swarm_is_deterministic_for_a_seed(cli, spark_session):
 
 @pytest.fixture(scope="module")
 def corpus(tmp_path_factory, spark_session):
-    from conftest import Cli
+    from spark_helpers import Cli
 
     cli = Cli()
     out = tmp_path_factory.mktemp("corpus") / "corpus"

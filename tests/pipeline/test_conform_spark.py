@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pyarrow.dataset as ds
 import pytest
-from conftest import assert_one_line_error
+from spark_helpers import assert_one_line_error
 
 from isrcheck import manifest
 
