@@ -68,11 +68,15 @@ def main() -> int:
 
     # induction
     cases = [("replication (no faults)", manifest.get("replication").config),
-             ("hw-truncation-one-crash", manifest.get("hw-truncation-one-crash").config)]
+             ("hw-truncation-one-crash", manifest.get("hw-truncation-one-crash").config),
+             ("leader-crash-kip-320", manifest.get("leader-crash-kip-320").config)]
     if args.quick:
         cases = [("2 replicas, no faults", from_mapping({"brokers": 2, "replication_factor": 2, "max_records": 1})),
                  ("2 replicas, one crash", from_mapping({"brokers": 2, "replication_factor": 2, "max_records": 2,
-                                                         "faults": {"crashes": 1}}))]
+                                                         "faults": {"crashes": 1}})),
+                 ("2 replicas, one crash, kip-320", from_mapping({"brokers": 2, "replication_factor": 2,
+                                                                  "max_records": 1, "truncation": "kip-320",
+                                                                  "faults": {"crashes": 1}}))]
     for label, cfg in cases:
         res = prove_inductive(cfg, timeout=300)
         line(f"inductive: {label}", overall(res.obligations).value, res.seconds,
@@ -81,9 +85,12 @@ def main() -> int:
             print(f"    {o.property:<26} {o.verdict.value}")
 
     # bounded model checking
-    runs = [("unclean-election", 4, False), ("clean-election", 6, False), ("hw-truncation-one-crash", 8, True)]
+    runs = [("unclean-election", 4, False), ("clean-election", 6, False), ("hw-truncation-one-crash", 8, True),
+            ("controlled-shutdown", 6, False),  # a controller operation (invariants/z3_operations.py)
+            ("unclean-election-kip-320", 4, False), ("leader-crash-kip-320", 8, False)]  # invariants/z3_epochs.py
     if args.quick:
-        runs = [("unclean-election", 4, False)]
+        runs = [("unclean-election", 4, False), ("controlled-shutdown", 4, False),
+                ("unclean-election-kip-320", 4, False)]
     for name, depth, first in runs:
         res = bmc(manifest.get(name).config, depth, stop_at_first=first)
         found = [f"{o.property} in {o.counterexample['length']}" for o in res.obligations

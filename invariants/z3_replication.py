@@ -2,7 +2,8 @@
 
 :class:`Encoding` transcribes, step for step, what ``model/broker.py``, ``model/controller.py`` (broker
 change, elections, taking replicas offline) and ``model/actions.py`` do in a configuration without
-administrative operations and without controller failover: produce, fetch (one step, answering the
+reassignment, topic creation or deletion (preferred elections, controlled shutdown and controller
+failover are :mod:`z3_operations`, hooked in through ``self.ops``): produce, fetch (one step, answering the
 leader's HW from before the fetch), HW advance and acknowledgement, ISR shrink and expansion by
 conditional writes, controller requests in per-broker FIFO queues (LeaderAndIsr, StopReplica,
 UpdateMetadata), the controller's broker-change handling with the OfflinePartition selector,
@@ -12,14 +13,14 @@ same name and arguments, so that a bounded model checking trace is replayed by t
 (:func:`bmc` checks each one that way) and its length is comparable with the explicit checker's.
 
 The follower truncation rule is a parameter (:class:`TruncationRule`): the seeds' "high-watermark"
-rule is the only one the model has today; "kip-101", "kip-279" and "kip-320" are reserved names
-(:data:`PLANNED_GENERATIONS`) whose rules are to be added here together with their protocol
-variants in ``model/protocol.py``.
+rule (truncate to the HW on a leader change), and "kip-101", "kip-279", "kip-320" (the leader-epoch
+cache, OffsetsForLeaderEpoch as the model's two actions, KIP-320's fencing; ``z3_epochs.py``).
 
 Bounds: the shape is concrete (brokers, assignment); logs hold at most ``max_records`` records (a
 proved invariant: a record keeps its offset in every copy), request queues at most ``queue``
-requests (a step that would need more sets ``overflow``: BMC reports it, induction excludes it).
-Epochs, versions and budgets are unbounded integers.
+requests, leader-epoch caches ``max_records + 1`` entries (a step that would need more sets
+``overflow``: BMC reports it, induction excludes it). Epochs, versions and budgets are 8-bit numbers
+kept below NUM_MAX (an increment that would pass it sets ``overflow`` too).
 """
 from __future__ import annotations
 
@@ -38,6 +39,8 @@ from isrcheck.model.kafka import initial_state
 from isrcheck.model.protocol import Protocol
 from isrcheck.model.state import State
 
+from .z3_epochs import LeaderEpochTruncation
+from .z3_reassignment import universe
 from .z3_types import (
     NUM_MAX,
     REQ_LAI,
@@ -93,6 +96,35 @@ class TruncationRule:
     def matches(self, protocol: Protocol) -> bool:
         return False
 
+    # hooks where the leader-epoch generations touch the epoch cache (no-ops under high-watermark;
+    # see invariants/z3_epochs.py)
+    uses_leader_epochs = False
+
+    def initial_slots(self, cfg: Config) -> int:
+        """Leader-epoch cache entries per replica (0: no cache, no reconciliation state)."""
+        return 0
+
+    def on_become_leader(self, enc: Encoding, t: SymState, old: SymReplica, new: SymReplica, req: SymRequest,
+                         was: z3.BoolRef) -> None:
+        pass
+
+    def on_produce(self, enc: Encoding, t: SymState, old: SymReplica, new: SymReplica) -> None:
+        pass
+
+    def on_fetch(self, enc: Encoding, t: SymState, old: SymReplica, new: SymReplica, offset: z3.ArithRef) -> None:
+        pass
+
+    def on_cut(self, enc: Encoding, old: SymReplica, new: SymReplica, crashed: bool) -> None:
+        pass
+
+    def isr_removal_receiver(self, m: int, removed: int, new_leader: z3.ArithRef) -> Any:
+        """Protocol.isr_removal_receivers: is assigned replica ``m`` told (0.8: only the new leader)?"""
+        return new_leader == m
+
+    def extra_instances(self, enc: Encoding, s: SymState, b: int, p: int) -> list[Instance]:
+        """Actions of follower ``b`` of partition ``p`` that only this generation has."""
+        return []
+
 
 class HighWatermarkTruncation(TruncationRule):
     """The seeds' rule (Kafka 0.8 to 0.10): on a change of leader, truncate the log to the HW."""
@@ -111,16 +143,22 @@ class HighWatermarkTruncation(TruncationRule):
                 and type(protocol).may_join_isr is Protocol.may_join_isr)
 
 
-GENERATIONS: dict[str, TruncationRule] = {"high-watermark": HighWatermarkTruncation()}
+class EpochTruncation(LeaderEpochTruncation, TruncationRule):
+    """kip-101, kip-279, kip-320: the leader-epoch cache and OffsetsForLeaderEpoch (z3_epochs.py)."""
 
-PLANNED_GENERATIONS = {
-    "kip-101": "leader epochs: the follower truncates to the end offset the leader gives for its latest epoch",
-    "kip-279": "the follower walks back epoch by epoch until leader and follower agree",
-    "kip-320": "fetch and truncation carry the current leader epoch and are fenced when stale",
+
+GENERATIONS: dict[str, TruncationRule] = {
+    "high-watermark": HighWatermarkTruncation(),
+    "kip-101": EpochTruncation("kip-101", "leader epochs: the follower truncates to the end offset the leader "
+                                          "gives for its latest epoch (Kafka 0.11)"),
+    "kip-279": EpochTruncation("kip-279", "the follower walks back epoch by epoch until leader and follower "
+                                          "agree (Kafka 2.0)"),
+    "kip-320": EpochTruncation("kip-320", "fetches and epoch queries carry the leader epoch and are fenced; "
+                                          "reconcile on every epoch change (Kafka 2.1)"),
 }
-"""Generations the model has (config key ``truncation``) and this encoding does not yet: they need
-the leader-epoch cache, the OffsetsForLeaderEpoch exchange (two actions) and KIP-320's fencing as
-a TruncationRule; see specs/08-symbolic.md#generations."""
+
+PLANNED_GENERATIONS: dict[str, str] = {}
+"""Generations the model has (config key ``truncation``) and this encoding does not yet (none now)."""
 
 
 def generation(name: str) -> TruncationRule:
@@ -173,6 +211,10 @@ def disj(xs: Sequence[z3.BoolRef | bool]) -> z3.BoolRef | bool:
     return rest[0] if len(rest) == 1 else z3.Or(rest)
 
 
+def _bool(x: z3.BoolRef | bool) -> z3.BoolRef:
+    return B(x) if isinstance(x, bool) else x
+
+
 def count_true(bs: Sequence[z3.BoolRef]) -> z3.ArithRef:
     return z3.Sum([z3.If(b, I(1), I(0)) for b in bs]) if bs else I(0)
 
@@ -204,7 +246,7 @@ class Instance:
 # ============================================================================ the encoding
 class Encoding:
     def __init__(self, cfg: Config, generation_name: str | None = None, queue: int | None = None,
-                 split_broker_change: bool = False) -> None:
+                 split_broker_change: bool = False, epoch_slots: int | None = None) -> None:
         if generation_name is not None and generation_name != cfg.truncation:
             cfg = dataclasses.replace(cfg, truncation=generation(generation_name).name)
         self.rule = generation(cfg.truncation)
@@ -215,18 +257,36 @@ class Encoding:
         self.N = cfg.brokers
         self.P = cfg.partitions
         self.AR = tuple(cfg.replicas_of(p) for p in range(cfg.partitions))
+        # every broker that can ever be assigned each partition: the per-replica entries range over
+        # it (the initial AR unless reassignments add brokers, z3_reassignment.universe)
+        self.U = tuple(universe(cfg, p) for p in range(cfg.partitions))
         self.K = cfg.max_records
-        self.Q = queue if queue is not None else DEFAULT_QUEUE
+        # two controllers' requests interleave (an UpdateMetadata of one epoch is not absorbed by a
+        # request of the other): the failover models queue one request more; the deletion models two
+        # more (topic deletion: StopReplica, ISR removal and a deleting StopReplica per replica;
+        # under kip-320 the ISR removals go to every remaining replica: five; the reassignment models
+        # queue up to five too)
+        self.Q = queue if queue is not None else DEFAULT_QUEUE + (
+            2 if cfg.operations.topic_deletions or cfg.operations.reassignments
+            else 1 if cfg.faults.controller_failovers else 0)
         self.periodic = cfg.hw_checkpoint == "periodic"
+        self.E = self.rule.initial_slots(cfg) if epoch_slots is None else epoch_slots  # epoch-cache entries
         self.protocol = Protocol(cfg)
         self.init_state = initial_state(self.protocol)
+        # administrative operations and controller failover (z3_operations), when the configuration has them
+        from .z3_operations import Operations, needs_operations
+
+        self.ops: Operations | None = Operations(self) if needs_operations(cfg) else None
         # induction splits ProcessBrokerChange by which assigned brokers came or left (smaller
         # queries); bounded model checking keeps one symbolic case (fewer choices per step)
         self.split_broker_change = split_broker_change
 
     # ------------------------------------------------------------------ states
     def fresh(self, prefix: str) -> SymState:
-        return SymState.fresh(self.N, self.AR, self.K, self.Q, prefix)
+        s = SymState.fresh(self.N, self.U, self.K, self.Q, prefix, epoch_slots=self.E)
+        if self.ops is not None:
+            s.ops = self.ops.fresh(prefix)
+        return s
 
     def brokers(self) -> range:
         return range(1, self.N + 1)
@@ -283,7 +343,7 @@ class Encoding:
         """broker.advance_hw for leader ``b`` (its replica in ``t``), when ``cond``."""
         r = t.replicas[p][b]
         new_hw: z3.ArithRef = r.log.length
-        for m in self.AR[p]:
+        for m in self.U[p]:
             if m != b:
                 new_hw = z3.If(z3.And(r.isr[m], r.remote_leo[m] < new_hw), r.remote_leo[m], new_hw)
         c = z3.And(cond, new_hw > r.hw)
@@ -299,14 +359,16 @@ class Encoding:
         self.expose(t, p, r.log, new_hw, c)
 
     # ------------------------------------------------------------------ requests
-    def send(self, t: SymState, b: int, kind: int, p: int = 0, cond: z3.BoolRef = B(True)) -> None:
-        """World.send to broker ``b`` (a LeaderAndIsr carries partition ``p``'s znode as it is now)."""
+    def send(self, t: SymState, b: int, kind: int, p: int = 0, cond: z3.BoolRef = B(True),
+             delete: bool = False) -> None:
+        """World.send to broker ``b`` (a LeaderAndIsr carries partition ``p``'s znode as it is now;
+        ``delete``: a StopReplica that deletes, reassignment step 9)."""
         q = t.inbox[b]
         c = conj(cond, t.alive[b])
         if c is False:
             return
         if kind == REQ_UM:  # not queued behind a request of the same controller epoch
-            c = conj(c, q.length == 0)
+            c = conj(c, self.ops.um_not_queued(t, b) if self.ops is not None else q.length == 0)
         if kind == REQ_LAI:
             z = t.zk[p]
             req = SymRequest(I(kind), I(p), z.leader, {m: z.isr.get(m, B(False)) for m in self.brokers()},
@@ -322,14 +384,20 @@ class Encoding:
                                     ite(w, req.leader_epoch, s.leader_epoch), ite(w, req.zk_version, s.zk_version)))
         t.overflow = z3.Or(t.overflow, conj(c, q.length >= self.Q))
         t.inbox[b] = SymInbox(ite(c, q.length + 1, q.length), tuple(slots))
+        if self.ops is not None:
+            self.ops.sent(t, b, c, q.length, kind, p, delete)
 
     def pop(self, t: SymState, b: int, k: int) -> SymRequest:
         """Remove the request at position ``k`` of ``b``'s queue; return it."""
         q = t.inbox[b]
         req = q.slots[k]
+        if self.ops is not None and self.ops.reassign is not None:
+            req = dataclasses.replace(req, replicas=t.ops.reassign.req_list[b][k])
         empty = SymRequest(I(REQ_NONE), I(0), I(0), {m: B(False) for m in self.brokers()}, I(0), I(0))
         slots = list(q.slots[:k]) + list(q.slots[k + 1:]) + [empty]
         t.inbox[b] = SymInbox(q.length - 1, tuple(slots))
+        if self.ops is not None:
+            self.ops.popped(t, b, k)
         return req
 
     # ------------------------------------------------------------------ controller
@@ -343,6 +411,13 @@ class Encoding:
         z.isr = {b: ite(cond, isr[b], z.isr[b]) for b in z.isr}
         z.leader_epoch = ite(cond, z.leader_epoch + 1, z.leader_epoch)
         z.version = ite(cond, z.version + 1, z.version)
+        if self.ops is not None:
+            self.ops.wrote(t, p, cond)
+
+    def unfenced(self, t: SymState, p: int) -> z3.BoolRef | bool:
+        """Whether the acting controller's write of ``p``'s leader/ISR znode is accepted (always, with
+        one controller)."""
+        return z3.Not(self.ops.fenced(t, p)) if self.ops is not None else True
 
     def broadcast_metadata(self, t: SymState, cond: z3.BoolRef | bool) -> None:
         if cond is False:
@@ -350,20 +425,36 @@ class Encoding:
         for b in self.brokers():
             self.send(t, b, REQ_UM, cond=conj(cond, t.c_live[b]))
 
+    # ------------------------------------------------------------------ the controller's view of AR
+    def in_assignment(self, t: SymState, p: int, b: int) -> z3.BoolRef | bool:
+        """controller.assignment(p) holds ``b``: constant without reassignments (the universe is AR),
+        else a lookup in z3_reassignment's list table (RAR from step 7 on)."""
+        if self.ops is None or self.ops.reassign is None:
+            return b in self.AR[p]
+        R = self.ops.reassign
+        return R.member(p, R.assignment(t.ops.reassign, p), b)
+
+    def first_assigned(self, t: SymState, p: int, cond: dict[int, Any]) -> z3.ArithRef:
+        """The first broker of the controller's AR, in AR order, for which ``cond`` holds (0 if none)."""
+        if self.ops is None or self.ops.reassign is None:
+            return first_of([(cond[b], b) for b in self.AR[p]])
+        R = self.ops.reassign
+        return R.first_of(p, R.assignment(t.ops.reassign, p), cond)
+
     def elect_offline(self, t: SymState, p: int, cond: z3.BoolRef) -> None:
         """partition_to(ONLINE) from Offline with the OfflinePartition selector."""
         if cond is False:
             return
-        ar = self.AR[p]
+        ar = self.U[p]
         z = t.zk[p]
-        live = {b: t.c_live[b] for b in ar}
+        live = {b: _bool(conj(self.in_assignment(t, p, b), t.c_live[b])) for b in ar}
         cand = {b: z3.And(live[b], z.isr[b]) for b in ar}
         has_clean = z3.Or(list(cand.values()))
         any_live = z3.Or(list(live.values()))
         ok = z3.Or(has_clean, z3.And(any_live, B(self.cfg.unclean_leader_election)))
-        leader = z3.If(has_clean, first_of([(cand[b], b) for b in ar]), first_of([(live[b], b) for b in ar]))
+        leader = z3.If(has_clean, self.first_assigned(t, p, cand), self.first_assigned(t, p, live))
         isr = {b: z3.If(has_clean, cand[b], leader == b) for b in ar}
-        do = conj(cond, ok)
+        do = conj(cond, ok, self.unfenced(t, p))
         self.write_leader_isr(t, p, leader, isr, do)
         t.partition_online = tuple(ite(do, B(True), o) if q == p else o for q, o in enumerate(t.partition_online))
         for b in ar:  # LeaderAndIsr to the live assigned replicas, in AR order
@@ -371,22 +462,29 @@ class Encoding:
         self.broadcast_metadata(t, do)
 
     def elect_offline_and_new(self, t: SymState, cond: z3.BoolRef | bool) -> None:
+        admin = self.ops.admin if self.ops is not None else None
         for p in range(self.P):
+            if admin is not None:  # topic creation: a New partition is initialised, not elected
+                admin.elect_offline_or_new(t, p, cond)
+                continue
             self.elect_offline(t, p, conj(cond, z3.Not(t.partition_online[p])))
 
     def remove_from_isr(self, t: SymState, p: int, b: int, cond: z3.BoolRef | bool) -> None:
         if cond is False:
             return
         z = t.zk[p]
-        c = conj(cond, z.isr[b])
+        c = conj(cond, z.isr[b], self.unfenced(t, p))
         new_leader = z3.If(z.leader == b, 0, z.leader)
         minus = {m: (B(False) if m == b else z.isr[m]) for m in z.isr}
         if not self.cfg.unclean_leader_election:
             empty = z3.Not(z3.Or(list(minus.values())))
             minus = {m: z3.If(empty, z.isr[m], minus[m]) for m in z.isr}
         self.write_leader_isr(t, p, new_leader, minus, c)
-        for m in self.AR[p]:
-            self.send(t, m, REQ_LAI, p, conj(c, new_leader == m, t.c_live[m]))
+        for m in self.U[p]:
+            told = self.rule.isr_removal_receiver(m, b, new_leader)
+            if isinstance(self.rule, LeaderEpochTruncation):  # every remaining replica of the controller's AR
+                told = conj(self.in_assignment(t, p, m), told)
+            self.send(t, m, REQ_LAI, p, conj(c, told, t.c_live[m]))
         self.broadcast_metadata(t, c)
 
     def process_broker_change(self, s: SymState, case: dict[int, str] | None = None) -> tuple[z3.BoolRef, SymState]:
@@ -412,25 +510,39 @@ class Encoding:
         guard.append(z3.Or([s.c_live[b] != s.alive[b] for b in self.brokers()]))
         any_came = disj(list(came.values()))
         any_left = disj(list(left.values()))
+        admin = self.ops.admin if self.ops is not None else None  # topic creation (z3_admin)
         t.c_live = dict(s.alive)
         # on_broker_startup(new)
         for b in self.brokers():
             self.send(t, b, REQ_UM, cond=came[b])
         for p in range(self.P):
-            for b in self.AR[p]:
-                self.send(t, b, REQ_LAI, p, conj(came[b], t.c_live[b]))
+            for b in self.U[p]:
+                lai = conj(came[b], self.in_assignment(t, p, b))
+                lai = lai if admin is None else admin.startup_replica(t, p, b, lai)
+                if self.ops is not None and self.ops.reassign is not None:  # the replica states
+                    lai = self.ops.reassign.startup_replica(t, p, b, lai)
+                self.send(t, b, REQ_LAI, p, conj(lai, t.c_live[b]))
         self.elect_offline_and_new(t, any_came)
         # on_broker_failure(dead)
+        if self.ops is not None:
+            self.ops.forget_shutting_down(t, left)
         for p in range(self.P):
             z = t.zk[p]
             leader_left = disj([conj(left[b], z.leader == b) for b in self.brokers()])
             c = conj(any_left, leader_left)
+            if admin is not None:
+                admin.leader_left(t, p, c)
+                continue
             t.partition_online = tuple(ite(c, B(False), o) if q == p else o for q, o in enumerate(t.partition_online))
         self.elect_offline_and_new(t, any_left)
         for p in range(self.P):
-            for b in self.AR[p]:
-                self.send(t, b, REQ_STOP, p, left[b])  # to a dead broker: dropped
-                self.remove_from_isr(t, p, b, left[b])
+            for b in self.U[p]:
+                gone = conj(left[b], self.in_assignment(t, p, b))
+                gone = gone if admin is None else admin.failed_replica(t, p, b, gone)
+                if self.ops is not None and self.ops.reassign is not None:
+                    gone = self.ops.reassign.failed_replica(t, p, b, gone)
+                self.send(t, b, REQ_STOP, p, gone)  # to a dead broker: dropped
+                self.remove_from_isr(t, p, b, gone)
         return z3.And(guard), t
 
     def broker_change_cases(self) -> list[dict[int, str]]:
@@ -450,36 +562,50 @@ class Encoding:
     def become_leader(self, t: SymState, b: int, p: int, req: SymRequest) -> None:
         r = t.replicas[p][b]
         was = r.leader == b
+        self.rule.on_become_leader(self, t, r, r, req, was)  # the epoch cache, before the fields change
         r.remote_leo = {m: ite(was, v, I(0)) for m, v in r.remote_leo.items()}
         r.pending = {j: ite(was, v, B(False)) for j, v in r.pending.items()}
         r.leader = I(b)
         r.leader_epoch = req.leader_epoch
-        r.isr = {m: req.isr[m] for m in self.AR[p]}
+        r.isr = {m: req.isr[m] for m in self.U[p]}
         r.zk_version = req.zk_version
+        if self.ops is not None and self.ops.reassign is not None:  # the AR it carries gates Fetch
+            self.ops.reassign.became_leader(t.ops.reassign, p, b, req.replicas)
         self.advance_hw(t, b, p)
         self.expose(t, p, r.log, r.hw)
 
     def become_follower(self, t: SymState, b: int, p: int, req: SymRequest) -> None:
         r = self.rule.become_follower(self, t.replicas[p][b], req)
-        t.replicas[p][b] = self._fill_follower(r, self.AR[p])
+        t.replicas[p][b] = self._fill_follower(r, self.U[p])
+        if self.ops is not None and self.ops.reassign is not None:
+            self.ops.reassign.became_follower(t.ops.reassign, p, b)
 
     def deliveries(self, s: SymState, b: int, k: int, name: str, args: tuple, extra_guard: z3.BoolRef,
                    budget: str | None) -> list[Instance]:
         out = []
         q = s.inbox[b].slots[k]
         base = z3.And(s.alive[b], s.inbox[b].length > k, extra_guard)
+        if self.ops is not None:  # a request from a deposed controller is rejected
+            out.append(self.ops.rejected_delivery(s, b, k, name, args, base, budget))
+            base = z3.And(base, self.ops.accepts(s, b, k))
 
-        def make(kind: str, guard: z3.BoolRef, act: Callable[[SymState, SymRequest], None]) -> None:
+        reassign = self.ops.reassign if self.ops is not None else None
+
+        def make(kind: str, guard: z3.BoolRef, act: Callable[[SymState, SymRequest], None], lai: int = -1) -> None:
             t = s.clone()
             if budget:
                 t.budget[budget] = s.budget[budget] - 1
+            if self.ops is not None:
+                self.ops.accepted(s, t, b, k)
             req = self.pop(t, b, k)
             act(t, req)
+            if reassign is not None and lai >= 0:  # any LeaderAndIsr creates the replica it names
+                reassign.hosts(t, lai, b, B(True))
             out.append(Instance(name, args, f"{name}: {kind}", z3.And(base, guard), t))
 
         make("UpdateMetadata", q.kind == REQ_UM, lambda t, req: None)
         for p in range(self.P):
-            if b not in self.AR[p]:
+            if b not in self.U[p]:
                 make("StopReplica or LeaderAndIsr for a partition it does not host",
                      z3.And(q.partition == p, z3.Or(q.kind == REQ_STOP, q.kind == REQ_LAI)), lambda t, req: None)
                 continue
@@ -489,13 +615,18 @@ class Encoding:
                 rr = t.replicas[p][b]
                 rr.leader = ite(rr.leader != b, I(0), rr.leader)
 
-            make("StopReplica", z3.And(q.kind == REQ_STOP, q.partition == p), stop)
+            stop_guard = z3.And(q.kind == REQ_STOP, q.partition == p)
+            if self.ops is not None and self.ops.admin is not None:  # a deleting one: z3_admin
+                stop_guard = z3.And(stop_guard, z3.Not(self.ops.admin.is_delete(s, b, k)))
+            if reassign is not None:  # a deleting one (step 9): z3_reassignment
+                stop_guard = z3.And(stop_guard, z3.Not(s.ops.reassign.req_del[b][k]))
+            make("StopReplica", stop_guard, stop)
             lai = z3.And(q.kind == REQ_LAI, q.partition == p)
-            make("LeaderAndIsr, stale epoch", z3.And(lai, q.leader_epoch <= r.leader_epoch), lambda t, req: None)
+            make("LeaderAndIsr, stale epoch", z3.And(lai, q.leader_epoch <= r.leader_epoch), lambda t, req: None, p)
             make("LeaderAndIsr, becomes leader", z3.And(lai, q.leader_epoch > r.leader_epoch, q.leader == b),
-                 lambda t, req, p=p: self.become_leader(t, b, p, req))
+                 lambda t, req, p=p: self.become_leader(t, b, p, req), p)
             make("LeaderAndIsr, becomes follower", z3.And(lai, q.leader_epoch > r.leader_epoch, q.leader != b),
-                 lambda t, req, p=p: self.become_follower(t, b, p, req))
+                 lambda t, req, p=p: self.become_follower(t, b, p, req), p)
         return out
 
     # ------------------------------------------------------------------ replication
@@ -505,6 +636,8 @@ class Encoding:
         enough = (B(True) if self.cfg.acks == "1"
                   else count_true(list(r.isr.values())) >= self.cfg.min_insync_replicas)
         guard = z3.And(s.alive[b], r.leader == b, g.produced < self.K, enough)
+        if self.ops is not None and self.ops.admin is not None:  # the partition must exist (topic deletion)
+            guard = z3.And(guard, s.ops.admin.exists[p])
         t = s.clone()
         rt, gt = t.replicas[p][b], t.ghost[p]
         rid = g.produced + 1
@@ -513,6 +646,7 @@ class Encoding:
         rt.log = SymLog(n + 1, tuple(z3.If(n == i, rid, r.log.ids[i]) for i in range(self.K)),
                         tuple(z3.If(n == i, r.leader_epoch, r.log.epochs[i]) for i in range(self.K)))
         t.overflow = z3.Or(t.overflow, n >= self.K)
+        self.rule.on_produce(self, t, r, rt)
         for j in range(1, self.K + 1):
             rt.pending[j] = z3.Or(r.pending[j], rid == j)
             gt.position[j] = z3.If(rid == j, n, g.position[j])
@@ -523,6 +657,8 @@ class Encoding:
     def fetch(self, s: SymState, f: int, p: int, L: int) -> Instance:
         rf, rl = s.replicas[p][f], s.replicas[p][L]
         guard = z3.And(s.alive[f], rf.leader == L, s.alive[L], rl.leader == L, self.rule.fetch_allowed(self, rf, rl))
+        if self.ops is not None and self.ops.reassign is not None:  # the leader's AR must name the follower
+            guard = z3.And(guard, s.ops.reassign.assigned[p][L][f])
         offset = rf.log.length
         out_of_range = offset > rl.log.length
         # OffsetOutOfRange: the follower truncates to the leader's LEO
@@ -530,6 +666,7 @@ class Encoding:
         ra = a.replicas[p][f]
         ra.log = self.trunc(rf.log, rl.log.length)
         ra.hw = imin(rf.hw, ra.log.length)
+        self.rule.on_cut(self, rf, ra, crashed=False)
         # the normal fetch
         t = s.clone()
         answered_hw = rl.hw
@@ -550,6 +687,7 @@ class Encoding:
                      tuple(z3.If(offset > i, rf.log.epochs[i], rl.log.epochs[i]) for i in range(self.K)))
         rft.log = log
         rft.hw = imin(answered_hw, log.length)
+        self.rule.on_fetch(self, t, rf, rft, offset)
         return Instance("Fetch", (f, p), "Fetch", guard, self.state_ite(out_of_range, a, t))
 
     def state_ite(self, c: z3.BoolRef, a: SymState, b: SymState) -> SymState:
@@ -586,7 +724,7 @@ class Encoding:
         kept: dict[int, z3.ArithRef] = {}
         shorter = []
         for p in range(self.P):
-            if b not in self.AR[p]:
+            if b not in self.U[p]:
                 continue
             r = s.replicas[p][b]
             log = r.log
@@ -599,12 +737,15 @@ class Encoding:
             on_disk = r.checkpoint if self.periodic else r.hw
             hw = imin(on_disk, log.length)
             nr = SymReplica(log, hw, hw if self.periodic else I(0), I(0), I(-1), {}, I(0), {}, {})
-            t.replicas[p][b] = self._fill_follower(nr, self.AR[p])
+            self.rule.on_cut(self, r, nr, crashed=True)
+            t.replicas[p][b] = self._fill_follower(nr, self.U[p])
         if lossy:
             guard = z3.And(guard, z3.Or(shorter) if shorter else B(False))
         t.alive[b] = B(False)
         empty = SymRequest(I(REQ_NONE), I(0), I(0), {m: B(False) for m in self.brokers()}, I(0), I(0))
         t.inbox[b] = SymInbox(I(0), tuple(empty for _ in range(self.Q)))
+        if self.ops is not None:
+            self.ops.crashed(t, b)
         name = "LossyCrash" if lossy else "Crash"
         return Instance(name, (b,), name, guard, t, {"kept": kept})
 
@@ -649,22 +790,30 @@ class Encoding:
                     out += self.deliveries(s, b, k, "DeliverDelayedRequest", (b, k),
                                            s.budget["delayed_requests"] > 0, "delayed_requests")
             for p in range(self.P):
-                if b not in self.AR[p]:
+                if b not in self.U[p]:
                     continue
                 out.append(self.produce(s, b, p))
                 if f.isr_shrinks:
-                    for m in self.AR[p]:
+                    for m in self.U[p]:
                         if m != b:
                             out.append(self.shrink(s, b, p, m))
-                for L in self.AR[p]:
+                for L in self.U[p]:
                     if L != b:
                         out.append(self.fetch(s, b, p, L))
+                out += self.rule.extra_instances(self, s, b, p)
                 if self.periodic:
                     out.append(self.checkpoint(s, b, p))
         for case in self.broker_change_cases():
             guard, pbc = self.process_broker_change(s, case)
             what = ", ".join(f"{b} {v}" for b, v in case.items() if v != "same") or "other brokers"
-            out.append(Instance("ProcessBrokerChange", (1,), f"ProcessBrokerChange ({what})", guard, pbc))
+            if self.ops is None:
+                out.append(Instance("ProcessBrokerChange", (1,), f"ProcessBrokerChange ({what})", guard, pbc))
+            else:  # the active controller, named by its epoch
+                for e in self.ops.active_epochs():
+                    out.append(Instance("ProcessBrokerChange", (e,), f"ProcessBrokerChange ({what})",
+                                        z3.And(guard, s.ops.zk_epoch == e), pbc))
+        if self.ops is not None:
+            out += self.ops.instances(s)
         for b in self.brokers():
             if f.crashes:
                 out.append(self.crash(s, b, lossy=False))
@@ -680,12 +829,22 @@ class Encoding:
         z, r = s.zk[p], s.replicas[p][L]
         return z3.And(z.leader == L, s.alive[L], r.leader == L, r.leader_epoch == z.leader_epoch)
 
+    def always(self) -> tuple[str, ...]:
+        """The always-properties encoded for this configuration: ALWAYS, and with reassignments the two
+        that only a changing assignment can break."""
+        if self.ops is not None and self.ops.reassign is not None:
+            return ALWAYS + REASSIGNMENT_PROPERTIES
+        return ALWAYS
+
     def properties(self, s: SymState) -> dict[str, z3.BoolRef]:
         """The always-properties of invariants/properties.py that this fragment can break."""
         out: dict[str, list[z3.BoolRef]] = {n: [] for n in ALWAYS}
+        admin = self.ops.admin if self.ops is not None else None
         for p in range(self.P):
-            ar = self.AR[p]
+            ar = self.U[p]  # every broker that can host a replica (an unhosted one is a fresh replica)
             z, reps, g = s.zk[p], s.replicas[p], s.ghost[p]
+            # a partition queued for deletion or deleted is skipped, as invariants/properties.py does
+            kept = [z3.Not(admin.gone(s, p))] if admin is not None else []
             out["LeaderInIsr"].append(z3.Implies(z.leader != 0, z3.Or([z3.And(z.leader == b, z.isr[b]) for b in ar])))
             for b in ar:
                 out["HighWatermarkBelowLogEnd"].append(reps[b].hw <= reps[b].log.length)
@@ -694,10 +853,10 @@ class Encoding:
                 for b in ar:
                     if b != L:
                         out["StrongIsr"].append(z3.Implies(
-                            z3.And(self.acting_leader(s, p, L), z.isr[b], s.alive[b]),
+                            z3.And(*kept, self.acting_leader(s, p, L), z.isr[b], s.alive[b]),
                             self.prefix_eq(reps[b].log, rl.log, rl.hw)))
             for b in ar:
-                holder = z3.And(z3.Or(z.isr[b], z.leader == b), s.alive[b])
+                holder = z3.And(*kept, z3.Or(z.isr[b], z.leader == b), s.alive[b])
                 out["NoCommittedWriteLost"].append(z3.Implies(holder, z3.And(
                     [z3.Implies(g.acked[j], self.holds_id(reps[b].log, j)) for j in range(1, self.K + 1)])))
             for i, a in enumerate(ar):
@@ -716,14 +875,27 @@ class Encoding:
                 out["ConsistentRead"].append(z3.Implies(z3.And(s.alive[b], r.leader == b), z3.And(
                     imin(n, r.log.length) == n, *[z3.Implies(n > i, self.rec_eq(r.log, g.exposed, i))
                                                   for i in range(self.K)])))
-        return {k: z3.And(v) if v else B(True) for k, v in out.items()}
+        res = {k: z3.And(v) if v else B(True) for k, v in out.items()}
+        if self.ops is not None and self.ops.reassign is not None:  # see always()
+            R, r = self.ops.reassign, s.ops.reassign
+            res["IsrSubsetOfReplicas"] = R.isr_subset_of_replicas(r, tuple(z.isr for z in s.zk))
+            res["ReassignmentRecoverable"] = R.reassignment_recoverable(r)
+        return res
 
     def step_properties(self, s: SymState, t: SymState) -> dict[str, z3.BoolRef]:
         parts = []
+        admin = self.ops.admin if self.ops is not None else None
         for p in range(self.P):
-            parts.append(t.zk[p].leader_epoch >= s.zk[p].leader_epoch)
-            for b in self.AR[p]:
-                parts.append(z3.Implies(z3.And(s.alive[b], t.alive[b]),
+            # a deleted partition (topic deletion) and a replica a broker does not host are skipped
+            zk_ok = t.zk[p].leader_epoch >= s.zk[p].leader_epoch
+            parts.append(zk_ok if admin is None else z3.Implies(t.ops.admin.exists[p], zk_ok))
+            for b in self.U[p]:
+                both = [s.alive[b], t.alive[b]]
+                if admin is not None:
+                    both += [s.ops.admin.hosted[p][b], t.ops.admin.hosted[p][b]]
+                if self.ops is not None and self.ops.reassign is not None:
+                    both += [s.ops.reassign.hosted[p][b], t.ops.reassign.hosted[p][b]]
+                parts.append(z3.Implies(z3.And(both),
                                         t.replicas[p][b].leader_epoch >= s.replicas[p][b].leader_epoch))
         return {"EpochsMonotonic": z3.And(parts)}
 
@@ -742,11 +914,13 @@ class Encoding:
 ALWAYS = ("LeaderInIsr", "HighWatermarkBelowLogEnd", "StrongIsr", "NoCommittedWriteLost", "LogMatching",
           "ConsistentRead", "OneLeaderPerEpoch")
 TRANSITION = ("EpochsMonotonic",)
+REASSIGNMENT_PROPERTIES = ("IsrSubsetOfReplicas", "ReassignmentRecoverable")
 NOT_ENCODED = {
-    "IsrSubsetOfReplicas": "holds by construction: the encoding's ISRs range over the assigned brokers",
-    "ReassignmentRecoverable": "no reassignment in this fragment",
-    "OnlyValidTransitions": "covered by `isrcheck prove transitions`; in this fragment every move is "
-                            "Online <-> Offline",
+    "IsrSubsetOfReplicas": "encoded with reassignments; without them it holds by construction (the encoding's "
+                           "ISRs range over the assigned brokers)",
+    "ReassignmentRecoverable": "encoded with reassignments; vacuous without them",
+    "OnlyValidTransitions": "covered by `isrcheck prove transitions`; with topic creation, deletion or "
+                            "reassignment the controller's states are encoded but an illegal move is not flagged",
 }
 
 
@@ -754,22 +928,22 @@ def unsupported_reason(cfg: Config) -> str:
     """Why ``cfg`` is outside the fragment the encoding covers ('' when it is inside)."""
     o, f = cfg.operations, cfg.faults
     if cfg.truncation not in GENERATIONS:
-        return (f"the symbolic encoding covers the high-watermark generation only; truncation = "
-                f"{cfg.truncation!r} is checked by `isrcheck check`")
+        return (f"the symbolic encoding does not cover truncation = {cfg.truncation!r} (encoded: "
+                f"{', '.join(GENERATIONS)}); `isrcheck check` does")
     if cfg.detect_restarts:
         return "the symbolic encoding does not cover bounce detection (detect_restarts)"
-    if o.reassignments:
-        return "the symbolic encoding does not cover reassignments (operations.reassignments)"
-    if o.preferred_elections:
-        return "the symbolic encoding does not cover preferred elections (operations.preferred_elections)"
-    if o.controlled_shutdowns:
-        return "the symbolic encoding does not cover controlled shutdown (operations.controlled_shutdowns)"
-    if o.topic_deletions:
-        return "the symbolic encoding does not cover topic deletion (operations.topic_deletions)"
-    if o.topic_creation:
-        return "the symbolic encoding does not cover topic creation (operations.topic_creation)"
-    if f.controller_failovers:
-        return "the symbolic encoding does not cover controller failover (faults.controller_failovers)"
+    if o.reassignments and f.controller_failovers:
+        return ("the symbolic encoding does not cover reassignments together with controller failover "
+                "(operations.reassignments, faults.controller_failovers)")
+    if o.reassignments and (o.topic_creation or o.topic_deletions or o.preferred_elections or o.controlled_shutdowns):
+        return ("the symbolic encoding covers reassignments only without topic creation, deletion, preferred "
+                "elections and controlled shutdown")
+    if o.topic_deletions or o.topic_creation:
+        from .z3_admin import admin_unsupported
+
+        reason = admin_unsupported(cfg)
+        if reason:
+            return reason
     if cfg.max_records > 6:
         return "the symbolic encoding covers at most 6 records (max_records)"
     return ""
@@ -858,7 +1032,7 @@ class Unroller:
 
 
 __all__ = ["Encoding", "Instance", "TruncationRule", "GENERATIONS", "PLANNED_GENERATIONS", "Unsupported",
-           "unsupported_reason", "generation", "ALWAYS", "TRANSITION", "NOT_ENCODED", "Unroller", "replay"]
+           "unsupported_reason", "generation", "ALWAYS", "REASSIGNMENT_PROPERTIES", "TRANSITION", "NOT_ENCODED", "Unroller", "replay"]
 
 
 def _property_holds(name: str, states: Sequence[State]) -> bool:
@@ -883,7 +1057,7 @@ def bmc(cfg: Config, depth: int, generation_name: str | None = None, timeout: fl
     enc = Encoding(cfg, generation_name, queue)
     start = time.perf_counter()
     un = Unroller(enc, start=init_state)
-    remaining = list(ALWAYS) + list(TRANSITION)
+    remaining = list(enc.always()) + list(TRANSITION)
     found: dict[str, tuple[int, list[Action], list[State], float]] = {}
     unknown_at: int | None = None
     overflow_at: int | None = None
@@ -940,7 +1114,7 @@ def bmc(cfg: Config, depth: int, generation_name: str | None = None, timeout: fl
     seconds = time.perf_counter() - start
     gen = enc.rule.name
     obligations: list[Obligation] = []
-    for n in list(ALWAYS) + list(TRANSITION):
+    for n in list(enc.always()) + list(TRANSITION):
         if n in found:
             d, actions, states, secs = found[n]
             ob = Obligation("bmc", n, gen, Verdict.REFUTED, secs, f"executions of at most {depth} steps",

@@ -51,6 +51,7 @@ from isrcheck.model.tables import (
     PartitionState,
     ReplicaState,
 )
+from isrcheck.model.world import fresh_replica
 
 _fresh = count()
 
@@ -311,6 +312,36 @@ class SymLog:
 
 
 @dataclass
+class SymEpochs:
+    """A replica's leader-epoch cache and reconciliation state (the leader-epoch generations only).
+
+    The cache is ``slots`` pairs (epoch, start offset) with a symbolic length, unused pairs 0 (like
+    a log); ``fetch_state`` is FETCHING / ASK_EPOCH_END / TRUNCATE_PENDING; ``answered`` says the
+    model's ``answer`` is a pair (``answer_epoch``, ``answer_end``) rather than ``()`` (both 0 then).
+    """
+
+    length: z3.ArithRef
+    epochs: tuple[z3.ArithRef, ...]
+    starts: tuple[z3.ArithRef, ...]
+    fetch_state: z3.ArithRef
+    answered: z3.BoolRef
+    answer_epoch: z3.ArithRef
+    answer_end: z3.ArithRef
+
+    def leaves(self) -> list[z3.ExprRef]:
+        return [self.length, *self.epochs, *self.starts, self.fetch_state, self.answered, self.answer_epoch,
+                self.answer_end]
+
+    @classmethod
+    def of_leaves(cls, xs: Sequence[Any], slots: int) -> SymEpochs:
+        return cls(xs[0], tuple(xs[1:1 + slots]), tuple(xs[1 + slots:1 + 2 * slots]), *xs[1 + 2 * slots:])
+
+    @staticmethod
+    def size(slots: int) -> int:
+        return 2 * slots + 5
+
+
+@dataclass
 class SymReplica:
     log: SymLog
     hw: z3.ArithRef
@@ -321,6 +352,7 @@ class SymReplica:
     zk_version: z3.ArithRef
     remote_leo: dict[int, z3.ArithRef]  # over the assigned brokers
     pending: dict[int, z3.BoolRef]  # over record ids 1..max_records
+    ep: SymEpochs | None = None  # leader-epoch generations only (None under high-watermark)
 
 
 @dataclass
@@ -331,6 +363,9 @@ class SymRequest:
     isr: dict[int, z3.BoolRef]  # over every broker 1..N (the request's ISR; assigned ones matter)
     leader_epoch: z3.ArithRef
     zk_version: z3.ArithRef
+    # the AR a delivered LeaderAndIsr carries, as a z3_reassignment list number (reassignments
+    # only, set by Encoding.pop; not a leaf: the queued numbers live in SymReassign.req_list)
+    replicas: Any = None
 
 
 @dataclass
@@ -374,13 +409,17 @@ class SymState:
     ghost: tuple[SymGhost, ...]
     budget: dict[str, z3.ArithRef]
     overflow: z3.BoolRef  # a step needed more inbox slots than ``queue``
+    # the controller side of operations and failover (z3_operations.SymOps), None when not encoded
+    ops: Any = None
 
     BUDGET_FIELDS = ("crashes", "lossy_crashes", "undetected_restarts", "isr_shrinks", "delayed_requests")
 
     # ------------------------------------------------------------------ construction
     @classmethod
     def fresh(cls, brokers: int, assignment: tuple[tuple[int, ...], ...], max_records: int, queue: int,
-              prefix: str) -> SymState:
+              prefix: str, epoch_slots: int = 0) -> SymState:
+        """Fresh constants; ``epoch_slots`` > 0 gives every replica a leader-epoch cache of that
+        many entries and a reconciliation state (:class:`SymEpochs`), 0 none (high-watermark)."""
         I = lambda n: num(fresh_name(f"{prefix}.{n}"))  # noqa: E731
         B = lambda n: z3.Bool(fresh_name(f"{prefix}.{n}"))  # noqa: E731
         K = max_records
@@ -401,6 +440,11 @@ class SymState:
                 reps[b] = SymReplica(log(f"{n}.log"), I(f"{n}.hw"), I(f"{n}.ckpt"), I(f"{n}.leader"),
                                      I(f"{n}.lepoch"), {m: B(f"{n}.isr{m}") for m in ar}, I(f"{n}.zkv"),
                                      {m: I(f"{n}.remote{m}") for m in ar}, {j: B(f"{n}.pending{j}") for j in ids})
+                if epoch_slots:
+                    E = epoch_slots
+                    reps[b].ep = SymEpochs(I(f"{n}.eplen"), tuple(I(f"{n}.ep{i}") for i in range(E)),
+                                           tuple(I(f"{n}.epstart{i}") for i in range(E)), I(f"{n}.fstate"),
+                                           B(f"{n}.answered"), I(f"{n}.ans_epoch"), I(f"{n}.ans_end"))
             replicas.append(reps)
             ghost.append(SymGhost(I(f"g{p}.produced"), {j: B(f"g{p}.acked{j}") for j in ids}, log(f"g{p}.exposed"),
                                   {j: I(f"g{p}.pos{j}") for j in ids}, {j: I(f"g{p}.ep{j}") for j in ids}))
@@ -444,6 +488,8 @@ class SymState:
                 out += [r.hw, r.checkpoint, r.leader, r.leader_epoch, *[r.isr[m] for m in sorted(r.isr)],
                         r.zk_version, *[r.remote_leo[m] for m in sorted(r.remote_leo)],
                         *[r.pending[j] for j in sorted(r.pending)]]
+                if r.ep is not None:
+                    out += r.ep.leaves()
         for b in sorted(self.inbox):
             q = self.inbox[b]
             out.append(q.length)
@@ -458,6 +504,8 @@ class SymState:
             out += [g.epoch[j] for j in sorted(g.epoch)]
         out += [self.budget[f] for f in self.BUDGET_FIELDS]
         out.append(self.overflow)
+        if self.ops is not None:
+            out += self.ops.leaves()
         return out
 
     def equals(self, other: SymState) -> z3.BoolRef:
@@ -495,7 +543,11 @@ class SymState:
                 zkv = nx()
                 remote = {m: nx() for m in sorted(r.remote_leo)}
                 pending = {j: nx() for j in sorted(r.pending)}
-                d[b] = SymReplica(lg, hw, ck, leader, lep, isr, zkv, remote, pending)
+                ep = None
+                if r.ep is not None:
+                    k = len(r.ep.epochs)
+                    ep = SymEpochs.of_leaves([nx() for _ in range(SymEpochs.size(k))], k)
+                d[b] = SymReplica(lg, hw, ck, leader, lep, isr, zkv, remote, pending, ep)
             replicas.append(d)
         inbox = {}
         for b in sorted(self.inbox):
@@ -517,8 +569,9 @@ class SymState:
             ghost.append(SymGhost(produced, acked, exposed, position, epoch))
         budget = {f: nx() for f in self.BUDGET_FIELDS}
         overflow = nx()
+        ops = self.ops.rebuild(nx) if self.ops is not None else None
         return SymState(self.brokers, self.assignment, self.max_records, self.queue, alive, c_live, online,
-                        tuple(zk), tuple(replicas), inbox, tuple(ghost), budget, overflow)
+                        tuple(zk), tuple(replicas), inbox, tuple(ghost), budget, overflow, ops)
 
     def clone(self) -> SymState:
         """A structurally separate copy with the same terms (to edit field by field)."""
@@ -555,7 +608,8 @@ class SymState:
             positions: dict[int, tuple[int, int]] = {}
             for b, sr in self.replicas[p].items():
                 r = s.brokers[b - 1].replicas[p]
-                assert r is not None, f"broker {b} hosts no replica of partition {p}"
+                if r is None:  # not created yet (topic creation): encoded as the replica a LeaderAndIsr creates
+                    r = fresh_replica(len(s.brokers))
                 log(sr.log, r.log)
                 for i, rec in enumerate(r.log):
                     positions.setdefault(record_id(rec), (i, record_epoch(rec)))
@@ -564,6 +618,18 @@ class SymState:
                 pairs += [(sr.isr[m], Bv(bool(r.isr >> m & 1))) for m in sr.isr]
                 pairs += [(sr.remote_leo[m], I(r.remote_leo[m - 1] if r.remote_leo else 0)) for m in sr.remote_leo]
                 pairs += [(sr.pending[j], Bv(bool(r.pending >> j & 1))) for j in sr.pending]
+                if sr.ep is not None:
+                    ep, n = sr.ep, len(sr.ep.epochs)
+                    if len(r.epochs) > n:
+                        raise ValueError(f"broker {b}'s leader-epoch cache of partition {p} has {len(r.epochs)} "
+                                         f"entries, more than the encoding's {n}")
+                    cache = list(r.epochs) + [(0, 0)] * (n - len(r.epochs))
+                    answer = r.answer if r.answer else (0, 0)
+                    pairs += [(ep.length, I(len(r.epochs))), (ep.fetch_state, I(r.fetch_state)),
+                              (ep.answered, Bv(bool(r.answer))), (ep.answer_epoch, I(answer[0])),
+                              (ep.answer_end, I(answer[1]))]
+                    pairs += [(ep.epochs[i], I(cache[i][0])) for i in range(n)]
+                    pairs += [(ep.starts[i], I(cache[i][1])) for i in range(n)]
             g, sg = s.ghost[p], self.ghost[p]
             for i, rec in enumerate(g.exposed):
                 positions.setdefault(record_id(rec), (i, record_epoch(rec)))
@@ -592,6 +658,8 @@ class SymState:
         for f in self.BUDGET_FIELDS:
             pairs.append((self.budget[f], I(getattr(budget, f))))
         pairs.append((self.overflow, Bv(False)))
+        if self.ops is not None:
+            pairs += self.ops.values_of(s)
         return pairs
 
     def pin(self, s: State) -> z3.BoolRef:
@@ -647,10 +715,17 @@ class SymState:
                 leader = iv(r.leader)
                 leads = leader == b
                 remote = tuple(iv(r.remote_leo[m]) if m in r.remote_leo else 0 for m in range(1, nb + 1))
-                reps.append(Replica(records(r.log), iv(r.hw), iv(r.checkpoint), leader, iv(r.leader_epoch),
-                                    mask(r.isr) if leads else 0, iv(r.zk_version) if leads else 0,
-                                    remote if leads else (), mask(r.pending) if leads else 0,
-                                    mask_of(ar) if leads else 0))
+                rep = Replica(records(r.log), iv(r.hw), iv(r.checkpoint), leader, iv(r.leader_epoch),
+                              mask(r.isr) if leads else 0, iv(r.zk_version) if leads else 0,
+                              remote if leads else (), mask(r.pending) if leads else 0,
+                              mask_of(ar) if leads else 0)
+                if r.ep is not None:
+                    ep = r.ep
+                    n = max(0, min(iv(ep.length), len(ep.epochs)))
+                    rep = rep._replace(epochs=tuple((iv(ep.epochs[i]), iv(ep.starts[i])) for i in range(n)),
+                                       fetch_state=iv(ep.fetch_state),
+                                       answer=(iv(ep.answer_epoch), iv(ep.answer_end)) if bv(ep.answered) else ())
+                reps.append(rep)
             alive = bool(live >> b & 1)
             brokers.append(Broker(alive, like.zk.controller_epoch if alive else 0, tuple(reps)))
         inbox = []
@@ -679,12 +754,13 @@ class SymState:
                         iv(self.budget["undetected_restarts"]), b0.controller_failovers,
                         iv(self.budget["isr_shrinks"]), iv(self.budget["delayed_requests"]),
                         b0.preferred_elections, b0.controlled_shutdowns, b0.topic_deletions)
-        return State(zk, controller, None, tuple(brokers), tuple(inbox), tuple(ghost), budget, ())
+        st = State(zk, controller, None, tuple(brokers), tuple(inbox), tuple(ghost), budget, ())
+        return self.ops.decode(model, st) if self.ops is not None else st
 
 
 __all__ = [
     "NO_LEADER", "SymSelectorInput", "SymElection", "SymState", "SymLog", "SymReplica", "SymRequest",
-    "SymInbox", "SymZkPartition", "SymGhost", "bv_bit", "bv_member", "bv_subset", "election_tuple",
+    "SymInbox", "SymZkPartition", "SymGhost", "SymEpochs", "bv_bit", "bv_member", "bv_subset", "election_tuple",
     "partition_move_ok", "replica_move_ok", "state_in", "state_label", "mask_width", "fresh_name",
     "num", "numval", "as_int", "NUM_BITS", "NUM_MAX",
 ]

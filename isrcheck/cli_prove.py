@@ -320,8 +320,8 @@ _config_opt = click.option("--config", "config_file", metavar="FILE", help="A co
 _set_opt = click.option("--set", "overrides", multiple=True, metavar="KEY=VALUE",
                         help="Override a configuration key (repeatable).")
 _gen_opt = click.option("--generation", default=None, metavar="G",
-                        help="Follower truncation rule (overrides the configuration's `truncation`); only "
-                             "high-watermark (the seeds) is encoded so far.")
+                        help="Follower truncation rule (overrides the configuration's `truncation`): "
+                             "high-watermark, kip-101, kip-279 or kip-320.")
 _queue_opt = click.option("--queue", type=click.IntRange(1, 8), default=None, metavar="Q",
                           help="Requests per broker queue the encoding holds (default 3).")
 

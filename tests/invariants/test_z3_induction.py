@@ -6,7 +6,10 @@
   HW and truncates it away on a LeaderAndIsr naming a new leader (the known weakness);
 - the pinned strengthening set holds on every sampled reachable state (it would be useless, and
   Houdini's result wrong, otherwise).
-The full Houdini run on the three-replica configuration takes about a minute: ISRCHECK_SLOW=1.
+- kip-320 (leader-crash-kip-320): every candidate of the epoch pool holds on reachable states; the
+  high-watermark CTI's action (becoming follower) preserves durability; the remaining CTI goes
+  through becoming leader (specs/08-symbolic.md states the missing invariant).
+The full Houdini runs on the three-replica configurations take minutes: ISRCHECK_SLOW=1.
 """
 from __future__ import annotations
 
@@ -18,7 +21,10 @@ import pytest
 from isrcheck.invariants import ALL_PROPERTIES, build_model
 from isrcheck.invariants.z3_induction import (
     CANDIDATES,
+    EPOCH_CANDIDATES,
     HIGH_WATERMARK_STRENGTHENING,
+    KIP_320_STRENGTHENING,
+    candidates_for,
     check_preserved,
     prove_inductive,
 )
@@ -92,10 +98,10 @@ def test_the_pinned_strengthening_holds_on_reachable_states():
 def test_unknown_generation_and_scope_errors():
     from isrcheck.invariants.z3_replication import Unsupported
 
-    with pytest.raises(Unsupported):
-        prove_inductive(from_mapping({"faults": {"controller_failovers": 1}}))
-    with pytest.raises(Unsupported):
-        prove_inductive(from_mapping({}), generation_name="kip-320")
+    with pytest.raises(Unsupported, match="prove inductive. does not cover reassignments"):
+        prove_inductive(from_mapping({"operations": {"reassignments": [{"partition": 0, "target": [2, 3]}]}}))
+    with pytest.raises(Unsupported, match="unknown generation"):
+        prove_inductive(from_mapping({}), generation_name="kip-999")
 
 
 @pytest.mark.slow
@@ -108,3 +114,73 @@ def test_houdini_on_three_replicas_with_a_crash():
     ncwl = v["NoCommittedWriteLost"]
     assert ncwl.verdict == Verdict.REFUTED and "becomes follower" in ncwl.detail
     assert set(res.kept) == set(HIGH_WATERMARK_STRENGTHENING)
+
+
+# ---------------------------------------------------------------------------- leader-epoch generations
+KIP320 = {**HW, "truncation": "kip-320"}  # leader-crash-kip-320
+
+
+def _reachable(cfg, limit: int):
+    model = build_model(cfg, symmetry=False)
+    s0 = model.init_states()[0]
+    seen, queue, states = {s0}, deque([s0]), [s0]
+    while queue and len(states) < limit:
+        s = queue.popleft()
+        for a in model.actions(s):
+            t = model.next_state(s, a)
+            if t not in seen:
+                seen.add(t)
+                states.append(t)
+                queue.append(t)
+    return states
+
+
+def test_epoch_candidates_hold_on_reachable_kip_320_states():
+    """Every candidate of the epoch pool, and the pinned kip-320 strengthening, holds on sampled
+    reachable states (states where the OffsetsForLeaderEpoch exchange is under way included): a
+    candidate false on a reachable state would be useless to Houdini."""
+    from isrcheck.model.state import FETCHING
+
+    cfg = from_mapping(KIP320)
+    enc = Encoding(cfg)
+    states = _reachable(cfg, 12000)
+    reconciling = [s for s in states if any(r is not None and r.fetch_state != FETCHING
+                                            for br in s.brokers for r in br.replicas)]
+    assert reconciling
+    preds = dict(candidates_for(enc))
+    names = [n for n, _ in EPOCH_CANDIDATES] + list(KIP_320_STRENGTHENING)
+    for s in states[:: max(1, len(states) // 20)] + reconciling[:: max(1, len(reconciling) // 20)]:
+        got = evaluate([preds[n](enc, concrete(enc, s)) for n in names])
+        assert all(got), [n for n, g in zip(names, got) if not g]
+    assert candidates_for(Encoding(from_mapping(HW))) == CANDIDATES  # high-watermark's pool is unchanged
+
+
+def test_kip_320_closes_the_high_watermark_cti_and_shows_the_remaining_gap():
+    """Under kip-320 a follower no longer truncates on becoming follower, so the high-watermark CTI's
+    action preserves durability; what remains goes through a leader applying a newer LeaderAndIsr:
+    it keeps its pending records and remote LEOs, and its new ISR lets its HW acknowledge a record
+    that a member of the znode's ISR lacks (specs/08-symbolic.md: the missing invariants)."""
+    cfg = from_mapping(KIP320)
+    kinds = ("DeliverRequest: LeaderAndIsr, becomes follower", "DeliverRequest: LeaderAndIsr, becomes leader")
+    obs = {o.property.rsplit(" by ", 1)[1]: o
+           for o in check_preserved(cfg, "NoCommittedWriteLost", kinds, assume=KIP_320_STRENGTHENING)}
+    assert obs[kinds[0]].verdict == Verdict.PROVED
+    ob = obs[kinds[1]]
+    assert ob.verdict == Verdict.REFUTED
+    cti = ob.cti
+    prop = BY_NAME["NoCommittedWriteLost"]
+    assert prop.check(cti.before) and not prop.check(cti.after)
+    b = int(cti.action[len("DeliverRequest("):-1])
+    assert cti.before.brokers[b - 1].replicas[0].leader == b  # it led already (pending records, remote LEOs)
+    assert cti.after.ghost[0].acked & ~cti.before.ghost[0].acked  # and acknowledges a record on taking the epoch
+
+
+@pytest.mark.slow
+@slow
+def test_houdini_on_kip_320_with_a_crash():
+    res = prove_inductive(from_mapping(KIP320))
+    v = {o.property: o for o in res.obligations}
+    for name in ("LeaderInIsr", "HighWatermarkBelowLogEnd", "OneLeaderPerEpoch", "EpochsMonotonic"):
+        assert v[name].verdict == Verdict.PROVED, name
+    assert v["NoCommittedWriteLost"].verdict == Verdict.REFUTED
+    assert set(res.kept) == set(KIP_320_STRENGTHENING)

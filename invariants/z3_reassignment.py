@@ -1,0 +1,614 @@
+"""Reassignment in the symbolic encoding: its state and controller-side logic (specs/08-symbolic.md).
+
+The 12-step reassignment makes a partition's AR change, so the encoding cannot keep AR as the
+constant ``Encoding.AR``. This module holds what the model keeps about a reassignment, as z3 terms
+(``SymReassign``, hung on ``z3_operations.SymOps.reassign``), the controller's decisions over it,
+and the encoding's reassignment actions, transcribed from ``model/controller.py``,
+``model/actions.py``, ``model/selectors.py`` and ``model/broker.py``: RequestReassignment, the 12
+steps of ReassignPartition for the active controller, the deleting StopReplica of step 9, and the
+hooks the base encoding calls (the AR a LeaderAndIsr carries, the leader's ``assigned`` mask that
+gates Fetch, which broker hosts a replica, the controller's replica states in a broker change).
+``unsupported_reason`` still rejects ``operations.reassignments``: IsrSubsetOfReplicas and
+ReassignmentRecoverable are terms here but not yet encoded properties, BMC agreement is not yet
+checked, and a deposed controller's steps (failover) are not encoded (specs/08-symbolic.md).
+
+**Lists as numbers.** Every replica list a reassignment can produce for partition ``p`` is known
+before the search: the initial AR, the targets of the configuration's requests for ``p``, and the
+closure under step 1 (AR := AR + (target - AR)) and step 10 (AR := target). :func:`list_table`
+numbers them, 0 being the empty list; ZooKeeper's AR, the pending request
+(``/admin/reassign_partitions``), the ghost's origin, and the controller's OAR and RAR are each one
+such number. Membership, the union of step 1 and "the first replica of a list that ..." are
+case splits over the table, so every answer is exact.
+
+**Universe.** :func:`universe` is every broker that can ever be assigned ``p`` (the initial AR,
+then the new brokers of each target in request order): the set the base encoding's per-replica
+dictionaries range over (``Encoding.U``); an unhosted replica holds a fresh replica's fields.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Callable
+
+import z3
+
+from isrcheck.model.brokersets import mask_of
+from isrcheck.model.config import Config
+from isrcheck.model.state import LeaderAndIsr, State, StopReplica
+from isrcheck.model.tables import ReplicaState as RS
+
+from .z3_types import REQ_LAI, REQ_STOP, SymState, fresh_name, num, numval
+
+if TYPE_CHECKING:
+    from .z3_replication import Encoding, Instance
+
+B = z3.BoolVal
+I = numval  # noqa: E741
+
+List = tuple[int, ...]
+
+
+# ============================================================================ static tables
+def targets_of(cfg: Config, p: int) -> list[List]:
+    """The configuration's reassignment targets for partition ``p``, in request order."""
+    return [tuple(r.target) for r in cfg.operations.reassignments if r.partition == p]
+
+
+def list_table(cfg: Config, p: int) -> tuple[List, ...]:
+    """Every replica list partition ``p``'s reassignments can produce; index 0 is ``()``.
+
+    Closed under step 1 (``current + target - current``) and step 10 (``target``), for every
+    target of ``p`` and every list already in the table, whatever the order of the steps (a
+    deposed controller may write a stale target late)."""
+    table: list[List] = [(), tuple(cfg.replicas_of(p))]
+    targets = targets_of(cfg, p)
+    for t in targets:
+        if t not in table:
+            table.append(t)
+    i = 1
+    while i < len(table):
+        cur = table[i]
+        for t in targets:
+            u = cur + tuple(r for r in t if r not in cur)
+            if u not in table:
+                table.append(u)
+        i += 1
+    return tuple(table)
+
+
+def universe(cfg: Config, p: int) -> List:
+    """Every broker that can be assigned ``p``: the initial AR, then each target's new brokers."""
+    out = list(cfg.replicas_of(p))
+    for t in targets_of(cfg, p):
+        out += [r for r in t if r not in out]
+    return tuple(out)
+
+
+# ============================================================================ state
+@dataclass
+class SymReassign:
+    """What the model keeps about reassignments (one controller), as z3 numbers.
+
+    Lists are indices into :func:`list_table` (0: empty). With the broker side (the encoding's
+    state, ``queue`` > 0 in :meth:`Reassignment.fresh`) also each replica's ``assigned`` mask over
+    the universe (the AR of the leader's last LeaderAndIsr, all False for a follower) and, per
+    queued request, the index of the AR a LeaderAndIsr carries (0 for other requests): both stop
+    being functions of a constant AR once a reassignment runs."""
+
+    ar: tuple[z3.ArithRef, ...]  # ZooKeeper's AR per partition (zk.partitions[p].replicas)
+    target: tuple[z3.ArithRef, ...]  # /admin/reassign_partitions per partition (zk.reassign[p])
+    origin: tuple[z3.ArithRef, ...]  # ghost: AR when the pending request was made
+    requested: z3.ArithRef  # how many of the configuration's requests have been made
+    step: tuple[z3.ArithRef, ...]  # the controller's reassign_step (0 idle, else the next step)
+    old: tuple[z3.ArithRef, ...]  # the controller's OAR
+    new: tuple[z3.ArithRef, ...]  # the controller's RAR
+    # broker side (empty unless requested): replica.assigned per partition, broker, member
+    assigned: tuple[dict[int, dict[int, z3.BoolRef]], ...] = ()
+    # the AR (index into the request's partition's table) each queued request carries, per broker
+    req_list: dict[int, tuple[z3.ArithRef, ...]] | None = None
+    # the controller's replica state (a ReplicaState number) and whether the broker hosts the
+    # replica, per partition and broker of the universe; whether each queued StopReplica deletes
+    rstate: tuple[dict[int, z3.ArithRef], ...] = ()
+    hosted: tuple[dict[int, z3.BoolRef], ...] = ()
+    req_del: dict[int, tuple[z3.BoolRef, ...]] | None = None
+    owner: Any = None  # the Reassignment whose tables the numbers index (not a leaf)
+
+    @classmethod
+    def fresh(cls, partitions: int, prefix: str, universes: tuple[tuple[int, ...], ...] = (),
+              brokers: int = 0, queue: int = 0) -> SymReassign:
+        def iv(n: str) -> z3.ArithRef:
+            return num(fresh_name(f"{prefix}.{n}"))
+
+        def bv(n: str) -> z3.BoolRef:
+            return z3.Bool(fresh_name(f"{prefix}.{n}"))
+
+        P = range(partitions)
+        assigned: tuple[dict[int, dict[int, z3.BoolRef]], ...] = ()
+        req_list = None
+        if queue:
+            assigned = tuple({b: {m: bv(f"r{p}.{b}.assigned{m}") for m in u} for b in u}
+                             for p, u in enumerate(universes))
+            req_list = {b: tuple(iv(f"q{b}.{i}.replicas") for i in range(queue)) for b in range(1, brokers + 1)}
+            rstate = tuple({b: iv(f"r{p}.{b}.rstate") for b in u} for p, u in enumerate(universes))
+            hosted = tuple({b: bv(f"r{p}.{b}.hosted") for b in u} for p, u in enumerate(universes))
+            req_del = {b: tuple(bv(f"q{b}.{i}.delete") for i in range(queue)) for b in range(1, brokers + 1)}
+            out = cls(ar=tuple(iv(f"ar{p}") for p in P), target=tuple(iv(f"rtarget{p}") for p in P),
+                      origin=tuple(iv(f"rorigin{p}") for p in P), requested=iv("rrequested"),
+                      step=tuple(iv(f"rstep{p}") for p in P), old=tuple(iv(f"oar{p}") for p in P),
+                      new=tuple(iv(f"rar{p}") for p in P), assigned=assigned, req_list=req_list)
+            out.rstate, out.hosted, out.req_del = rstate, hosted, req_del
+            return out
+        return cls(ar=tuple(iv(f"ar{p}") for p in P), target=tuple(iv(f"rtarget{p}") for p in P),
+                   origin=tuple(iv(f"rorigin{p}") for p in P), requested=iv("rrequested"),
+                   step=tuple(iv(f"rstep{p}") for p in P), old=tuple(iv(f"oar{p}") for p in P),
+                   new=tuple(iv(f"rar{p}") for p in P), assigned=assigned, req_list=req_list)
+
+    def leaves(self) -> list[z3.ExprRef]:
+        out = [*self.ar, *self.target, *self.origin, self.requested, *self.step, *self.old, *self.new]
+        for row in self.assigned:
+            for b in sorted(row):
+                out += [row[b][m] for m in sorted(row[b])]
+        if self.req_list is not None:
+            for b in sorted(self.req_list):
+                out += self.req_list[b]
+        for row in self.rstate:
+            out += [row[b] for b in sorted(row)]
+        for row in self.hosted:
+            out += [row[b] for b in sorted(row)]
+        if self.req_del is not None:
+            for b in sorted(self.req_del):
+                out += self.req_del[b]
+        return out
+
+    def rebuild(self, nx: Callable[[], Any]) -> SymReassign:
+        n = len(self.ar)
+
+        def row() -> tuple:
+            return tuple(nx() for _ in range(n))
+
+        ar, target, origin = row(), row(), row()
+        requested = nx()
+        step, old, new = row(), row(), row()
+        assigned = tuple({b: {m: nx() for m in sorted(r[b])} for b in sorted(r)} for r in self.assigned)
+        req_list = (None if self.req_list is None
+                    else {b: tuple(nx() for _ in self.req_list[b]) for b in sorted(self.req_list)})
+        rstate = tuple({b: nx() for b in sorted(row)} for row in self.rstate)
+        hosted = tuple({b: nx() for b in sorted(row)} for row in self.hosted)
+        req_del = (None if self.req_del is None
+                   else {b: tuple(nx() for _ in self.req_del[b]) for b in sorted(self.req_del)})
+        return SymReassign(ar, target, origin, requested, step, old, new, assigned, req_list, rstate, hosted,
+                           req_del, self.owner)
+
+    def clone(self) -> SymReassign:
+        it = iter(self.leaves())
+        return self.rebuild(lambda: next(it))
+
+
+class Reassignment:
+    """The reassignment tables and transcribed controller logic for one configuration."""
+
+    def __init__(self, cfg: Config) -> None:
+        self.cfg = cfg
+        self.P = cfg.partitions
+        self.N = cfg.brokers
+        self.tables = tuple(list_table(cfg, p) for p in range(self.P))
+        self.U = tuple(universe(cfg, p) for p in range(self.P))
+        self.requests = tuple((r.partition, tuple(r.target)) for r in cfg.operations.reassignments)
+
+    def fresh(self, prefix: str, queue: int = 0) -> SymReassign:
+        """The controller side; with ``queue`` > 0 also the broker side (see :class:`SymReassign`)."""
+        out = SymReassign.fresh(self.P, prefix, self.U, self.N, queue)
+        out.owner = self
+        return out
+
+    # ------------------------------------------------------------------ concrete <-> symbolic
+    def index(self, p: int, lst: List) -> int:
+        try:
+            return self.tables[p].index(tuple(lst))
+        except ValueError:
+            raise ValueError(f"partition {p}'s replica list {list(lst)} is not in the reassignment table "
+                             f"{[list(x) for x in self.tables[p]]}") from None
+
+    def values_of(self, r: SymReassign, s: State) -> list[tuple[z3.ExprRef, z3.ExprRef]]:
+        c = s.controller
+        done = len(self.requests) - len(s.reassignments)
+        pairs: list[tuple[z3.ExprRef, z3.ExprRef]] = [(r.requested, I(done))]
+        for p in range(self.P):
+            pairs += [(r.ar[p], I(self.index(p, s.zk.partitions[p].replicas))),
+                      (r.target[p], I(self.index(p, s.zk.reassign[p]))),
+                      (r.origin[p], I(self.index(p, s.ghost[p].reassign_origin))),
+                      (r.step[p], I(c.reassign_step[p])),
+                      (r.old[p], I(self.index(p, c.reassign_old[p]))),
+                      (r.new[p], I(self.index(p, c.reassign_new[p])))]
+            for b, row in (r.assigned[p].items() if r.assigned else ()):
+                rep = s.brokers[b - 1].replicas[p]
+                mask = rep.assigned if rep is not None else 0
+                pairs += [(x, z3.BoolVal(bool(mask >> m & 1))) for m, x in row.items()]
+        for b, xs in (r.req_list or {}).items():
+            reqs = s.inbox[b - 1]
+            for i, x in enumerate(xs):
+                req = reqs[i] if i < len(reqs) else None
+                lst = req.replicas if isinstance(req, LeaderAndIsr) else ()
+                pairs.append((x, I(self.index(req.partition, lst) if lst else 0)))
+        for p, row in enumerate(r.rstate):
+            pairs += [(x, I(int(c.replica_states[p][b - 1]))) for b, x in row.items()]
+        for p, row in enumerate(r.hosted):
+            pairs += [(x, z3.BoolVal(s.brokers[b - 1].replicas[p] is not None)) for b, x in row.items()]
+        for b, xs in (r.req_del or {}).items():
+            reqs = s.inbox[b - 1]
+            pairs += [(x, z3.BoolVal(i < len(reqs) and isinstance(reqs[i], StopReplica) and reqs[i].delete))
+                      for i, x in enumerate(xs)]
+        return pairs
+
+    def decode(self, model: z3.ModelRef, r: SymReassign, st: State) -> State:
+        """``st`` with the reassignment fields a z3 model gives ``r``."""
+        def iv(t: z3.ExprRef) -> int:
+            return model.eval(t, model_completion=True).as_signed_long()
+
+        def bv(t: z3.ExprRef) -> bool:
+            return z3.is_true(model.eval(t, model_completion=True))
+
+        def lst(p: int, t: z3.ExprRef) -> List:
+            k = iv(t)
+            return self.tables[p][k] if 0 <= k < len(self.tables[p]) else ()
+
+        P = range(self.P)
+        parts = tuple(zp._replace(replicas=lst(p, r.ar[p])) for p, zp in enumerate(st.zk.partitions))
+        zk = st.zk._replace(partitions=parts, reassign=tuple(lst(p, r.target[p]) for p in P))
+        ghost = tuple(g._replace(reassign_origin=lst(p, r.origin[p])) for p, g in enumerate(st.ghost))
+        c = st.controller._replace(reassign_step=tuple(iv(r.step[p]) for p in P),
+                                   reassign_old=tuple(lst(p, r.old[p]) for p in P),
+                                   reassign_new=tuple(lst(p, r.new[p]) for p in P))
+        k = max(0, min(iv(r.requested), len(self.requests)))
+        out = st._replace(zk=zk, ghost=ghost, controller=c, reassignments=self.requests[k:])
+        if r.assigned:
+            def mask(d: dict[int, z3.BoolRef]) -> int:
+                return mask_of(m for m, x in d.items() if z3.is_true(model.eval(x, model_completion=True)))
+
+            brokers = tuple(br._replace(replicas=tuple(
+                rep if rep is None or (b + 1) not in r.assigned[p]
+                else rep._replace(assigned=mask(r.assigned[p][b + 1]))
+                for p, rep in enumerate(br.replicas))) for b, br in enumerate(out.brokers))
+            out = out._replace(brokers=brokers)
+        if r.req_list is not None:
+            inbox = tuple(tuple(
+                req._replace(replicas=lst(req.partition, r.req_list[b + 1][i]))
+                if isinstance(req, LeaderAndIsr) and 0 <= req.partition < self.P else req
+                for i, req in enumerate(q)) for b, q in enumerate(out.inbox))
+            out = out._replace(inbox=inbox)
+        if r.req_del is not None:
+            inbox = tuple(tuple(req._replace(delete=bv(r.req_del[b + 1][i])) if isinstance(req, StopReplica) else req
+                                for i, req in enumerate(q)) for b, q in enumerate(out.inbox))
+            out = out._replace(inbox=inbox)
+        if r.rstate:
+            rs = tuple(tuple(RS(iv(r.rstate[p][b])) if b in r.rstate[p] else row[b - 1]
+                             for b in range(1, len(row) + 1))
+                       for p, row in enumerate(out.controller.replica_states))
+            out = out._replace(controller=out.controller._replace(replica_states=rs))
+            brokers = tuple(br._replace(replicas=tuple(
+                None if (b + 1) in r.hosted[p] and not bv(r.hosted[p][b + 1]) else rep
+                for p, rep in enumerate(br.replicas))) for b, br in enumerate(out.brokers))
+            out = out._replace(brokers=brokers)
+        return out
+
+    # ------------------------------------------------------------------ lists as case splits
+    def _case(self, p: int, idx: z3.ArithRef, f: Callable[[List], Any], default: Any) -> Any:
+        """``f(table[idx])`` as one term (``default`` outside the table)."""
+        out = default
+        for k in reversed(range(len(self.tables[p]))):
+            out = z3.If(idx == k, f(self.tables[p][k]), out)
+        return out
+
+    def member(self, p: int, idx: z3.ArithRef, b: int) -> z3.BoolRef:
+        """Broker ``b`` is in list ``idx``."""
+        ks = [k for k, lst in enumerate(self.tables[p]) if b in lst]
+        return z3.Or([idx == k for k in ks]) if ks else B(False)
+
+    def is_empty(self, idx: z3.ArithRef) -> z3.BoolRef:
+        return idx == 0
+
+    def first_of(self, p: int, idx: z3.ArithRef, cond: dict[int, Any]) -> z3.ArithRef:
+        """The first broker of list ``idx`` for which ``cond`` holds, 0 if none."""
+        def first(lst: List) -> z3.ArithRef:
+            out: z3.ArithRef = I(0)
+            for b in reversed(lst):
+                out = z3.If(cond[b], I(b), out)
+            return out
+        return self._case(p, idx, first, I(0))
+
+    def head(self, p: int, idx: z3.ArithRef) -> z3.ArithRef:
+        return self._case(p, idx, lambda lst: I(lst[0] if lst else 0), I(0))
+
+    def union(self, p: int, cur: z3.ArithRef, tgt: z3.ArithRef) -> z3.ArithRef:
+        """Step 1's ``current + (target - current)`` (both in the table, so is the result)."""
+        tab = self.tables[p]
+        out: z3.ArithRef = cur
+        for i, c in enumerate(tab):
+            for j, t in enumerate(tab):
+                u = c + tuple(r for r in t if r not in c)
+                if u in tab:
+                    out = z3.If(z3.And(cur == i, tgt == j), I(tab.index(u)), out)
+        return out
+
+    # ------------------------------------------------------------------ controller logic
+    def assignment(self, r: SymReassign, p: int) -> z3.ArithRef:
+        """controller.assignment: ZooKeeper's AR, except RAR once step 6 set it in memory."""
+        return z3.If(r.step[p] >= 7, r.new[p], r.ar[p])
+
+    def step_enabled(self, r: SymReassign, p: int, isr: dict[int, Any], deleting: Any = False,
+                     created: Any = True, active: Any = True) -> z3.BoolRef:
+        """actions.enabled_actions' condition for ReassignPartition on ``p`` together with
+        controller.reassignment_step_enabled (``isr``: ZooKeeper's ISR over :func:`universe`)."""
+        st = r.step[p]
+        start = z3.And(active, r.target[p] != 0, r.ar[p] != 0, z3.Not(deleting), created)
+        caught_up = z3.And([z3.Implies(self.member(p, r.new[p], b), isr.get(b, B(False))) for b in self.U[p]])
+        return z3.If(z3.Or(st == 0, st == 1), start, z3.If(st == 4, caught_up, B(True)))
+
+    def reassigned_partition(self, r: SymReassign, p: int, live: dict[int, Any],
+                             isr: dict[int, Any]) -> tuple[z3.BoolRef, z3.ArithRef]:
+        """The ReassignedPartition selector over RAR: (it finds a leader, the leader). The new ISR is
+        the current one and LeaderAndIsr goes to RAR."""
+        cand = {b: z3.And(live.get(b, B(False)), isr.get(b, B(False))) for b in self.U[p]}
+        leader = self.first_of(p, r.new[p], cand)
+        return leader != 0, leader
+
+    def request(self, r: SymReassign, zk_exists: Any = True, deleting: Any = False) -> list[tuple[int, List, z3.BoolRef,
+                                                                                                  SymReassign]]:
+        """RequestReassignment(p, target) for the next configured request: (p, target, guard, after)."""
+        out = []
+        for k, (p, tgt) in enumerate(self.requests):
+            t = r.clone()
+            t.requested = r.requested + 1
+            t.target = tuple(I(self.index(p, tgt)) if q == p else x for q, x in enumerate(r.target))
+            t.origin = tuple(r.ar[p] if q == p else x for q, x in enumerate(r.origin))
+            guard = z3.And(r.requested == k, r.ar[p] != 0, r.target[p] == 0, z3.Not(deleting), zk_exists)
+            out.append((p, tgt, guard, t))
+        return out
+
+    def bookkeeping(self, r: SymReassign, p: int, live: dict[int, Any]) -> SymReassign:
+        """The reassignment fields after one ReassignPartition step of ``p`` by the one controller
+        (never fenced): step numbers, OAR/RAR, AR in ZooKeeper (steps 1 and 10), the request
+        (dropped by step 1 when it cannot start, by step 11 when done). The moves, elections and
+        requests of the steps are not here."""
+        t = r.clone()
+        st = r.step[p]
+        starting = z3.Or(st == 0, st == 1)
+        gone = r.target[p] == 0
+        dead_target = z3.Or([z3.And(self.member(p, r.target[p], b), z3.Not(live.get(b, B(False))))
+                             for b in self.U[p]] or [B(False)])
+        give_up = z3.And(starting, z3.Not(gone), z3.Or(r.target[p] == r.ar[p], dead_target))
+        start = z3.And(starting, z3.Not(gone), z3.Not(give_up))
+        drop = z3.Or(give_up, st == 11)
+
+        def upd(xs: tuple, v: Any, cond: Any) -> tuple:
+            return tuple(z3.If(cond, v, x) if q == p else x for q, x in enumerate(xs))
+
+        nxt = z3.If(starting, z3.If(start, I(2), I(0)), z3.If(st == 12, I(0), st + 1))
+        t.step = upd(r.step, nxt, B(True))
+        t.old = upd(r.old, z3.If(start, r.ar[p], z3.If(st == 12, I(0), r.old[p])), B(True))
+        t.new = upd(r.new, z3.If(start, r.target[p], z3.If(st == 12, I(0), r.new[p])), B(True))
+        t.ar = upd(r.ar, z3.If(start, self.union(p, r.ar[p], r.target[p]),
+                               z3.If(st == 10, r.new[p], r.ar[p])), B(True))
+        t.target = upd(r.target, I(0), drop)
+        t.origin = upd(r.origin, I(0), drop)
+        return t
+
+    # ------------------------------------------------------------------ broker side: request queues
+    def sent(self, r: SymReassign, b: int, cond: Any, at: z3.ArithRef, lai: bool, p: int,
+             delete: bool = False) -> None:
+        """A request was queued at ``at`` of ``b``'s queue: a LeaderAndIsr of ``p`` carries the
+        controller's view of AR (controller.send_leader_and_isr), other requests none."""
+        if r.req_list is None:
+            return
+        v = self.assignment(r, p) if lai else I(0)
+        r.req_list[b] = tuple(z3.If(z3.And(cond, at == i), v, x) for i, x in enumerate(r.req_list[b]))
+        assert r.req_del is not None
+        r.req_del[b] = tuple(z3.If(z3.And(cond, at == i), B(delete), x) for i, x in enumerate(r.req_del[b]))
+
+    def popped(self, r: SymReassign, b: int, k: int) -> None:
+        if r.req_list is None:
+            return
+        xs = r.req_list[b]
+        r.req_list[b] = tuple(xs[:k]) + tuple(xs[k + 1:]) + (I(0),)
+        assert r.req_del is not None
+        ds = r.req_del[b]
+        r.req_del[b] = tuple(ds[:k]) + tuple(ds[k + 1:]) + (B(False),)
+
+    def crashed(self, r: SymReassign, b: int) -> None:
+        """broker.crash: the queue is gone and no replica leads (``assigned`` 0)."""
+        if r.req_list is not None:
+            r.req_list[b] = tuple(I(0) for _ in r.req_list[b])
+        if r.req_del is not None:
+            r.req_del[b] = tuple(B(False) for _ in r.req_del[b])
+        for row in r.assigned:
+            if b in row:
+                row[b] = {m: B(False) for m in row[b]}
+
+    # ------------------------------------------------------------------ broker side: the leader's AR
+    def became_leader(self, r: SymReassign, p: int, b: int, carried: z3.ArithRef) -> None:
+        """broker._become_leader: ``assigned`` := the AR of the LeaderAndIsr (``carried``)."""
+        if r.assigned:
+            r.assigned[p][b] = {m: self.member(p, carried, m) for m in r.assigned[p][b]}
+
+    def became_follower(self, r: SymReassign, p: int, b: int) -> None:
+        """A follower's replica keeps no assignment (``assigned`` 0)."""
+        if r.assigned:
+            r.assigned[p][b] = {m: B(False) for m in r.assigned[p][b]}
+
+    # ------------------------------------------------------------------ the encoding's actions
+    def set_rstate(self, t: SymState, p: int, b: int, cond: Any, target: RS) -> None:
+        row = t.ops.reassign.rstate[p]
+        row[b] = z3.If(cond, I(int(target)), row[b]) if cond is not True else I(int(target))
+
+    def hosts(self, t: SymState, p: int, b: int, cond: Any) -> None:
+        """A LeaderAndIsr for ``p`` delivered to ``b`` creates the replica (startReplica)."""
+        row = t.ops.reassign.hosted[p]
+        if b in row:
+            row[b] = z3.Or(row[b], cond)
+
+    def step_instances(self, enc: Encoding, s: SymState, e: int, p: int) -> list[Instance]:
+        """ReassignPartition(e, p, k) for k = 1..12: controller.reassignment_step of the active
+        controller (epoch ``e``), one instance per step, the guards exclusive."""
+        from .z3_replication import Instance
+
+        r = s.ops.reassign
+        isr = dict(s.zk[p].isr)
+        enabled = z3.And(s.ops.zk_epoch == e, self.step_enabled(r, p, isr))
+        out = []
+        for k in range(1, 13):
+            due = z3.Or(r.step[p] == 0, r.step[p] == 1) if k == 1 else r.step[p] == k
+            t = s.clone()
+            self._step(enc, s, t, p, k)
+            out.append(Instance("ReassignPartition", (e, p, k), f"ReassignPartition: step {k}",
+                                z3.And(enabled, due), t))
+        return out
+
+    def _step(self, enc: Encoding, s: SymState, t: SymState, p: int, k: int) -> None:
+        """The sends, writes and moves of step ``k`` (model/controller.py ``_step*``), then the
+        bookkeeping of :meth:`bookkeeping`."""
+        r = s.ops.reassign
+        U = self.U[p]
+        z = s.zk[p]
+        version = z.version != 0
+        in_new = {b: self.member(p, r.new[p], b) for b in U}
+        in_old = {b: self.member(p, r.old[p], b) for b in U}
+        if k in (2, 7):
+            if k == 2:  # bump_leader_epoch to every replica of OAR + RAR
+                bump, to = version, {b: enc.in_assignment(t, p, b) for b in U}
+            else:  # step 7: elect from RAR if the leader is not in it or dead, else bump
+                leader_ok = z3.Or([z3.And(z.leader == b, in_new[b], s.c_live[b]) for b in U])
+                found, leader = self.reassigned_partition(r, p, s.c_live, isr_of(s, p))
+                elect = z3.And(z3.Not(leader_ok), found, _unfenced(enc, t, p))
+                enc.write_leader_isr(t, p, leader, dict(z.isr), elect)
+                for b in U:
+                    enc.send(t, b, REQ_LAI, p, z3.And(elect, in_new[b], s.c_live[b]))
+                enc.broadcast_metadata(t, elect)
+                t.partition_online = tuple(z3.Or(o, elect) if q == p else o for q, o in enumerate(t.partition_online))
+                bump, to = z3.And(leader_ok, version), in_new
+            do = z3.And(bump, _unfenced(enc, t, p))
+            enc.write_leader_isr(t, p, z.leader, dict(z.isr), do)
+            for b in U:
+                enc.send(t, b, REQ_LAI, p, z3.And(do, _bool(to[b]), s.c_live[b]))
+        elif k == 3:  # RAR - OAR -> NewReplica (a leader cannot be new)
+            for b in U:
+                do = z3.And(in_new[b], z3.Not(in_old[b]), z.leader != b)
+                enc.send(t, b, REQ_LAI, p, z3.And(do, version, s.c_live[b]))
+                self.set_rstate(t, p, b, do, RS.NEW)
+        elif k == 5:  # RAR -> OnlineReplica
+            for b in U:
+                lai = z3.And(in_new[b], r.rstate[p][b] != int(RS.NEW), version, s.c_live[b])
+                enc.send(t, b, REQ_LAI, p, lai)
+                self.set_rstate(t, p, b, in_new[b], RS.ONLINE)
+        elif k == 8:  # OAR - RAR -> OfflineReplica, in OAR order (each ISR removal sees the last)
+            for idx, lst in enumerate(self.tables[p]):
+                for b in lst:
+                    do = z3.And(r.old[p] == idx, z3.Not(in_new[b]))
+                    enc.send(t, b, REQ_STOP, p, do)
+                    enc.remove_from_isr(t, p, b, do)
+                    self.set_rstate(t, p, b, do, RS.OFFLINE)
+        elif k == 9:  # OAR - RAR: StopReplica with delete, then NonExistent
+            for b in U:
+                do = z3.And(in_old[b], z3.Not(in_new[b]))
+                enc.send(t, b, REQ_STOP, p, do, delete=True)
+                self.set_rstate(t, p, b, do, RS.NON_EXISTENT)
+        elif k == 12:
+            enc.broadcast_metadata(t, B(True))
+        book = self.bookkeeping(r, p, s.c_live)
+        tr = t.ops.reassign
+        tr.ar, tr.target, tr.origin, tr.requested = book.ar, book.target, book.origin, book.requested
+        tr.step, tr.old, tr.new = book.step, book.old, book.new
+
+    def delete_delivery(self, enc: Encoding, s: SymState, b: int, k: int, name: str, args: tuple,
+                        extra: Any, budget: str | None) -> Instance:
+        """Step 9's StopReplica with delete delivered: the broker no longer hosts the replica (its
+        fields those of a fresh replica); the controller's replica is already NonExistent."""
+        from .z3_admin import _fresh_replica_if
+        from .z3_replication import Instance
+
+        q = s.inbox[b].slots[k]
+        t = s.clone()
+        if budget:
+            t.budget[budget] = s.budget[budget] - 1
+        enc.ops.accepted(s, t, b, k)
+        enc.pop(t, b, k)
+        for p in range(self.P):
+            if b not in self.U[p]:
+                continue
+            c = q.partition == p
+            t.replicas[p][b] = _fresh_replica_if(c, t.replicas[p][b])
+            row = t.ops.reassign.hosted[p]
+            row[b] = z3.And(row[b], z3.Not(c))
+            t.ops.reassign.assigned[p][b] = {m: z3.And(x, z3.Not(c)) for m, x in t.ops.reassign.assigned[p][b].items()}
+        guard = z3.And(s.alive[b], s.inbox[b].length > k, q.kind == REQ_STOP, s.ops.reassign.req_del[b][k],
+                       enc.ops.accepts(s, b, k), extra)
+        return Instance(name, args, f"{name}: StopReplica (delete)", guard, t)
+
+    def instances(self, enc: Encoding, s: SymState) -> list[Instance]:
+        """The reassignment steps of the active controller and the deliveries of a deleting
+        StopReplica (RequestReassignment is added by z3_operations, in the model's order)."""
+        out: list[Instance] = []
+        for e in enc.ops.active_epochs():
+            for p in range(self.P):
+                out += self.step_instances(enc, s, e, p)
+        for b in enc.brokers():
+            out.append(self.delete_delivery(enc, s, b, 0, "DeliverRequest", (b,), B(True), None))
+            if enc.cfg.faults.delayed_requests:
+                for k in range(1, enc.Q):
+                    out.append(self.delete_delivery(enc, s, b, k, "DeliverDelayedRequest", (b, k),
+                                                    s.budget["delayed_requests"] > 0, "delayed_requests"))
+        return out
+
+    # ------------------------------------------------------------------ the broker change
+    def startup_replica(self, t: SymState, p: int, b: int, came: Any) -> Any:
+        """on_broker_startup for an assigned replica: Online unless NonExistent; LeaderAndIsr only if
+        it was not New and the znode exists. Returns whether a LeaderAndIsr goes out."""
+        if came is False:
+            return False
+        rs = t.ops.reassign.rstate[p][b]
+        move = z3.And(came, rs != int(RS.NON_EXISTENT))
+        lai = z3.And(move, rs != int(RS.NEW), t.zk[p].version != 0)
+        self.set_rstate(t, p, b, move, RS.ONLINE)
+        return lai
+
+    def failed_replica(self, t: SymState, p: int, b: int, left: Any) -> Any:
+        """on_broker_failure for an assigned replica: Offline unless NonExistent (StopReplica, ISR
+        removal). Returns whether it moves."""
+        if left is False:
+            return False
+        move = z3.And(left, t.ops.reassign.rstate[p][b] != int(RS.NON_EXISTENT))
+        self.set_rstate(t, p, b, move, RS.OFFLINE)
+        return move
+
+    # ------------------------------------------------------------------ properties
+    def isr_subset_of_replicas(self, r: SymReassign, zk_isr: tuple[dict[int, Any], ...]) -> z3.BoolRef:
+        """IsrSubsetOfReplicas: the ISR in ZooKeeper contains only assigned replicas (a partition
+        without AR is skipped)."""
+        parts = []
+        for p in range(self.P):
+            for b in self.U[p]:
+                parts.append(z3.Implies(z3.And(r.ar[p] != 0, zk_isr[p].get(b, B(False))), self.member(p, r.ar[p], b)))
+        return z3.And(parts) if parts else B(True)
+
+    def reassignment_recoverable(self, r: SymReassign) -> z3.BoolRef:
+        """ReassignmentRecoverable: while a request is pending and AR is not yet its target, AR keeps
+        every replica of the AR it was requested from."""
+        parts = []
+        for p in range(self.P):
+            pending = z3.And(r.target[p] != 0, r.origin[p] != 0, r.ar[p] != r.target[p])
+            for b in self.U[p]:
+                parts.append(z3.Implies(z3.And(pending, self.member(p, r.origin[p], b)), self.member(p, r.ar[p], b)))
+        return z3.And(parts) if parts else B(True)
+
+
+def isr_of(s: SymState, p: int) -> dict[int, Any]:
+    return dict(s.zk[p].isr)
+
+
+def _bool(x: Any) -> z3.BoolRef:
+    return B(x) if isinstance(x, bool) else x
+
+
+def _unfenced(enc: Encoding, t: SymState, p: int) -> z3.BoolRef:
+    return _bool(enc.unfenced(t, p))
+
+
+__all__ = ["SymReassign", "Reassignment", "list_table", "universe", "targets_of"]

@@ -1,0 +1,296 @@
+"""The reassignment state inside the replication encoding (invariants/z3_reassignment.py via
+z3_operations.SymOps.reassign), for one controller (with controller failover it is still refused).
+
+On sampled reachable states of reassignment and reassignment-broker-crash:
+
+- the state ranges over every broker that can be assigned (``universe``): it pins to the model's
+  state, and a z3 model of the pin decodes back to the model's reassignment fields, the leaders'
+  ``assigned`` masks and the AR every queued LeaderAndIsr carries;
+- RequestReassignment is enabled exactly when the model enables it, and leads to exactly the model's
+  successor, every leaf of the state compared;
+- a delivered request (but step 9's deleting StopReplica, not encoded yet) leaves the carried-AR
+  numbers of the queue shifted as the model's queue is, and a leader that takes a LeaderAndIsr gets
+  the AR it carries as its ``assigned`` mask (a follower none);
+- Fetch is enabled exactly when the model enables it, for every follower/leader pair of the
+  universe, the leader's ``assigned`` mask gating it (the samples must include a gated pair);
+- ProcessBrokerChange, outside a running reassignment (before it, or after it changed AR), leads to
+  exactly the model's successor: elections, ISR removal and LeaderAndIsr recipients over the current
+  AR, each LeaderAndIsr carrying it.
+"""
+from __future__ import annotations
+
+from collections import deque
+
+import pytest
+import z3
+
+from isrcheck import manifest
+from isrcheck.invariants import build_model
+from isrcheck.invariants import z3_replication as R
+from isrcheck.invariants.z3_replication import Encoding, Unsupported, concrete, evaluate
+from isrcheck.model.actions import Action
+from isrcheck.model.state import LeaderAndIsr, StopReplica
+
+MODELS = {"reassignment": (612, 40), "reassignment-broker-crash": (1500, 40)}
+
+
+def reachable(cfg, limit: int):
+    model = build_model(cfg, symmetry=False)
+    s0 = model.init_states()[0]
+    seen, queue, out = {s0}, deque([s0]), [s0]
+    while queue and len(out) < limit:
+        s = queue.popleft()
+        for a in model.actions(s):
+            t = model.next_state(s, a)
+            if t not in seen:
+                seen.add(t)
+                out.append(t)
+                queue.append(t)
+    return model, out
+
+
+def projection(s, hosted=None):
+    """What the reassignment state encodes of a model State (``assigned`` of the replicas ``hosted``
+    hosts: whether a broker hosts a replica is not encoded yet, see specs/08-symbolic.md)."""
+    hosted = s if hosted is None else hosted
+    return (tuple(zp.replicas for zp in s.zk.partitions), s.zk.reassign, s.controller.reassign_step,
+            s.controller.reassign_old, s.controller.reassign_new, tuple(g.reassign_origin for g in s.ghost),
+            s.reassignments,
+            tuple(tuple(None if h is None else r.assigned for r, h in zip(br.replicas, hb.replicas))
+                  for br, hb in zip(s.brokers, hosted.brokers)),
+            tuple(tuple(req.replicas if isinstance(req, LeaderAndIsr) else None for req in q) for q in s.inbox))
+
+
+def gated_pairs(s) -> list[tuple[int, int, int]]:
+    """(follower, partition, leader): the follower fetches from a live leader whose ``assigned`` mask
+    leaves it out."""
+    out = []
+    for p in range(len(s.zk.partitions)):
+        for f, br in enumerate(s.brokers, start=1):
+            rf = br.replicas[p]
+            if rf is None or rf.leader in (0, f):
+                continue
+            lb = s.brokers[rf.leader - 1]
+            rl = lb.replicas[p]
+            if lb.alive and rl is not None and rl.leader == rf.leader and not rl.assigned >> f & 1:
+                out.append((f, p, rf.leader))
+    return out
+
+
+def leaf_values(sym) -> list:
+    return evaluate(sym.leaves())
+
+
+def test_single_controller_reassignments_are_encoded_and_failover_is_not():
+    assert R.unsupported_reason(manifest.get("reassignment").config) == ""
+    assert Encoding(manifest.get("reassignment").config).always()[-2:] == R.REASSIGNMENT_PROPERTIES
+    assert "IsrSubsetOfReplicas" not in Encoding(manifest.get("clean-election").config).always()
+    with pytest.raises(Unsupported, match="controller failover"):
+        Encoding(manifest.get("deposed-controller-ar-write").config)
+
+
+@pytest.mark.parametrize("name", sorted(MODELS))
+def test_state_and_request_agree_with_the_model(name):
+    cfg = manifest.get(name).config
+    limit, samples = MODELS[name]
+    enc = Encoding(cfg)
+    assert enc.U[0] == (1, 2, 3) and enc.AR[0] == (1, 2)  # the state ranges over the brokers a reassignment adds
+    model, states = reachable(cfg, limit)
+    chosen = set(range(0, len(states), max(1, len(states) // samples)))
+    chosen.add(next(i for i, s in enumerate(states) if any(a.name == "RequestReassignment" for a in model.actions(s))))
+    # states where a LeaderAndIsr carrying a list other than the initial AR is queued
+    moved = [i for i, s in enumerate(states)
+             if any(isinstance(r, LeaderAndIsr) and r.replicas != cfg.replicas_of(r.partition)
+                    for q in s.inbox for r in q)]
+    assert moved
+    chosen |= set(moved[:: max(1, len(moved) // 10)])
+    gated_states = [i for i, s in enumerate(states) if gated_pairs(s)]
+    assert gated_states
+    chosen |= set(gated_states[:: max(1, len(gated_states) // 10)])
+    sym = enc.fresh("s")
+    R_ = enc.ops.reassign
+    requests = delivered = carried = fetches = gated = 0
+    for s in (states[i] for i in sorted(chosen)):
+        # pin and decode
+        solver = z3.Solver()
+        solver.add(sym.pin(s))
+        assert solver.check() == z3.sat
+        assert projection(sym.decode(solver.model(), enc.init_state), s) == projection(s)
+        cs = concrete(enc, s)
+        acts = model.actions(s)
+        # RequestReassignment: same enabled instances, same successor leaf by leaf
+        mine = [i for i in enc.ops.request_reassignment(cs) if evaluate([i.guard])[0]]
+        theirs = [a for a in acts if a.name == "RequestReassignment"]
+        assert sorted(i.args for i in mine) == sorted(a.args for a in theirs), s
+        for inst in mine:
+            requests += 1
+            t = model.next_state(s, next(a for a in theirs if a.args == inst.args))
+            assert leaf_values(inst.effect) == leaf_values(concrete(enc, t)), (s, inst.args)
+        # a delivered request: the carried-AR numbers follow the queue; a leader takes the AR it is sent
+        for a in acts:
+            if a.name != "DeliverRequest":
+                continue
+            b = a.args[0]
+            head = s.inbox[b - 1][0]
+            if isinstance(head, StopReplica) and head.delete:
+                continue  # step 9's deleting StopReplica is not encoded yet
+            [inst] = [i for i in enc.deliveries(cs, b, 0, "DeliverRequest", (b,), z3.BoolVal(True), None)
+                      if evaluate([i.guard])[0]]
+            t = model.next_state(s, a)
+            got, want = inst.effect.ops.reassign, concrete(enc, t).ops.reassign
+            assert evaluate(list(got.req_list[b])) == evaluate(list(want.req_list[b])), (s, a)
+            for p in range(cfg.partitions):
+                if b in enc.AR[p] or s.brokers[b - 1].replicas[p] is not None:
+                    row = sorted(got.assigned[p][b])
+                    assert (evaluate([got.assigned[p][b][m] for m in row])
+                            == evaluate([want.assigned[p][b][m] for m in row])), (s, a)
+            delivered += 1
+            carried += any(isinstance(r, LeaderAndIsr) and r.replicas != cfg.replicas_of(r.partition)
+                           for r in s.inbox[b - 1][:1])
+        # Fetch is gated by the leader's assigned mask (every follower/leader pair of the universe)
+        for p in range(cfg.partitions):
+            for f in enc.U[p]:
+                rf = s.brokers[f - 1].replicas[p]
+                for L in enc.U[p]:
+                    if L == f or rf is None:
+                        continue
+                    want_on = Action("Fetch", (f, p)) in acts and rf.leader == L
+                    got_on = evaluate([enc.fetch(cs, f, p, L).guard])[0]
+                    assert got_on == want_on, (s, f, L)
+                    fetches += want_on
+        gated += bool(gated_pairs(s))
+    assert requests and delivered and carried and fetches and gated, (requests, delivered, carried, fetches, gated)
+
+
+@pytest.mark.parametrize("name", ["reassignment-broker-crash", "reassignment-target-crash"])
+def test_broker_change_over_the_current_assignment(name):
+    """ProcessBrokerChange while no reassignment step is under way (before, or after one completed and
+    AR changed): the same successor as the model's, every leaf compared — elections, ISR removal and
+    the LeaderAndIsr recipients follow ZooKeeper's current AR, and each LeaderAndIsr carries it."""
+    cfg = manifest.get(name).config
+    enc = Encoding(cfg)
+    model, states = reachable(cfg, 6000)
+    seen, after_move = 0, 0
+    for s in states:
+        if any(s.controller.reassign_step):
+            continue  # the replica states of a running reassignment are not encoded yet
+        moved = s.zk.partitions[0].replicas != cfg.replicas_of(0)
+        if (seen - after_move >= 8 and not moved) or after_move >= 8:
+            continue
+        for a in model.actions(s):
+            if a.name != "ProcessBrokerChange":
+                continue
+            t = model.next_state(s, a)
+            cs = concrete(enc, s)
+            [inst] = [i for i in enc.instances(cs) if i.name == "ProcessBrokerChange" and evaluate([i.guard])[0]]
+            assert leaf_values(inst.effect) == leaf_values(concrete(enc, t)), (s, a)
+            seen += 1
+            after_move += moved
+    assert seen and after_move, (seen, after_move)
+
+
+def comparable(enc, t, sym):
+    """The model state ``t`` leaf by leaf in the order of ``sym``; None for the encoding's history of
+    records no log holds (as in test_z3_admin)."""
+    vals = {a.get_id(): v for a, v in sym.values_of(t)}
+    held = set()
+    for p in range(enc.P):
+        for b in enc.U[p]:
+            r = t.brokers[b - 1].replicas[p]
+            held |= {(p, rec & 0xFF) for rec in (r.log if r is not None else ())}
+        held |= {(p, rec & 0xFF) for rec in t.ghost[p].exposed}
+    skip = set()
+    for p, g in enumerate(sym.ghost):
+        for j in g.position:
+            if (p, j) not in held:
+                skip |= {g.position[j].get_id(), g.epoch[j].get_id()}
+    return [None if leaf.get_id() in skip else (z3.is_true(v) if z3.is_bool(v) else v.as_signed_long())
+            for leaf in sym.leaves() for v in [vals[leaf.get_id()]]]
+
+
+# name -> (reachable states explored, states sampled)
+ONE_STEP = {"reassignment": (612, 25), "reassignment-broker-crash": (6000, 12),
+            "reassignment-with-data": (6000, 12), "reassignment-target-crash": (6000, 12),
+            # the leader-epoch generations: epoch caches and OffsetsForLeaderEpoch across AR changes
+            "reassignment-with-data-kip-320": (6000, 12), "reassignment-broker-crash-kip-320": (6000, 12)}
+
+
+@pytest.mark.parametrize("name", sorted(ONE_STEP))
+def test_one_step_agrees_with_the_model(name):
+    """Every action: the encoding enables exactly the model's actions and each leads to exactly the
+    model's successor, field by field; every one of the 12 steps and the deleting StopReplica seen."""
+    cfg = manifest.get(name).config
+    limit, n = ONE_STEP[name]
+    enc = Encoding(cfg)
+    model, states = reachable(cfg, limit)
+    shape = enc.fresh("shape")
+    names = [str(x) for x in shape.leaves()]
+    firsts: dict[str, int] = {}
+    for i, s in enumerate(states):
+        for a in model.actions(s):
+            key = f"step {a.args[2]}" if a.name == "ReassignPartition" else a.name
+            if a.name == "DeliverRequest":
+                key += repr(s.inbox[a.args[0] - 1][0])[:12] + str(getattr(s.inbox[a.args[0] - 1][0], "delete", ""))
+            firsts.setdefault(key, i)
+    chosen = set(range(0, len(states), max(1, len(states) // n))) | set(firsts.values())
+    kinds: set[str] = set()
+    for s in (states[i] for i in sorted(chosen)):
+        insts = enc.instances(concrete(enc, s))
+        guards = evaluate([i.guard for i in insts])
+        acts = model.actions(s)
+        assert {label(i) for i, g in zip(insts, guards) if g} == {str(a) for a in acts}, (name, s)
+        for a in acts:
+            matching = [i for i, g in zip(insts, guards) if g and label(i) == str(a)]
+            assert len(matching) == 1, (str(a), [i.kind for i in matching])
+            kinds.add(matching[0].kind)
+            want = comparable(enc, model.next_state(s, a), shape)
+            got = evaluate(matching[0].effect.leaves())
+            diff = [names[i] for i, (g, w) in enumerate(zip(got, want)) if w is not None and g != w]
+            assert not diff, (name, str(a), matching[0].kind, diff, s)
+    steps = {k for k in kinds if k.startswith("ReassignPartition")}
+    assert len(steps) == 12, sorted(steps)
+    assert "DeliverRequest: StopReplica (delete)" in kinds
+
+
+def label(inst) -> str:
+    return str(Action(inst.name, inst.args))
+
+
+@pytest.mark.parametrize("name", ["reassignment-with-data", "reassignment-target-crash"])
+def test_encoded_properties_agree_with_the_model(name):
+    """The encoded properties, now over every broker of the universe (an unhosted replica being a
+    fresh one), agree with invariants/properties.py on reachable states and on the states of the
+    explicit checker's counterexample, and EpochsMonotonic on their steps (a replica deleted by step
+    9 and created again is skipped, as properties.py skips a replica that is None)."""
+    from isrcheck.invariants import ALL_PROPERTIES
+    from isrcheck.invariants.z3_replication import ALWAYS, TRANSITION
+    from isrcheck.model.checker import Checker
+
+    by_name = {p.name: p for p in ALL_PROPERTIES}
+    cfg = manifest.get(name).config
+    enc = Encoding(cfg)
+    model, states = reachable(cfg, 6000)
+    trace = [st.state for st in Checker(model).run().violations[0].trace if st.state is not None]
+    samples = states[:: max(1, len(states) // 25)] + trace
+    broken = 0
+    names = (*ALWAYS, "IsrSubsetOfReplicas", "ReassignmentRecoverable")  # the last two: terms only, so far
+    for s in samples:
+        got = evaluate([enc.properties(concrete(enc, s))[n] for n in names])
+        want = [by_name[n].check(s) for n in names]
+        assert got == want, (s, [n for n, g, w in zip(names, got, want) if g != w])
+        broken += not all(want)
+    steps = list(zip(trace, trace[1:]))
+    # a step that deletes a replica (step 9's StopReplica delivered), then one that creates it again
+    for s in states:
+        for a in model.actions(s):
+            t = model.next_state(s, a)
+            if any((x is None) != (y is None) for bx, by in zip(s.brokers, t.brokers)
+                   for x, y in zip(bx.replicas, by.replicas)):
+                steps.append((s, t))
+        if len(steps) > len(trace) + 12:
+            break
+    for s, t in steps:
+        got = evaluate([enc.step_properties(concrete(enc, s), concrete(enc, t))[n] for n in TRANSITION])
+        assert got == [by_name[n].check(s, t) for n in TRANSITION], (s, t)
+    assert len(steps) > len(trace) - 1
+    assert broken  # reassignment-with-data breaks NoCommittedWriteLost in 17, -target-crash IsrSubsetOfReplicas in 16
