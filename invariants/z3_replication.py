@@ -266,9 +266,13 @@ class Encoding:
         # more (topic deletion: StopReplica, ISR removal and a deleting StopReplica per replica;
         # under kip-320 the ISR removals go to every remaining replica: five; the reassignment models
         # queue up to five too)
+        # what the manifest's models reach: deletions and reassignments queue StopReplicas too, two
+        # controllers interleave, and a lossy crash under the leader-epoch generations (ISR removals
+        # told to every remaining replica) queues 4 (lossy-divergence-kip-*)
         self.Q = queue if queue is not None else DEFAULT_QUEUE + (
             2 if cfg.operations.topic_deletions or cfg.operations.reassignments
-            else 1 if cfg.faults.controller_failovers else 0)
+            else 1 if cfg.faults.controller_failovers
+            else 1 if cfg.faults.lossy_crashes and cfg.truncation != "high-watermark" else 0)
         self.periodic = cfg.hw_checkpoint == "periodic"
         self.E = self.rule.initial_slots(cfg) if epoch_slots is None else epoch_slots  # epoch-cache entries
         self.protocol = Protocol(cfg)

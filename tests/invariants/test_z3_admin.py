@@ -36,6 +36,7 @@ from isrcheck.model.actions import apply, enabled_actions
 from isrcheck.model.config import from_mapping
 from isrcheck.model.tables import PartitionState as PS
 from isrcheck.model.world import fresh_replica
+from z3_states import reachable, sample
 
 BY_NAME = {p.name: p for p in ALL_PROPERTIES}
 slow = pytest.mark.skipif(not os.environ.get("ISRCHECK_SLOW"), reason="slow z3 run: set ISRCHECK_SLOW=1")
@@ -63,29 +64,6 @@ SMALL = {"brokers": 2, "replication_factor": 1, "max_records": 1, "operations": 
 
 def config_of(name: str):
     return from_mapping(MIXED[name]) if name in MIXED else manifest.get(name).config
-
-
-def reachable(cfg, limit: int):
-    """Breadth-first reachable states of the model (up to ``limit``)."""
-    model = build_model(cfg, symmetry=False)
-    s0 = model.init_states()[0]
-    seen = {s0}
-    queue = deque([s0])
-    out = [s0]
-    while queue and len(out) < limit:
-        s = queue.popleft()
-        for a in model.actions(s):
-            t = model.next_state(s, a)
-            if t not in seen:
-                seen.add(t)
-                out.append(t)
-                queue.append(t)
-    return out
-
-
-def sample(states, n: int):
-    step = max(1, len(states) // n)
-    return states[::step][:n]
 
 
 def explicit_lengths(cfg, depth: int) -> dict[str, int]:

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import os
 import random
-from collections import deque
 
 import pytest
 import z3
@@ -44,6 +43,7 @@ from isrcheck.model.config import from_mapping
 from isrcheck.model.protocol import Protocol
 from isrcheck.model.records import make_record
 from isrcheck.model.state import ASK_EPOCH_END, FETCHING
+from z3_states import reachable
 
 BY_NAME = {p.name: p for p in ALL_PROPERTIES}
 KIPS = ("kip-101", "kip-279", "kip-320")
@@ -82,23 +82,6 @@ def test_configurations_are_the_manifests():
 
     for name in MODELS:
         assert manifest.get(name).config == config(name), name
-
-
-def reachable(cfg, limit: int):
-    model = build_model(cfg, symmetry=False)
-    s0 = model.init_states()[0]
-    seen = {s0}
-    queue = deque([s0])
-    out = [s0]
-    while queue and len(out) < limit:
-        s = queue.popleft()
-        for a in model.actions(s):
-            t = model.next_state(s, a)
-            if t not in seen:
-                seen.add(t)
-                out.append(t)
-                queue.append(t)
-    return out
 
 
 def _comparable(enc, t):

@@ -108,3 +108,19 @@ FULL_DEPTH = [e for e in FAILING if e.length <= 9]  # 17-step unrollings take ho
 @pytest.mark.parametrize("entry", FULL_DEPTH, ids=[e.name for e in FULL_DEPTH])
 def test_bmc_full_depth_on_the_known_weaknesses(entry):
     assert _bmc(entry, entry.length, stop_at_first=True) == {entry.property: entry.length}
+
+
+@pytest.mark.parametrize("entry", COVERED, ids=[e.name for e in COVERED])
+def test_the_default_queue_capacity_holds_every_reachable_queue(entry):
+    """The encoding's default request-queue capacity is a bound, reported as UNKNOWN when reached; for
+    the manifest's models it must never be reached: no reachable state queues more (first 50,000
+    states, breadth first)."""
+    from isrcheck.invariants.z3_replication import Encoding
+
+    longest = [0]
+
+    def observe(state, depth, count):
+        longest[0] = max(longest[0], max(len(q) for q in state.inbox))
+
+    Checker(build_model(entry.config, symmetry=False), stop_on_first=False, max_states=50_000, observer=observe).run()
+    assert longest[0] <= Encoding(entry.config).Q

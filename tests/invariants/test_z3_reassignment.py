@@ -14,7 +14,6 @@ the states of reassignment-target-crash's counterexample):
 """
 from __future__ import annotations
 
-from collections import deque
 
 import pytest
 import z3
@@ -27,25 +26,11 @@ from isrcheck.model.checker import Checker
 from isrcheck.model.config import from_mapping
 from isrcheck.model.selectors import NoEligibleLeader, SelectorInput, reassigned_partition
 from isrcheck.model.world import World
+from z3_states import reachable_with_model as reachable
 
 BY_NAME = {p.name: p for p in ALL_PROPERTIES}
 MODELS = {"reassignment": 612, "reassignment-broker-crash": 1500, "reassignment-with-data": 1500,
           "reassignment-target-crash": 1500}
-
-
-def reachable(cfg, limit: int):
-    model = build_model(cfg, symmetry=False)
-    s0 = model.init_states()[0]
-    seen, queue, out = {s0}, deque([s0]), [s0]
-    while queue and len(out) < limit:
-        s = queue.popleft()
-        for a in model.actions(s):
-            t = model.next_state(s, a)
-            if t not in seen:
-                seen.add(t)
-                out.append(t)
-                queue.append(t)
-    return model, out
 
 
 def ev(pairs, term):

@@ -19,34 +19,18 @@ On sampled reachable states of reassignment and reassignment-broker-crash:
 """
 from __future__ import annotations
 
-from collections import deque
 
 import pytest
 import z3
 
 from isrcheck import manifest
-from isrcheck.invariants import build_model
 from isrcheck.invariants import z3_replication as R
 from isrcheck.invariants.z3_replication import Encoding, Unsupported, concrete, evaluate
 from isrcheck.model.actions import Action
 from isrcheck.model.state import LeaderAndIsr, StopReplica
+from z3_states import reachable_with_model as reachable
 
 MODELS = {"reassignment": (612, 40), "reassignment-broker-crash": (1500, 40)}
-
-
-def reachable(cfg, limit: int):
-    model = build_model(cfg, symmetry=False)
-    s0 = model.init_states()[0]
-    seen, queue, out = {s0}, deque([s0]), [s0]
-    while queue and len(out) < limit:
-        s = queue.popleft()
-        for a in model.actions(s):
-            t = model.next_state(s, a)
-            if t not in seen:
-                seen.add(t)
-                out.append(t)
-                queue.append(t)
-    return model, out
 
 
 def projection(s, hosted=None):

@@ -11,7 +11,6 @@
 from __future__ import annotations
 
 import os
-from collections import deque
 
 import pytest
 import z3
@@ -35,6 +34,7 @@ from isrcheck.invariants.z3_verdicts import Verdict
 from isrcheck.model.actions import Action, apply, enabled_actions
 from isrcheck.model.checker import Checker
 from isrcheck.model.config import from_mapping
+from z3_states import reachable, sample
 
 BY_NAME = {p.name: p for p in ALL_PROPERTIES}
 
@@ -53,29 +53,6 @@ STEP_CONFIGS = {
     "every-change-min-isr": {"brokers": 3, "replication_factor": 3, "max_records": 2, "min_insync_replicas": 2,
                              "hw_checkpoint": "every-change", "faults": {"crashes": 1, "isr_shrinks": 1}},
 }
-
-
-def reachable(cfg, limit: int = 4000):
-    """Breadth-first reachable states of the model (up to ``limit``)."""
-    model = build_model(cfg, symmetry=False)
-    s0 = model.init_states()[0]
-    seen = {s0}
-    queue = deque([s0])
-    out = [s0]
-    while queue and len(out) < limit:
-        s = queue.popleft()
-        for a in model.actions(s):
-            t = model.next_state(s, a)
-            if t not in seen:
-                seen.add(t)
-                out.append(t)
-                queue.append(t)
-    return out
-
-
-def sample(states, n: int):
-    step = max(1, len(states) // n)
-    return states[::step][:n]
 
 
 def _comparable(enc, t):
