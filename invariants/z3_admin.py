@@ -42,7 +42,7 @@ from isrcheck.model.state import State, StopReplica
 from isrcheck.model.tables import PartitionState as PS
 from isrcheck.model.tables import ReplicaState as RS
 
-from .z3_types import REQ_LAI, REQ_STOP, SymEpochs, SymLog, SymReplica, SymState, fresh_name, num, numval
+from .z3_types import REQ_LAI, REQ_STOP, conj, first_of, fresh_name, ite, negate, num, numval, SymEpochs, SymLog, SymReplica, SymState
 
 if TYPE_CHECKING:
     from .z3_operations import Operations
@@ -185,14 +185,14 @@ class Admin:
     # ------------------------------------------------------------------ state-machine moves
     def _set_rstate(self, t: SymState, p: int, b: int, cond: Any, target: RS) -> None:
         a = t.ops.admin
-        a.rstate = tuple({m: (_ite(cond, I(int(target)), x) if (q == p and m == b) else x) for m, x in d.items()}
+        a.rstate = tuple({m: (ite(cond, I(int(target)), x) if (q == p and m == b) else x) for m, x in d.items()}
                          for q, d in enumerate(a.rstate))
 
     def _set_pstate(self, t: SymState, p: int, cond: Any, target: PS) -> None:
         a = t.ops.admin
 
         def upd(xs: tuple, v: bool) -> tuple:
-            return tuple(_ite(cond, B(v), x) if q == p else x for q, x in enumerate(xs))
+            return tuple(ite(cond, B(v), x) if q == p else x for q, x in enumerate(xs))
 
         a.none = upd(a.none, target == PS.NON_EXISTENT)
         a.new = upd(a.new, target == PS.NEW)
@@ -216,7 +216,7 @@ class Admin:
     def sent(self, t: SymState, b: int, cond: Any, at: z3.ArithRef) -> None:
         xs = t.ops.admin.qdel[b]
         flag = B(self._sending_delete)
-        t.ops.admin.qdel[b] = tuple(_ite(_conj(cond, at == i), flag, x) for i, x in enumerate(xs))
+        t.ops.admin.qdel[b] = tuple(ite(conj(cond, at == i), flag, x) for i, x in enumerate(xs))
 
     def popped(self, t: SymState, b: int, k: int) -> None:
         xs = t.ops.admin.qdel[b]
@@ -262,9 +262,9 @@ class Admin:
         LeaderAndIsr is sent (the source was not New and the znode exists)."""
         a = t.ops.admin
         rs = a.rstate[p][b]
-        moves = _conj(came, a.exists[p], z3.Not(a.deleting[p]), rs != int(RS.NON_EXISTENT))
-        retry = _conj(came, a.exists[p], a.deleting[p], rs == int(RS.DELETION_INELIGIBLE))
-        send = _conj(moves, rs != int(RS.NEW), t.zk[p].version != 0)
+        moves = conj(came, a.exists[p], z3.Not(a.deleting[p]), rs != int(RS.NON_EXISTENT))
+        retry = conj(came, a.exists[p], a.deleting[p], rs == int(RS.DELETION_INELIGIBLE))
+        send = conj(moves, rs != int(RS.NEW), t.zk[p].version != 0)
         self._set_rstate(t, p, b, moves, RS.ONLINE)
         if self.enc.cfg.operations.topic_deletions:  # retry the deletion on the returning broker
             self.to_offline(t, p, b, retry)
@@ -273,7 +273,7 @@ class Admin:
 
     def leader_left(self, t: SymState, p: int, cond: Any) -> Any:
         """on_broker_failure: a partition whose leader died goes Offline unless it is NonExistent."""
-        c = _conj(cond, z3.Not(t.ops.admin.none[p]), self.electable(t, p))
+        c = conj(cond, z3.Not(t.ops.admin.none[p]), self.electable(t, p))
         self._set_pstate(t, p, c, PS.OFFLINE)
         return c
 
@@ -282,8 +282,8 @@ class Admin:
         ISR removal is never fenced). Returns when the move happens."""
         a = t.ops.admin
         rs = a.rstate[p][b]
-        c = _conj(left, a.exists[p], z3.Not(a.deleting[p]), rs != int(RS.NON_EXISTENT))
-        inel = _conj(left, a.exists[p], a.deleting[p],
+        c = conj(left, a.exists[p], z3.Not(a.deleting[p]), rs != int(RS.NON_EXISTENT))
+        inel = conj(left, a.exists[p], a.deleting[p],
                      z3.Or(rs == int(RS.DELETION_STARTED), rs == int(RS.OFFLINE)))
         self._set_rstate(t, p, b, c, RS.OFFLINE)
         self._set_rstate(t, p, b, inel, RS.DELETION_INELIGIBLE)
@@ -291,9 +291,9 @@ class Admin:
 
     def elect_offline_or_new(self, t: SymState, p: int, cond: Any) -> None:
         """_elect_offline_and_new for ``p``: an Offline partition is elected, a New one initialised."""
-        cond = _conj(cond, self.electable(t, p))
-        self.enc.elect_offline(t, p, _conj(cond, self.is_offline(t, p)))
-        self.initialize(t, p, _conj(cond, t.ops.admin.new[p]))
+        cond = conj(cond, self.electable(t, p))
+        self.enc.elect_offline(t, p, conj(cond, self.is_offline(t, p)))
+        self.initialize(t, p, conj(cond, t.ops.admin.new[p]))
 
     def initialize(self, t: SymState, p: int, cond: Any) -> None:
         """partition_to(ONLINE) from New: _initialize_leader_and_isr (the first live assigned replica
@@ -304,16 +304,16 @@ class Admin:
         ar = enc.AR[p]
         z = t.zk[p]
         live = {b: t.c_live[b] for b in ar}
-        do = _conj(cond, z3.Or(list(live.values())), z.version == 0, _not(self.ops.controller_fenced(t)))
-        leader = _first_of([(live[b], b) for b in ar])
-        z.leader = _ite(do, leader, z.leader)
-        z.isr = {b: _ite(do, live[b], z.isr[b]) for b in z.isr}
-        z.leader_epoch = _ite(do, I(0), z.leader_epoch)
-        z.version = _ite(do, I(1), z.version)
+        do = conj(cond, z3.Or(list(live.values())), z.version == 0, negate(self.ops.controller_fenced(t)))
+        leader = first_of([(live[b], b) for b in ar])
+        z.leader = ite(do, leader, z.leader)
+        z.isr = {b: ite(do, live[b], z.isr[b]) for b in z.isr}
+        z.leader_epoch = ite(do, I(0), z.leader_epoch)
+        z.version = ite(do, I(1), z.version)
         self.ops.wrote(t, p, do)
         self._set_pstate(t, p, do, PS.ONLINE)
         for b in ar:
-            enc.send(t, b, REQ_LAI, p, _conj(do, live[b], t.c_live[b]))
+            enc.send(t, b, REQ_LAI, p, conj(do, live[b], t.c_live[b]))
         enc.broadcast_metadata(t, do)
 
     # ------------------------------------------------------------------ actions
@@ -407,14 +407,14 @@ class Admin:
                                      RS.NON_EXISTENT)
                 self._set_pstate(t, p, z3.And(d, z3.Not(a.none[p])), PS.NON_EXISTENT)
                 z = t.zk[p]
-                z.leader = _ite(d, I(0), z.leader)
-                z.isr = {b: _ite(d, B(False), x) for b, x in z.isr.items()}
-                z.leader_epoch = _ite(d, I(0), z.leader_epoch)
-                z.version = _ite(d, I(0), z.version)
-                t.ops.part_epoch = tuple(_ite(d, I(0), x) if q == p else x for q, x in enumerate(t.ops.part_epoch))
-                t.ops.preferred = tuple(_ite(d, B(False), x) if q == p else x for q, x in enumerate(t.ops.preferred))
+                z.leader = ite(d, I(0), z.leader)
+                z.isr = {b: ite(d, B(False), x) for b, x in z.isr.items()}
+                z.leader_epoch = ite(d, I(0), z.leader_epoch)
+                z.version = ite(d, I(0), z.version)
+                t.ops.part_epoch = tuple(ite(d, I(0), x) if q == p else x for q, x in enumerate(t.ops.part_epoch))
+                t.ops.preferred = tuple(ite(d, B(False), x) if q == p else x for q, x in enumerate(t.ops.preferred))
                 ta = t.ops.admin
-                ta.exists = tuple(_ite(d, B(False), x) if q == p else x for q, x in enumerate(ta.exists))
+                ta.exists = tuple(ite(d, B(False), x) if q == p else x for q, x in enumerate(ta.exists))
             t.ops.admin.deleting = tuple(B(False) for _ in a.deleting)
             self.enc.broadcast_metadata(t, True)
         guard = z3.And(s.ops.zk_epoch == e, z3.Or(a.deleting), self.deletion_started(s), self.deletion_complete(s))
@@ -439,7 +439,7 @@ class Admin:
             c = q.partition == p
             t.replicas[p][b] = _fresh_replica_if(c, t.replicas[p][b])
             ta = t.ops.admin
-            ta.hosted = tuple({m: (_ite(c, B(False), x) if (r == p and m == b) else x) for m, x in h.items()}
+            ta.hosted = tuple({m: (ite(c, B(False), x) if (r == p and m == b) else x) for m, x in h.items()}
                               for r, h in enumerate(ta.hosted))
             self._set_rstate(t, p, b, z3.And(c, s.ops.admin.rstate[p][b] == int(RS.DELETION_STARTED)),
                              RS.DELETION_SUCCESSFUL)
@@ -471,50 +471,15 @@ class Admin:
 def _fresh_replica_if(c: z3.BoolRef, r: SymReplica) -> SymReplica:
     """``r``, or (when ``c``) the fields of world.fresh_replica: what an unhosted replica holds."""
     def z(x: Any) -> Any:
-        return _ite(c, B(False), x) if z3.is_bool(x) else _ite(c, I(0), x)
+        return ite(c, B(False), x) if z3.is_bool(x) else ite(c, I(0), x)
 
     log = SymLog(z(r.log.length), tuple(z(x) for x in r.log.ids), tuple(z(x) for x in r.log.epochs))
     ep = None
     if r.ep is not None:
         ep = SymEpochs.of_leaves([z(x) for x in r.ep.leaves()], len(r.ep.epochs))
-    return SymReplica(log, z(r.hw), z(r.checkpoint), z(r.leader), _ite(c, I(-1), r.leader_epoch),
+    return SymReplica(log, z(r.hw), z(r.checkpoint), z(r.leader), ite(c, I(-1), r.leader_epoch),
                       {m: z(x) for m, x in r.isr.items()}, z(r.zk_version), {m: z(x) for m, x in r.remote_leo.items()},
                       {j: z(x) for j, x in r.pending.items()}, ep)
-
-
-def _conj(*xs: Any) -> Any:
-    rest = []
-    for x in xs:
-        if x is False:
-            return False
-        if x is not True:
-            rest.append(x)
-    if not rest:
-        return True
-    return rest[0] if len(rest) == 1 else z3.And(rest)
-
-
-def _not(x: Any) -> Any:
-    if x is True or x is False:
-        return not x
-    return z3.Not(x)
-
-
-def _ite(c: Any, a: Any, b: Any) -> Any:
-    if c is True:
-        return a
-    if c is False:
-        return b
-    if isinstance(a, z3.ExprRef) and isinstance(b, z3.ExprRef) and a.eq(b):
-        return a
-    return z3.If(c, a, b)
-
-
-def _first_of(options: list[tuple[z3.BoolRef, int]]) -> z3.ArithRef:
-    out: z3.ArithRef = I(0)
-    for c, b in reversed(options):
-        out = z3.If(c, I(b), out)
-    return out
 
 
 __all__ = ["SymAdmin", "Admin", "needs_admin", "admin_unsupported"]

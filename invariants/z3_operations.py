@@ -44,7 +44,7 @@ from isrcheck.model.tables import PartitionState, ReplicaState
 
 from .z3_admin import Admin, SymAdmin, needs_admin
 from .z3_reassignment import Reassignment, SymReassign
-from .z3_types import NUM_MAX, REQ_LAI, REQ_STOP, SymState, as_int, fresh_name, num, numval
+from .z3_types import NUM_MAX, REQ_LAI, REQ_STOP, as_bool, as_int, conj, first_of, fresh_name, ite, negate, num, numval, SymState
 
 if TYPE_CHECKING:
     from .z3_replication import Encoding, Instance
@@ -281,11 +281,11 @@ class Operations:
         """A request of ``kind`` (for ``p``) was queued at position ``at`` of ``b``'s queue (when ``cond``)."""
         e = self.acting(t)
         xs = t.ops.req_epoch[b]
-        t.ops.req_epoch[b] = tuple(_ite(_conj(cond, at == i), e, x) for i, x in enumerate(xs))
+        t.ops.req_epoch[b] = tuple(ite(conj(cond, at == i), e, x) for i, x in enumerate(xs))
         if self.admin is not None:
             self.admin.sent(t, b, cond, at)
         if self.reassign is not None:
-            self.reassign.sent(t.ops.reassign, b, _bool(cond), at, kind == REQ_LAI, p, delete)
+            self.reassign.sent(t.ops.reassign, b, as_bool(cond), at, kind == REQ_LAI, p, delete)
 
     def popped(self, t: SymState, b: int, k: int) -> None:
         xs = t.ops.req_epoch[b]
@@ -315,7 +315,7 @@ class Operations:
 
     def forget_shutting_down(self, t: SymState, left: dict[int, Any]) -> None:
         """on_broker_failure: ``c.shutting_down &= ~dead``."""
-        t.ops.shutting = {b: _conj(x, _not(left[b])) for b, x in t.ops.shutting.items()}
+        t.ops.shutting = {b: conj(x, negate(left[b])) for b, x in t.ops.shutting.items()}
 
     def rejected_delivery(self, s: SymState, b: int, k: int, name: str, args: tuple, base: z3.BoolRef,
                           budget: str | None) -> Instance:
@@ -348,8 +348,8 @@ class Operations:
         with self.acting_as(I(e)):
             guard, t = build(tmp)
         t = self.as_stale(t)
-        guard = _conj(s.ops.stale, s.ops.zk_epoch == e + 1, guard)
-        return Instance(name, args, f"{kind} (deposed controller)", _bool(guard), t)
+        guard = conj(s.ops.stale, s.ops.zk_epoch == e + 1, guard)
+        return Instance(name, args, f"{kind} (deposed controller)", as_bool(guard), t)
 
     # ------------------------------------------------------------------ actions
     def broker_change_stale(self, s: SymState) -> list[Instance]:
@@ -379,12 +379,12 @@ class Operations:
         do = z3.And(ok, z3.Not(self.fenced(t, p)))
         live = {b: t.c_live[b] for b in ar}
         enc.write_leader_isr(t, p, I(pref), dict(z.isr), do)
-        t.partition_online = tuple(_ite(do, B(True), o) if q == p else o for q, o in enumerate(t.partition_online))
+        t.partition_online = tuple(ite(do, B(True), o) if q == p else o for q, o in enumerate(t.partition_online))
         for b in ar:
             enc.send(t, b, REQ_LAI, p, z3.And(do, live[b], t.c_live[b]))
         enc.broadcast_metadata(t, do)
-        clear = _not(self.controller_fenced(t))
-        t.ops.preferred = tuple(_ite(clear, B(False), x) if q == p else x for q, x in enumerate(t.ops.preferred))
+        clear = negate(self.controller_fenced(t))
+        t.ops.preferred = tuple(ite(clear, B(False), x) if q == p else x for q, x in enumerate(t.ops.preferred))
 
     def preferred_instances(self, s: SymState, p: int) -> list[Instance]:
         from .z3_replication import Instance
@@ -422,11 +422,11 @@ class Operations:
                 if len(ar) > 1:
                     new_isr = {m: z3.And(z.isr[m], z3.Not(t.ops.shutting[m])) for m in ar}
                     ok = z3.Or(list(new_isr.values()))
-                    leader = _first_of([(new_isr[m], m) for m in ar])
+                    leader = first_of([(new_isr[m], m) for m in ar])
                     do = z3.And(leads, ok, z3.Not(self.fenced(t, p)))
                     live = {m: t.c_live[m] for m in ar}
                     enc.write_leader_isr(t, p, leader, new_isr, do)
-                    t.partition_online = tuple(_ite(do, B(True), o) if q == p else o
+                    t.partition_online = tuple(ite(do, B(True), o) if q == p else o
                                                for q, o in enumerate(t.partition_online))
                     for m in ar:
                         enc.send(t, m, REQ_LAI, p, z3.And(do, live[m], t.c_live[m]))
@@ -533,43 +533,6 @@ class Operations:
 
 
 # ============================================================================ small helpers
-def _conj(*xs: Any) -> Any:
-    rest = []
-    for x in xs:
-        if x is False:
-            return False
-        if x is not True:
-            rest.append(x)
-    if not rest:
-        return True
-    return rest[0] if len(rest) == 1 else z3.And(rest)
-
-
-def _not(x: Any) -> Any:
-    if x is True or x is False:
-        return not x
-    return z3.Not(x)
-
-
-def _bool(x: Any) -> z3.BoolRef:
-    return B(x) if isinstance(x, bool) else x
-
-
-def _ite(c: Any, a: Any, b: Any) -> Any:
-    if c is True:
-        return a
-    if c is False:
-        return b
-    if isinstance(a, z3.ExprRef) and isinstance(b, z3.ExprRef) and a.eq(b):
-        return a
-    return z3.If(c, a, b)
-
-
-def _first_of(options: list[tuple[z3.BoolRef, int]]) -> z3.ArithRef:
-    out: z3.ArithRef = I(0)
-    for c, b in reversed(options):
-        out = z3.If(c, I(b), out)
-    return out
 
 
 __all__ = ["SymOps", "Operations", "needs_operations", "BUDGETS"]

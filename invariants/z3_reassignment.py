@@ -36,7 +36,7 @@ from isrcheck.model.config import Config
 from isrcheck.model.state import LeaderAndIsr, State, StopReplica
 from isrcheck.model.tables import ReplicaState as RS
 
-from .z3_types import REQ_LAI, REQ_STOP, SymState, fresh_name, num, numval
+from .z3_types import REQ_LAI, REQ_STOP, as_bool, fresh_name, num, numval, SymState
 
 if TYPE_CHECKING:
     from .z3_replication import Encoding, Instance
@@ -487,7 +487,7 @@ class Reassignment:
             do = z3.And(bump, _unfenced(enc, t, p))
             enc.write_leader_isr(t, p, z.leader, dict(z.isr), do)
             for b in U:
-                enc.send(t, b, REQ_LAI, p, z3.And(do, _bool(to[b]), s.c_live[b]))
+                enc.send(t, b, REQ_LAI, p, z3.And(do, as_bool(to[b]), s.c_live[b]))
         elif k == 3:  # RAR - OAR -> NewReplica (a leader cannot be new)
             for b in U:
                 do = z3.And(in_new[b], z3.Not(in_old[b]), z.leader != b)
@@ -603,12 +603,8 @@ def isr_of(s: SymState, p: int) -> dict[int, Any]:
     return dict(s.zk[p].isr)
 
 
-def _bool(x: Any) -> z3.BoolRef:
-    return B(x) if isinstance(x, bool) else x
-
-
 def _unfenced(enc: Encoding, t: SymState, p: int) -> z3.BoolRef:
-    return _bool(enc.unfenced(t, p))
+    return as_bool(enc.unfenced(t, p))
 
 
 __all__ = ["SymReassign", "Reassignment", "list_table", "universe", "targets_of"]

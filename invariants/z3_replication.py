@@ -47,15 +47,20 @@ from .z3_types import (
     REQ_NONE,
     REQ_STOP,
     REQ_UM,
+    as_bool,
+    as_int,
+    conj,
+    disj,
+    first_of,
+    fresh_name,
+    ite,
+    num,
+    numval,
     SymInbox,
     SymLog,
     SymReplica,
     SymRequest,
     SymState,
-    as_int,
-    fresh_name,
-    num,
-    numval,
 )
 
 B = z3.BoolVal
@@ -176,55 +181,13 @@ def imin(a: z3.ArithRef, b: z3.ArithRef) -> z3.ArithRef:
     return z3.If(a <= b, a, b)
 
 
-def ite(c: z3.BoolRef | bool, a: Any, b: Any) -> Any:
-    if c is True:
-        return a
-    if c is False:
-        return b
-    if isinstance(a, z3.ExprRef) and isinstance(b, z3.ExprRef) and a.eq(b):
-        return a
-    return z3.If(c, a, b)
 
 
-def conj(*xs: z3.BoolRef | bool) -> z3.BoolRef | bool:
-    """And, keeping Python booleans where it can (so that impossible branches are not built)."""
-    rest = []
-    for x in xs:
-        if x is False:
-            return False
-        if x is not True:
-            rest.append(x)
-    if not rest:
-        return True
-    return rest[0] if len(rest) == 1 else z3.And(rest)
-
-
-def disj(xs: Sequence[z3.BoolRef | bool]) -> z3.BoolRef | bool:
-    rest = []
-    for x in xs:
-        if x is True:
-            return True
-        if x is not False:
-            rest.append(x)
-    if not rest:
-        return False
-    return rest[0] if len(rest) == 1 else z3.Or(rest)
-
-
-def _bool(x: z3.BoolRef | bool) -> z3.BoolRef:
-    return B(x) if isinstance(x, bool) else x
 
 
 def count_true(bs: Sequence[z3.BoolRef]) -> z3.ArithRef:
     return z3.Sum([z3.If(b, I(1), I(0)) for b in bs]) if bs else I(0)
 
-
-def first_of(options: Sequence[tuple[z3.BoolRef, int]]) -> z3.ArithRef:
-    """The first broker id whose condition holds (0 if none): assignment order breaks ties."""
-    out: z3.ArithRef = I(0)
-    for c, b in reversed(options):
-        out = z3.If(c, I(b), out)
-    return out
 
 
 @dataclass
@@ -451,7 +414,7 @@ class Encoding:
             return
         ar = self.U[p]
         z = t.zk[p]
-        live = {b: _bool(conj(self.in_assignment(t, p, b), t.c_live[b])) for b in ar}
+        live = {b: as_bool(conj(self.in_assignment(t, p, b), t.c_live[b])) for b in ar}
         cand = {b: z3.And(live[b], z.isr[b]) for b in ar}
         has_clean = z3.Or(list(cand.values()))
         any_live = z3.Or(list(live.values()))

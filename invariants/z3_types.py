@@ -299,6 +299,64 @@ def numval(v: int) -> z3.BitVecRef:
     return z3.BitVecVal(v, NUM_BITS)
 
 
+# ---------------------------------------------------------------------------- building terms
+def ite(c: z3.BoolRef | bool, a: Any, b: Any) -> Any:
+    """If-then-else that folds a Python condition and equal branches (fewer terms to bit-blast)."""
+    if c is True:
+        return a
+    if c is False:
+        return b
+    if isinstance(a, z3.ExprRef) and isinstance(b, z3.ExprRef) and a.eq(b):
+        return a
+    return z3.If(c, a, b)
+
+
+def conj(*xs: z3.BoolRef | bool) -> z3.BoolRef | bool:
+    """And, keeping Python booleans where it can (so that impossible branches are not built)."""
+    rest = []
+    for x in xs:
+        if x is False:
+            return False
+        if x is not True:
+            rest.append(x)
+    if not rest:
+        return True
+    return rest[0] if len(rest) == 1 else z3.And(rest)
+
+
+def disj(xs: Sequence[z3.BoolRef | bool]) -> z3.BoolRef | bool:
+    """Or, keeping Python booleans where it can."""
+    rest = []
+    for x in xs:
+        if x is True:
+            return True
+        if x is not False:
+            rest.append(x)
+    if not rest:
+        return False
+    return rest[0] if len(rest) == 1 else z3.Or(rest)
+
+
+def negate(x: z3.BoolRef | bool) -> z3.BoolRef | bool:
+    """Not, keeping Python booleans."""
+    if x is True or x is False:
+        return not x
+    return z3.Not(x)
+
+
+def as_bool(x: z3.BoolRef | bool) -> z3.BoolRef:
+    """A z3 boolean for a Python or z3 one."""
+    return z3.BoolVal(x) if isinstance(x, bool) else x
+
+
+def first_of(options: Sequence[tuple[z3.BoolRef, int]]) -> z3.ArithRef:
+    """The first broker id whose condition holds (0 if none): assignment order breaks ties."""
+    out: z3.ArithRef = numval(0)
+    for c, b in reversed(options):
+        out = z3.If(c, numval(b), out)
+    return out
+
+
 def as_int(model: z3.ModelRef, t: z3.ExprRef) -> int:
     v = model.eval(t, model_completion=True)
     return v.as_signed_long() if z3.is_bv_value(v) else v.as_long()
@@ -762,5 +820,5 @@ __all__ = [
     "NO_LEADER", "SymSelectorInput", "SymElection", "SymState", "SymLog", "SymReplica", "SymRequest",
     "SymInbox", "SymZkPartition", "SymGhost", "SymEpochs", "bv_bit", "bv_member", "bv_subset", "election_tuple",
     "partition_move_ok", "replica_move_ok", "state_in", "state_label", "mask_width", "fresh_name",
-    "num", "numval", "as_int", "NUM_BITS", "NUM_MAX",
+    "num", "numval", "as_int", "NUM_BITS", "NUM_MAX", "ite", "conj", "disj", "negate", "as_bool", "first_of",
 ]
