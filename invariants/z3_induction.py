@@ -206,7 +206,8 @@ def _epoch_names_one_leader(enc: Encoding, s: SymState) -> z3.BoolRef:
     return z3.And(out)
 
 
-def _dead_brokers_are_blank(enc: Encoding, s: SymState) -> z3.BoolRef:
+def _blank_unless(enc: Encoding, s: SymState, alive: Any) -> z3.BoolRef:
+    """Every broker ``b`` with ``alive[b]`` false has no requests queued and leads or follows nobody."""
     out = []
     for b in enc.brokers():
         parts = [s.inbox[b].length == 0]
@@ -214,8 +215,12 @@ def _dead_brokers_are_blank(enc: Encoding, s: SymState) -> z3.BoolRef:
             if b in s.replicas[p]:
                 r = s.replicas[p][b]
                 parts += [r.leader == 0, r.leader_epoch == -1]
-        out.append(z3.Implies(z3.Not(s.alive[b]), z3.And(parts)))
+        out.append(z3.Implies(z3.Not(alive[b]), z3.And(parts)))
     return z3.And(out)
+
+
+def _dead_brokers_are_blank(enc: Encoding, s: SymState) -> z3.BoolRef:
+    return _blank_unless(enc, s, s.alive)
 
 
 def _followers_hold_no_leader_state(enc: Encoding, s: SymState) -> z3.BoolRef:
@@ -535,15 +540,7 @@ def _controller_dead_are_blank(enc: Encoding, s: SymState) -> z3.BoolRef:
     or follows nobody: the controller sends only to brokers it believes alive."""
     if not enc.E:
         return z3.BoolVal(True)
-    out = []
-    for b in enc.brokers():
-        parts = [s.inbox[b].length == 0]
-        for p in range(enc.P):
-            if b in s.replicas[p]:
-                r = s.replicas[p][b]
-                parts += [r.leader == 0, r.leader_epoch == -1]
-        out.append(z3.Implies(z3.Not(s.c_live[b]), z3.And(parts)))
-    return z3.And(out)
+    return _blank_unless(enc, s, s.c_live)
 
 
 def _same_epoch_same_prefix(enc: Encoding, s: SymState) -> z3.BoolRef:

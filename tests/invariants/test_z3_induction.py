@@ -32,6 +32,7 @@ from isrcheck.invariants.z3_replication import Encoding, concrete, evaluate
 from isrcheck.invariants.z3_verdicts import Verdict
 from isrcheck.model.config import from_mapping
 from isrcheck.model.records import ids_in
+from z3_states import reachable
 
 BY_NAME = {p.name: p for p in ALL_PROPERTIES}
 HW = {"brokers": 3, "replication_factor": 3, "max_records": 2, "faults": {"crashes": 1}}
@@ -120,21 +121,6 @@ def test_houdini_on_three_replicas_with_a_crash():
 KIP320 = {**HW, "truncation": "kip-320"}  # leader-crash-kip-320
 
 
-def _reachable(cfg, limit: int):
-    model = build_model(cfg, symmetry=False)
-    s0 = model.init_states()[0]
-    seen, queue, states = {s0}, deque([s0]), [s0]
-    while queue and len(states) < limit:
-        s = queue.popleft()
-        for a in model.actions(s):
-            t = model.next_state(s, a)
-            if t not in seen:
-                seen.add(t)
-                states.append(t)
-                queue.append(t)
-    return states
-
-
 def test_epoch_candidates_hold_on_reachable_kip_320_states():
     """Every candidate of the epoch pool, and the pinned kip-320 strengthening, holds on sampled
     reachable states (states where the OffsetsForLeaderEpoch exchange is under way included): a
@@ -143,7 +129,7 @@ def test_epoch_candidates_hold_on_reachable_kip_320_states():
 
     cfg = from_mapping(KIP320)
     enc = Encoding(cfg)
-    states = _reachable(cfg, 12000)
+    states = reachable(cfg, 12000)
     reconciling = [s for s in states if any(r is not None and r.fetch_state != FETCHING
                                             for br in s.brokers for r in br.replicas)]
     assert reconciling
