@@ -25,7 +25,8 @@ the deletion branches of the broker-change handling (Ineligible on failure, retr
 
 Scope: one controller (no failover), none of the other administrative operations in the same
 configuration, and not creation and deletion together (``unsupported_reason`` says so).
-OnlyValidTransitions is not encoded (no illegal move is reachable in the covered configurations).
+Every partition and replica move is checked against its table first (``SymState.illegal``), so
+OnlyValidTransitions is encoded (no illegal move is reachable in the covered manifest models).
 The state hangs on :class:`z3_operations.SymOps` (``admin``); the hooks are called by the base
 encoding and by :class:`z3_operations.Operations`.
 """
@@ -42,7 +43,8 @@ from isrcheck.model.state import State, StopReplica
 from isrcheck.model.tables import PartitionState as PS
 from isrcheck.model.tables import ReplicaState as RS
 
-from .z3_types import REQ_LAI, REQ_STOP, conj, first_of, fresh_name, ite, negate, num, numval, SymEpochs, SymLog, SymReplica, SymState
+from .z3_types import (REQ_LAI, REQ_STOP, as_bool, check_partition_move, check_replica_move, conj, first_of, fresh_name,
+                       ite, negate, num, numval, SymEpochs, SymLog, SymReplica, SymState)
 
 if TYPE_CHECKING:
     from .z3_operations import Operations
@@ -183,13 +185,19 @@ class Admin:
         return SymAdmin.fresh(e.AR, e.N, e.Q, prefix)
 
     # ------------------------------------------------------------------ state-machine moves
-    def _set_rstate(self, t: SymState, p: int, b: int, cond: Any, target: RS) -> None:
+    def _set_rstate(self, t: SymState, p: int, b: int, cond: Any, target: RS, checked: Any = None) -> None:
+        """replica_to: the move checked against the table when ``checked`` (default: when it happens),
+        then made when ``cond``."""
         a = t.ops.admin
+        check_replica_move(t, cond if checked is None else checked, a.rstate[p][b], target)
         a.rstate = tuple({m: (ite(cond, I(int(target)), x) if (q == p and m == b) else x) for m, x in d.items()}
                          for q, d in enumerate(a.rstate))
 
     def _set_pstate(self, t: SymState, p: int, cond: Any, target: PS) -> None:
         a = t.ops.admin
+        source = z3.If(as_bool(a.none[p]), I(int(PS.NON_EXISTENT)), z3.If(as_bool(a.new[p]), I(int(PS.NEW)),
+                       z3.If(as_bool(t.partition_online[p]), I(int(PS.ONLINE)), I(int(PS.OFFLINE)))))
+        check_partition_move(t, cond, source, target)
 
         def upd(xs: tuple, v: bool) -> tuple:
             return tuple(ite(cond, B(v), x) if q == p else x for q, x in enumerate(xs))
@@ -330,7 +338,7 @@ class Admin:
                 self._set_pstate(t, p, created[p], PS.NEW)
                 for b in enc.AR[p]:
                     # replica_to(NEW): refused for the znode's leader (never one at version 0)
-                    self._set_rstate(t, p, b, z3.And(created[p], t.zk[p].leader != b), RS.NEW)
+                    self._set_rstate(t, p, b, z3.And(created[p], t.zk[p].leader != b), RS.NEW, checked=created[p])
             for p in range(enc.P):
                 self.initialize(t, p, created[p])
                 for b in enc.AR[p]:

@@ -14,8 +14,9 @@ broker-change handling. This module adds, step for step from ``model/controller.
   request and in every broker (the highest one it has seen: a broker rejects a request from a
   deposed controller), the new controller's initialisation from ZooKeeper, and the deposed
   controller's own context (its view of the brokers, its partition states, its shutting-down
-  set), acting until it resigns; its znode writes are refused when a newer controller wrote the
-  znode, or always with ``fenced_controller_writes``.
+  set, and with reassignments its reassignment memory and replica states), acting until it resigns;
+  its znode writes are refused when a newer controller wrote the znode, or always with
+  ``fenced_controller_writes``.
 
 Not encoded, because no behaviour in these fragments depends on them: the controller's replica
 states (every move here is between Online and Offline, which the tables allow in every
@@ -337,6 +338,8 @@ class Operations:
         t.c_live, o.stale_live = o.stale_live, t.c_live
         t.partition_online, o.stale_online = o.stale_online, t.partition_online
         o.shutting, o.stale_shutting = o.stale_shutting, o.shutting
+        if o.reassign is not None and o.reassign.stale_step:
+            o.reassign.swap_contexts()
         return t
 
     def stale_instance(self, s: SymState, name: str, args: tuple, kind: str, e: int,
@@ -464,16 +467,22 @@ class Operations:
         o.stale_live = {b: (s.c_live[b] if keep else B(False)) for b in s.c_live}
         o.stale_online = tuple(x if keep else B(False) for x in s.partition_online)
         o.stale_shutting = {b: (s.ops.shutting[b] if keep else B(False)) for b in s.ops.shutting}
+        R = self.reassign
+        if R is not None:  # the reassignment memory: the deposed controller's, and a fresh one
+            R.failover(s, t, keep)
         # on_controller_failover
         o.shutting = {b: B(False) for b in s.ops.shutting}
         t.c_live = dict(s.alive)
-        t.partition_online = tuple(z3.Or([z3.And(s.zk[p].leader == b, s.alive[b]) for b in enc.AR[p]])
+        t.partition_online = tuple(z3.Or([z3.And(s.zk[p].leader == b, s.alive[b]) for b in enc.U[p]])
                                    for p in range(enc.P))
         with self.acting_as(new):
             for p in range(enc.P):
-                for b in enc.AR[p]:  # replica state machine start-up: LeaderAndIsr to each live replica
-                    enc.send(t, b, REQ_LAI, p, t.c_live[b])
+                for b in enc.U[p]:  # replica state machine start-up: LeaderAndIsr to each live replica of AR
+                    in_ar = True if R is None else R.member(p, s.ops.reassign.ar[p], b)
+                    enc.send(t, b, REQ_LAI, p, conj(in_ar, t.c_live[b]))
             enc.elect_offline_and_new(t, B(True))
+            if R is not None:
+                R.resume(t)
             enc.broadcast_metadata(t, B(True))
         return Instance("ControllerFailover", (), "ControllerFailover",
                         s.ops.budget["controller_failovers"] > 0, t)
@@ -487,6 +496,8 @@ class Operations:
         o.stale_live = {b: B(False) for b in o.stale_live}
         o.stale_online = tuple(B(False) for _ in o.stale_online)
         o.stale_shutting = {b: B(False) for b in o.stale_shutting}
+        if self.reassign is not None and o.reassign.stale_step:
+            self.reassign.resigned(t)
         return Instance("ResignController", (e,), "ResignController", z3.And(s.ops.stale, s.ops.zk_epoch == e + 1), t)
 
     def instances(self, s: SymState) -> list[Instance]:

@@ -5,12 +5,14 @@ constant ``Encoding.AR``. This module holds what the model keeps about a reassig
 (``SymReassign``, hung on ``z3_operations.SymOps.reassign``), the controller's decisions over it,
 and the encoding's reassignment actions, transcribed from ``model/controller.py``,
 ``model/actions.py``, ``model/selectors.py`` and ``model/broker.py``: RequestReassignment, the 12
-steps of ReassignPartition for the active controller, the deleting StopReplica of step 9, and the
-hooks the base encoding calls (the AR a LeaderAndIsr carries, the leader's ``assigned`` mask that
-gates Fetch, which broker hosts a replica, the controller's replica states in a broker change).
-``unsupported_reason`` still rejects ``operations.reassignments``: IsrSubsetOfReplicas and
-ReassignmentRecoverable are terms here but not yet encoded properties, BMC agreement is not yet
-checked, and a deposed controller's steps (failover) are not encoded (specs/08-symbolic.md).
+steps of ReassignPartition for the active controller and, with controller failover, for a deposed
+one from its own memory (its step, OAR, RAR and replica states are state too, swapped in while it
+acts: ``SymReassign.swap_contexts``), a refused write ending a step as controller.Fenced does, the
+deleting StopReplica of step 9, and the hooks the base encoding calls (the AR a LeaderAndIsr
+carries, the leader's ``assigned`` mask that gates Fetch, which broker hosts a replica, the
+controller's replica states in a broker change and a failover). Every replica move is checked
+against the table first, so a step the model refuses with IllegalTransition is flagged
+(``SymState.illegal``: OnlyValidTransitions).
 
 **Lists as numbers.** Every replica list a reassignment can produce for partition ``p`` is known
 before the search: the initial AR, the targets of the configuration's requests for ``p``, and the
@@ -36,7 +38,7 @@ from isrcheck.model.config import Config
 from isrcheck.model.state import LeaderAndIsr, State, StopReplica
 from isrcheck.model.tables import ReplicaState as RS
 
-from .z3_types import REQ_LAI, REQ_STOP, as_bool, fresh_name, num, numval, SymState
+from .z3_types import REQ_LAI, REQ_STOP, as_bool, check_replica_move, fresh_name, num, numval, SymState
 
 if TYPE_CHECKING:
     from .z3_replication import Encoding, Instance
@@ -111,10 +113,16 @@ class SymReassign:
     hosted: tuple[dict[int, z3.BoolRef], ...] = ()
     req_del: dict[int, tuple[z3.BoolRef, ...]] | None = None
     owner: Any = None  # the Reassignment whose tables the numbers index (not a leaf)
+    # the deposed controller's own step, OAR, RAR and replica states (with controller failover;
+    # all 0 while there is none): it carries on from its own memory until it resigns
+    stale_step: tuple[z3.ArithRef, ...] = ()
+    stale_old: tuple[z3.ArithRef, ...] = ()
+    stale_new: tuple[z3.ArithRef, ...] = ()
+    stale_rstate: tuple[dict[int, z3.ArithRef], ...] = ()
 
     @classmethod
     def fresh(cls, partitions: int, prefix: str, universes: tuple[tuple[int, ...], ...] = (),
-              brokers: int = 0, queue: int = 0) -> SymReassign:
+              brokers: int = 0, queue: int = 0, failover: bool = False) -> SymReassign:
         def iv(n: str) -> z3.ArithRef:
             return num(fresh_name(f"{prefix}.{n}"))
 
@@ -136,6 +144,11 @@ class SymReassign:
                       step=tuple(iv(f"rstep{p}") for p in P), old=tuple(iv(f"oar{p}") for p in P),
                       new=tuple(iv(f"rar{p}") for p in P), assigned=assigned, req_list=req_list)
             out.rstate, out.hosted, out.req_del = rstate, hosted, req_del
+            if failover:
+                out.stale_step = tuple(iv(f"stale.rstep{p}") for p in P)
+                out.stale_old = tuple(iv(f"stale.oar{p}") for p in P)
+                out.stale_new = tuple(iv(f"stale.rar{p}") for p in P)
+                out.stale_rstate = tuple({b: iv(f"stale.r{p}.{b}.rstate") for b in u} for p, u in enumerate(universes))
             return out
         return cls(ar=tuple(iv(f"ar{p}") for p in P), target=tuple(iv(f"rtarget{p}") for p in P),
                    origin=tuple(iv(f"rorigin{p}") for p in P), requested=iv("rrequested"),
@@ -157,6 +170,9 @@ class SymReassign:
         if self.req_del is not None:
             for b in sorted(self.req_del):
                 out += self.req_del[b]
+        out += [*self.stale_step, *self.stale_old, *self.stale_new]
+        for row in self.stale_rstate:
+            out += [row[b] for b in sorted(row)]
         return out
 
     def rebuild(self, nx: Callable[[], Any]) -> SymReassign:
@@ -175,8 +191,19 @@ class SymReassign:
         hosted = tuple({b: nx() for b in sorted(row)} for row in self.hosted)
         req_del = (None if self.req_del is None
                    else {b: tuple(nx() for _ in self.req_del[b]) for b in sorted(self.req_del)})
+        stale_step = tuple(nx() for _ in self.stale_step)
+        stale_old = tuple(nx() for _ in self.stale_old)
+        stale_new = tuple(nx() for _ in self.stale_new)
+        stale_rstate = tuple({b: nx() for b in sorted(row)} for row in self.stale_rstate)
         return SymReassign(ar, target, origin, requested, step, old, new, assigned, req_list, rstate, hosted,
-                           req_del, self.owner)
+                           req_del, self.owner, stale_step, stale_old, stale_new, stale_rstate)
+
+    def swap_contexts(self) -> None:
+        """Exchange the active controller's fields with the deposed one's (z3_operations.as_stale)."""
+        self.step, self.stale_step = self.stale_step, self.step
+        self.old, self.stale_old = self.stale_old, self.old
+        self.new, self.stale_new = self.stale_new, self.new
+        self.rstate, self.stale_rstate = self.stale_rstate, self.rstate
 
     def clone(self) -> SymReassign:
         it = iter(self.leaves())
@@ -193,10 +220,11 @@ class Reassignment:
         self.tables = tuple(list_table(cfg, p) for p in range(self.P))
         self.U = tuple(universe(cfg, p) for p in range(self.P))
         self.requests = tuple((r.partition, tuple(r.target)) for r in cfg.operations.reassignments)
+        self.failovers = cfg.faults.controller_failovers > 0
 
     def fresh(self, prefix: str, queue: int = 0) -> SymReassign:
         """The controller side; with ``queue`` > 0 also the broker side (see :class:`SymReassign`)."""
-        out = SymReassign.fresh(self.P, prefix, self.U, self.N, queue)
+        out = SymReassign.fresh(self.P, prefix, self.U, self.N, queue, failover=self.failovers and queue > 0)
         out.owner = self
         return out
 
@@ -237,6 +265,13 @@ class Reassignment:
             reqs = s.inbox[b - 1]
             pairs += [(x, z3.BoolVal(i < len(reqs) and isinstance(reqs[i], StopReplica) and reqs[i].delete))
                       for i, x in enumerate(xs)]
+        if r.stale_step:  # the deposed controller's memory, all 0 when there is none
+            st = s.stale
+            for p in range(self.P):
+                pairs += [(r.stale_step[p], I(st.reassign_step[p] if st else 0)),
+                          (r.stale_old[p], I(self.index(p, st.reassign_old[p]) if st else 0)),
+                          (r.stale_new[p], I(self.index(p, st.reassign_new[p]) if st else 0))]
+                pairs += [(x, I(int(st.replica_states[p][b - 1]) if st else 0)) for b, x in r.stale_rstate[p].items()]
         return pairs
 
     def decode(self, model: z3.ModelRef, r: SymReassign, st: State) -> State:
@@ -288,6 +323,14 @@ class Reassignment:
                 None if (b + 1) in r.hosted[p] and not bv(r.hosted[p][b + 1]) else rep
                 for p, rep in enumerate(br.replicas))) for b, br in enumerate(out.brokers))
             out = out._replace(brokers=brokers)
+        if r.stale_step and out.stale is not None:
+            sc = out.stale
+            rs = tuple(tuple(RS(iv(r.stale_rstate[p][b])) if b in r.stale_rstate[p] else row[b - 1]
+                             for b in range(1, len(row) + 1)) for p, row in enumerate(sc.replica_states))
+            out = out._replace(stale=sc._replace(
+                reassign_step=tuple(iv(r.stale_step[p]) for p in P),
+                reassign_old=tuple(lst(p, r.stale_old[p]) for p in P),
+                reassign_new=tuple(lst(p, r.stale_new[p]) for p in P), replica_states=rs))
         return out
 
     # ------------------------------------------------------------------ lists as case splits
@@ -364,11 +407,12 @@ class Reassignment:
             out.append((p, tgt, guard, t))
         return out
 
-    def bookkeeping(self, r: SymReassign, p: int, live: dict[int, Any]) -> SymReassign:
-        """The reassignment fields after one ReassignPartition step of ``p`` by the one controller
-        (never fenced): step numbers, OAR/RAR, AR in ZooKeeper (steps 1 and 10), the request
-        (dropped by step 1 when it cannot start, by step 11 when done). The moves, elections and
-        requests of the steps are not here."""
+    def bookkeeping(self, r: SymReassign, p: int, live: dict[int, Any], fenced: Any = False) -> SymReassign:
+        """The reassignment fields after one ReassignPartition step of ``p``: step numbers, OAR/RAR,
+        AR in ZooKeeper (steps 1 and 10), the request (dropped by step 1 when it cannot start, by
+        step 11 when done). ``fenced``: the step was refused a write (controller.Fenced), so the
+        controller gives up (step 0) and steps 10 and 11 write nothing; OAR and RAR stay as they
+        were. The moves, elections and requests of the steps are not here."""
         t = r.clone()
         st = r.step[p]
         starting = z3.Or(st == 0, st == 1)
@@ -377,17 +421,18 @@ class Reassignment:
                              for b in self.U[p]] or [B(False)])
         give_up = z3.And(starting, z3.Not(gone), z3.Or(r.target[p] == r.ar[p], dead_target))
         start = z3.And(starting, z3.Not(gone), z3.Not(give_up))
-        drop = z3.Or(give_up, st == 11)
+        fenced = as_bool(fenced)
+        drop = z3.Or(give_up, z3.And(st == 11, z3.Not(fenced)))
 
         def upd(xs: tuple, v: Any, cond: Any) -> tuple:
             return tuple(z3.If(cond, v, x) if q == p else x for q, x in enumerate(xs))
 
-        nxt = z3.If(starting, z3.If(start, I(2), I(0)), z3.If(st == 12, I(0), st + 1))
+        nxt = z3.If(starting, z3.If(start, I(2), I(0)), z3.If(z3.Or(st == 12, fenced), I(0), st + 1))
         t.step = upd(r.step, nxt, B(True))
         t.old = upd(r.old, z3.If(start, r.ar[p], z3.If(st == 12, I(0), r.old[p])), B(True))
         t.new = upd(r.new, z3.If(start, r.target[p], z3.If(st == 12, I(0), r.new[p])), B(True))
         t.ar = upd(r.ar, z3.If(start, self.union(p, r.ar[p], r.target[p]),
-                               z3.If(st == 10, r.new[p], r.ar[p])), B(True))
+                               z3.If(z3.And(st == 10, z3.Not(fenced)), r.new[p], r.ar[p])), B(True))
         t.target = upd(r.target, I(0), drop)
         t.origin = upd(r.origin, I(0), drop)
         return t
@@ -462,13 +507,66 @@ class Reassignment:
                                 z3.And(enabled, due), t))
         return out
 
+    def stale_step_instances(self, enc: Encoding, s: SymState, e: int, p: int) -> list[Instance]:
+        """ReassignPartition(e, p, k) for the deposed controller of epoch ``e``, from its own step
+        number, OAR and RAR (k >= 2: only the active controller starts or resumes one)."""
+        out = []
+        for k in range(2, 13):
+            def build(tmp: SymState, k: int = k) -> tuple[z3.BoolRef, SymState]:
+                r = tmp.ops.reassign
+                t = tmp.clone()
+                self._step(enc, tmp, t, p, k)
+                return z3.And(r.step[p] == k, self.step_enabled(r, p, isr_of(tmp, p), active=False)), t
+            out.append(enc.ops.stale_instance(s, "ReassignPartition", (e, p, k), f"ReassignPartition: step {k}", e,
+                                              build))
+        return out
+
+    # ------------------------------------------------------------------ controller failover
+    def failover(self, s: SymState, t: SymState, keep: bool) -> None:
+        """_controller_failover: the active controller's memory becomes the deposed one's (or is
+        dropped), and the new controller starts from ZooKeeper: no reassignment step yet (see
+        :meth:`resume`), each replica of ZooKeeper's AR Online or Offline by its broker's
+        registration, every other replica NonExistent."""
+        r, tr = s.ops.reassign, t.ops.reassign
+        zero = I(0)
+        tr.stale_step = tuple(x if keep else zero for x in r.step)
+        tr.stale_old = tuple(x if keep else zero for x in r.old)
+        tr.stale_new = tuple(x if keep else zero for x in r.new)
+        tr.stale_rstate = tuple({b: (x if keep else zero) for b, x in row.items()} for row in r.rstate)
+        tr.step = tuple(zero for _ in r.step)
+        tr.old = tuple(zero for _ in r.old)
+        tr.new = tuple(zero for _ in r.new)
+        tr.rstate = tuple({b: z3.If(self.member(p, r.ar[p], b),
+                                    z3.If(s.alive[b], I(int(RS.ONLINE)), I(int(RS.OFFLINE))), I(int(RS.NON_EXISTENT)))
+                           for b in row} for p, row in enumerate(r.rstate))
+
+    def resume(self, t: SymState) -> None:
+        """on_controller_failover's last step: a pending request resumes at step 1."""
+        tr = t.ops.reassign
+        tr.step = tuple(z3.If(z3.And(tr.target[p] != 0, tr.ar[p] != 0), I(1), I(0)) for p in range(self.P))
+
+    def resigned(self, t: SymState) -> None:
+        tr = t.ops.reassign
+        tr.stale_step = tuple(I(0) for _ in tr.stale_step)
+        tr.stale_old = tuple(I(0) for _ in tr.stale_old)
+        tr.stale_new = tuple(I(0) for _ in tr.stale_new)
+        tr.stale_rstate = tuple({b: I(0) for b in row} for row in tr.stale_rstate)
+
     def _step(self, enc: Encoding, s: SymState, t: SymState, p: int, k: int) -> None:
         """The sends, writes and moves of step ``k`` (model/controller.py ``_step*``), then the
-        bookkeeping of :meth:`bookkeeping`."""
+        bookkeeping of :meth:`bookkeeping`.
+
+        The acting controller (``enc.ops.acting``) may be a deposed one: a refused znode write
+        (``fenced``, the same for the whole step, since a write of its own never makes a newer
+        controller's mark) ends the step as controller.Fenced does. Every replica move is checked
+        against the table first (``SymState.illegal``), as check_replica_move does before the move's
+        own conditions (a leader cannot be a NewReplica, a fenced ISR removal)."""
         r = s.ops.reassign
         U = self.U[p]
         z = s.zk[p]
         version = z.version != 0
+        fenced = z3.Not(_unfenced(enc, t, p))
+        abort: Any = False
         in_new = {b: self.member(p, r.new[p], b) for b in U}
         in_old = {b: self.member(p, r.old[p], b) for b in U}
         if k in (2, 7):
@@ -477,42 +575,58 @@ class Reassignment:
             else:  # step 7: elect from RAR if the leader is not in it or dead, else bump
                 leader_ok = z3.Or([z3.And(z.leader == b, in_new[b], s.c_live[b]) for b in U])
                 found, leader = self.reassigned_partition(r, p, s.c_live, isr_of(s, p))
-                elect = z3.And(z3.Not(leader_ok), found, _unfenced(enc, t, p))
+                elect = z3.And(z3.Not(leader_ok), found, z3.Not(fenced))  # partition_to swallows Fenced
                 enc.write_leader_isr(t, p, leader, dict(z.isr), elect)
                 for b in U:
                     enc.send(t, b, REQ_LAI, p, z3.And(elect, in_new[b], s.c_live[b]))
                 enc.broadcast_metadata(t, elect)
                 t.partition_online = tuple(z3.Or(o, elect) if q == p else o for q, o in enumerate(t.partition_online))
                 bump, to = z3.And(leader_ok, version), in_new
-            do = z3.And(bump, _unfenced(enc, t, p))
+            do = z3.And(bump, z3.Not(fenced))
+            abort = z3.And(bump, fenced)
             enc.write_leader_isr(t, p, z.leader, dict(z.isr), do)
             for b in U:
                 enc.send(t, b, REQ_LAI, p, z3.And(do, as_bool(to[b]), s.c_live[b]))
         elif k == 3:  # RAR - OAR -> NewReplica (a leader cannot be new)
             for b in U:
-                do = z3.And(in_new[b], z3.Not(in_old[b]), z.leader != b)
+                moving = z3.And(in_new[b], z3.Not(in_old[b]))
+                check_replica_move(t, moving, r.rstate[p][b], RS.NEW)
+                do = z3.And(moving, z.leader != b)
                 enc.send(t, b, REQ_LAI, p, z3.And(do, version, s.c_live[b]))
                 self.set_rstate(t, p, b, do, RS.NEW)
         elif k == 5:  # RAR -> OnlineReplica
             for b in U:
+                check_replica_move(t, in_new[b], r.rstate[p][b], RS.ONLINE)
                 lai = z3.And(in_new[b], r.rstate[p][b] != int(RS.NEW), version, s.c_live[b])
                 enc.send(t, b, REQ_LAI, p, lai)
                 self.set_rstate(t, p, b, in_new[b], RS.ONLINE)
-        elif k == 8:  # OAR - RAR -> OfflineReplica, in OAR order (each ISR removal sees the last)
+        elif k == 8:  # OAR - RAR -> OfflineReplica, in OAR order (each ISR removal sees the last);
+            # a fenced ISR removal stops the loop (the StopReplica is already sent)
+            halts = []
             for idx, lst in enumerate(self.tables[p]):
+                halted: Any = False
                 for b in lst:
-                    do = z3.And(r.old[p] == idx, z3.Not(in_new[b]))
-                    enc.send(t, b, REQ_STOP, p, do)
-                    enc.remove_from_isr(t, p, b, do)
-                    self.set_rstate(t, p, b, do, RS.OFFLINE)
+                    go = z3.And(r.old[p] == idx, z3.Not(in_new[b]), z3.Not(as_bool(halted)))
+                    check_replica_move(t, go, r.rstate[p][b], RS.OFFLINE)
+                    enc.send(t, b, REQ_STOP, p, go)
+                    here = z3.And(go, fenced, version, z.isr[b])  # the write is tried, and refused
+                    moved = z3.And(go, z3.Not(here))
+                    enc.remove_from_isr(t, p, b, moved)
+                    self.set_rstate(t, p, b, moved, RS.OFFLINE)
+                    halted = z3.Or(as_bool(halted), here)
+                halts.append(halted)
+            abort = z3.Or([as_bool(h) for h in halts])
         elif k == 9:  # OAR - RAR: StopReplica with delete, then NonExistent
             for b in U:
                 do = z3.And(in_old[b], z3.Not(in_new[b]))
+                check_replica_move(t, do, r.rstate[p][b], RS.DELETION_STARTED)  # the next two always pass
                 enc.send(t, b, REQ_STOP, p, do, delete=True)
                 self.set_rstate(t, p, b, do, RS.NON_EXISTENT)
+        elif k in (10, 11):  # the AR write and the request's removal: refused only by fenced writes
+            abort = as_bool(enc.ops.controller_fenced(t)) if enc.ops is not None else False
         elif k == 12:
             enc.broadcast_metadata(t, B(True))
-        book = self.bookkeeping(r, p, s.c_live)
+        book = self.bookkeeping(r, p, s.c_live, abort)
         tr = t.ops.reassign
         tr.ar, tr.target, tr.origin, tr.requested = book.ar, book.target, book.origin, book.requested
         tr.step, tr.old, tr.new = book.step, book.old, book.new
@@ -549,6 +663,9 @@ class Reassignment:
         for e in enc.ops.active_epochs():
             for p in range(self.P):
                 out += self.step_instances(enc, s, e, p)
+        for e in enc.ops.stale_epochs():
+            for p in range(self.P):
+                out += self.stale_step_instances(enc, s, e, p)
         for b in enc.brokers():
             out.append(self.delete_delivery(enc, s, b, 0, "DeliverRequest", (b,), B(True), None))
             if enc.cfg.faults.delayed_requests:
@@ -565,6 +682,7 @@ class Reassignment:
             return False
         rs = t.ops.reassign.rstate[p][b]
         move = z3.And(came, rs != int(RS.NON_EXISTENT))
+        check_replica_move(t, move, rs, RS.ONLINE)
         lai = z3.And(move, rs != int(RS.NEW), t.zk[p].version != 0)
         self.set_rstate(t, p, b, move, RS.ONLINE)
         return lai
@@ -574,7 +692,9 @@ class Reassignment:
         removal). Returns whether it moves."""
         if left is False:
             return False
-        move = z3.And(left, t.ops.reassign.rstate[p][b] != int(RS.NON_EXISTENT))
+        rs = t.ops.reassign.rstate[p][b]
+        move = z3.And(left, rs != int(RS.NON_EXISTENT))
+        check_replica_move(t, move, rs, RS.OFFLINE)
         self.set_rstate(t, p, b, move, RS.OFFLINE)
         return move
 

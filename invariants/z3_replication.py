@@ -205,6 +205,11 @@ class Instance:
     def label(self) -> str:
         return f"{self.name}({', '.join(map(str, self.args))})"
 
+    @property
+    def illegal(self) -> z3.BoolRef:
+        """When the model's step raises IllegalTransition (the effect is then meaningless)."""
+        return as_bool(self.effect.illegal)
+
 
 # ============================================================================ the encoding
 class Encoding:
@@ -232,8 +237,10 @@ class Encoding:
         # what the manifest's models reach: deletions and reassignments queue StopReplicas too, two
         # controllers interleave, and a lossy crash under the leader-epoch generations (ISR removals
         # told to every remaining replica) queues 4 (lossy-divergence-kip-*)
+        # queue 7 and 8 (deposed-controller-*: both controllers send the same reassignment's requests)
         self.Q = queue if queue is not None else DEFAULT_QUEUE + (
-            2 if cfg.operations.topic_deletions or cfg.operations.reassignments
+            5 if cfg.operations.reassignments and cfg.faults.controller_failovers
+            else 2 if cfg.operations.topic_deletions or cfg.operations.reassignments
             else 1 if cfg.faults.controller_failovers
             else 1 if cfg.faults.lossy_crashes and cfg.truncation != "high-watermark" else 0)
         self.periodic = cfg.hw_checkpoint == "periodic"
@@ -744,6 +751,7 @@ class Encoding:
             extra: dict[str, Any] = {}
             for inst in insts:
                 extra.update(inst.extra)
+            effect.illegal = disj([conj(i.guard, i.effect.illegal) for i in insts])
             out.append(Instance(name, args, name, z3.Or([i.guard for i in insts]), effect, extra))
         return out
 
@@ -802,6 +810,13 @@ class Encoding:
         if self.ops is not None and self.ops.reassign is not None:
             return ALWAYS + REASSIGNMENT_PROPERTIES
         return ALWAYS
+
+    def step_faults(self) -> tuple[str, ...]:
+        """The properties a step breaks by being refused (``Instance.illegal``): OnlyValidTransitions
+        where the encoding keeps the controller's replica states and checks its moves."""
+        if self.ops is not None and (self.ops.reassign is not None or self.ops.admin is not None):
+            return STEP_FAULTS
+        return ()
 
     def properties(self, s: SymState) -> dict[str, z3.BoolRef]:
         """The always-properties of invariants/properties.py that this fragment can break."""
@@ -881,13 +896,15 @@ class Encoding:
 ALWAYS = ("LeaderInIsr", "HighWatermarkBelowLogEnd", "StrongIsr", "NoCommittedWriteLost", "LogMatching",
           "ConsistentRead", "OneLeaderPerEpoch")
 TRANSITION = ("EpochsMonotonic",)
+STEP_FAULTS = ("OnlyValidTransitions",)
 REASSIGNMENT_PROPERTIES = ("IsrSubsetOfReplicas", "ReassignmentRecoverable")
 NOT_ENCODED = {
     "IsrSubsetOfReplicas": "encoded with reassignments; without them it holds by construction (the encoding's "
                            "ISRs range over the assigned brokers)",
     "ReassignmentRecoverable": "encoded with reassignments; vacuous without them",
-    "OnlyValidTransitions": "covered by `isrcheck prove transitions`; with topic creation, deletion or "
-                            "reassignment the controller's states are encoded but an illegal move is not flagged",
+    "OnlyValidTransitions": "encoded with reassignments, topic creation or deletion (each replica move is checked "
+                            "against the table); without them every move is between Online and Offline, which the "
+                            "table allows, and `isrcheck prove transitions` covers the composed operations",
 }
 
 
@@ -899,9 +916,6 @@ def unsupported_reason(cfg: Config) -> str:
                 f"{', '.join(GENERATIONS)}); `isrcheck check` does")
     if cfg.detect_restarts:
         return "the symbolic encoding does not cover bounce detection (detect_restarts)"
-    if o.reassignments and f.controller_failovers:
-        return ("the symbolic encoding does not cover reassignments together with controller failover "
-                "(operations.reassignments, faults.controller_failovers)")
     if o.reassignments and (o.topic_creation or o.topic_deletions or o.preferred_elections or o.controlled_shutdowns):
         return ("the symbolic encoding covers reassignments only without topic creation, deletion, preferred "
                 "elections and controlled shutdown")
@@ -963,6 +977,9 @@ class Unroller:
         self.constraints: list[z3.BoolRef] = [self.states[0].pin(first)] if init else []
         self.acts: list[z3.BitVecRef] = []
         self.steps: list[list[Instance]] = []
+        # per step: the chosen action is one the model refuses (IllegalTransition); a path goes on
+        # only through legal steps, so these are assumed false but where a query asks for one
+        self.illegal: list[z3.BoolRef | bool] = []
 
     def extend(self) -> None:
         enc = self.enc
@@ -977,6 +994,7 @@ class Unroller:
         effects = [i.effect.leaves() for i in insts]
         for k, inst in enumerate(insts):
             cs.append(z3.Implies(act == k, inst.guard))
+        self.illegal.append(disj([conj(act == k, i.effect.illegal) for k, i in enumerate(insts)]))
         for j, leaf in enumerate(nxt.leaves()):
             term = cur[j]
             for k in reversed(range(len(insts))):
@@ -988,18 +1006,29 @@ class Unroller:
         self.acts.append(act)
         self.steps.append(insts)
 
-    def check(self, goal: z3.BoolRef, timeout: float | None) -> tuple[z3.CheckSatResult, z3.ModelRef | None, str]:
+    def can_be_illegal(self, t: int) -> bool:
+        """Whether step ``t`` (0-based) may be an illegal one at all (some instance can be)."""
+        return self.illegal[t] is not False
+
+    def check(self, goal: z3.BoolRef, timeout: float | None,
+              illegal_last: bool = False) -> tuple[z3.CheckSatResult, z3.ModelRef | None, str]:
+        """Is ``goal`` reachable along legal steps (``illegal_last``: legal steps, then an illegal one)?"""
         from .z3_verdicts import new_solver
 
         solver = new_solver(timeout)
         solver.add(*self.constraints)
+        legal = self.illegal[:-1] if illegal_last else self.illegal
+        solver.add(*[z3.Not(x) for x in legal if x is not False])
+        if illegal_last:
+            solver.add(as_bool(self.illegal[-1]))
         solver.add(goal)
         r = solver.check()
         return r, (solver.model() if r == z3.sat else None), ("" if r != z3.unknown else solver.reason_unknown())
 
 
 __all__ = ["Encoding", "Instance", "TruncationRule", "GENERATIONS", "PLANNED_GENERATIONS", "Unsupported",
-           "unsupported_reason", "generation", "ALWAYS", "REASSIGNMENT_PROPERTIES", "TRANSITION", "NOT_ENCODED", "Unroller", "replay"]
+           "unsupported_reason", "generation", "ALWAYS", "REASSIGNMENT_PROPERTIES", "TRANSITION", "STEP_FAULTS", "NOT_ENCODED",
+           "Unroller", "replay"]
 
 
 def _property_holds(name: str, states: Sequence[State]) -> bool:
@@ -1009,6 +1038,17 @@ def _property_holds(name: str, states: Sequence[State]) -> bool:
     if prop.kind == "transition":
         return prop.check(states[-2], states[-1])
     return prop.check(states[-1])
+
+
+def _refused(enc: Encoding, s: State, a: Action) -> bool:
+    """Whether the model refuses ``a`` in ``s`` with IllegalTransition (OnlyValidTransitions)."""
+    from isrcheck.model.tables import IllegalTransition
+
+    try:
+        apply(enc.protocol, s, a)
+    except IllegalTransition:
+        return True
+    return False
 
 
 def bmc(cfg: Config, depth: int, generation_name: str | None = None, timeout: float | None = None,
@@ -1024,7 +1064,8 @@ def bmc(cfg: Config, depth: int, generation_name: str | None = None, timeout: fl
     enc = Encoding(cfg, generation_name, queue)
     start = time.perf_counter()
     un = Unroller(enc, start=init_state)
-    remaining = list(enc.always()) + list(TRANSITION)
+    names = list(enc.always()) + list(TRANSITION) + list(enc.step_faults())
+    remaining = list(names)
     found: dict[str, tuple[int, list[Action], list[State], float]] = {}
     unknown_at: int | None = None
     overflow_at: int | None = None
@@ -1069,6 +1110,23 @@ def bmc(cfg: Config, depth: int, generation_name: str | None = None, timeout: fl
                 remaining.remove(n)
             if stop_at_first:
                 break
+        fault = next((n for n in remaining if n in STEP_FAULTS), None)
+        if (d and fault and unknown_at is None and overflow_at is None and not (stop_at_first and found)
+                and un.can_be_illegal(d - 1)):
+            q_start = time.perf_counter()
+            r, m, _ = un.check(B(True), timeout, illegal_last=True)
+            if r == z3.sat:
+                assert m is not None
+                actions = _decode_trace(enc, m, un.acts, un.steps)
+                states = replay(enc, actions[:-1], init_state)
+                if not _refused(enc, states[-1], actions[-1]):
+                    raise RuntimeError(f"the encoding disagrees with the model: {actions[-1]} after "
+                                       f"{', '.join(map(str, actions[:-1]))} is an illegal move in the encoding "
+                                       f"but not in the model (please report)")
+                found[fault] = (d, actions, [*states, None], time.perf_counter() - q_start)
+                remaining.remove(fault)
+            elif r != z3.unsat:
+                unknown_at = d
         if unknown_at is not None or overflow_at is not None:
             break
         if stop_at_first and found:
@@ -1081,7 +1139,7 @@ def bmc(cfg: Config, depth: int, generation_name: str | None = None, timeout: fl
     seconds = time.perf_counter() - start
     gen = enc.rule.name
     obligations: list[Obligation] = []
-    for n in list(enc.always()) + list(TRANSITION):
+    for n in names:
         if n in found:
             d, actions, states, secs = found[n]
             ob = Obligation("bmc", n, gen, Verdict.REFUTED, secs, f"executions of at most {depth} steps",

@@ -271,6 +271,19 @@ def replica_move_ok(source: z3.ArithRef, target: ReplicaState) -> z3.BoolRef:
     return state_in(source, REPLICA_VALID_PREVIOUS[target])
 
 
+def check_replica_move(t: Any, cond: z3.BoolRef | bool, source: z3.ArithRef, target: ReplicaState) -> None:
+    """check_replica_move in a step being built: when ``cond`` holds and the table forbids
+    ``source`` -> ``target``, the step is illegal (``SymState.illegal``)."""
+    if cond is not False:
+        t.illegal = disj([t.illegal, conj(cond, z3.Not(replica_move_ok(source, target)))])
+
+
+def check_partition_move(t: Any, cond: z3.BoolRef | bool, source: z3.ArithRef, target: PartitionState) -> None:
+    """check_partition_move in a step being built (see :func:`check_replica_move`)."""
+    if cond is not False:
+        t.illegal = disj([t.illegal, conj(cond, z3.Not(partition_move_ok(source, target)))])
+
+
 def state_label(kind: str, value: int) -> str:
     return (PartitionState(value) if kind == "partition" else ReplicaState(value)).label
 
@@ -469,6 +482,9 @@ class SymState:
     overflow: z3.BoolRef  # a step needed more inbox slots than ``queue``
     # the controller side of operations and failover (z3_operations.SymOps), None when not encoded
     ops: Any = None
+    # not a leaf: set on a successor when the step that built it asked a controller state machine
+    # for a move its table forbids (the model raises IllegalTransition: OnlyValidTransitions)
+    illegal: Any = False
 
     BUDGET_FIELDS = ("crashes", "lossy_crashes", "undetected_restarts", "isr_shrinks", "delayed_requests")
 
@@ -628,8 +644,10 @@ class SymState:
         budget = {f: nx() for f in self.BUDGET_FIELDS}
         overflow = nx()
         ops = self.ops.rebuild(nx) if self.ops is not None else None
-        return SymState(self.brokers, self.assignment, self.max_records, self.queue, alive, c_live, online,
-                        tuple(zk), tuple(replicas), inbox, tuple(ghost), budget, overflow, ops)
+        out = SymState(self.brokers, self.assignment, self.max_records, self.queue, alive, c_live, online,
+                       tuple(zk), tuple(replicas), inbox, tuple(ghost), budget, overflow, ops)
+        out.illegal = self.illegal  # a successor's copy keeps what its step did
+        return out
 
     def clone(self) -> SymState:
         """A structurally separate copy with the same terms (to edit field by field)."""
@@ -819,6 +837,6 @@ class SymState:
 __all__ = [
     "NO_LEADER", "SymSelectorInput", "SymElection", "SymState", "SymLog", "SymReplica", "SymRequest",
     "SymInbox", "SymZkPartition", "SymGhost", "SymEpochs", "bv_bit", "bv_member", "bv_subset", "election_tuple",
-    "partition_move_ok", "replica_move_ok", "state_in", "state_label", "mask_width", "fresh_name",
+    "partition_move_ok", "replica_move_ok", "check_partition_move", "check_replica_move", "state_in", "state_label", "mask_width", "fresh_name",
     "num", "numval", "as_int", "NUM_BITS", "NUM_MAX", "ite", "conj", "disj", "negate", "as_bool", "first_of",
 ]

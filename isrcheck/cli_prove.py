@@ -323,7 +323,8 @@ _gen_opt = click.option("--generation", default=None, metavar="G",
                         help="Follower truncation rule (overrides the configuration's `truncation`): "
                              "high-watermark, kip-101, kip-279 or kip-320.")
 _queue_opt = click.option("--queue", type=click.IntRange(1, 8), default=None, metavar="Q",
-                          help="Requests per broker queue the encoding holds (default 3).")
+                          help="Requests per broker queue the encoding holds (default: what the "
+                               "configuration's operations and faults need, 3 to 8; a fuller queue is UNKNOWN).")
 
 
 @prove.command(short_help="Inductive invariants of the replication core (Houdini).")
@@ -391,10 +392,11 @@ def bmc(name: str | None, config_file: str | None, overrides: tuple[str, ...], d
         generation: str, queue: int | None, timeout: float, as_json: bool) -> None:
     """Bounded model checking of model NAME or --config FILE, up to --depth steps.
 
-    Only configurations without administrative operations and without controller failover are
-    encoded (exit status 2 otherwise). For each property the shortest violation within the depth
-    is found, replayed by the model and printed; lengths count actions exactly as `isrcheck check`
-    does, so both agree on these models (specs/08-symbolic.md#bounded-model-checking).
+    Every manifest model is encoded; a reassignment together with other administrative operations,
+    and bounce detection, are not (exit status 2). For each property the shortest violation within
+    the depth is found, replayed by the model and printed (an illegal state-machine move as the
+    step the model refuses); lengths count actions exactly as `isrcheck check` does, so both agree
+    (specs/08-symbolic.md#bounded-model-checking).
     """
     from isrcheck.invariants.z3_replication import bmc as run_bmc
 

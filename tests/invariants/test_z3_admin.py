@@ -133,6 +133,7 @@ def test_one_step_agrees_with_the_model(name):
             matching = [i for i, g in zip(insts, guards) if g and i.label() == str(a)]
             assert len(matching) == 1, (str(a), [i.kind for i in matching])
             kinds[matching[0].kind] += 1
+            assert not evaluate([matching[0].illegal])[0], (name, str(a), "flagged illegal, the model allows it")
             want = comparable(enc, apply(enc.protocol, s, a), shape)
             got = evaluate(matching[0].effect.leaves())
             diff = [names[i] for i, (g, w) in enumerate(zip(got, want)) if w is not None and g != w]
@@ -140,6 +141,29 @@ def test_one_step_agrees_with_the_model(name):
     required = REQUIRED["deletion" if "deletion" in name else "creation"]
     assert required <= set(kinds), required - set(kinds)
     assert any(k.startswith("ProcessBrokerChange") for k in kinds)
+
+
+def test_an_illegal_partition_move_is_flagged_as_the_model_refuses_it():
+    """OnlyValidTransitions in the encoding (``Instance.illegal``): CompleteTopicDeletion moves a
+    partition the controller still holds Online to NonExistent in a doctored state — the model raises
+    IllegalTransition, the encoding flags that instance and no other."""
+    from isrcheck.model.tables import IllegalTransition
+
+    cfg = config_of("topic-deletion")
+    enc = Encoding(cfg)
+    assert enc.step_faults() == ("OnlyValidTransitions",)
+    ready = next(s for s in reachable(cfg, 6782)
+                 if any(a.name == "CompleteTopicDeletion" for a in enabled_actions(enc.protocol, s)))
+    online = tuple(PS.ONLINE if ps != PS.NON_EXISTENT else ps for ps in ready.controller.partition_states)
+    doctored = ready._replace(controller=ready.controller._replace(partition_states=online))
+    (act,) = [a for a in enabled_actions(enc.protocol, doctored) if a.name == "CompleteTopicDeletion"]
+    with pytest.raises(IllegalTransition):
+        apply(enc.protocol, doctored, act)
+    insts = enc.instances(concrete(enc, doctored))
+    flagged = {i.label() for i, g, bad in zip(insts, evaluate([i.guard for i in insts]),
+                                               evaluate([i.illegal for i in insts])) if g and bad}
+    assert flagged == {str(act)}
+    assert not evaluate([i.illegal for i in enc.instances(concrete(enc, ready)) if i.label() == str(act)])[0]
 
 
 def test_a_broker_change_initialises_a_new_partition():

@@ -106,8 +106,14 @@ def test_bmc_proves_a_small_safe_configuration(tmp_path):
     assert json.loads(r.stdout)["verdict"] == "PROVED"
 
 
+def test_bmc_refuses_a_configuration_outside_the_encoding(tmp_path):
+    f = tmp_path / "bounces.toml"
+    f.write_text("brokers = 2\nreplication_factor = 2\nmax_records = 1\ndetect_restarts = true\n"
+                 "[faults]\nundetected_restarts = 1\n")
+    one_error_line(run(bmc, "--config", str(f), "--depth", "2"), "bounce detection")
+
+
 @pytest.mark.parametrize("args, fragment", [
-    (("deposed-controller-reassignment", "--depth", "2"), "reassignments together with controller failover"),
     ((), "model NAME"),
     (("no-such-model",), "unknown model"),
     (("replication", "--generation", "kip-999"), "unknown generation"),

@@ -15,6 +15,8 @@
 """
 from __future__ import annotations
 
+import dataclasses
+
 import os
 from collections import Counter, deque
 
@@ -258,9 +260,10 @@ def test_scope_of_the_operations():
         assert unsupported_reason(cfg) == "" and needs_operations(cfg), name
     assert not needs_operations(manifest.get("clean-election").config)
     assert Encoding(manifest.get("clean-election").config).ops is None  # the base encoding is unchanged
-    for name, what in [("deposed-controller-reassignment", "reassignments together with controller failover")]:
-        with pytest.raises(Unsupported, match=what):
-            Encoding(manifest.get(name).config)
+    reassign = manifest.get("reassignment").config
+    mixed = dataclasses.replace(reassign, operations=dataclasses.replace(reassign.operations, controlled_shutdowns=1))
+    with pytest.raises(Unsupported, match="reassignments only without"):
+        Encoding(mixed)
 
 
 def test_failover_models_get_a_longer_queue():

@@ -1,5 +1,5 @@
 """The reassignment state inside the replication encoding (invariants/z3_reassignment.py via
-z3_operations.SymOps.reassign), for one controller (with controller failover it is still refused).
+z3_operations.SymOps.reassign), with one controller and with a deposed one carrying on.
 
 On sampled reachable states of reassignment and reassignment-broker-crash:
 
@@ -15,10 +15,15 @@ On sampled reachable states of reassignment and reassignment-broker-crash:
   universe, the leader's ``assigned`` mask gating it (the samples must include a gated pair);
 - ProcessBrokerChange, outside a running reassignment (before it, or after it changed AR), leads to
   exactly the model's successor: elections, ISR removal and LeaderAndIsr recipients over the current
-  AR, each LeaderAndIsr carrying it.
+  AR, each LeaderAndIsr carrying it;
+- every action, on sampled states and on the explicit checker's counterexample: the encoding enables
+  exactly the model's actions, each leads to exactly the model's successor, and it is flagged illegal
+  (``Instance.illegal``) exactly when the model refuses it with IllegalTransition — with controller
+  failover too, the deposed controller's own steps included (deposed-controller-*).
 """
 from __future__ import annotations
 
+import dataclasses
 
 import pytest
 import z3
@@ -27,6 +32,7 @@ from isrcheck import manifest
 from isrcheck.invariants import z3_replication as R
 from isrcheck.invariants.z3_replication import Encoding, Unsupported, concrete, evaluate
 from isrcheck.model.actions import Action
+from isrcheck.model.checker import Checker, ModelFault
 from isrcheck.model.state import LeaderAndIsr, StopReplica
 from z3_states import reachable_with_model as reachable
 
@@ -65,12 +71,16 @@ def leaf_values(sym) -> list:
     return evaluate(sym.leaves())
 
 
-def test_single_controller_reassignments_are_encoded_and_failover_is_not():
+def test_reassignments_are_encoded_with_and_without_failover():
     assert R.unsupported_reason(manifest.get("reassignment").config) == ""
+    assert R.unsupported_reason(manifest.get("deposed-controller-ar-write").config) == ""
     assert Encoding(manifest.get("reassignment").config).always()[-2:] == R.REASSIGNMENT_PROPERTIES
+    assert Encoding(manifest.get("deposed-controller-reassignment").config).step_faults() == R.STEP_FAULTS
     assert "IsrSubsetOfReplicas" not in Encoding(manifest.get("clean-election").config).always()
-    with pytest.raises(Unsupported, match="controller failover"):
-        Encoding(manifest.get("deposed-controller-ar-write").config)
+    assert Encoding(manifest.get("clean-election").config).step_faults() == ()
+    with pytest.raises(Unsupported, match="only without topic creation"):
+        Encoding(dataclasses.replace(manifest.get("reassignment").config, operations=dataclasses.replace(
+            manifest.get("reassignment").config.operations, preferred_elections=1)))
 
 
 @pytest.mark.parametrize("name", sorted(MODELS))
@@ -196,7 +206,9 @@ def comparable(enc, t, sym):
 ONE_STEP = {"reassignment": (612, 25), "reassignment-broker-crash": (6000, 12),
             "reassignment-with-data": (6000, 12), "reassignment-target-crash": (6000, 12),
             # the leader-epoch generations: epoch caches and OffsetsForLeaderEpoch across AR changes
-            "reassignment-with-data-kip-320": (6000, 12), "reassignment-broker-crash-kip-320": (6000, 12)}
+            "reassignment-with-data-kip-320": (6000, 12), "reassignment-broker-crash-kip-320": (6000, 12),
+            # a deposed controller's own steps, fenced writes, and the illegal moves of their counterexamples
+            "deposed-controller-reassignment": (3000, 10), "deposed-controller-ar-write": (3000, 8)}
 
 
 @pytest.mark.parametrize("name", sorted(ONE_STEP))
@@ -207,6 +219,10 @@ def test_one_step_agrees_with_the_model(name):
     limit, n = ONE_STEP[name]
     enc = Encoding(cfg)
     model, states = reachable(cfg, limit)
+    trace: list = []
+    if manifest.get(name).expect == "safety_failure":  # the counterexample's states, the refused step's included
+        trace = [st.state for st in Checker(model).run().violations[0].trace if st.state is not None]
+        states = states + [s for s in trace if s not in set(states)]
     shape = enc.fresh("shape")
     names = [str(x) for x in shape.leaves()]
     firsts: dict[str, int] = {}
@@ -217,23 +233,40 @@ def test_one_step_agrees_with_the_model(name):
                 key += repr(s.inbox[a.args[0] - 1][0])[:12] + str(getattr(s.inbox[a.args[0] - 1][0], "delete", ""))
             firsts.setdefault(key, i)
     chosen = set(range(0, len(states), max(1, len(states) // n))) | set(firsts.values())
+    chosen |= {states.index(s) for s in trace}
     kinds: set[str] = set()
+    refused = 0
     for s in (states[i] for i in sorted(chosen)):
         insts = enc.instances(concrete(enc, s))
         guards = evaluate([i.guard for i in insts])
+        illegal = evaluate([i.illegal for i in insts])
         acts = model.actions(s)
         assert {label(i) for i, g in zip(insts, guards) if g} == {str(a) for a in acts}, (name, s)
         for a in acts:
-            matching = [i for i, g in zip(insts, guards) if g and label(i) == str(a)]
-            assert len(matching) == 1, (str(a), [i.kind for i in matching])
-            kinds.add(matching[0].kind)
-            want = comparable(enc, model.next_state(s, a), shape)
-            got = evaluate(matching[0].effect.leaves())
+            matching = [(i, bad) for i, g, bad in zip(insts, guards, illegal) if g and label(i) == str(a)]
+            assert len(matching) == 1, (str(a), [i.kind for i, _ in matching])
+            inst, bad = matching[0]
+            kinds.add(inst.kind)
+            try:
+                after = model.next_state(s, a)
+            except ModelFault:
+                assert bad, (name, str(a), inst.kind, "the model refuses it, the encoding does not", s)
+                refused += 1
+                continue
+            assert not bad, (name, str(a), inst.kind, "the encoding refuses it, the model does not", s)
+            want = comparable(enc, after, shape)
+            got = evaluate(inst.effect.leaves())
             diff = [names[i] for i, (g, w) in enumerate(zip(got, want)) if w is not None and g != w]
-            assert not diff, (name, str(a), matching[0].kind, diff, s)
-    steps = {k for k in kinds if k.startswith("ReassignPartition")}
-    assert len(steps) == 12, sorted(steps)
-    assert "DeliverRequest: StopReplica (delete)" in kinds
+            assert not diff, (name, str(a), inst.kind, diff, s)
+    steps = {k for k in kinds if k.startswith("ReassignPartition") and "deposed" not in k}
+    deposed = {k for k in kinds if k.startswith("ReassignPartition") and "deposed" in k}
+    if not cfg.faults.controller_failovers:
+        assert len(steps) == 12, sorted(steps)
+        assert "DeliverRequest: StopReplica (delete)" in kinds
+    else:  # the samples stop short of the end: most steps of both controllers, and the refused move
+        assert len(steps) >= 10 and len(deposed) >= 4, (sorted(steps), sorted(deposed))
+        assert "ControllerFailover" in kinds and "DeliverRequest: from a deposed controller" in kinds
+        assert (refused > 0) == (manifest.get(name).property == "OnlyValidTransitions"), refused
 
 
 def label(inst) -> str:
@@ -248,7 +281,6 @@ def test_encoded_properties_agree_with_the_model(name):
     9 and created again is skipped, as properties.py skips a replica that is None)."""
     from isrcheck.invariants import ALL_PROPERTIES
     from isrcheck.invariants.z3_replication import ALWAYS, TRANSITION
-    from isrcheck.model.checker import Checker
 
     by_name = {p.name: p for p in ALL_PROPERTIES}
     cfg = manifest.get(name).config

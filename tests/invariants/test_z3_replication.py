@@ -230,8 +230,9 @@ def test_bmc_agrees_on_manifest_models(name, depth):
 
 # ---------------------------------------------------------------------------- scope
 @pytest.mark.parametrize("raw, fragment", [
-    ({"operations": {"reassignments": [{"partition": 0, "target": [2, 3]}]}, "faults": {"controller_failovers": 1}},
-     "controller failover"),  # a reassignment alone: encoded
+    ({"operations": {"reassignments": [{"partition": 0, "target": [2, 3]}], "preferred_elections": 1}},
+     "reassignments only without"),  # a reassignment alone or with failover: encoded
+    ({"detect_restarts": True, "faults": {"undetected_restarts": 1}}, "bounce detection"),
     ({"operations": {"topic_creation": True, "preferred_elections": 1}}, "topic creation"),  # alone: encoded
     ({"operations": {"topic_deletions": 1, "controlled_shutdowns": 1}}, "topic deletion"),  # alone: encoded
 ])

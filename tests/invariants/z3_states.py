@@ -9,10 +9,12 @@ from collections import deque
 from typing import Any
 
 from isrcheck.invariants import build_model
+from isrcheck.model.checker import ModelFault
 
 
 def reachable_with_model(cfg: Any, limit: int = 4000) -> tuple[Any, list[Any]]:
-    """The model of ``cfg`` and its first ``limit`` reachable states, breadth first."""
+    """The model of ``cfg`` and its first ``limit`` reachable states, breadth first (a step the model
+    refuses with an illegal move leads nowhere)."""
     model = build_model(cfg, symmetry=False)
     s0 = model.init_states()[0]
     seen = {s0}
@@ -21,7 +23,10 @@ def reachable_with_model(cfg: Any, limit: int = 4000) -> tuple[Any, list[Any]]:
     while queue and len(out) < limit:
         s = queue.popleft()
         for a in model.actions(s):
-            t = model.next_state(s, a)
+            try:
+                t = model.next_state(s, a)
+            except ModelFault:  # an illegal move (OnlyValidTransitions): no successor
+                continue
             if t not in seen:
                 seen.add(t)
                 out.append(t)
