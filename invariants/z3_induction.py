@@ -592,6 +592,129 @@ def _remote_leo_sound(enc: Encoding, s: SymState) -> z3.BoolRef:
     return z3.And(out) if out else z3.BoolVal(True)
 
 
+def _versions_follow_epochs(enc: Encoding, s: SymState) -> z3.BoolRef:
+    """The znode, every queued LeaderAndIsr and every leader's (epoch, version) are points of the
+    znode's history, where the version grows with every write and the epoch never falls: a newer
+    epoch always comes with a newer version."""
+    if not enc.E:
+        return z3.BoolVal(True)
+    out = []
+    for p in range(enc.P):
+        z = s.zk[p]
+        items: list[tuple[z3.BoolRef, z3.ArithRef, z3.ArithRef]] = [(z3.BoolVal(True), z.leader_epoch, z.version)]
+        items += [(c, sl.leader_epoch, sl.zk_version) for c, sl in _lai_slots(enc, s, p)]
+        items += [(r.leader == b, r.leader_epoch, r.zk_version) for b, r in s.replicas[p].items()]
+        for i in range(len(items)):
+            for j in range(len(items)):
+                if i != j:
+                    ci, ei, vi = items[i]
+                    cj, ej, vj = items[j]
+                    out.append(z3.Implies(z3.And(ci, cj, ei < ej), vi < vj))
+    return z3.And(out) if out else z3.BoolVal(True)
+
+
+def _znode_isr_within_queued_leadership(enc: Encoding, s: SymState) -> z3.BoolRef:
+    """While a LeaderAndIsr naming its receiver leader in a newer epoch than the receiver's waits in
+    its queue, the znode still names that leader and its ISR stays within the request's: only the
+    controller writes the znode meanwhile (the leader's conditional write needs the newer version),
+    and the controller only shrinks an ISR."""
+    if not enc.E:
+        return z3.BoolVal(True)
+    out = []
+    for p in range(enc.P):
+        z, ar = s.zk[p], enc.AR[p]
+        for b, q in s.inbox.items():
+            if b not in s.replicas[p]:
+                continue
+            r = s.replicas[p][b]
+            for i, sl in enumerate(q.slots):
+                mine = z3.And(q.length > i, sl.kind == REQ_LAI, sl.partition == p, sl.leader == b,
+                              sl.leader_epoch > r.leader_epoch)
+                out.append(z3.Implies(mine, z3.And(z.leader == b, *[z3.Implies(z.isr[m], sl.isr[m]) for m in ar])))
+    return z3.And(out) if out else z3.BoolVal(True)
+
+
+def _live_leaders_lead_the_znode(enc: Encoding, s: SymState) -> z3.BoolRef:
+    """A live replica that leads is the znode's leader, and the znode's ISR is within its own view:
+    the controller moves leadership only away from a broker it saw leave (which left it blank), only
+    shrinks an ISR, and a leader's own ISR writes set the znode's ISR to its view."""
+    if not enc.E:
+        return z3.BoolVal(True)
+    out = []
+    for p in range(enc.P):
+        z, ar = s.zk[p], enc.AR[p]
+        for b, r in s.replicas[p].items():
+            out.append(z3.Implies(z3.And(s.alive[b], r.leader == b),
+                                  z3.And(z.leader == b, *[z3.Implies(z.isr[m], r.isr[m]) for m in ar])))
+    return z3.And(out) if out else z3.BoolVal(True)
+
+
+def _committed_held_by_isr_even_if_down(enc: Encoding, s: SymState) -> z3.BoolRef:
+    """Every member of the znode's ISR and its leader holds every acknowledged record, down or not:
+    a crash keeps the log (no lossy crash), so a broker that restarts still in the ISR holds them."""
+    if not enc.E:
+        return z3.BoolVal(True)
+    out = []
+    for p in range(enc.P):
+        z, g = s.zk[p], s.ghost[p]
+        for b, r in s.replicas[p].items():
+            for j in range(1, enc.K + 1):
+                out.append(z3.Implies(z3.And(z3.Or(z.isr[b], z.leader == b), g.acked[j]), enc.holds_id(r.log, j)))
+    return z3.And(out) if out else z3.BoolVal(True)
+
+
+def _remote_leo_sound_even_if_down(enc: Encoding, s: SymState) -> z3.BoolRef:
+    """*RemoteLeoSound* for down replicas too: what a live leader records of a replica's LEO is held
+    by that replica even while it is down (its log survives the crash)."""
+    if not enc.E:
+        return z3.BoolVal(True)
+    out = []
+    for p in range(enc.P):
+        reps = s.replicas[p]
+        for L, rl in reps.items():
+            for m, rm in reps.items():
+                if m != L:
+                    out.append(z3.Implies(z3.And(s.alive[L], rl.leader == L), z3.And(
+                        rl.remote_leo[m] <= rm.log.length, enc.prefix_eq(rm.log, rl.log, rl.remote_leo[m]))))
+    return z3.And(out) if out else z3.BoolVal(True)
+
+
+def _answers_not_ahead_of_cache(enc: Encoding, s: SymState) -> z3.BoolRef:
+    """A pending OffsetsForLeaderEpoch answer names no epoch newer than the follower's latest cached
+    one: the leader answers with an epoch at most the one asked, and the follower's cache does not
+    change while the answer waits."""
+    out = []
+    for p, b, r in _epoch_replicas(enc, s):
+        out.append(z3.Implies(z3.And(r.ep.answered, r.ep.answer_epoch != -1), r.ep.answer_epoch <= z3_latest(r.ep)))
+    return z3.And(out) if out else z3.BoolVal(True)
+
+
+def _answers_cover_recorded_leo(enc: Encoding, s: SymState) -> z3.BoolRef:
+    """A pending answer never cuts below what a live leader records of that follower's LEO: it names
+    an epoch (not UNDEFINED) at least that of the follower's record before it, and ends at or after
+    it (so truncating keeps the records the leader counts on for its HW)."""
+    out = []
+    for p in range(enc.P):
+        reps = s.replicas[p]
+        for L, rl in reps.items():
+            for f, rf in reps.items():
+                if f == L or rf.ep is None:
+                    continue
+                v = rl.remote_leo[f]
+                cond = z3.And(s.alive[L], rl.leader == L, rf.ep.answered, v > 0)
+                last = [z3.Implies(v == i + 1, rf.ep.answer_epoch >= rf.log.epochs[i]) for i in range(enc.K)]
+                out.append(z3.Implies(cond, z3.And(rf.ep.answer_epoch >= 0, rf.ep.answer_end >= v, *last)))
+    return z3.And(out) if out else z3.BoolVal(True)
+
+
+def _offline_means_leaderless(enc: Encoding, s: SymState) -> z3.BoolRef:
+    """The controller holds a partition Offline only while its znode names no leader (it goes
+    Offline when no leader can be elected), so a broker coming back never re-elects over a leader."""
+    if not enc.E:
+        return z3.BoolVal(True)
+    return z3.And([z3.Or(s.partition_online[p], s.zk[p].leader == 0) for p in range(enc.P)])
+
+
 CANDIDATES: tuple[tuple[str, Pred], ...] = (
     ("WellFormed", _well_formed),
     ("RecordsKeepTheirPlace", _records_keep_their_place),
@@ -636,6 +759,14 @@ EPOCH_CANDIDATES: tuple[tuple[str, Pred], ...] = (
     ("AnswerFromLeader", _answer_from_leader),
     ("ControllerDeadAreNotLeaders", _controller_dead_are_not_leaders),
     ("ControllerDeadAreBlank", _controller_dead_are_blank),
+    ("VersionsFollowEpochs", _versions_follow_epochs),
+    ("ZnodeIsrWithinQueuedLeadership", _znode_isr_within_queued_leadership),
+    ("LiveLeadersLeadTheZnode", _live_leaders_lead_the_znode),
+    ("CommittedHeldByIsrEvenIfDown", _committed_held_by_isr_even_if_down),
+    ("RemoteLeoSoundEvenIfDown", _remote_leo_sound_even_if_down),
+    ("AnswersNotAheadOfCache", _answers_not_ahead_of_cache),
+    ("AnswersCoverRecordedLeo", _answers_cover_recorded_leo),
+    ("OfflineMeansLeaderless", _offline_means_leaderless),
 )
 """Added to the pool for the leader-epoch generations only: the epoch cache and reconciliation, and
 the Raft-style facts a durability proof through OffsetsForLeaderEpoch needs (specs/08-symbolic.md).
@@ -930,8 +1061,8 @@ def prove_inductive(cfg: Any, generation_name: str | None = None, timeout: float
     return res
 
 
-__all__ = ["KIP_320_STRENGTHENING", "HIGH_WATERMARK_STRENGTHENING", "check_preserved", "CANDIDATES",
-           "EPOCH_CANDIDATES", "candidates_for", "prove_inductive", "describe", "describe_pair", "bounds",
+__all__ = ["KIP_320_STRENGTHENING", "KIP_320_DURABILITY", "HIGH_WATERMARK_STRENGTHENING", "check_preserved",
+           "CANDIDATES", "EPOCH_CANDIDATES", "candidates_for", "prove_inductive", "describe", "describe_pair", "bounds",
            "InductionResult", "Cti"]
 
 
@@ -947,13 +1078,25 @@ checks that it is still what Houdini finds and that it holds on reachable states
 
 
 KIP_320_STRENGTHENING = HIGH_WATERMARK_STRENGTHENING + (
+    "LeadersAreInTheirIsr", "PendingAboveHighWatermark",
     "EpochCacheWellFormed", "LeadersFetchNormally", "SameEpochSamePrefix", "CacheEpochsBounded",
     "QueuedRequestsOrdered", "UnledEpochsHaveNoRecords", "LeaderCompleteForItsEpoch", "ControllerDeadAreNotLeaders",
-    "ControllerDeadAreBlank")
+    "ControllerDeadAreBlank", "VersionsFollowEpochs", "ZnodeIsrWithinQueuedLeadership", "LiveLeadersLeadTheZnode",
+    "AnswersNotAheadOfCache", "OfflineMeansLeaderless")
 """What Houdini keeps for kip-320 with one crash and three replicas (leader-crash-kip-320): the
-high-watermark set and nine facts of the epoch machinery, Raft's log matching among them; the other
-candidates of :data:`EPOCH_CANDIDATES` hold on reachable states but are not inductive yet
-(specs/08-symbolic.md#inductive-invariants)."""
+high-watermark set, two more replica facts and fourteen of the epoch machinery, Raft's log matching
+and five of :data:`KIP_320_DURABILITY` among them; the other candidates of :data:`EPOCH_CANDIDATES`
+hold on reachable states but are not inductive yet (specs/08-symbolic.md#the-kip-320-gap)."""
+
+
+KIP_320_DURABILITY = (
+    "VersionsFollowEpochs", "ZnodeIsrWithinQueuedLeadership", "LiveLeadersLeadTheZnode", "OfflineMeansLeaderless",
+    "CommittedHeldByIsrEvenIfDown", "RemoteLeoSoundEvenIfDown", "AnswersNotAheadOfCache", "AnswersCoverRecordedLeo")
+"""The epoch pool's facts that close the kip-320 durability gap (specs/08-symbolic.md#the-kip-320-gap):
+the znode's history orders epochs and versions alike; a queued LeaderAndIsr that will make its
+receiver leader bounds the znode's ISR; a live leader is the znode's leader and its ISR view covers
+the znode's; an Offline partition has no leader; acknowledged records and recorded follower LEOs are
+held even by replicas that are down; a pending OffsetsForLeaderEpoch answer cuts neither."""
 
 
 def check_preserved(cfg: Any, prop: str, kinds: tuple[str, ...] | None = None,
