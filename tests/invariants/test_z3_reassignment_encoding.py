@@ -19,7 +19,8 @@ On sampled reachable states of reassignment and reassignment-broker-crash:
 - every action, on sampled states and on the explicit checker's counterexample: the encoding enables
   exactly the model's actions, each leads to exactly the model's successor, and it is flagged illegal
   (``Instance.illegal``) exactly when the model refuses it with IllegalTransition — with controller
-  failover too, the deposed controller's own steps included (deposed-controller-*).
+  failover too, the deposed controller's own steps included (deposed-controller-*);
+- a deposed controller's refused writes end its steps as the model's Fenced does (steps 2, 8, 10).
 """
 from __future__ import annotations
 
@@ -310,3 +311,40 @@ def test_encoded_properties_agree_with_the_model(name):
         assert got == [by_name[n].check(s, t) for n in TRANSITION], (s, t)
     assert len(steps) > len(trace) - 1
     assert broken  # reassignment-with-data breaks NoCommittedWriteLost in 17, -target-crash IsrSubsetOfReplicas in 16
+
+
+def test_a_deposed_controllers_refused_writes_end_its_steps_as_the_model_does():
+    """Fenced writes, a move of two replicas ([1,2] -> [3]) and a failover: on sampled states where
+    the deposed controller is at a step that writes, its step leads to exactly the model's successor;
+    among them steps the model ends with Fenced — step 2's epoch bump, step 8's ISR removal of the
+    first of two old replicas (the second then not moved) and step 10's AR write."""
+    import random
+
+    from isrcheck.model.config import from_mapping
+
+    cfg = from_mapping({"brokers": 3, "replication_factor": 2, "max_records": 0, "fenced_controller_writes": True,
+                        "operations": {"reassignments": [{"partition": 0, "target": [3]}]},
+                        "faults": {"controller_failovers": 1}})
+    enc = Encoding(cfg)
+    model, states = reachable(cfg, 20000)
+    writing = [s for s in states if s.stale is not None and s.stale.reassign_step[0] in (2, 7, 8, 10, 11)]
+    shape = enc.fresh("shape")
+    names = [str(x) for x in shape.leaves()]
+    ended: list[int] = []
+    for s in random.Random(1).sample(writing, 30):
+        insts = enc.instances(concrete(enc, s))
+        guards = evaluate([i.guard for i in insts])
+        acts = model.actions(s)
+        assert {label(i) for i, g in zip(insts, guards) if g} == {str(a) for a in acts}, s
+        for a in acts:
+            if a.name != "ReassignPartition" or a.args[0] != s.stale.epoch:
+                continue
+            (inst,) = [i for i, g in zip(insts, guards) if g and label(i) == str(a)]
+            after = model.next_state(s, a)
+            got = evaluate(inst.effect.leaves())
+            diff = [names[i] for i, (g, w) in enumerate(zip(got, comparable(enc, after, shape)))
+                    if w is not None and g != w]
+            assert not diff, (str(a), diff, s)
+            if after.stale is not None and after.stale.reassign_step[0] == 0:
+                ended.append(a.args[2])
+    assert {2, 8, 10} <= set(ended), sorted(ended)
