@@ -377,6 +377,15 @@ def controlled_shutdowns(run: SelfLoggedRun) -> None:
     run.produce(0)
 
 
+def _every_replica_knows_its_leader(client: Any) -> bool:
+    parts = client.status()["partitions"]
+    return bool(parts) and all(
+        st["leader"] and set(st["replica_status"]) >= set(st["replicas"])
+        and all(st["replica_status"][b]["role"] in ("leader", "follower")
+                and st["replica_status"][b]["leader_epoch"] == st["leader_epoch"] for b in st["replicas"])
+        for st in parts)
+
+
 def self_logged_run(directory: Any, zookeeper: str | None = None,
                     scenario: Callable[[SelfLoggedRun], None] = fault_injection,
                     config: Mapping[str, Any] | None = None) -> Any:
@@ -400,6 +409,9 @@ def self_logged_run(directory: Any, zookeeper: str | None = None,
         c.up(wait=30)
         with c.client() as k:
             k.create_topic(cfg.partitions, cfg.replication_factor, assignment=assignment)
+        # the model's initial state: every replica has taken its LeaderAndIsr; a write before that (a
+        # slow follower on a loaded machine) would make the logged history start elsewhere
+        c.wait_for(_every_replica_knows_its_leader, 30, "every replica to know its partition's leader")
         run = SelfLoggedRun(c, partitions=cfg.partitions)
         try:
             scenario(run)
