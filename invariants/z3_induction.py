@@ -17,6 +17,8 @@ model checking (:mod:`.z3_replication`) says whether one is.
 """
 from __future__ import annotations
 
+import itertools
+
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -191,18 +193,22 @@ def _current_request_is_current_znode(enc: Encoding, s: SymState) -> z3.BoolRef:
     return z3.And(out)
 
 
+def _history_points(enc: Encoding, s: SymState, p: int, field: str) -> list[tuple[z3.BoolRef, z3.ArithRef, Any]]:
+    """(present, leader epoch, ``field``) of the points of ``p``'s znode history the state holds: the
+    znode, each queued LeaderAndIsr, each leading replica (``field``: "leader" or "zk_version")."""
+    z = s.zk[p]
+    own = z.leader if field == "leader" else z.version
+    items: list[tuple[z3.BoolRef, z3.ArithRef, Any]] = [(z3.BoolVal(True), z.leader_epoch, own)]
+    items += [(c, sl.leader_epoch, getattr(sl, field)) for c, sl in _lai_slots(enc, s, p)]
+    items += [(r.leader == b, r.leader_epoch, getattr(r, field)) for b, r in s.replicas[p].items()]
+    return items
+
+
 def _epoch_names_one_leader(enc: Encoding, s: SymState) -> z3.BoolRef:
     out = []
     for p in range(enc.P):
-        z = s.zk[p]
-        items: list[tuple[z3.BoolRef, z3.ArithRef, z3.ArithRef]] = [(z3.BoolVal(True), z.leader_epoch, z.leader)]
-        items += [(c, sl.leader_epoch, sl.leader) for c, sl in _lai_slots(enc, s, p)]
-        items += [(r.leader == b, r.leader_epoch, r.leader) for b, r in s.replicas[p].items()]
-        for i in range(len(items)):
-            for j in range(i + 1, len(items)):
-                ci, ei, li = items[i]
-                cj, ej, lj = items[j]
-                out.append(z3.Implies(z3.And(ci, cj, ei == ej), li == lj))
+        for (ci, ei, li), (cj, ej, lj) in itertools.combinations(_history_points(enc, s, p, "leader"), 2):
+            out.append(z3.Implies(z3.And(ci, cj, ei == ej), li == lj))
     return z3.And(out)
 
 
@@ -467,6 +473,20 @@ def _queued_requests_ordered(enc: Encoding, s: SymState) -> z3.BoolRef:
     return z3.And(out) if out else z3.BoolVal(True)
 
 
+def _queued_promotions(enc: Encoding, s: SymState, p: int) -> list[tuple[z3.BoolRef, Any]]:
+    """(queued, slot) for every request slot of ``p`` that, when queued, is a LeaderAndIsr naming its
+    receiver leader in an epoch newer than the receiver's."""
+    out = []
+    for b, q in s.inbox.items():
+        if b not in s.replicas[p]:
+            continue
+        r = s.replicas[p][b]
+        for i, sl in enumerate(q.slots):
+            out.append((z3.And(q.length > i, sl.kind == REQ_LAI, sl.partition == p, sl.leader == b,
+                               sl.leader_epoch > r.leader_epoch), sl))
+    return out
+
+
 def _unled_epochs_have_no_records(enc: Encoding, s: SymState) -> z3.BoolRef:
     """No log holds a record of an epoch whose leader has not taken over yet (a queued LeaderAndIsr
     naming its receiver as leader in an epoch newer than the receiver's)."""
@@ -475,16 +495,10 @@ def _unled_epochs_have_no_records(enc: Encoding, s: SymState) -> z3.BoolRef:
     out = []
     for p in range(enc.P):
         logs = [r.log for r in s.replicas[p].values()]
-        for b, q in s.inbox.items():
-            if b not in s.replicas[p]:
-                continue
-            r = s.replicas[p][b]
-            for i, sl in enumerate(q.slots):
-                new = z3.And(q.length > i, sl.kind == REQ_LAI, sl.partition == p, sl.leader == b,
-                             sl.leader_epoch > r.leader_epoch)
-                for lg in logs:
-                    out += [z3.Implies(z3.And(new, lg.length > k), lg.epochs[k] != sl.leader_epoch)
-                            for k in range(enc.K)]
+        for new, sl in _queued_promotions(enc, s, p):
+            for lg in logs:
+                out += [z3.Implies(z3.And(new, lg.length > k), lg.epochs[k] != sl.leader_epoch)
+                        for k in range(enc.K)]
     return z3.And(out) if out else z3.BoolVal(True)
 
 
@@ -563,19 +577,20 @@ def _reconciled_followers_are_prefixes(enc: Encoding, s: SymState) -> z3.BoolRef
     leader's log, and the leader's record of its LEO is not beyond it (kip-320: it reconciled when
     the epoch changed)."""
     out = []
-    for p in range(enc.P):
-        reps = s.replicas[p]
-        for L, rl in reps.items():
-            for f, rf in reps.items():
-                if f == L or rf.ep is None:
-                    continue
-                cond = z3.And(s.alive[f], s.alive[L], rf.leader == L, rl.leader == L,
-                              rf.leader_epoch == rl.leader_epoch, rf.ep.fetch_state == FETCHING)
-                above = [z3.Implies(z3.And(rl.log.length > i, rf.log.length <= i), rl.log.epochs[i] >= z3_latest(rf.ep))
-                         for i in range(enc.K)]
-                out.append(z3.Implies(cond, z3.And(_prefix(enc, rf.log, rl.log), rl.remote_leo[f] <= rf.log.length,
-                                                   *above)))
+    for L, rl, f, rf in _epoch_pairs(enc, s):
+        cond = z3.And(s.alive[f], s.alive[L], rf.leader == L, rl.leader == L,
+                      rf.leader_epoch == rl.leader_epoch, rf.ep.fetch_state == FETCHING)
+        above = [z3.Implies(z3.And(rl.log.length > i, rf.log.length <= i), rl.log.epochs[i] >= z3_latest(rf.ep))
+                 for i in range(enc.K)]
+        out.append(z3.Implies(cond, z3.And(_prefix(enc, rf.log, rl.log), rl.remote_leo[f] <= rf.log.length, *above)))
     return z3.And(out) if out else z3.BoolVal(True)
+
+
+def _epoch_pairs(enc: Encoding, s: SymState) -> list[tuple[int, Any, int, Any]]:
+    """(L, replica of L, f, replica of f) for every two replicas of a partition, f's with an epoch
+    state (the leader-epoch generations)."""
+    return [(L, rl, f, rf) for p in range(enc.P) for L, rl in s.replicas[p].items()
+            for f, rf in s.replicas[p].items() if f != L and rf.ep is not None]
 
 
 def _remote_leo_sound(enc: Encoding, s: SymState) -> z3.BoolRef:
@@ -600,16 +615,8 @@ def _versions_follow_epochs(enc: Encoding, s: SymState) -> z3.BoolRef:
         return z3.BoolVal(True)
     out = []
     for p in range(enc.P):
-        z = s.zk[p]
-        items: list[tuple[z3.BoolRef, z3.ArithRef, z3.ArithRef]] = [(z3.BoolVal(True), z.leader_epoch, z.version)]
-        items += [(c, sl.leader_epoch, sl.zk_version) for c, sl in _lai_slots(enc, s, p)]
-        items += [(r.leader == b, r.leader_epoch, r.zk_version) for b, r in s.replicas[p].items()]
-        for i in range(len(items)):
-            for j in range(len(items)):
-                if i != j:
-                    ci, ei, vi = items[i]
-                    cj, ej, vj = items[j]
-                    out.append(z3.Implies(z3.And(ci, cj, ei < ej), vi < vj))
+        for (ci, ei, vi), (cj, ej, vj) in itertools.permutations(_history_points(enc, s, p, "zk_version"), 2):
+            out.append(z3.Implies(z3.And(ci, cj, ei < ej), vi < vj))
     return z3.And(out) if out else z3.BoolVal(True)
 
 
@@ -623,14 +630,8 @@ def _znode_isr_within_queued_leadership(enc: Encoding, s: SymState) -> z3.BoolRe
     out = []
     for p in range(enc.P):
         z, ar = s.zk[p], enc.AR[p]
-        for b, q in s.inbox.items():
-            if b not in s.replicas[p]:
-                continue
-            r = s.replicas[p][b]
-            for i, sl in enumerate(q.slots):
-                mine = z3.And(q.length > i, sl.kind == REQ_LAI, sl.partition == p, sl.leader == b,
-                              sl.leader_epoch > r.leader_epoch)
-                out.append(z3.Implies(mine, z3.And(z.leader == b, *[z3.Implies(z.isr[m], sl.isr[m]) for m in ar])))
+        for mine, sl in _queued_promotions(enc, s, p):
+            out.append(z3.Implies(mine, z3.And(z.leader == sl.leader, *[z3.Implies(z.isr[m], sl.isr[m]) for m in ar])))
     return z3.And(out) if out else z3.BoolVal(True)
 
 
@@ -694,16 +695,11 @@ def _answers_cover_recorded_leo(enc: Encoding, s: SymState) -> z3.BoolRef:
     an epoch (not UNDEFINED) at least that of the follower's record before it, and ends at or after
     it (so truncating keeps the records the leader counts on for its HW)."""
     out = []
-    for p in range(enc.P):
-        reps = s.replicas[p]
-        for L, rl in reps.items():
-            for f, rf in reps.items():
-                if f == L or rf.ep is None:
-                    continue
-                v = rl.remote_leo[f]
-                cond = z3.And(s.alive[L], rl.leader == L, rf.ep.answered, v > 0)
-                last = [z3.Implies(v == i + 1, rf.ep.answer_epoch >= rf.log.epochs[i]) for i in range(enc.K)]
-                out.append(z3.Implies(cond, z3.And(rf.ep.answer_epoch >= 0, rf.ep.answer_end >= v, *last)))
+    for L, rl, f, rf in _epoch_pairs(enc, s):
+        v = rl.remote_leo[f]
+        cond = z3.And(s.alive[L], rl.leader == L, rf.ep.answered, v > 0)
+        last = [z3.Implies(v == i + 1, rf.ep.answer_epoch >= rf.log.epochs[i]) for i in range(enc.K)]
+        out.append(z3.Implies(cond, z3.And(rf.ep.answer_epoch >= 0, rf.ep.answer_end >= v, *last)))
     return z3.And(out) if out else z3.BoolVal(True)
 
 
