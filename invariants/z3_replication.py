@@ -902,7 +902,7 @@ NOT_ENCODED = {
     "IsrSubsetOfReplicas": "encoded with reassignments; without them it holds by construction (the encoding's "
                            "ISRs range over the assigned brokers)",
     "ReassignmentRecoverable": "encoded with reassignments; vacuous without them",
-    "OnlyValidTransitions": "encoded with reassignments, topic creation or deletion (each replica move is checked "
+    "OnlyValidTransitions": "encoded with reassignments, topic creation or deletion (each partition and replica move is checked "
                             "against the table); without them every move is between Online and Offline, which the "
                             "table allows, and `isrcheck prove transitions` covers the composed operations",
 }
