@@ -91,7 +91,8 @@ def become_follower_reconciling_by_epoch(w: World, b: int, p: int, r: Replica, r
     leader-epoch change. A follower with an empty log has nothing to reconcile.
     """
     changed = r.leader != req.leader or (on_every_epoch and r.leader_epoch != req.leader_epoch)
-    state, answer = r.fetch_state, r.answer
+    state: int = r.fetch_state
+    answer: tuple[int, ...] = r.answer
     if changed:
         state, answer = (ASK_EPOCH_END if r.log else FETCHING), ()
     return Replica(r.log, r.hw, r.checkpoint, req.leader, req.leader_epoch, 0, 0, (), 0, 0,

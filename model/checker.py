@@ -8,6 +8,7 @@ by replaying actions from an initial state, so only real, concrete states are ev
 """
 from __future__ import annotations
 
+import builtins
 import time
 from collections import Counter, deque
 from collections.abc import Callable, Hashable, Iterable, Sequence
@@ -60,7 +61,7 @@ class Violation:
     trace: list[Step]
     message: str = ""
 
-    @property
+    @builtins.property  # the field above is called ``property``
     def length(self) -> int:
         """Number of actions in the counterexample."""
         return len(self.trace) - 1

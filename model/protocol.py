@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from mypy_extensions import mypyc_attr
+
 from .brokersets import size
 from . import epochs as E
 from .broker import become_follower_reconciling_by_epoch, become_follower_truncating_to_hw
@@ -20,6 +22,7 @@ if TYPE_CHECKING:
     from .world import ControllerWork, World
 
 
+@mypyc_attr(allow_interpreted_subclasses=True)  # designers' variants subclass it (compiled build)
 class Protocol:
     """The protocol selected by a configuration: the seeds' (0.8-era) design by default, with the
     later generations and options of specs/05-replication.md switched on by configuration keys.

@@ -95,7 +95,7 @@ class Replica(NamedTuple):
     # Leader-epoch generations only (always empty/zero under the seeds' high-watermark rule):
     epochs: tuple[tuple[int, int], ...] = ()  # leader-epoch cache: (epoch, start offset), on disk
     fetch_state: int = 0  # FETCHING, or a follower reconciling its log (see below)
-    answer: tuple[int, int] = ()  # the (epoch, end offset) answer of OffsetsForLeaderEpoch, once received
+    answer: tuple[int, ...] = ()  # the (epoch, end offset) answer of OffsetsForLeaderEpoch, once received
 
 
 FETCHING = 0  # the follower fetches normally

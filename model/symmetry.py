@@ -68,7 +68,7 @@ def _signature(s: State, b: int) -> tuple:
                 places.append(c.replica_states[p][b - 1])
                 places.append(_position(b, c.reassign_old[p]))
                 places.append(_position(b, c.reassign_new[p]))
-    local = []
+    local: list[tuple[object, ...] | None] = []
     for r in br.replicas:
         if r is None:
             local.append(None)

@@ -113,29 +113,39 @@ class World:
 
     # ------------------------------------------------------------------ writes
     def set_part(self, p: int, zp: ZkPartition) -> None:
-        if type(self.parts) is tuple:
-            self.parts = list(self.parts)
-        self.parts[p] = zp
+        items = self.parts
+        if isinstance(items, tuple):
+            items = list(items)
+            self.parts = items
+        items[p] = zp
 
     def set_reassign(self, p: int, target: tuple[int, ...]) -> None:
-        if type(self.reassign) is tuple:
-            self.reassign = list(self.reassign)
-        self.reassign[p] = target
+        items = self.reassign
+        if isinstance(items, tuple):
+            items = list(items)
+            self.reassign = items
+        items[p] = target
 
     def set_broker(self, i: int, br: Broker) -> None:
-        if type(self.brokers) is tuple:
-            self.brokers = list(self.brokers)
-        self.brokers[i] = br
+        items = self.brokers
+        if isinstance(items, tuple):
+            items = list(items)
+            self.brokers = items
+        items[i] = br
 
     def set_inbox(self, i: int, queue: tuple[Request, ...]) -> None:
-        if type(self.inbox) is tuple:
-            self.inbox = list(self.inbox)
-        self.inbox[i] = queue
+        items = self.inbox
+        if isinstance(items, tuple):
+            items = list(items)
+            self.inbox = items
+        items[i] = queue
 
     def set_ghost(self, p: int, g: Ghost) -> None:
-        if type(self.ghost) is tuple:
-            self.ghost = list(self.ghost)
-        self.ghost[p] = g
+        items = self.ghost
+        if isinstance(items, tuple):
+            items = list(items)
+            self.ghost = items
+        items[p] = g
 
     # ------------------------------------------------------------------ brokers
     def alive(self, b: int) -> bool:

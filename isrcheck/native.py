@@ -1,0 +1,87 @@
+"""Which modules are compiled, whether the compiled build is in use, and how to switch it off.
+
+The checker's hot path (the model, the properties, the engine, the state codec and the peer
+models) is compiled with mypyc when the project is installed (``setup.py``): ordinary typed
+Python, turned into a C extension per module, placed beside the ``.py`` files. The Python source
+stays the reference: ``ISRCHECK_PURE=1`` in the environment makes every process import the
+``.py`` files instead, so the two builds can be compared (tests/test_native_build.py checks that
+they give identical state counts and counterexamples).
+
+This module is imported by the package root before anything else and must stay pure Python
+(it is also read by ``setup.py`` to know what to compile).
+"""
+from __future__ import annotations
+
+import importlib.machinery
+import os
+import sys
+from collections.abc import Sequence
+from types import ModuleType
+from typing import Any
+
+#: Modules compiled by mypyc at install, as import names. setup.py compiles exactly these.
+COMPILED_MODULES: tuple[str, ...] = (
+    "isrcheck.model.brokersets",
+    "isrcheck.model.records",
+    "isrcheck.model.epochs",
+    "isrcheck.model.state",
+    "isrcheck.model.tables",
+    "isrcheck.model.selectors",
+    "isrcheck.model.world",
+    "isrcheck.model.broker",
+    "isrcheck.model.controller",
+    "isrcheck.model.protocol",
+    "isrcheck.model.actions",
+    "isrcheck.model.kafka",
+    "isrcheck.model.symmetry",
+    "isrcheck.model.checker",
+    "isrcheck.invariants.properties",
+)
+
+#: The shared library that holds the compiled code of every module above (mypyc's group).
+GROUP = "isrcheck.native"
+
+PURE_ENV = "ISRCHECK_PURE"
+
+
+def pure_requested() -> bool:
+    """Whether the environment asks for the pure-Python modules (``ISRCHECK_PURE=1``)."""
+    return os.environ.get(PURE_ENV, "").strip() not in ("", "0")
+
+
+class _SourceOnlyFinder:
+    """Finds the compiled modules' ``.py`` source, never their extension module."""
+
+    @staticmethod
+    def find_spec(fullname: str, path: Sequence[str] | None = None, target: ModuleType | None = None) -> Any:
+        if fullname not in COMPILED_MODULES or not path:
+            return None
+        loader = (importlib.machinery.SourceFileLoader, importlib.machinery.SOURCE_SUFFIXES)
+        for entry in path:
+            spec = importlib.machinery.FileFinder(entry, loader).find_spec(fullname)
+            if spec is not None:
+                return spec
+        return None
+
+
+def install_pure_finder() -> None:
+    """Make the compiled modules import from source in this process (idempotent)."""
+    if not any(f is _SourceOnlyFinder for f in sys.meta_path):
+        sys.meta_path.insert(0, _SourceOnlyFinder)
+
+
+def build() -> str:
+    """``"compiled"`` when the compiled modules are in use in this process, else ``"pure"``."""
+    from isrcheck.model import checker
+
+    return "compiled" if not (checker.__file__ or "").endswith(".py") else "pure"
+
+
+def describe() -> str:
+    """One line for ``--version`` and reports: which build runs, and why."""
+    kind = build()
+    if kind == "compiled":
+        return "compiled (mypyc)"
+    if pure_requested():
+        return f"pure Python ({PURE_ENV}=1)"
+    return "pure Python (no compiled modules found: reinstall with `make` to build them)"

@@ -1,0 +1,72 @@
+"""Compiles the checker's hot path with mypyc at install (see isrcheck/native.py).
+
+Everything else about the project is declared in pyproject.toml. mypyc derives a module's name
+from its path, and the source folders sit at the top of the checkout under other names
+(model/ is isrcheck.model), so the compiled modules are first laid out under their import names
+in build/mypyc-src (symbolic links to the sources), then compiled from there.
+
+ISRCHECK_BUILD_PURE=1 skips compilation (the pure-Python install, for platforms without a C
+compiler); ISRCHECK_PURE=1 at run time ignores compiled modules that are present.
+"""
+from __future__ import annotations
+
+import ast
+import os
+import sys
+from pathlib import Path
+
+from setuptools import setup
+
+ROOT = Path(__file__).resolve().parent
+
+
+def _package_dirs() -> dict[str, str]:
+    import tomllib
+
+    with open(ROOT / "pyproject.toml", "rb") as f:
+        return tomllib.load(f)["tool"]["setuptools"]["package-dir"]
+
+
+def _native_settings() -> tuple[list[str], str]:
+    """COMPILED_MODULES and GROUP from isrcheck/native.py, read without importing the package."""
+    tree = ast.parse((ROOT / "isrcheck" / "native.py").read_text())
+    values: dict[str, object] = {}
+    for node in tree.body:
+        target = node.target if isinstance(node, ast.AnnAssign) else (
+            node.targets[0] if isinstance(node, ast.Assign) else None)
+        if isinstance(target, ast.Name) and target.id in ("COMPILED_MODULES", "GROUP"):
+            values[target.id] = ast.literal_eval(node.value)
+    return list(values["COMPILED_MODULES"]), str(values["GROUP"])  # type: ignore[arg-type]
+
+
+def _staging_tree(modules: list[str]) -> list[str]:
+    """Link every package under its import name in build/mypyc-src; the paths to compile."""
+    stage = ROOT / "build" / "mypyc-src"
+    for package, folder in _package_dirs().items():
+        link = stage.joinpath(*package.split("."))
+        if package == "isrcheck":
+            link.mkdir(parents=True, exist_ok=True)
+            for f in (ROOT / folder).glob("*.py"):
+                dest = link / f.name
+                if not dest.exists():
+                    dest.symlink_to(f)
+            continue
+        if link.is_symlink() or link.exists():
+            continue
+        link.parent.mkdir(parents=True, exist_ok=True)
+        link.symlink_to(ROOT / folder, target_is_directory=True)
+    return [str(stage.joinpath(*m.split(".")).with_suffix(".py")) for m in modules]
+
+
+def _extensions() -> list:
+    if os.environ.get("ISRCHECK_BUILD_PURE", "").strip() not in ("", "0"):
+        return []
+    from mypyc.build import mypycify
+
+    modules, group = _native_settings()
+    paths = _staging_tree(modules)
+    return mypycify(paths, opt_level="3", debug_level="0", group_name=group,
+                    target_dir=str(ROOT / "build" / "mypyc-c"))
+
+
+setup(ext_modules=_extensions())
