@@ -8,13 +8,13 @@ anything: a regular expression splits ``Name(...)`` and the argument list is rea
 from __future__ import annotations
 
 import difflib
-import inspect
 import re
 import tomllib
 from collections.abc import Iterable, Mapping
 from typing import Any
 
 from .actions import APPLY, Action
+from .vocabulary import load_actions
 
 __all__ = [
     "ActionSyntaxError",
@@ -33,13 +33,9 @@ class ActionSyntaxError(ValueError):
     """Action text that does not name an enabled-able action; the message is one line."""
 
 
-def _arity(name: str) -> int:
-    """Number of arguments ``name`` takes (its ``APPLY`` function, minus the world)."""
-    params = list(inspect.signature(APPLY[name]).parameters.values())
-    return len(params) - 1
-
-
-_ARITY: dict[str, int] = {name: _arity(name) for name in APPLY}
+# How many arguments each action takes: the shared vocabulary's (specs/actions.toml), which
+# tests/model/test_vocabulary.py checks against the APPLY functions' own signatures.
+_ARITY: dict[str, int] = {name: len(entry["args"]) for name, entry in load_actions().items() if name in APPLY}
 
 
 def action_arity(name: str) -> int:
