@@ -1,0 +1,633 @@
+"""The public TLA+ specification of Kafka's replication protocol (hachikuji/kafka-specification), as a
+:class:`~isrcheck.model.checker.Model` for the project's generic checker.
+
+One partition, a fixed set of replicas, a controller without state of its own that writes the quorum
+state (ZooKeeper) directly and sends LeaderAndIsr requests, and five variants of the follower's
+truncation logic (one per TLA+ module). See README.md beside this file for the mapping of every
+TLA+ action to the code below and for the state encoding.
+
+Encoding (all ints, bitmasks and tuples of ints; replica ``i`` is bit ``1 << i``; ``-1`` is Nil/None):
+
+* ``logs[i]``: the records replica ``i`` has written, offset 0 first (offsets at or beyond the end
+  offset always hold Nil in the specification, so a log is exactly its written prefix). A record
+  is ``epoch << 8 | id``: two records are equal iff id and epoch are.
+* ``hw[i]``, ``epoch[i]``, ``leader[i]``, ``isr[i]``: replica ``i``'s local state.
+* ``next_record``: the record id sequence.
+* ``quorum_leader``, ``quorum_isr``: the quorum state; its leader epoch is ``len(requests) - 1``.
+* ``requests``: every LeaderAndIsr request ever sent, indexed by its leader epoch (each controller
+  update takes the next epoch and sends exactly one request with it), each ``isr | (leader + 1) << 8``.
+  ``len(requests)`` is the leader epoch sequence's next id.
+"""
+from __future__ import annotations
+
+from collections.abc import Sequence
+from itertools import permutations
+from typing import NamedTuple
+
+from isrcheck.model.checker import Property
+
+#: stable short names -> TLA+ module names
+MODULES: dict[str, str] = {
+    "truncate-to-hw": "KafkaTruncateToHighWatermark",
+    "kip-101": "Kip101",
+    "kip-279": "Kip279",
+    "kip-320-first-try": "Kip320FirstTry",
+    "kip-320": "Kip320",
+}
+
+PROPERTY_NAMES: tuple[str, ...] = ("TypeOk", "WeakIsr", "StrongIsr")
+
+TRUNCATE_TO_HW = 0
+KIP_101 = 1
+KIP_279 = 2
+KIP_320_FIRST_TRY = 3
+KIP_320 = 4
+
+_MODE: dict[str, int] = {
+    "truncate-to-hw": TRUNCATE_TO_HW,
+    "kip-101": KIP_101,
+    "kip-279": KIP_279,
+    "kip-320-first-try": KIP_320_FIRST_TRY,
+    "kip-320": KIP_320,
+}
+
+REC_SHIFT = 8  # a record is epoch << 8 | id
+REQ_SHIFT = 8  # a request is isr | (leader + 1) << 8
+MAX_REPLICAS = 4
+
+# Action names, per variant where the variants differ (the TLA+ operator names).
+ELECT = "ControllerElectLeader"
+CONTROLLER_SHRINK = "ControllerShrinkIsr"
+BECOME_LEADER = "BecomeLeader"
+WRITE = "LeaderWrite"
+_EXPAND = ("LeaderExpandIsr", "LeaderExpandIsr", "LeaderExpandIsr", "LeaderExpandIsrBetterFencing",
+           "FencedLeaderExpandIsr")
+_SHRINK = ("LeaderShrinkIsr", "LeaderShrinkIsr", "LeaderShrinkIsr", "LeaderShrinkIsrBetterFencing",
+           "FencedLeaderShrinkIsr")
+_INC_HW = ("LeaderIncHighWatermark", "LeaderIncHighWatermark", "LeaderIncHighWatermark",
+           "ImprovedLeaderIncHighWatermark", "FencedLeaderIncHighWatermark")
+_FOLLOW = ("BecomeFollowerTruncateToHighWatermark", "BecomeFollowerTruncateKip101",
+           "BecomeFollowerTruncateKip279", "BecomeFollower", "FencedBecomeFollowerAndTruncate")
+_REPLICATE = ("FollowerReplicate", "FollowerReplicate", "FollowerReplicate", "FollowerFetch",
+              "FencedFollowerFetch")
+FOLLOWER_TRUNCATE = "FollowerTruncate"
+
+#: which argument of an action is a leader epoch (the others are replicas), for display
+_EPOCH_ARG: dict[str, int] = {BECOME_LEADER: 1}
+for _n in _FOLLOW:
+    _EPOCH_ARG[_n] = 2
+
+
+class PeerModelError(ValueError):
+    """A bad argument to :class:`PeerModel` (unknown module, replica count, property)."""
+
+
+class UnknownPeerModule(PeerModelError):
+    pass
+
+
+class PeerState(NamedTuple):
+    logs: tuple[tuple[int, ...], ...]
+    hw: tuple[int, ...]
+    epoch: tuple[int, ...]
+    leader: tuple[int, ...]
+    isr: tuple[int, ...]
+    next_record: int
+    quorum_leader: int
+    quorum_isr: int
+    requests: tuple[int, ...]
+
+
+class PeerAction(NamedTuple):
+    name: str
+    args: tuple[int, ...]
+
+    def __str__(self) -> str:
+        ep = _EPOCH_ARG.get(self.name, -1)
+        parts = [f"e{a}" if i == ep else f"r{a + 1}" for i, a in enumerate(self.args)]
+        return f"{self.name}({', '.join(parts)})"
+
+
+def record_id(rec: int) -> int:
+    return rec & ((1 << REC_SHIFT) - 1)
+
+
+def record_epoch(rec: int) -> int:
+    return rec >> REC_SHIFT
+
+
+def request_leader(req: int) -> int:
+    return (req >> REQ_SHIFT) - 1
+
+
+def request_isr(req: int) -> int:
+    return req & ((1 << REQ_SHIFT) - 1)
+
+
+def _names(mask: int, n: int) -> str:
+    return "{" + ",".join(f"r{i + 1}" for i in range(n) if mask >> i & 1) + "}"
+
+
+def state_line(s: PeerState) -> str:
+    """A compact one-line rendering of a state."""
+    n = len(s.hw)
+    reps = []
+    for i in range(n):
+        log = ",".join(f"{record_id(r)}@e{record_epoch(r)}" for r in s.logs[i])
+        ld = "-" if s.leader[i] < 0 else f"r{s.leader[i] + 1}"
+        ep = "-" if s.epoch[i] < 0 else str(s.epoch[i])
+        reps.append(f"r{i + 1}[log={log} hw={s.hw[i]} e={ep} ldr={ld} isr={_names(s.isr[i], n)}]")
+    ql = "-" if s.quorum_leader < 0 else f"r{s.quorum_leader + 1}"
+    reqs = " ".join(
+        f"e{e}:{'-' if request_leader(q) < 0 else 'r' + str(request_leader(q) + 1)}{_names(request_isr(q), n)}"
+        for e, q in enumerate(s.requests))
+    return (" ".join(reps) + f" | quorum e={len(s.requests) - 1} ldr={ql} isr={_names(s.quorum_isr, n)}"
+            f" | nextRecord={s.next_record} | requests[{reqs}]")
+
+
+def _trunc_to_first_mismatch(ll: tuple[int, ...], lf: tuple[int, ...]) -> int:
+    """One past the highest offset at which the follower's log holds the leader's record (0 when
+    none, or when the leader's log is empty)."""
+    o = min(len(ll), len(lf)) - 1
+    while o >= 0:
+        if ll[o] == lf[o]:
+            return o + 1
+        o -= 1
+    return 0
+
+
+class PeerModel:
+    """The specification's state machine for one truncation module; see the module docstring."""
+
+    def __init__(self, module: str, replicas: int = 2, symmetry: bool = False,
+                 properties: Sequence[str] | None = None, log_size: int = 2, max_records: int = 2,
+                 max_leader_epoch: int = 3) -> None:
+        if module not in _MODE:
+            raise UnknownPeerModule(f"unknown peer module {module!r}; known: {', '.join(MODULES)}")
+        if not 1 <= replicas <= MAX_REPLICAS:
+            raise PeerModelError(f"replicas must be between 1 and {MAX_REPLICAS}, not {replicas}")
+        if log_size < 1 or max_records < 1 or max_leader_epoch < 0 or max_records > 255 or max_leader_epoch > 1000:
+            raise PeerModelError("need log_size >= 1, 1 <= max_records <= 255, 0 <= max_leader_epoch <= 1000")
+        wanted = list(PROPERTY_NAMES) if properties is None else list(properties)
+        for p in wanted:
+            if p not in PROPERTY_NAMES:
+                raise PeerModelError(f"unknown property {p!r}; known: {', '.join(PROPERTY_NAMES)}")
+        self.module = module
+        self.tla_module = MODULES[module]
+        self.mode = _MODE[module]
+        self.n = replicas
+        self.symmetry = symmetry
+        self.log_size = log_size
+        self.max_records = max_records
+        self.max_leader_epoch = max_leader_epoch
+        self.property_names = wanted
+        self.all_mask = (1 << replicas) - 1
+        self.expand_name = _EXPAND[self.mode]
+        self.shrink_name = _SHRINK[self.mode]
+        self.inc_hw_name = _INC_HW[self.mode]
+        self.follow_name = _FOLLOW[self.mode]
+        self.replicate_name = _REPLICATE[self.mode]
+        # Symmetry tables: for every permutation, q (new index -> old index), p (old -> new),
+        # the image of every replica bitmask and of every request code.
+        self.perms_q: list[tuple[int, ...]] = []
+        self.perms_p: list[tuple[int, ...]] = []
+        self.mask_maps: list[list[int]] = []
+        self.req_maps: list[list[int]] = []
+        nreq = (replicas + 1) << REQ_SHIFT
+        for q in permutations(range(replicas)):
+            p = [0] * replicas
+            for new, old in enumerate(q):
+                p[old] = new
+            mm = [0] * (1 << replicas)
+            for m in range(1 << replicas):
+                out = 0
+                for i in range(replicas):
+                    if m >> i & 1:
+                        out |= 1 << p[i]
+                mm[m] = out
+            rm = [0] * nreq
+            for code in range(nreq):
+                ld = request_leader(code)
+                im = request_isr(code)
+                if im < len(mm):
+                    rm[code] = mm[im] | ((p[ld] + 1 if ld >= 0 else 0) << REQ_SHIFT)
+            self.perms_q.append(tuple(q))
+            self.perms_p.append(tuple(p))
+            self.mask_maps.append(mm)
+            self.req_maps.append(rm)
+
+    # ------------------------------------------------------------------ Model protocol
+    def init_states(self) -> list[PeerState]:
+        n = self.n
+        empty: tuple[int, ...] = ()
+        return [PeerState(logs=tuple(empty for _ in range(n)), hw=(0,) * n, epoch=(-1,) * n,
+                          leader=(-1,) * n, isr=(0,) * n, next_record=0, quorum_leader=-1,
+                          quorum_isr=self.all_mask, requests=())]
+
+    def properties(self) -> list[Property]:
+        table = {
+            "TypeOk": Property("TypeOk", "always", self.type_ok, "tlc/MC_Kip320.tla TypeOkTLC",
+                               "every variable lies in its domain"),
+            "WeakIsr": Property("WeakIsr", "always", self.weak_isr, "KafkaReplication.tla WeakIsr",
+                                "a presumed leader's local ISR holds its log up to its high watermark"),
+            "StrongIsr": Property("StrongIsr", "always", self.strong_isr, "KafkaReplication.tla StrongIsr",
+                                  "the quorum's ISR holds every presumed leader's log up to its high watermark"),
+        }
+        return [table[name] for name in self.property_names]
+
+    def actions(self, s: PeerState) -> list[PeerAction]:
+        n = self.n
+        mode = self.mode
+        acts: list[PeerAction] = []
+        logs = s.logs
+        hw = s.hw
+        ep = s.epoch
+        ld = s.leader
+        isr = s.isr
+        reqs = s.requests
+        nle = len(reqs)
+        ql = s.quorum_leader
+        qi = s.quorum_isr
+        log_size = self.log_size
+
+        # Controller: elect a leader from the quorum ISR, or take a replica out of it.
+        if nle <= self.max_leader_epoch:
+            for r in range(n):
+                if qi >> r & 1 and ql != r:
+                    acts.append(PeerAction(ELECT, (r,)))
+            for r in range(n):
+                if ql == r or qi >> r & 1:
+                    acts.append(PeerAction(CONTROLLER_SHRINK, (r,)))
+
+        # A request's leader adopts it.
+        for e in range(nle):
+            lr = (reqs[e] >> REQ_SHIFT) - 1
+            if lr >= 0 and e > ep[lr]:
+                acts.append(PeerAction(BECOME_LEADER, (lr, e)))
+
+        # Presumed leaders accept writes.
+        if s.next_record < self.max_records:
+            for r in range(n):
+                if ld[r] == r and len(logs[r]) < log_size:
+                    acts.append(PeerAction(WRITE, (r,)))
+
+        # ISR changes by the true leader (the quorum's leader, presuming leadership, on the quorum's epoch).
+        if ql >= 0 and ld[ql] == ql and ep[ql] == nle - 1:
+            lead = ql
+            lisr = isr[lead]
+            ll = logs[lead]
+            lend = len(ll)
+            lhw = hw[lead]
+            if mode <= KIP_279:
+                for r in range(n):
+                    if lisr >> r & 1:
+                        if r != lead and not (ld[r] == lead and (lend == 0 or len(logs[r]) >= lend)):
+                            acts.append(PeerAction(self.shrink_name, (lead, r)))
+                    elif ld[r] == lead and (lhw == 0 or (lhw <= lend and lhw <= len(logs[r]))):
+                        acts.append(PeerAction(self.expand_name, (lead, r)))
+            else:
+                reached = lhw == lend or (lhw < lend and ll[lhw] >> REC_SHIFT == ep[lead])
+                for r in range(n):
+                    lf = logs[r]
+                    if mode == KIP_320_FIRST_TRY:
+                        if lisr >> r & 1:
+                            if r != lead and not self._caught_up_epoch(ll, lead, lf, ld[r], lend):
+                                acts.append(PeerAction(self.shrink_name, (lead, r)))
+                        elif reached and self._caught_up_epoch(ll, lead, lf, ld[r], lhw):
+                            acts.append(PeerAction(self.expand_name, (lead, r)))
+                    else:
+                        following = ld[r] == lead and ep[r] == ep[lead]
+                        if lisr >> r & 1:
+                            if r != lead and (not following or len(lf) < lend):
+                                acts.append(PeerAction(self.shrink_name, (lead, r)))
+                        elif following and reached and (lhw == 0 or lhw <= len(lf)):
+                            acts.append(PeerAction(self.expand_name, (lead, r)))
+
+        # High watermark advances.
+        for lead in range(n):
+            h = hw[lead]
+            ll = logs[lead]
+            lisr = isr[lead]
+            ok = False
+            if mode <= KIP_279:
+                if ld[lead] == lead and h < log_size:
+                    ok = True
+                    for f in range(n):
+                        if lisr >> f & 1 and not (ld[f] == lead and h < len(logs[f])):
+                            ok = False
+                            break
+            elif mode == KIP_320_FIRST_TRY:
+                if ld[lead] == lead and h < len(ll):
+                    ok = True
+                    for f in range(n):
+                        if lisr >> f & 1 and not self._caught_up_epoch(ll, lead, logs[f], ld[f], h + 1):
+                            ok = False
+                            break
+            else:
+                if h < len(ll):
+                    ok = True
+                    for f in range(n):
+                        if lisr >> f & 1 and not (ld[lead] == lead and ld[f] == lead and ep[f] == ep[lead]
+                                                  and h < len(logs[f])):
+                            ok = False
+                            break
+            if ok:
+                acts.append(PeerAction(self.inc_hw_name, (lead,)))
+
+        # A replica follows a request's leader (truncating its log, depending on the module).
+        for e in range(nle):
+            lead = (reqs[e] >> REQ_SHIFT) - 1
+            if lead < 0:
+                continue
+            for r in range(n):
+                if r == lead or e <= ep[r]:
+                    continue
+                if mode == KIP_320:
+                    if ld[lead] != lead or ep[lead] != e:
+                        continue
+                elif mode != KIP_320_FIRST_TRY:
+                    if self._truncation_offset(s, lead, r) > len(logs[r]):
+                        continue
+                acts.append(PeerAction(self.follow_name, (lead, r, e)))
+
+        # Followers copy the next record from the leader they follow.
+        for f in range(n):
+            lf = logs[f]
+            fend = len(lf)
+            lead = ld[f]
+            if lead < 0 or lead == f or fend >= log_size or ld[lead] != lead:
+                continue
+            ll = logs[lead]
+            if fend >= len(ll):
+                continue
+            if mode == KIP_320_FIRST_TRY:
+                if not self._caught_up_epoch(ll, lead, lf, lead, fend):
+                    continue
+            elif mode == KIP_320:
+                if ep[f] != ep[lead]:
+                    continue
+            acts.append(PeerAction(self.replicate_name, (f, lead)))
+
+        # Kip320FirstTry: a follower truncates when its last record disagrees with the leader.
+        if mode == KIP_320_FIRST_TRY:
+            for f in range(n):
+                lead = ld[f]
+                if lead < 0 or lead == f or ld[lead] != lead:
+                    continue
+                lf = logs[f]
+                ll = logs[lead]
+                fend = len(lf)
+                if fend > len(ll) or (fend > 0 and fend - 1 < len(ll)
+                                      and ll[fend - 1] >> REC_SHIFT != lf[fend - 1] >> REC_SHIFT):
+                    acts.append(PeerAction(FOLLOWER_TRUNCATE, (lead, f)))
+        return acts
+
+    def _caught_up_epoch(self, ll: tuple[int, ...], lead: int, lf: tuple[int, ...], f_leader: int,
+                         end: int) -> bool:
+        """Kip320FirstTry: the follower follows the (presumed) leader ``lead`` and, when ``end`` > 0,
+        both logs have offset ``end - 1`` with records of the same epoch. The caller has checked
+        or checks separately that ``lead`` presumes leadership where the specification asks."""
+        if f_leader != lead:
+            return False
+        if end == 0:
+            return True
+        o = end - 1
+        return o < len(ll) and o < len(lf) and ll[o] >> REC_SHIFT == lf[o] >> REC_SHIFT
+
+    def _truncation_offset(self, s: PeerState, lead: int, r: int) -> int:
+        """Where replica ``r`` truncates to when it follows ``lead`` (modules before KIP-320)."""
+        mode = self.mode
+        lr = s.logs[r]
+        if mode == TRUNCATE_TO_HW:
+            return s.hw[r]
+        ll = s.logs[lead]
+        if mode == KIP_101:
+            if not lr:
+                return 0
+            want = lr[-1] >> REC_SHIFT
+            if not ll:
+                return s.hw[r]
+            if ll[-1] >> REC_SHIFT == want:
+                return len(ll)
+            for o in range(len(ll)):
+                if ll[o] >> REC_SHIFT > want:
+                    return o
+            return s.hw[r]
+        return _trunc_to_first_mismatch(ll, lr)
+
+    def next_state(self, s: PeerState, a: PeerAction) -> PeerState:
+        name = a.name
+        args = a.args
+        n = self.n
+        if name == self.replicate_name:
+            f = args[0]
+            lead = args[1]
+            lf = s.logs[f]
+            logs = list(s.logs)
+            logs[f] = lf + (s.logs[lead][len(lf)],)
+            hws = list(s.hw)
+            nh = len(lf) + 1
+            lh = s.hw[lead]
+            hws[f] = lh if lh < nh else nh
+            return s._replace(logs=tuple(logs), hw=tuple(hws))
+        if name == self.follow_name:
+            lead = args[0]
+            r = args[1]
+            e = args[2]
+            req = s.requests[e]
+            eps = list(s.epoch)
+            eps[r] = e
+            lds = list(s.leader)
+            lds[r] = lead
+            isrs = list(s.isr)
+            isrs[r] = req & ((1 << REQ_SHIFT) - 1)
+            if self.mode == KIP_320_FIRST_TRY:
+                return s._replace(epoch=tuple(eps), leader=tuple(lds), isr=tuple(isrs))
+            if self.mode == KIP_320:
+                t = _trunc_to_first_mismatch(s.logs[lead], s.logs[r])
+            else:
+                t = self._truncation_offset(s, lead, r)
+            logs = list(s.logs)
+            logs[r] = logs[r][:t]
+            hws = list(s.hw)
+            if t < hws[r]:
+                hws[r] = t
+            return s._replace(logs=tuple(logs), hw=tuple(hws), epoch=tuple(eps), leader=tuple(lds),
+                              isr=tuple(isrs))
+        if name == WRITE:
+            r = args[0]
+            logs = list(s.logs)
+            logs[r] = logs[r] + ((s.epoch[r] << REC_SHIFT) | s.next_record,)
+            return s._replace(logs=tuple(logs), next_record=s.next_record + 1)
+        if name == self.inc_hw_name:
+            lead = args[0]
+            hws = list(s.hw)
+            hws[lead] += 1
+            return s._replace(hw=tuple(hws))
+        if name == BECOME_LEADER:
+            lead = args[0]
+            e = args[1]
+            eps = list(s.epoch)
+            eps[lead] = e
+            lds = list(s.leader)
+            lds[lead] = lead
+            isrs = list(s.isr)
+            isrs[lead] = s.requests[e] & ((1 << REQ_SHIFT) - 1)
+            return s._replace(epoch=tuple(eps), leader=tuple(lds), isr=tuple(isrs))
+        if name == self.expand_name or name == self.shrink_name:
+            lead = args[0]
+            r = args[1]
+            if name == self.expand_name:
+                new_isr = s.isr[lead] | (1 << r)
+            else:
+                new_isr = s.isr[lead] & ~(1 << r)
+            isrs = list(s.isr)
+            isrs[lead] = new_isr
+            return s._replace(isr=tuple(isrs), quorum_isr=new_isr)
+        if name == ELECT:
+            r = args[0]
+            qi = s.quorum_isr
+            return s._replace(quorum_leader=r, requests=s.requests + (qi | ((r + 1) << REQ_SHIFT),))
+        if name == CONTROLLER_SHRINK:
+            r = args[0]
+            qi = s.quorum_isr
+            if s.quorum_leader == r:
+                new_leader = -1
+                new_isr = qi if qi == 1 << r else qi & ~(1 << r)
+            else:
+                new_leader = s.quorum_leader
+                new_isr = qi & ~(1 << r)
+            return s._replace(quorum_leader=new_leader, quorum_isr=new_isr,
+                              requests=s.requests + (new_isr | ((new_leader + 1) << REQ_SHIFT),))
+        if name == FOLLOWER_TRUNCATE:
+            lead = args[0]
+            f = args[1]
+            t = _trunc_to_first_mismatch(s.logs[lead], s.logs[f])
+            logs = list(s.logs)
+            logs[f] = logs[f][:t]
+            hws = list(s.hw)
+            if t < hws[f]:
+                hws[f] = t
+            return s._replace(logs=tuple(logs), hw=tuple(hws))
+        raise ValueError(f"not an action of {self.tla_module} with {n} replicas: {a}")
+
+    # ------------------------------------------------------------------ properties
+    def _isr_property(self, s: PeerState, quorum: bool) -> bool:
+        n = self.n
+        logs = s.logs
+        for r1 in range(n):
+            if s.leader[r1] != r1:
+                continue
+            h = s.hw[r1]
+            if h == 0:
+                continue
+            l1 = logs[r1]
+            members = s.quorum_isr if quorum else s.isr[r1]
+            for r2 in range(n):
+                if members >> r2 & 1:
+                    l2 = logs[r2]
+                    if h > len(l1) or h > len(l2) or l1[:h] != l2[:h]:
+                        return False
+        return True
+
+    def weak_isr(self, s: PeerState) -> bool:
+        return self._isr_property(s, False)
+
+    def strong_isr(self, s: PeerState) -> bool:
+        return self._isr_property(s, True)
+
+    def type_ok(self, s: PeerState) -> bool:
+        n = self.n
+        full = self.all_mask
+        me = self.max_leader_epoch
+        if not 0 <= s.next_record <= self.max_records or len(s.requests) > me + 1:
+            return False
+        for t in (s.logs, s.hw, s.epoch, s.leader, s.isr):
+            if len(t) != n:
+                return False
+        for i in range(n):
+            log = s.logs[i]
+            if len(log) > self.log_size:
+                return False
+            for rec in log:
+                if not (0 <= rec & ((1 << REC_SHIFT) - 1) < self.max_records and 0 <= rec >> REC_SHIFT <= me):
+                    return False
+            if not (0 <= s.hw[i] <= self.log_size and -1 <= s.epoch[i] <= me and -1 <= s.leader[i] < n
+                    and s.isr[i] & ~full == 0):
+                return False
+        if not (-1 <= s.quorum_leader < n and s.quorum_isr & ~full == 0):
+            return False
+        for q in s.requests:
+            if not (-1 <= (q >> REQ_SHIFT) - 1 < n and q & ((1 << REQ_SHIFT) - 1) & ~full == 0):
+                return False
+        return True
+
+    # ------------------------------------------------------------------ symmetry
+    def fingerprint(self, s: PeerState) -> int:
+        if not self.symmetry:
+            return hash(s)
+        return hash(self.canonical(s))
+
+    def _signature(self, s: PeerState, i: int) -> tuple[tuple[int, ...], int]:
+        """A renaming-invariant description of replica ``i`` (equal for i and its image)."""
+        ld = s.leader[i]
+        rel = 0 if ld < 0 else (1 if ld == i else 2)
+        m = s.isr[i]
+        key = ((((s.hw[i] * 64 + s.epoch[i] + 1) * 4 + rel) * 8 + bin(m).count("1")) * 2 + (m >> i & 1)) * 4 \
+            + (2 if s.quorum_leader == i else 0) + (s.quorum_isr >> i & 1)
+        return (s.logs[i], key)
+
+    def canonical(self, s: PeerState) -> tuple[object, ...]:
+        """The least renaming of ``s`` among those that list the replicas in signature order.
+
+        Exact: two states get the same representative iff one is a renaming of the other (the
+        candidate renamings of a renamed state are the same renamed states)."""
+        n = self.n
+        if n == 1:
+            return s
+        sigs = [self._signature(s, i) for i in range(n)]
+        best: tuple[object, ...] | None = None
+        for k in range(len(self.perms_q)):
+            q = self.perms_q[k]
+            ok = True
+            for j in range(n - 1):
+                if sigs[q[j]] > sigs[q[j + 1]]:
+                    ok = False
+                    break
+            if not ok:
+                continue
+            cand = self._rename(s, k)
+            if best is None or cand < best:
+                best = cand
+        assert best is not None
+        return best
+
+    def _rename(self, s: PeerState, k: int) -> tuple[object, ...]:
+        q = self.perms_q[k]
+        p = self.perms_p[k]
+        mm = self.mask_maps[k]
+        rm = self.req_maps[k]
+        logs = s.logs
+        hw = s.hw
+        ep = s.epoch
+        ld = s.leader
+        isr = s.isr
+        ql = s.quorum_leader
+        return (
+            tuple([logs[o] for o in q]),
+            tuple([hw[o] for o in q]),
+            tuple([ep[o] for o in q]),
+            tuple([p[ld[o]] if ld[o] >= 0 else -1 for o in q]),
+            tuple([mm[isr[o]] for o in q]),
+            s.next_record,
+            p[ql] if ql >= 0 else -1,
+            mm[s.quorum_isr],
+            tuple([rm[c] for c in s.requests]),
+        )
+
+    def renamed(self, s: PeerState, perm: Sequence[int]) -> PeerState:
+        """``s`` with replica ``i`` renamed ``perm[i]`` (for tests)."""
+        p = tuple(perm)
+        k = self.perms_p.index(p)
+        t = self._rename(s, k)
+        return PeerState(*t)  # type: ignore[arg-type]
