@@ -193,6 +193,9 @@ class PeerModel:
         self.perms_p: list[tuple[int, ...]] = []
         self.mask_maps: list[list[int]] = []
         self.req_maps: list[list[int]] = []
+        self.perm_index: dict[tuple[int, ...], int] = {}
+        self.perms_p_ext: list[tuple[int, ...]] = []
+        self.popcount: list[int] = [bin(m).count("1") for m in range(1 << replicas)]
         nreq = (replicas + 1) << REQ_SHIFT
         for q in permutations(range(replicas)):
             p = [0] * replicas
@@ -211,8 +214,10 @@ class PeerModel:
                 im = request_isr(code)
                 if im < len(mm):
                     rm[code] = mm[im] | ((p[ld] + 1 if ld >= 0 else 0) << REQ_SHIFT)
+            self.perm_index[tuple(q)] = len(self.perms_q)
             self.perms_q.append(tuple(q))
             self.perms_p.append(tuple(p))
+            self.perms_p_ext.append(tuple(p) + (-1,))
             self.mask_maps.append(mm)
             self.req_maps.append(rm)
 
@@ -568,24 +573,49 @@ class PeerModel:
             return hash(s)
         return hash(self.canonical(s))
 
-    def _signature(self, s: PeerState, i: int) -> tuple[tuple[int, ...], int]:
-        """A renaming-invariant description of replica ``i`` (equal for i and its image)."""
-        ld = s.leader[i]
-        rel = 0 if ld < 0 else (1 if ld == i else 2)
-        m = s.isr[i]
-        key = ((((s.hw[i] * 64 + s.epoch[i] + 1) * 4 + rel) * 8 + bin(m).count("1")) * 2 + (m >> i & 1)) * 4 \
-            + (2 if s.quorum_leader == i else 0) + (s.quorum_isr >> i & 1)
-        return (s.logs[i], key)
+    def _signatures(self, s: PeerState) -> list[tuple[tuple[int, ...], int]]:
+        """A renaming-invariant description of every replica: replica ``i`` of ``s`` and its image
+        in any renaming of ``s`` get equal signatures (its log, high watermark, epoch, whether it
+        follows nobody/itself/another, the size of its ISR and whether it is in it, whether it is the
+        quorum's leader and in the quorum's ISR)."""
+        pop = self.popcount
+        ql = s.quorum_leader
+        qi = s.quorum_isr
+        logs = s.logs
+        hw = s.hw
+        ep = s.epoch
+        ld = s.leader
+        isr = s.isr
+        out: list[tuple[tuple[int, ...], int]] = []
+        for i in range(self.n):
+            li = ld[i]
+            rel = 0 if li < 0 else (1 if li == i else 2)
+            m = isr[i]
+            key = ((((hw[i] * 2048 + ep[i] + 1) * 4 + rel) * 8 + pop[m]) * 2 + (m >> i & 1)) * 4 \
+                + (2 if ql == i else 0) + (qi >> i & 1)
+            out.append((logs[i], key))
+        return out
 
     def canonical(self, s: PeerState) -> tuple[object, ...]:
         """The least renaming of ``s`` among those that list the replicas in signature order.
 
         Exact: two states get the same representative iff one is a renaming of the other (the
-        candidate renamings of a renamed state are the same renamed states)."""
+        renamings of ``s`` that sort it are, as a set of states, the same for every renaming of
+        ``s``, so their minimum is too). Usually the signatures are distinct and one renaming is
+        built."""
         n = self.n
         if n == 1:
             return s
-        sigs = [self._signature(s, i) for i in range(n)]
+        sigs = self._signatures(s)
+        order = sorted(range(n), key=sigs.__getitem__)
+        tie = False
+        for j in range(n - 1):
+            if sigs[order[j]] == sigs[order[j + 1]]:
+                tie = True
+                break
+        if not tie:
+            k = self.perm_index[tuple(order)]
+            return s if k == 0 else self._rename(s, k)  # permutation 0 is the identity
         best: tuple[object, ...] | None = None
         for k in range(len(self.perms_q)):
             q = self.perms_q[k]
@@ -603,26 +633,25 @@ class PeerModel:
         return best
 
     def _rename(self, s: PeerState, k: int) -> tuple[object, ...]:
+        """``s`` renamed by permutation ``k``, as a plain tuple (hashes and compares like a state)."""
         q = self.perms_q[k]
-        p = self.perms_p[k]
+        pe = self.perms_p_ext[k]  # old -> new, and -1 -> -1 (its last entry)
         mm = self.mask_maps[k]
-        rm = self.req_maps[k]
         logs = s.logs
         hw = s.hw
         ep = s.epoch
         ld = s.leader
         isr = s.isr
-        ql = s.quorum_leader
         return (
-            tuple([logs[o] for o in q]),
-            tuple([hw[o] for o in q]),
-            tuple([ep[o] for o in q]),
-            tuple([p[ld[o]] if ld[o] >= 0 else -1 for o in q]),
-            tuple([mm[isr[o]] for o in q]),
+            tuple(map(logs.__getitem__, q)),
+            tuple(map(hw.__getitem__, q)),
+            tuple(map(ep.__getitem__, q)),
+            tuple(map(pe.__getitem__, map(ld.__getitem__, q))),
+            tuple(map(mm.__getitem__, map(isr.__getitem__, q))),
             s.next_record,
-            p[ql] if ql >= 0 else -1,
+            pe[s.quorum_leader],
             mm[s.quorum_isr],
-            tuple([rm[c] for c in s.requests]),
+            tuple(map(self.req_maps[k].__getitem__, s.requests)),
         )
 
     def renamed(self, s: PeerState, perm: Sequence[int]) -> PeerState:
