@@ -100,10 +100,23 @@ def main() -> None:
               help="A protocol variant: a Protocol subclass (or a function config -> Protocol) to check instead.")
 @click.option("--workers", type=click.IntRange(min=1, max=64), default=1, show_default=True,
               help="Worker processes (the result, traces included, is the same as with one).")
+@click.option("--peer", metavar="MODULE",
+              help="Check the transcription of the public TLA+ specification instead: truncate-to-hw, "
+                   "kip-101, kip-279, kip-320-first-try or kip-320.")
+@click.option("--replicas", type=int, default=None, metavar="N", help="With --peer: the number of replicas (default 2).")
 def check(name: str | None, config_file: str | None, overrides: tuple[str, ...], as_json: bool,
           max_depth: int | None, max_states: int | None, symmetry: bool | None, keep_going: bool,
-          only: tuple[str, ...], variant: str | None, workers: int) -> None:
+          only: tuple[str, ...], variant: str | None, workers: int, peer: str | None = None,
+          replicas: int | None = None) -> None:
     """Explore every reachable state of model NAME (see `isrcheck list`) or of --config FILE."""
+    if peer is not None or replicas is not None:
+        if peer is None or name is not None or config_file is not None or overrides or variant:
+            click.echo("error: --peer MODULE takes no NAME, --config, --set or --variant; --replicas needs --peer", err=True)
+            _exit(2)
+        from isrcheck.peers.kafka_specification.cli_check import check_peer
+
+        _exit(check_peer(peer, 2 if replicas is None else replicas, bool(symmetry), only, max_depth, max_states,
+                         keep_going, workers, as_json, _show_progress(as_json)))
     target = manifest.resolve(name, config_file, overrides)
     symmetry = target.symmetry if symmetry is None else symmetry
     _warn_symmetry(target.config, symmetry)
