@@ -13,7 +13,18 @@ from . import broker as B
 from . import controller as C
 from .brokersets import members
 from .protocol import Protocol
-from .state import ASK_EPOCH_END, FETCHING, NO_LEADER, TRUNCATE_PENDING, State
+from .state import (
+    ASK_EPOCH_END,
+    FETCHING,
+    NO_LEADER,
+    TRUNCATE_PENDING,
+    Budget,
+    Controller,
+    State,
+    budget_with,
+    make_controller,
+    make_ghost,
+)
 from .tables import PartitionState as PS
 from .world import ControllerWork, World
 
@@ -153,11 +164,15 @@ def _controller(w: World, epoch: int) -> ControllerWork:
     return c
 
 
+_BUDGET_FIELD = {name: i for i, name in enumerate(Budget._fields)}
+
+
 def _spend(w: World, field: str) -> None:
-    left = getattr(w.budget, field)
+    i = _BUDGET_FIELD[field]
+    left = w.budget[i]
     if left <= 0:
         raise ValueError(f"no {field} left in the budget")
-    w.budget = w.budget._replace(**{field: left - 1})
+    w.budget = budget_with(w.budget, i, left - 1)
 
 
 def _deliver(w: World, b: int, index: int) -> None:
@@ -198,7 +213,8 @@ def _controlled_shutdown(w: World, e: int, b: int) -> None:
 
 def _request_reassignment(w: World, p: int, target: tuple[int, ...]) -> None:
     w.set_reassign(p, target)
-    w.set_ghost(p, w.ghost[p]._replace(reassign_origin=w.parts[p].replicas))
+    g = w.ghost[p]
+    w.set_ghost(p, make_ghost(g.produced, g.acked, g.exposed, w.parts[p].replicas))
     w.reassignments = w.reassignments[1:]
 
 
@@ -269,9 +285,8 @@ def apply(protocol: Protocol, s: State, action: Action) -> State:
     return w.freeze()
 
 
-def initial_controller(epoch: int, brokers: int, partitions: int):
-    from .state import Controller
-    return Controller(
+def initial_controller(epoch: int, brokers: int, partitions: int) -> Controller:
+    return make_controller(
         epoch, 0, (0,) * brokers, (PS.NON_EXISTENT,) * partitions,
         tuple((0,) * brokers for _ in range(partitions)), (0,) * partitions,
         ((),) * partitions, ((),) * partitions, 0,

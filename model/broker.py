@@ -23,6 +23,10 @@ from .state import (
     Request,
     StopReplica,
     ZkPartition,
+    make_broker,
+    make_ghost,
+    make_replica,
+    make_zk_partition,
 )
 from .tables import ReplicaState as RS
 from .tables import check_replica_move
@@ -35,7 +39,7 @@ def handle_request(w: World, b: int, req: Request) -> None:
     if not w.protocol.accepts_controller_epoch(req[1], br.controller_epoch):
         return  # from a deposed controller: rejected
     if req[1] > br.controller_epoch:
-        w.set_broker(b - 1, br._replace(controller_epoch=req[1]))
+        w.set_broker(b - 1, make_broker(br.alive, req[1], br.replicas))
     if req[0] == LEADER_AND_ISR:
         _leader_and_isr(w, b, req)  # type: ignore[arg-type]
     elif req[0] == STOP_REPLICA:
@@ -65,10 +69,10 @@ def _become_leader(w: World, b: int, p: int, r: Replica, req: LeaderAndIsr) -> N
     if w.protocol.uses_leader_epochs:
         epochs = E.assign(epochs, req.leader_epoch, len(r.log))
     if r.leader == b:  # still the leader, with a newer epoch (an ISR or assignment change)
-        r = r._replace(leader_epoch=req.leader_epoch, isr=req.isr, zk_version=req.zk_version, assigned=assigned,
-                       epochs=epochs)
+        r = make_replica(r.log, r.hw, r.checkpoint, r.leader, req.leader_epoch, req.isr, req.zk_version, r.remote_leo,
+                         r.pending, assigned, epochs, r.fetch_state, r.answer)
     else:
-        r = Replica(r.log, r.hw, r.checkpoint, b, req.leader_epoch, req.isr, req.zk_version,
+        r = make_replica(r.log, r.hw, r.checkpoint, b, req.leader_epoch, req.isr, req.zk_version,
                     (0,) * len(w.brokers), 0, assigned, epochs, FETCHING, ())
     r = advance_hw(w, b, p, r)
     w.set_replica(b, p, r)
@@ -80,7 +84,7 @@ def become_follower_truncating_to_hw(w: World, b: int, p: int, r: Replica, req: 
     log = r.log
     if r.leader != req.leader:
         log = log[: r.hw]
-    return Replica(log, min(r.hw, len(log)), r.checkpoint, req.leader, req.leader_epoch, 0, 0, (), 0, 0)
+    return make_replica(log, min(r.hw, len(log)), r.checkpoint, req.leader, req.leader_epoch, 0, 0, (), 0, 0)
 
 
 def become_follower_reconciling_by_epoch(w: World, b: int, p: int, r: Replica, req: LeaderAndIsr,
@@ -95,7 +99,7 @@ def become_follower_reconciling_by_epoch(w: World, b: int, p: int, r: Replica, r
     answer: tuple[int, ...] = r.answer
     if changed:
         state, answer = (ASK_EPOCH_END if r.log else FETCHING), ()
-    return Replica(r.log, r.hw, r.checkpoint, req.leader, req.leader_epoch, 0, 0, (), 0, 0,
+    return make_replica(r.log, r.hw, r.checkpoint, req.leader, req.leader_epoch, 0, 0, (), 0, 0,
                    r.epochs, state, answer)
 
 
@@ -110,7 +114,8 @@ def offsets_for_leader_epoch(w: World, f: int, p: int) -> None:
         answer = E.end_offset_kip101(rl.epochs, len(rl.log), asked)
     else:
         answer = E.end_offset_kip279(rl.epochs, len(rl.log), asked)
-    w.set_replica(f, p, rf._replace(fetch_state=TRUNCATE_PENDING, answer=answer))
+    w.set_replica(f, p, make_replica(rf.log, rf.hw, rf.checkpoint, rf.leader, rf.leader_epoch, rf.isr, rf.zk_version,
+                                     rf.remote_leo, rf.pending, rf.assigned, rf.epochs, TRUNCATE_PENDING, answer))
 
 
 def truncate_to_epoch_end(w: World, f: int, p: int) -> None:
@@ -134,8 +139,9 @@ def truncate_to_epoch_end(w: World, f: int, p: int) -> None:
             done = mine == epoch
     log = rf.log[:cut]
     state = FETCHING if done or not log else ASK_EPOCH_END
-    w.set_replica(f, p, rf._replace(log=log, hw=min(rf.hw, cut), epochs=E.truncate(rf.epochs, cut),
-                                    fetch_state=state, answer=()))
+    w.set_replica(f, p, make_replica(log, min(rf.hw, cut), rf.checkpoint, rf.leader, rf.leader_epoch, rf.isr,
+                                     rf.zk_version, rf.remote_leo, rf.pending, rf.assigned, E.truncate(rf.epochs, cut),
+                                     state, ()))
 
 
 def can_query_epoch(w: World, f: int, p: int) -> bool:
@@ -157,7 +163,9 @@ def _stop_replica(w: World, b: int, req: StopReplica) -> None:
             check_replica_move(p, b, RS.DELETION_STARTED, RS.DELETION_SUCCESSFUL)
             c.replica_states[p][b - 1] = RS.DELETION_SUCCESSFUL
     elif r is not None and r.leader != b:
-        w.set_replica(b, p, r._replace(leader=NO_LEADER))  # stop fetching
+        # stop fetching
+        w.set_replica(b, p, make_replica(r.log, r.hw, r.checkpoint, NO_LEADER, r.leader_epoch, r.isr, r.zk_version,
+                                         r.remote_leo, r.pending, r.assigned, r.epochs, r.fetch_state, r.answer))
 
 
 # ---------------------------------------------------------------------------- replication path
@@ -183,7 +191,7 @@ def advance_hw(w: World, leader: int, p: int, r: Replica) -> Replica:
             if w.protocol.acknowledges(r, committed):
                 w.acknowledge(p, committed)
             pending &= ~committed
-    r = Replica(r.log, new_hw, r.checkpoint, r.leader, r.leader_epoch, r.isr, r.zk_version,
+    r = make_replica(r.log, new_hw, r.checkpoint, r.leader, r.leader_epoch, r.isr, r.zk_version,
                 r.remote_leo, pending, r.assigned, r.epochs, r.fetch_state, r.answer)
     w.expose(p, r.log, new_hw)
     return r
@@ -194,10 +202,12 @@ def produce(w: World, leader: int, p: int) -> None:
     assert r is not None
     g = w.ghost[p]
     rid = g.produced + 1
-    w.set_ghost(p, g._replace(produced=rid))
-    r = r._replace(log=r.log + (make_record(rid, r.leader_epoch),), pending=r.pending | 1 << rid)
+    w.set_ghost(p, make_ghost(rid, g.acked, g.exposed, g.reassign_origin))
+    epochs = r.epochs
     if w.protocol.uses_leader_epochs:
-        r = r._replace(epochs=E.assign(r.epochs, r.leader_epoch, len(r.log) - 1))
+        epochs = E.assign(epochs, r.leader_epoch, len(r.log))
+    r = make_replica(r.log + (make_record(rid, r.leader_epoch),), r.hw, r.checkpoint, r.leader, r.leader_epoch, r.isr,
+                     r.zk_version, r.remote_leo, r.pending | 1 << rid, r.assigned, epochs, r.fetch_state, r.answer)
     w.set_replica(leader, p, advance_hw(w, leader, p, r))
 
 
@@ -217,7 +227,7 @@ def fetch(w: World, f: int, p: int) -> None:
     offset = len(rf.log)
     if offset > len(rl.log):  # OffsetOutOfRange: the follower truncates to the leader's LEO
         log = rf.log[: len(rl.log)]
-        w.set_replica(f, p, Replica(log, min(rf.hw, len(log)), rf.checkpoint, rf.leader, rf.leader_epoch,
+        w.set_replica(f, p, make_replica(log, min(rf.hw, len(log)), rf.checkpoint, rf.leader, rf.leader_epoch,
                                     rf.isr, rf.zk_version, rf.remote_leo, rf.pending, rf.assigned,
                                     E.truncate(rf.epochs, len(log)), rf.fetch_state, rf.answer))
         return
@@ -228,14 +238,14 @@ def fetch(w: World, f: int, p: int) -> None:
         new_version = write_isr(w, leader, p, rl, isr | bit(f))
         if new_version:
             isr, zk_version = isr | bit(f), new_version
-    rl = Replica(rl.log, rl.hw, rl.checkpoint, rl.leader, rl.leader_epoch, isr, zk_version,
+    rl = make_replica(rl.log, rl.hw, rl.checkpoint, rl.leader, rl.leader_epoch, isr, zk_version,
                  remote[: f - 1] + (offset,) + remote[f:], rl.pending, rl.assigned, rl.epochs, rl.fetch_state,
                  rl.answer)
     rl = advance_hw(w, leader, p, rl)
     w.set_replica(leader, p, rl)
     log = rf.log + rl.log[offset:]
     epochs = E.after_append(rf.epochs, log, offset) if w.protocol.uses_leader_epochs else rf.epochs
-    w.set_replica(f, p, Replica(log, min(answered_hw, len(log)), rf.checkpoint, rf.leader, rf.leader_epoch,
+    w.set_replica(f, p, make_replica(log, min(answered_hw, len(log)), rf.checkpoint, rf.leader, rf.leader_epoch,
                                 rf.isr, rf.zk_version, rf.remote_leo, rf.pending, rf.assigned, epochs,
                                 rf.fetch_state, rf.answer))
 
@@ -259,7 +269,7 @@ def write_isr(w: World, leader: int, p: int, rl: Replica, isr: int) -> int:
     zp = w.parts[p]
     if not w.protocol.isr_write_succeeds(zp.version, rl.zk_version):
         return 0
-    w.set_part(p, ZkPartition(zp.replicas, leader, isr, rl.leader_epoch, zp.version + 1, zp.controller_epoch))
+    w.set_part(p, make_zk_partition(zp.replicas, leader, isr, rl.leader_epoch, zp.version + 1, zp.controller_epoch))
     return zp.version + 1
 
 
@@ -269,7 +279,9 @@ def shrink_isr(w: World, leader: int, p: int, follower: int) -> None:
     new_isr = rl.isr & ~bit(follower)
     version = write_isr(w, leader, p, rl, new_isr)
     assert version, "ShrinkIsr is enabled only when the conditional write succeeds"
-    w.set_replica(leader, p, advance_hw(w, leader, p, rl._replace(isr=new_isr, zk_version=version)))
+    rl = make_replica(rl.log, rl.hw, rl.checkpoint, rl.leader, rl.leader_epoch, new_isr, version, rl.remote_leo, rl.pending,
+                      rl.assigned, rl.epochs, rl.fetch_state, rl.answer)
+    w.set_replica(leader, p, advance_hw(w, leader, p, rl))
 
 
 def can_shrink_isr(w: World, leader: int, p: int, follower: int) -> bool:
@@ -281,7 +293,8 @@ def can_shrink_isr(w: World, leader: int, p: int, follower: int) -> bool:
 def checkpoint_hw(w: World, b: int, p: int) -> None:
     r = w.replica(b, p)
     assert r is not None
-    w.set_replica(b, p, r._replace(checkpoint=r.hw))
+    w.set_replica(b, p, make_replica(r.log, r.hw, r.hw, r.leader, r.leader_epoch, r.isr, r.zk_version, r.remote_leo,
+                                     r.pending, r.assigned, r.epochs, r.fetch_state, r.answer))
 
 
 # ---------------------------------------------------------------------------- crashes
@@ -297,9 +310,9 @@ def crash(w: World, b: int, kept: tuple[int, ...] | None = None) -> None:
         log = r.log if kept is None else r.log[: kept[p]]
         on_disk = r.checkpoint if periodic else r.hw
         hw = min(on_disk, len(log))
-        replicas.append(Replica(log, hw, hw if periodic else 0, NO_LEADER, -1, 0, 0, (), 0, 0,
+        replicas.append(make_replica(log, hw, hw if periodic else 0, NO_LEADER, -1, 0, 0, (), 0, 0,
                                 E.truncate(r.epochs, len(log)), FETCHING, ()))
-    w.set_broker(b - 1, br._replace(alive=False, controller_epoch=0, replicas=tuple(replicas)))
+    w.set_broker(b - 1, make_broker(False, 0, tuple(replicas)))
     w.set_inbox(b - 1, ())
     w.live &= ~bit(b)
 
@@ -308,14 +321,16 @@ def graceful_stop(w: World, b: int) -> None:
     """Controlled shutdown's last act: flush and checkpoint, then stop."""
     br = w.brokers[b - 1]
     if w.protocol.config.hw_checkpoint == "periodic":
-        w.set_broker(b - 1, br._replace(
-            replicas=tuple(None if r is None else r._replace(checkpoint=r.hw) for r in br.replicas)))
+        w.set_broker(b - 1, make_broker(br.alive, br.controller_epoch, tuple(
+            None if r is None else make_replica(r.log, r.hw, r.hw, r.leader, r.leader_epoch, r.isr, r.zk_version,
+                                                r.remote_leo, r.pending, r.assigned, r.epochs, r.fetch_state, r.answer)
+            for r in br.replicas)))
     crash(w, b)
 
 
 def restart(w: World, b: int) -> None:
     br = w.brokers[b - 1]
-    w.set_broker(b - 1, br._replace(alive=True))
+    w.set_broker(b - 1, make_broker(True, br.controller_epoch, br.replicas))
     w.live |= bit(b)
     if w.protocol.detects_restarts():
         gen = list(w.generation)

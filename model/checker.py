@@ -9,6 +9,7 @@ by replaying actions from an initial state, so only real, concrete states are ev
 from __future__ import annotations
 
 import builtins
+import gc
 import time
 from collections import Counter, deque
 from collections.abc import Callable, Hashable, Iterable, Sequence
@@ -117,6 +118,18 @@ def outcome_of(violated: bool, limit_hit: str | None, unwitnessed: bool) -> Outc
     return "success"
 
 
+def paused_gc() -> bool:
+    """Pause the cyclic garbage collector for a search; True if the caller must re-enable it.
+
+    States are trees of tuples, freed by reference counting alone; but the collector tracks every
+    NamedTuple, so each full collection would walk every stored state again (in the compiled
+    build that was the largest single cost of a search).
+    """
+    was = gc.isenabled()
+    gc.disable()
+    return was
+
+
 def _action_name(action: Any) -> str:
     return getattr(action, "name", type(action).__name__)
 
@@ -145,6 +158,15 @@ class Checker(Generic[S, A]):
         self.observer = observer
 
     def run(self) -> CheckResult:
+        """Explore; the cyclic garbage collector is paused meanwhile (see :func:`paused_gc`)."""
+        resume = paused_gc()
+        try:
+            return self._search()
+        finally:
+            if resume:
+                gc.enable()
+
+    def _search(self) -> CheckResult:
         model = self.model
         props = list(model.properties())
         always = [p for p in props if p.kind == "always"]

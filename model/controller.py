@@ -8,7 +8,15 @@ from __future__ import annotations
 
 from .brokersets import bit, members
 from .selectors import Election, NoEligibleLeader, Selector, SelectorInput
-from .state import NO_LEADER, STOP_REPLICA, UPDATE_METADATA, Controller, StopReplica, UpdateMetadata, Zk, ZkPartition
+from .state import (
+    NO_LEADER,
+    Controller,
+    Zk,
+    make_ghost,
+    make_stop_replica,
+    make_update_metadata,
+    make_zk_partition,
+)
 from .tables import PartitionState as PS
 from .tables import ReplicaState as RS
 from .tables import check_partition_move, check_replica_move
@@ -37,7 +45,7 @@ def live_in(c: ControllerWork, brokers: tuple[int, ...]) -> tuple[int, ...]:
 
 def broadcast_metadata(w: World, c: ControllerWork) -> None:
     for b in members(c.live):
-        w.send(b, UpdateMetadata(UPDATE_METADATA, c.epoch))
+        w.send(b, make_update_metadata(c.epoch))
 
 
 def send_leader_and_isr(w: World, c: ControllerWork, p: int, to: tuple[int, ...]) -> None:
@@ -55,7 +63,7 @@ def write_leader_isr(w: World, c: ControllerWork, p: int, leader: int, isr: int)
     zp = w.parts[p]
     if zp.controller_epoch > c.epoch or w.protocol.controller_fenced(w, c):
         raise Fenced()
-    w.set_part(p, ZkPartition(zp.replicas, leader, isr, zp.leader_epoch + 1, zp.version + 1, c.epoch))
+    w.set_part(p, make_zk_partition(zp.replicas, leader, isr, zp.leader_epoch + 1, zp.version + 1, c.epoch))
 
 
 # ---------------------------------------------------------------------------- partition state machine
@@ -86,7 +94,7 @@ def _initialize_leader_and_isr(w: World, c: ControllerWork, p: int) -> None:
     isr = 0
     for b in live:
         isr |= bit(b)
-    w.set_part(p, ZkPartition(zp.replicas, live[0], isr, 0, 1, c.epoch))
+    w.set_part(p, make_zk_partition(zp.replicas, live[0], isr, 0, 1, c.epoch))
     send_leader_and_isr(w, c, p, live)
     broadcast_metadata(w, c)
 
@@ -119,13 +127,13 @@ def replica_to(w: World, c: ControllerWork, p: int, b: int, target: RS) -> bool:
         if source != RS.NEW and zp.version:
             send_leader_and_isr(w, c, p, (b,))
     elif target == RS.OFFLINE:
-        w.send(b, StopReplica(STOP_REPLICA, c.epoch, p, False))
+        w.send(b, make_stop_replica(c.epoch, p, False))
         try:
             _remove_from_isr(w, c, p, b)
         except Fenced:
             return False
     elif target == RS.DELETION_STARTED:
-        w.send(b, StopReplica(STOP_REPLICA, c.epoch, p, True))
+        w.send(b, make_stop_replica(c.epoch, p, True))
     c.replica_states[p][b - 1] = target
     return True
 
@@ -197,7 +205,7 @@ def on_broker_failure(w: World, c: ControllerWork, dead: int) -> None:
 
 def on_broker_startup(w: World, c: ControllerWork, new: int) -> None:
     for b in members(new):
-        w.send(b, UpdateMetadata(UPDATE_METADATA, c.epoch))
+        w.send(b, make_update_metadata(c.epoch))
     for p in range(len(w.parts)):
         if not exists(w, p):
             continue
@@ -398,7 +406,8 @@ def _step1_start(w: World, c: ControllerWork, p: int) -> None:
     c.reassign_old[p] = current
     c.reassign_new[p] = target
     union = current + tuple(r for r in target if r not in current)
-    w.set_part(p, w.parts[p]._replace(replicas=union))
+    zp = w.parts[p]
+    w.set_part(p, make_zk_partition(union, zp.leader, zp.isr, zp.leader_epoch, zp.version, zp.controller_epoch))
     c.reassign_step[p] = 2
 
 
@@ -461,7 +470,9 @@ def _step9_old_deleted(w: World, c: ControllerWork, p: int) -> None:
 def _step10_ar_in_zk(w: World, c: ControllerWork, p: int) -> None:
     if w.protocol.controller_fenced(w, c):
         raise Fenced()
-    w.set_part(p, w.parts[p]._replace(replicas=c.reassign_new[p]))
+    zp = w.parts[p]
+    w.set_part(p, make_zk_partition(c.reassign_new[p], zp.leader, zp.isr, zp.leader_epoch, zp.version,
+                                    zp.controller_epoch))
     c.reassign_step[p] = 11
 
 
@@ -481,7 +492,8 @@ def _step12_metadata(w: World, c: ControllerWork, p: int) -> None:
 
 def _drop_reassignment_request(w: World, p: int) -> None:
     w.set_reassign(p, ())
-    w.set_ghost(p, w.ghost[p]._replace(reassign_origin=()))
+    g = w.ghost[p]
+    w.set_ghost(p, make_ghost(g.produced, g.acked, g.exposed, ()))
 
 
 _REASSIGNMENT_STEPS = {

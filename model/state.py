@@ -141,3 +141,72 @@ class State(NamedTuple):
     ghost: tuple[Ghost, ...]  # per partition
     budget: Budget
     reassignments: tuple[tuple[int, tuple[int, ...]], ...]  # (partition, target) not yet requested
+
+
+# ---------------------------------------------------------------------------- fast constructors
+# Calling a NamedTuple class runs its generated ``__new__``, interpreted Python even in the compiled
+# build; on the checker's hot path that was the largest cost of a step. These build the same values
+# (equal, same class, same hash) through ``tuple.__new__`` directly. Every field is passed: a
+# NamedTuple built this way gets no defaults filled in.
+_new = tuple.__new__
+
+
+def make_replica(log: tuple[int, ...], hw: int, checkpoint: int, leader: int, leader_epoch: int, isr: int,
+                 zk_version: int, remote_leo: tuple[int, ...], pending: int, assigned: int,
+                 epochs: tuple[tuple[int, int], ...] = (), fetch_state: int = FETCHING,
+                 answer: tuple[int, ...] = ()) -> Replica:
+    return _new(Replica, (log, hw, checkpoint, leader, leader_epoch, isr, zk_version, remote_leo, pending, assigned,
+                          epochs, fetch_state, answer))
+
+
+def make_broker(alive: bool, controller_epoch: int, replicas: tuple[Replica | None, ...]) -> Broker:
+    return _new(Broker, (alive, controller_epoch, replicas))
+
+
+def make_zk_partition(replicas: tuple[int, ...], leader: int, isr: int, leader_epoch: int, version: int,
+                      controller_epoch: int) -> ZkPartition:
+    return _new(ZkPartition, (replicas, leader, isr, leader_epoch, version, controller_epoch))
+
+
+def make_zk(live: int, generation: tuple[int, ...], controller_epoch: int, partitions: tuple[ZkPartition, ...],
+            reassign: tuple[tuple[int, ...], ...], preferred: int, deleting: int) -> Zk:
+    return _new(Zk, (live, generation, controller_epoch, partitions, reassign, preferred, deleting))
+
+
+def make_controller(epoch: int, live: int, generation: tuple[int, ...], partition_states: tuple[int, ...],
+                    replica_states: tuple[tuple[int, ...], ...], reassign_step: tuple[int, ...],
+                    reassign_old: tuple[tuple[int, ...], ...], reassign_new: tuple[tuple[int, ...], ...],
+                    shutting_down: int) -> Controller:
+    return _new(Controller, (epoch, live, generation, partition_states, replica_states, reassign_step,
+                             reassign_old, reassign_new, shutting_down))
+
+
+def make_ghost(produced: int, acked: int, exposed: tuple[int, ...], reassign_origin: tuple[int, ...]) -> Ghost:
+    return _new(Ghost, (produced, acked, exposed, reassign_origin))
+
+
+def make_state(zk: Zk, controller: Controller, stale: Controller | None, brokers: tuple[Broker, ...],
+               inbox: tuple[tuple[Request, ...], ...], ghost: tuple[Ghost, ...], budget: Budget,
+               reassignments: tuple[tuple[int, tuple[int, ...]], ...]) -> State:
+    return _new(State, (zk, controller, stale, brokers, inbox, ghost, budget, reassignments))
+
+
+def make_leader_and_isr(controller_epoch: int, partition: int, leader: int, isr: int, leader_epoch: int,
+                        zk_version: int, replicas: tuple[int, ...]) -> LeaderAndIsr:
+    return _new(LeaderAndIsr, (LEADER_AND_ISR, controller_epoch, partition, leader, isr, leader_epoch, zk_version,
+                               replicas))
+
+
+def make_stop_replica(controller_epoch: int, partition: int, delete: bool) -> StopReplica:
+    return _new(StopReplica, (STOP_REPLICA, controller_epoch, partition, delete))
+
+
+def make_update_metadata(controller_epoch: int) -> UpdateMetadata:
+    return _new(UpdateMetadata, (UPDATE_METADATA, controller_epoch))
+
+
+def budget_with(budget: Budget, index: int, value: int) -> Budget:
+    """``budget`` with field number ``index`` set to ``value``."""
+    values = list(budget)
+    values[index] = value
+    return _new(Budget, tuple(values))

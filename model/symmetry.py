@@ -28,6 +28,14 @@ from .state import (
     State,
     Zk,
     ZkPartition,
+    make_broker,
+    make_controller,
+    make_ghost,
+    make_leader_and_isr,
+    make_replica,
+    make_state,
+    make_zk,
+    make_zk_partition,
 )
 
 
@@ -114,7 +122,7 @@ def _per_broker(t: tuple, order: list[int]) -> tuple:
 
 
 def _controller(c: Controller, new_id: list[int], order: list[int]) -> Controller:
-    return Controller(
+    return make_controller(
         c.epoch, _mask(c.live, new_id), _per_broker(c.generation, order), c.partition_states,
         tuple(_per_broker(r, order) for r in c.replica_states), c.reassign_step,
         tuple(_ids(t, new_id) for t in c.reassign_old), tuple(_ids(t, new_id) for t in c.reassign_new),
@@ -125,7 +133,7 @@ def _controller(c: Controller, new_id: list[int], order: list[int]) -> Controlle
 def _replica(r: Replica | None, new_id: list[int], order: list[int]) -> Replica | None:
     if r is None:
         return None
-    return Replica(r.log, r.hw, r.checkpoint, new_id[r.leader], r.leader_epoch, _mask(r.isr, new_id),
+    return make_replica(r.log, r.hw, r.checkpoint, new_id[r.leader], r.leader_epoch, _mask(r.isr, new_id),
                    r.zk_version, _per_broker(r.remote_leo, order) if r.remote_leo else (), r.pending,
                    _mask(r.assigned, new_id), r.epochs, r.fetch_state, r.answer)
 
@@ -134,27 +142,27 @@ def rename(s: State, new_id: list[int], order: list[int]) -> State:
     """Apply the renaming ``old -> new_id[old]`` to every broker reference in ``s``."""
     zk = s.zk
     parts = tuple(
-        ZkPartition(_ids(zp.replicas, new_id), new_id[zp.leader], _mask(zp.isr, new_id), zp.leader_epoch,
+        make_zk_partition(_ids(zp.replicas, new_id), new_id[zp.leader], _mask(zp.isr, new_id), zp.leader_epoch,
                     zp.version, zp.controller_epoch)
         for zp in zk.partitions
     )
-    new_zk = Zk(_mask(zk.live, new_id), _per_broker(zk.generation, order), zk.controller_epoch, parts,
+    new_zk = make_zk(_mask(zk.live, new_id), _per_broker(zk.generation, order), zk.controller_epoch, parts,
                 tuple(_ids(t, new_id) for t in zk.reassign), zk.preferred, zk.deleting)
     brokers = tuple(
-        Broker(br.alive, br.controller_epoch, tuple(_replica(r, new_id, order) for r in br.replicas))
+        make_broker(br.alive, br.controller_epoch, tuple(_replica(r, new_id, order) for r in br.replicas))
         for br in _per_broker(s.brokers, order)
     )
     inbox = tuple(
         tuple(
-            LeaderAndIsr(q.kind, q.controller_epoch, q.partition, new_id[q.leader], _mask(q.isr, new_id),
-                         q.leader_epoch, q.zk_version, _ids(q.replicas, new_id))
+            make_leader_and_isr(q.controller_epoch, q.partition, new_id[q.leader], _mask(q.isr, new_id),
+                                q.leader_epoch, q.zk_version, _ids(q.replicas, new_id))
             if q[0] == LEADER_AND_ISR else q
             for q in queue
         )
         for queue in _per_broker(s.inbox, order)
     )
-    ghost = tuple(Ghost(g.produced, g.acked, g.exposed, _ids(g.reassign_origin, new_id)) for g in s.ghost)
+    ghost = tuple(make_ghost(g.produced, g.acked, g.exposed, _ids(g.reassign_origin, new_id)) for g in s.ghost)
     stale = _controller(s.stale, new_id, order) if s.stale is not None else None
     reassignments = tuple((p, _ids(t, new_id)) for p, t in s.reassignments)
-    return State(new_zk, _controller(s.controller, new_id, order), stale, brokers, inbox, ghost,
+    return make_state(new_zk, _controller(s.controller, new_id, order), stale, brokers, inbox, ghost,
                  s.budget, reassignments)

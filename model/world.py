@@ -25,6 +25,14 @@ from .state import (
     UpdateMetadata,
     Zk,
     ZkPartition,
+    make_broker,
+    make_controller,
+    make_ghost,
+    make_leader_and_isr,
+    make_replica,
+    make_state,
+    make_zk,
+    make_zk_partition,
 )
 
 if TYPE_CHECKING:
@@ -49,7 +57,7 @@ class ControllerWork:
         self.shutting_down = c.shutting_down
 
     def freeze(self) -> Controller:
-        return Controller(
+        return make_controller(
             self.epoch, self.live, self.generation, tuple(self.partition_states),
             tuple(tuple(r) for r in self.replica_states), tuple(self.reassign_step),
             tuple(self.reassign_old), tuple(self.reassign_new), self.shutting_down,
@@ -157,7 +165,7 @@ class World:
     def set_replica(self, b: int, p: int, r: Replica | None) -> None:
         br = self.brokers[b - 1]
         reps = br.replicas
-        self.set_broker(b - 1, Broker(br.alive, br.controller_epoch, reps[:p] + (r,) + reps[p + 1:]))
+        self.set_broker(b - 1, make_broker(br.alive, br.controller_epoch, reps[:p] + (r,) + reps[p + 1:]))
 
     def send(self, b: int, request: Request) -> None:
         """Queue a controller request for broker ``b``; a dead broker's connection drops it.
@@ -177,7 +185,7 @@ class World:
 
     def leader_and_isr(self, epoch: int, p: int, assignment: tuple[int, ...]) -> LeaderAndIsr:
         zp = self.parts[p]
-        return LeaderAndIsr(LEADER_AND_ISR, epoch, p, zp.leader, zp.isr, zp.leader_epoch, zp.version, assignment)
+        return make_leader_and_isr(epoch, p, zp.leader, zp.isr, zp.leader_epoch, zp.version, assignment)
 
     # ------------------------------------------------------------------ ghost
     def expose(self, p: int, log: tuple[int, ...], hw: int) -> None:
@@ -185,12 +193,12 @@ class World:
         g = self.ghost[p]
         visible = log[:hw]
         if len(visible) > len(g.exposed) and visible[: len(g.exposed)] == g.exposed:
-            self.set_ghost(p, g._replace(exposed=visible))
+            self.set_ghost(p, make_ghost(g.produced, g.acked, visible, g.reassign_origin))
 
     def acknowledge(self, p: int, ids: int) -> None:
         if ids:
             g = self.ghost[p]
-            self.set_ghost(p, g._replace(acked=g.acked | ids))
+            self.set_ghost(p, make_ghost(g.produced, g.acked | ids, g.exposed, g.reassign_origin))
 
     # ------------------------------------------------------------------ freeze
     def freeze(self) -> State:
@@ -202,7 +210,7 @@ class World:
         if (type(parts) is list or type(reassign) is list or self.live != zk.live
                 or self.generation is not zk.generation or self.controller_epoch != zk.controller_epoch
                 or self.preferred != zk.preferred or self.deleting != zk.deleting):
-            zk = Zk(self.live, self.generation, self.controller_epoch, tuple(parts),
+            zk = make_zk(self.live, self.generation, self.controller_epoch, tuple(parts),
                     tuple(reassign), self.preferred, self.deleting)
         active = self._active.freeze() if self._active is not None else s.controller
         if self._stale is not None:
@@ -211,17 +219,17 @@ class World:
             stale = None
         else:
             stale = s.stale
-        return State(zk, active, stale, tuple(self.brokers), tuple(self.inbox), tuple(self.ghost),
+        return make_state(zk, active, stale, tuple(self.brokers), tuple(self.inbox), tuple(self.ghost),
                      self.budget, self.reassignments)
 
 
 def fresh_replica(brokers: int) -> Replica:
     """A replica just created by LeaderAndIsr (an empty log, no role yet)."""
-    return Replica((), 0, 0, 0, -1, 0, 0, (), 0, 0)
+    return make_replica((), 0, 0, 0, -1, 0, 0, (), 0, 0)
 
 
 def empty_zk_partition() -> ZkPartition:
-    return ZkPartition((), 0, 0, 0, 0, 0)
+    return make_zk_partition((), 0, 0, 0, 0, 0)
 
 
 def acked_missing(log: tuple[int, ...], ghost: Ghost) -> int:
