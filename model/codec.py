@@ -735,7 +735,7 @@ def _put_long(x: int, out: list[int]) -> None:
     if -16 <= x < 0:
         out.append(x + NEG_BASE)
         return
-    n = (x.bit_length() + 8) // 8
+    n = ((x if x >= 0 else ~x).bit_length() + 8) // 8
     if n > 8:
         raise CodecError(f"cannot encode {_short(x)}: ints are at most 64-bit")
     out.append(NEG_BASE + n)
@@ -752,7 +752,7 @@ def _get_long(d: bytes, p: int, w: int) -> tuple[int, int]:
     if p + n > len(d):
         raise IndexError(p)
     x = int.from_bytes(d[p:p + n], "little", signed=True)
-    if (-16 <= x < SHORT_MAX) or (x.bit_length() + 8) // 8 != n:
+    if (-16 <= x < SHORT_MAX) or ((x if x >= 0 else ~x).bit_length() + 8) // 8 != n:
         raise CodecError(f"non-canonical int at byte {p - 1}")
     return x, p + n
 
