@@ -33,7 +33,7 @@ from typing import Any
 from isrcheck import manifest
 from isrcheck.invariants import build_model
 from isrcheck.model.checker import Checker
-from isrcheck.pipeline.codec import kafka_codec
+from isrcheck.model.codec import kafka_state_codec
 from isrcheck.pipeline.expand import PropertySets, expand
 from isrcheck.pipeline.explore import Explorer
 from isrcheck.pipeline.explore_spark import level_group
@@ -65,7 +65,7 @@ def worker_cost(spec: ModelSpec, sample: int = 3000) -> float:
     """Seconds of worker Python per frontier state: decode, expand (with property checks and stable
     fingerprints), encode of the kept successors — what expand_arrow does per row."""
     model = spec.build()
-    codec = kafka_codec()
+    codec = kafka_state_codec()
     props = PropertySets.of(model)
     frontier = [(model.fingerprint(s), 0, s) for s in model.init_states()]
     rows = []

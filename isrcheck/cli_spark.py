@@ -25,7 +25,7 @@ from isrcheck.pipeline.errors import PipelineError
 
 
 def _user_errors() -> tuple[type[BaseException], ...]:
-    from isrcheck.pipeline.codec import CodecError
+    from isrcheck.model.codec import CodecError
 
     return (ConfigError, ManifestError, ActionSyntaxError, PipelineError, CodecError)
 

@@ -79,9 +79,9 @@ def decode_observe_arrow(batches: Any) -> Any:
 
     from isrcheck.model.observe import observe
 
-    from .codec import kafka_codec
+    from isrcheck.model.codec import kafka_state_codec
 
-    decode = kafka_codec().decode
+    decode = kafka_state_codec().decode
     schema = pa.schema([("fingerprint", pa.int64()), ("depth", pa.int32()), ("observation", pa.string())])
     for b in batches:
         obs = [json.dumps(observe(decode(s)), separators=(",", ":")) for s in b.column("state").to_pylist()]

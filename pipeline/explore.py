@@ -21,13 +21,13 @@ from typing import Any
 
 from isrcheck import __version__
 from isrcheck.model.checker import CheckResult, ModelFault, Outcome, Step, Violation, replay_fingerprints
+from isrcheck.model.codec import kafka_state_codec
 
-from .codec import kafka_codec
 from .errors import PipelineError
 from .expand import FAULT, Key, PropertySets, Successor, broken_always, count_until, expand, first_event_key, nth_action, sorted_new
 from .session import LazySession
 from .spec import FINGERPRINT_SCHEME, ModelSpec
-from .store import RunStore
+from .store import RunStore, codec_id
 
 #: frontier size from which a level runs on Spark (a Spark level has a fixed cost of about a second,
 #: specs/09-pipeline.md "Costs"; in-process a narrow level takes milliseconds)
@@ -144,7 +144,7 @@ class Explorer:
         self.partition_rows = partition_rows
         self.model = spec.build()
         self.props = PropertySets.of(self.model)
-        self.codec = kafka_codec()
+        self.codec = kafka_state_codec()
         # in-process working set, valid only while consecutive levels run in-process
         self._frontier: list[tuple[int, int, Any]] | None = None
         self._visited: set[int] | None = None
@@ -156,7 +156,7 @@ class Explorer:
             "config": self.spec.config,
             "symmetry": self.spec.symmetry,
             "generation": self.spec.generation,
-            "codec": self.codec.signature,
+            "codec": codec_id(),
             "fingerprint": FINGERPRINT_SCHEME,
             "properties": [p.name for p in self.model.properties()],
             "max_depth": self.max_depth,

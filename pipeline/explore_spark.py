@@ -23,7 +23,8 @@ from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
-from .codec import kafka_codec
+from isrcheck.model.codec import kafka_state_codec
+
 from .expand import FAULT, TRANSITION, Event, PropertySets, Successor, count_until, expand
 from .spec import model_for
 
@@ -95,7 +96,7 @@ def _expansion_batch(successors: list[Successor], events: list[Event], coverage:
 def expand_arrow(spec_json: str, unwitnessed: list[str], skip_bc: tuple[str, Any] | None, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
     """The worker side of a level: ``mapInArrow`` over (fingerprint, rank, state) batches."""
     model = model_for(spec_json)
-    codec = kafka_codec()
+    codec = kafka_state_codec()
     props = PropertySets.of(model)
     skip = _skip_set(skip_bc)
     decode = codec.decode
@@ -111,7 +112,7 @@ def expand_arrow(spec_json: str, unwitnessed: list[str], skip_bc: tuple[str, Any
 def count_arrow(spec_json: str, cutoff: tuple[int, int], batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
     """Coverage of the steps up to ``cutoff`` (see :func:`.expand.count_until`)."""
     model = model_for(spec_json)
-    decode = kafka_codec().decode
+    decode = kafka_state_codec().decode
     total: Counter[str] = Counter()
     for batch in batches:
         rows = [(f, r, decode(b)) for f, r, b in zip(batch.column("fingerprint").to_pylist(),

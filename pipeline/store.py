@@ -42,7 +42,7 @@ LEVEL_SCHEMA = pa.schema([
     pa.field("action", pa.string()),         # the action's text, e.g. Fetch(2, 0) (null at level 0)
     pa.field("depth", pa.int32()),
     pa.field("rank", pa.int64()),            # position in the Checker's queue order (order-preserving)
-    pa.field("state", pa.binary()),          # the state, encoded by pipeline.codec
+    pa.field("state", pa.binary()),          # the state, encoded by model.codec (codec_id())
     pa.field("broken", pa.list_(pa.string())),  # always-properties the state breaks
 ])
 
@@ -54,6 +54,21 @@ def _atomic_write_json(path: Path, obj: Any) -> None:
     tmp = path.with_name(path.name + ".tmp")
     tmp.write_text(json.dumps(obj, indent=1, sort_keys=True), encoding="utf-8")
     os.replace(tmp, path)
+
+
+def codec_id() -> str:
+    """The state codec as run directories record it: the binary codec's format and schema signature."""
+    from isrcheck.model.codec import kafka_state_codec
+
+    return f"binary-1:{kafka_state_codec().signature}"
+
+
+def check_codec(recorded: Any, where: str) -> None:
+    """A one-line :class:`PipelineError` unless states recorded with codec ``recorded`` can be read here."""
+    current = codec_id()
+    if recorded != current:
+        raise PipelineError(f"{where}: its states are encoded with codec {recorded!r} and this isrcheck reads "
+                            f"codec {current!r} (the encoding or the state classes changed); explore again")
 
 
 class RunStore:
@@ -94,6 +109,7 @@ class RunStore:
             raise PipelineError(f"{self.out}/run.json: unreadable: {e}") from None
         if not isinstance(meta, dict) or meta.get("format") != FORMAT:
             raise PipelineError(f"{self.out}/run.json: not a run of this version of isrcheck")
+        check_codec(meta.get("codec"), f"{self.out}")
         return meta
 
     def read_progress(self) -> dict[str, Any]:
