@@ -17,6 +17,8 @@
    and the model size from which W cores beat the Checker.
 
 Usage: python benchmarks/bench_spark.py [--models a,b,c] [--threshold N] [--master local[2]] [--skip-all-spark]
+       python benchmarks/bench_spark.py --worker-only [--models a,b,c]   (no Spark: section 3's two
+       per-state figures, the worker's and the Checker's, in microseconds)
 """
 from __future__ import annotations
 
@@ -84,6 +86,21 @@ def worker_cost(spec: ModelSpec, sample: int = 3000) -> float:
     return (time.perf_counter() - t) / len(rows)
 
 
+def worker_figures(models: list[str], reps: int = 3) -> None:
+    """Per state: the worker's Python work (best of ``reps``) next to the in-process Checker's."""
+    print(f"{'model':26} {'states':>8} {'worker/state':>13} {'checker/state':>14}")
+    for name in models:
+        e = manifest.get(name)
+        t = time.perf_counter()
+        want = Checker(build_model(e.config, symmetry=e.symmetry)).run()
+        per_state = (time.perf_counter() - t) / want.distinct_states
+        w = min(worker_cost(spec_of(name)) for _ in range(reps))
+        print(f"{name:26} {want.distinct_states:>8,} {w * 1e6:11.0f}us {per_state * 1e6:12.0f}us")
+        sys.stdout.flush()
+    print("(worker: decode the frontier state, expand it with every property check and stable fingerprint, "
+          "encode the kept successors)")
+
+
 def per_level_cost(spark: Any) -> float:
     """Section 1; returns the fixed cost of a Spark level (median over the levels)."""
     spec = spec_of("replication")
@@ -110,7 +127,12 @@ def main() -> None:
     ap.add_argument("--threshold", type=int, default=2000, help="hybrid: Spark for frontiers of at least N states")
     ap.add_argument("--master", default="local[2]")
     ap.add_argument("--skip-all-spark", action="store_true", help="do not run every level on Spark")
+    ap.add_argument("--worker-only", action="store_true",
+                    help="no Spark: only the per-state work of a worker against the Checker's")
     args = ap.parse_args()
+    if args.worker_only:
+        worker_figures(sorted(args.models.split(","), key=lambda n: manifest.get(n).states or 0))
+        return
 
     t = time.perf_counter()
     spark = create_session(args.master, app_name="isrcheck-bench")
