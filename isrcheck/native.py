@@ -36,6 +36,7 @@ COMPILED_MODULES: tuple[str, ...] = (
     "isrcheck.model.symmetry",
     "isrcheck.model.checker",
     "isrcheck.invariants.properties",
+    "isrcheck.peers.kafka_specification.model",
 )
 
 #: The shared library that holds the compiled code of every module above (mypyc's group).

@@ -505,6 +505,6 @@ _REASSIGNMENT_STEPS = {
 _REASSIGNMENT_STEPS[1] = _step1_start
 
 
-def next_reassignment_step(c: ControllerWork | None, step: int) -> int:
+def next_reassignment_step(c: Controller | ControllerWork | None, step: int) -> int:
     """The step number an action performs (1..12) given the stored ``reassign_step``."""
     return 1 if step in (0, 1) else step

@@ -7,6 +7,8 @@ that led there. specs/02-state-machines.md is drawn from these same tables.
 """
 from __future__ import annotations
 
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from enum import IntEnum
 
 
@@ -85,7 +87,28 @@ class IllegalTransition(Exception):
         self.target = target
 
 
+#: A move seen by :func:`recording_moves`: (machine, partition, broker or None, source, target).
+Move = tuple[str, int, "int | None", int, int]
+_recorders: list[Callable[[Move], None]] = []
+
+
+@contextmanager
+def recording_moves() -> Iterator[list[Move]]:
+    """Collect every state-machine move checked while the block runs (for tests and tools that
+    compare the moves a step makes with a symbolic account of them). Works on the compiled build
+    too, where the modules' functions cannot be patched from outside."""
+    moves: list[Move] = []
+    _recorders.append(moves.append)
+    try:
+        yield moves
+    finally:
+        _recorders.remove(moves.append)
+
+
 def check_partition_move(partition: int, source: int, target: int) -> None:
+    if _recorders:
+        for record in _recorders:
+            record(("partition", partition, None, int(source), int(target)))
     if source not in PARTITION_VALID_PREVIOUS[PartitionState(target)]:
         raise IllegalTransition(
             "partition", f"partition {partition}",
@@ -94,6 +117,9 @@ def check_partition_move(partition: int, source: int, target: int) -> None:
 
 
 def check_replica_move(partition: int, broker: int, source: int, target: int) -> None:
+    if _recorders:
+        for record in _recorders:
+            record(("replica", partition, broker, int(source), int(target)))
     if source not in REPLICA_VALID_PREVIOUS[ReplicaState(target)]:
         raise IllegalTransition(
             "replica", f"replica {broker} of partition {partition}",

@@ -169,9 +169,9 @@ class PeerModel:
         if log_size < 1 or max_records < 1 or max_leader_epoch < 0 or max_records > 255 or max_leader_epoch > 1000:
             raise PeerModelError("need log_size >= 1, 1 <= max_records <= 255, 0 <= max_leader_epoch <= 1000")
         wanted = list(PROPERTY_NAMES) if properties is None else list(properties)
-        for p in wanted:
-            if p not in PROPERTY_NAMES:
-                raise PeerModelError(f"unknown property {p!r}; known: {', '.join(PROPERTY_NAMES)}")
+        for name in wanted:
+            if name not in PROPERTY_NAMES:
+                raise PeerModelError(f"unknown property {name!r}; known: {', '.join(PROPERTY_NAMES)}")
         self.module = module
         self.tla_module = MODULES[module]
         self.mode = _MODE[module]

@@ -25,12 +25,11 @@ from isrcheck.invariants.z3_transitions import (
     violated_invariants,
 )
 from isrcheck.invariants.z3_verdicts import Verdict
-from isrcheck.model import broker as broker_module
-from isrcheck.model import controller as controller_module
 from isrcheck.model.actions import initial_controller
 from isrcheck.model.checker import Checker
 from isrcheck.model.config import from_mapping
 from isrcheck.model.controller import next_reassignment_step
+from isrcheck.model.tables import recording_moves
 
 
 @pytest.fixture(scope="module")
@@ -112,35 +111,22 @@ def _program(action, step=None):
 
 
 @pytest.mark.parametrize("model_name", CONFIGS)
-def test_the_programs_explain_every_step_of_the_code(model_name, monkeypatch):
+def test_the_programs_explain_every_step_of_the_code(model_name):
     from isrcheck import manifest
 
     cfg = manifest.get(model_name).config
     model = build_model(cfg, symmetry=False)
     progs = {p.name: p for p in programs_for(model.protocol.detects_restarts())}
-    recorded: list[tuple] = []
-    real_p, real_r = controller_module.check_partition_move, controller_module.check_replica_move
-    real_b = broker_module.check_replica_move
-
-    def rec_p(p, source, target):
-        recorded.append(("partition", p, None, int(source), int(target)))
-        return real_p(p, source, target)
-
-    def rec_r(p, b, source, target):
-        recorded.append(("replica", p, b, int(source), int(target)))
-        return real_r(p, b, source, target)
-
-    def rec_b(p, b, source, target):
-        recorded.append(("replica", p, b, int(source), int(target)))
-        return real_b(p, b, source, target)
-
-    monkeypatch.setattr(controller_module, "check_partition_move", rec_p)
-    monkeypatch.setattr(controller_module, "check_replica_move", rec_r)
-    monkeypatch.setattr(broker_module, "check_replica_move", rec_b)
     s0 = model.init_states()[0]
+    with recording_moves() as recorded:
+        checked = _explain_steps(model_name, model, progs, recorded, s0, cfg.brokers, cfg.partitions)
+    assert checked > 0
+
+
+def _explain_steps(model_name, model, progs, recorded, s0, nb, np_) -> int:
+    """Explore up to 2,500 states; check every step's recorded moves against its program."""
     seen, queue = {s0}, deque([s0])
     checked = 0
-    nb, np_ = cfg.brokers, cfg.partitions
     while queue and len(seen) < 2500:
         s = queue.popleft()
         assert violated_invariants(s) == [], model_name
@@ -188,4 +174,4 @@ def test_the_programs_explain_every_step_of_the_code(model_name, monkeypatch):
                 post = pair_env(t, c_post, p, b)
                 assert explains(prog, pre, pair_moves, post), (model_name, str(a), p, b, pair_moves)
                 checked += 1
-    assert checked > 0
+    return checked
