@@ -98,6 +98,17 @@ class PeerState(NamedTuple):
     requests: tuple[int, ...]
 
 
+_new = tuple.__new__
+
+
+def _state(logs: tuple[tuple[int, ...], ...], hw: tuple[int, ...], epoch: tuple[int, ...], leader: tuple[int, ...],
+           isr: tuple[int, ...], next_record: int, quorum_leader: int, quorum_isr: int,
+           requests: tuple[int, ...]) -> PeerState:
+    """A PeerState built through ``tuple.__new__``: calling the NamedTuple class (or ``_replace``)
+    runs interpreted code even in the compiled build, the largest cost of a step."""
+    return _new(PeerState, (logs, hw, epoch, leader, isr, next_record, quorum_leader, quorum_isr, requests))
+
+
 class PeerAction(NamedTuple):
     name: str
     args: tuple[int, ...]
@@ -106,6 +117,10 @@ class PeerAction(NamedTuple):
         ep = _EPOCH_ARG.get(self.name, -1)
         parts = [f"e{a}" if i == ep else f"r{a + 1}" for i, a in enumerate(self.args)]
         return f"{self.name}({', '.join(parts)})"
+
+
+def _action(name: str, args: tuple[int, ...]) -> PeerAction:
+    return _new(PeerAction, (name, args))
 
 
 def record_id(rec: int) -> int:
@@ -259,22 +274,22 @@ class PeerModel:
         if nle <= self.max_leader_epoch:
             for r in range(n):
                 if qi >> r & 1 and ql != r:
-                    acts.append(PeerAction(ELECT, (r,)))
+                    acts.append(_action(ELECT, (r,)))
             for r in range(n):
                 if ql == r or qi >> r & 1:
-                    acts.append(PeerAction(CONTROLLER_SHRINK, (r,)))
+                    acts.append(_action(CONTROLLER_SHRINK, (r,)))
 
         # A request's leader adopts it.
         for e in range(nle):
             lr = (reqs[e] >> REQ_SHIFT) - 1
             if lr >= 0 and e > ep[lr]:
-                acts.append(PeerAction(BECOME_LEADER, (lr, e)))
+                acts.append(_action(BECOME_LEADER, (lr, e)))
 
         # Presumed leaders accept writes.
         if s.next_record < self.max_records:
             for r in range(n):
                 if ld[r] == r and len(logs[r]) < log_size:
-                    acts.append(PeerAction(WRITE, (r,)))
+                    acts.append(_action(WRITE, (r,)))
 
         # ISR changes by the true leader (the quorum's leader, presuming leadership, on the quorum's epoch).
         if ql >= 0 and ld[ql] == ql and ep[ql] == nle - 1:
@@ -287,9 +302,9 @@ class PeerModel:
                 for r in range(n):
                     if lisr >> r & 1:
                         if r != lead and not (ld[r] == lead and (lend == 0 or len(logs[r]) >= lend)):
-                            acts.append(PeerAction(self.shrink_name, (lead, r)))
+                            acts.append(_action(self.shrink_name, (lead, r)))
                     elif ld[r] == lead and (lhw == 0 or (lhw <= lend and lhw <= len(logs[r]))):
-                        acts.append(PeerAction(self.expand_name, (lead, r)))
+                        acts.append(_action(self.expand_name, (lead, r)))
             else:
                 reached = lhw == lend or (lhw < lend and ll[lhw] >> REC_SHIFT == ep[lead])
                 for r in range(n):
@@ -297,16 +312,16 @@ class PeerModel:
                     if mode == KIP_320_FIRST_TRY:
                         if lisr >> r & 1:
                             if r != lead and not self._caught_up_epoch(ll, lead, lf, ld[r], lend):
-                                acts.append(PeerAction(self.shrink_name, (lead, r)))
+                                acts.append(_action(self.shrink_name, (lead, r)))
                         elif reached and self._caught_up_epoch(ll, lead, lf, ld[r], lhw):
-                            acts.append(PeerAction(self.expand_name, (lead, r)))
+                            acts.append(_action(self.expand_name, (lead, r)))
                     else:
                         following = ld[r] == lead and ep[r] == ep[lead]
                         if lisr >> r & 1:
                             if r != lead and (not following or len(lf) < lend):
-                                acts.append(PeerAction(self.shrink_name, (lead, r)))
+                                acts.append(_action(self.shrink_name, (lead, r)))
                         elif following and reached and (lhw == 0 or lhw <= len(lf)):
-                            acts.append(PeerAction(self.expand_name, (lead, r)))
+                            acts.append(_action(self.expand_name, (lead, r)))
 
         # High watermark advances.
         for lead in range(n):
@@ -337,7 +352,7 @@ class PeerModel:
                             ok = False
                             break
             if ok:
-                acts.append(PeerAction(self.inc_hw_name, (lead,)))
+                acts.append(_action(self.inc_hw_name, (lead,)))
 
         # A replica follows a request's leader (truncating its log, depending on the module).
         for e in range(nle):
@@ -353,7 +368,7 @@ class PeerModel:
                 elif mode != KIP_320_FIRST_TRY:
                     if self._truncation_offset(s, lead, r) > len(logs[r]):
                         continue
-                acts.append(PeerAction(self.follow_name, (lead, r, e)))
+                acts.append(_action(self.follow_name, (lead, r, e)))
 
         # Followers copy the next record from the leader they follow.
         for f in range(n):
@@ -371,7 +386,7 @@ class PeerModel:
             elif mode == KIP_320:
                 if ep[f] != ep[lead]:
                     continue
-            acts.append(PeerAction(self.replicate_name, (f, lead)))
+            acts.append(_action(self.replicate_name, (f, lead)))
 
         # Kip320FirstTry: a follower truncates when its last record disagrees with the leader.
         if mode == KIP_320_FIRST_TRY:
@@ -384,7 +399,7 @@ class PeerModel:
                 fend = len(lf)
                 if fend > len(ll) or (fend > 0 and fend - 1 < len(ll)
                                       and ll[fend - 1] >> REC_SHIFT != lf[fend - 1] >> REC_SHIFT):
-                    acts.append(PeerAction(FOLLOWER_TRUNCATE, (lead, f)))
+                    acts.append(_action(FOLLOWER_TRUNCATE, (lead, f)))
         return acts
 
     def _caught_up_epoch(self, ll: tuple[int, ...], lead: int, lf: tuple[int, ...], f_leader: int,
@@ -434,7 +449,7 @@ class PeerModel:
             nh = len(lf) + 1
             lh = s.hw[lead]
             hws[f] = lh if lh < nh else nh
-            return s._replace(logs=tuple(logs), hw=tuple(hws))
+            return _state(tuple(logs), tuple(hws), s.epoch, s.leader, s.isr, s.next_record, s.quorum_leader, s.quorum_isr, s.requests)
         if name == self.follow_name:
             lead = args[0]
             r = args[1]
@@ -447,7 +462,7 @@ class PeerModel:
             isrs = list(s.isr)
             isrs[r] = req & ((1 << REQ_SHIFT) - 1)
             if self.mode == KIP_320_FIRST_TRY:
-                return s._replace(epoch=tuple(eps), leader=tuple(lds), isr=tuple(isrs))
+                return _state(s.logs, s.hw, tuple(eps), tuple(lds), tuple(isrs), s.next_record, s.quorum_leader, s.quorum_isr, s.requests)
             if self.mode == KIP_320:
                 t = _trunc_to_first_mismatch(s.logs[lead], s.logs[r])
             else:
@@ -457,18 +472,17 @@ class PeerModel:
             hws = list(s.hw)
             if t < hws[r]:
                 hws[r] = t
-            return s._replace(logs=tuple(logs), hw=tuple(hws), epoch=tuple(eps), leader=tuple(lds),
-                              isr=tuple(isrs))
+            return _state(tuple(logs), tuple(hws), tuple(eps), tuple(lds), tuple(isrs), s.next_record, s.quorum_leader, s.quorum_isr, s.requests)
         if name == WRITE:
             r = args[0]
             logs = list(s.logs)
             logs[r] = logs[r] + ((s.epoch[r] << REC_SHIFT) | s.next_record,)
-            return s._replace(logs=tuple(logs), next_record=s.next_record + 1)
+            return _state(tuple(logs), s.hw, s.epoch, s.leader, s.isr, s.next_record + 1, s.quorum_leader, s.quorum_isr, s.requests)
         if name == self.inc_hw_name:
             lead = args[0]
             hws = list(s.hw)
             hws[lead] += 1
-            return s._replace(hw=tuple(hws))
+            return _state(s.logs, tuple(hws), s.epoch, s.leader, s.isr, s.next_record, s.quorum_leader, s.quorum_isr, s.requests)
         if name == BECOME_LEADER:
             lead = args[0]
             e = args[1]
@@ -478,7 +492,7 @@ class PeerModel:
             lds[lead] = lead
             isrs = list(s.isr)
             isrs[lead] = s.requests[e] & ((1 << REQ_SHIFT) - 1)
-            return s._replace(epoch=tuple(eps), leader=tuple(lds), isr=tuple(isrs))
+            return _state(s.logs, s.hw, tuple(eps), tuple(lds), tuple(isrs), s.next_record, s.quorum_leader, s.quorum_isr, s.requests)
         if name == self.expand_name or name == self.shrink_name:
             lead = args[0]
             r = args[1]
@@ -488,11 +502,11 @@ class PeerModel:
                 new_isr = s.isr[lead] & ~(1 << r)
             isrs = list(s.isr)
             isrs[lead] = new_isr
-            return s._replace(isr=tuple(isrs), quorum_isr=new_isr)
+            return _state(s.logs, s.hw, s.epoch, s.leader, tuple(isrs), s.next_record, s.quorum_leader, new_isr, s.requests)
         if name == ELECT:
             r = args[0]
             qi = s.quorum_isr
-            return s._replace(quorum_leader=r, requests=s.requests + (qi | ((r + 1) << REQ_SHIFT),))
+            return _state(s.logs, s.hw, s.epoch, s.leader, s.isr, s.next_record, r, s.quorum_isr, s.requests + (qi | ((r + 1) << REQ_SHIFT),))
         if name == CONTROLLER_SHRINK:
             r = args[0]
             qi = s.quorum_isr
@@ -502,8 +516,7 @@ class PeerModel:
             else:
                 new_leader = s.quorum_leader
                 new_isr = qi & ~(1 << r)
-            return s._replace(quorum_leader=new_leader, quorum_isr=new_isr,
-                              requests=s.requests + (new_isr | ((new_leader + 1) << REQ_SHIFT),))
+            return _state(s.logs, s.hw, s.epoch, s.leader, s.isr, s.next_record, new_leader, new_isr, s.requests + (new_isr | ((new_leader + 1) << REQ_SHIFT),))
         if name == FOLLOWER_TRUNCATE:
             lead = args[0]
             f = args[1]
@@ -513,7 +526,7 @@ class PeerModel:
             hws = list(s.hw)
             if t < hws[f]:
                 hws[f] = t
-            return s._replace(logs=tuple(logs), hw=tuple(hws))
+            return _state(tuple(logs), tuple(hws), s.epoch, s.leader, s.isr, s.next_record, s.quorum_leader, s.quorum_isr, s.requests)
         raise ValueError(f"not an action of {self.tla_module} with {n} replicas: {a}")
 
     # ------------------------------------------------------------------ properties
