@@ -54,6 +54,7 @@ _MODE: dict[str, int] = {
 REC_SHIFT = 8  # a record is epoch << 8 | id
 REQ_SHIFT = 8  # a request is isr | (leader + 1) << 8
 MAX_REPLICAS = 4
+_RECORD_BITS = 20  # a record (epoch << 8 | id, epoch at most 1000) fits in this many bits
 
 # Action names, per variant where the variants differ (the TLA+ operator names).
 ELECT = "ControllerElectLeader"
@@ -209,6 +210,7 @@ class PeerModel:
         self.mask_maps: list[list[int]] = []
         self.req_maps: list[list[int]] = []
         self.perm_index: dict[tuple[int, ...], int] = {}
+        self.perm_by_code: list[int] = [-1] * replicas ** replicas  # q as base-n digits -> its index
         self.perms_p_ext: list[tuple[int, ...]] = []
         self.popcount: list[int] = [bin(m).count("1") for m in range(1 << replicas)]
         nreq = (replicas + 1) << REQ_SHIFT
@@ -230,6 +232,10 @@ class PeerModel:
                 if im < len(mm):
                     rm[code] = mm[im] | ((p[ld] + 1 if ld >= 0 else 0) << REQ_SHIFT)
             self.perm_index[tuple(q)] = len(self.perms_q)
+            code = 0
+            for old in q:
+                code = code * replicas + old
+            self.perm_by_code[code] = len(self.perms_q)
             self.perms_q.append(tuple(q))
             self.perms_p.append(tuple(p))
             self.perms_p_ext.append(tuple(p) + (-1,))
@@ -586,11 +592,12 @@ class PeerModel:
             return hash(s)
         return hash(self.canonical(s))
 
-    def _signatures(self, s: PeerState) -> list[tuple[tuple[int, ...], int]]:
-        """A renaming-invariant description of every replica: replica ``i`` of ``s`` and its image
-        in any renaming of ``s`` get equal signatures (its log, high watermark, epoch, whether it
-        follows nobody/itself/another, the size of its ISR and whether it is in it, whether it is the
-        quorum's leader and in the quorum's ISR)."""
+    def _signatures(self, s: PeerState) -> list[int]:
+        """A renaming-invariant description of every replica, as one int: replica ``i`` of ``s`` and
+        its image in any renaming of ``s`` get equal signatures (its log, high watermark, epoch,
+        whether it follows nobody/itself/another, the size of its ISR and whether it is in it,
+        whether it is the quorum's leader and in the quorum's ISR). Distinct descriptions give
+        distinct ints (every part has its own digits), so ties are exactly equal descriptions."""
         pop = self.popcount
         ql = s.quorum_leader
         qi = s.quorum_isr
@@ -599,14 +606,19 @@ class PeerModel:
         ep = s.epoch
         ld = s.leader
         isr = s.isr
-        out: list[tuple[tuple[int, ...], int]] = []
+        width = self.log_size + 1
+        out: list[int] = []
         for i in range(self.n):
             li = ld[i]
             rel = 0 if li < 0 else (1 if li == i else 2)
             m = isr[i]
             key = ((((hw[i] * 2048 + ep[i] + 1) * 4 + rel) * 8 + pop[m]) * 2 + (m >> i & 1)) * 4 \
                 + (2 if ql == i else 0) + (qi >> i & 1)
-            out.append((logs[i], key))
+            log = logs[i]
+            key = key * width + len(log)
+            for rec in log:
+                key = (key << _RECORD_BITS) | rec
+            out.append(key)
         return out
 
     def canonical(self, s: PeerState) -> tuple[object, ...]:
@@ -620,14 +632,22 @@ class PeerModel:
         if n == 1:
             return s
         sigs = self._signatures(s)
-        order = sorted(range(n), key=sigs.__getitem__)
+        order = list(range(n))  # insertion sort of the replicas by signature (n is at most 4)
+        for j in range(1, n):
+            x = order[j]
+            k = j - 1
+            while k >= 0 and sigs[order[k]] > sigs[x]:
+                order[k + 1] = order[k]
+                k -= 1
+            order[k + 1] = x
+        code = 0
         tie = False
-        for j in range(n - 1):
-            if sigs[order[j]] == sigs[order[j + 1]]:
+        for j in range(n):
+            code = code * n + order[j]
+            if j and sigs[order[j - 1]] == sigs[order[j]]:
                 tie = True
-                break
         if not tie:
-            k = self.perm_index[tuple(order)]
+            k = self.perm_by_code[code]
             return s if k == 0 else self._rename(s, k)  # permutation 0 is the identity
         best: tuple[object, ...] | None = None
         for k in range(len(self.perms_q)):
@@ -650,22 +670,30 @@ class PeerModel:
         q = self.perms_q[k]
         pe = self.perms_p_ext[k]  # old -> new, and -1 -> -1 (its last entry)
         mm = self.mask_maps[k]
+        rm = self.req_maps[k]
         logs = s.logs
         hw = s.hw
         ep = s.epoch
         ld = s.leader
         isr = s.isr
-        return (
-            tuple(map(logs.__getitem__, q)),
-            tuple(map(hw.__getitem__, q)),
-            tuple(map(ep.__getitem__, q)),
-            tuple(map(pe.__getitem__, map(ld.__getitem__, q))),
-            tuple(map(mm.__getitem__, map(isr.__getitem__, q))),
-            s.next_record,
-            pe[s.quorum_leader],
-            mm[s.quorum_isr],
-            tuple(map(self.req_maps[k].__getitem__, s.requests)),
-        )
+        n = self.n
+        new_logs: list[tuple[int, ...]] = []
+        new_hw: list[int] = []
+        new_ep: list[int] = []
+        new_ld: list[int] = []
+        new_isr: list[int] = []
+        for j in range(n):
+            old = q[j]
+            new_logs.append(logs[old])
+            new_hw.append(hw[old])
+            new_ep.append(ep[old])
+            new_ld.append(pe[ld[old]])
+            new_isr.append(mm[isr[old]])
+        reqs: list[int] = []
+        for code in s.requests:
+            reqs.append(rm[code])
+        return (tuple(new_logs), tuple(new_hw), tuple(new_ep), tuple(new_ld), tuple(new_isr), s.next_record,
+                pe[s.quorum_leader], mm[s.quorum_isr], tuple(reqs))
 
     def renamed(self, s: PeerState, perm: Sequence[int]) -> PeerState:
         """``s`` with replica ``i`` renamed ``perm[i]`` (for tests)."""
