@@ -40,38 +40,38 @@ import sys
 import types
 import typing
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, Final
 
 __all__ = ["CodecError", "StateCodec", "digest", "kafka_state_codec", "MAGIC", "HEADER_SIZE", "MAX_BYTES"]
 
-MAGIC = b"IS\x01"  # isrcheck state, format 1
-HEADER_SIZE = len(MAGIC) + 8
-MAX_BYTES = 1 << 22  # no state of this project's models comes near this
+MAGIC: Final = b"IS\x01"  # isrcheck state, format 1
+HEADER_SIZE: Final = len(MAGIC) + 8
+MAX_BYTES: Final = 1 << 22  # no state of this project's models comes near this
 
 # opcodes
-OP_INT = 0
-OP_BOOL = 1
-OP_ENUM = 2  # arg: enum index
-OP_INTS = 3  # tuple[int, ...]
-OP_ENUMS = 4  # tuple[enum, ...]; arg: enum index
-OP_STRUCT = 5  # arg: class index
-OP_OPT = 6  # X | None; arg: node of X
-OP_SEQ = 7  # tuple[X, ...]; arg: node of X
-OP_FIXED = 8  # tuple[X, Y, ...]; arg: index into the fixed-tuple table
-OP_UNION = 9  # A | B | ...; arg: index into the union table
-OP_EMPTY_OR = 10  # () or X (a field defaulting to ()); arg: node of X
-OP_INTRUN = 11  # in a class's program only: this many consecutive int fields
+OP_INT: Final = 0
+OP_BOOL: Final = 1
+OP_ENUM: Final = 2  # arg: enum index
+OP_INTS: Final = 3  # tuple[int, ...]
+OP_ENUMS: Final = 4  # tuple[enum, ...]; arg: enum index
+OP_STRUCT: Final = 5  # arg: class index
+OP_OPT: Final = 6  # X | None; arg: node of X
+OP_SEQ: Final = 7  # tuple[X, ...]; arg: node of X
+OP_FIXED: Final = 8  # tuple[X, Y, ...]; arg: index into the fixed-tuple table
+OP_UNION: Final = 9  # A | B | ...; arg: index into the union table
+OP_EMPTY_OR: Final = 10  # () or X (a field defaulting to ()); arg: node of X
+OP_INTRUN: Final = 11  # in a class's program only: this many consecutive int fields
 # specialised forms of the above, chosen once the schema is compiled (the same bytes)
-OP_FIXINTS = 12  # tuple[int, int, ...]; arg: arity
-OP_SEQ_STRUCT = 13  # tuple[C, ...]; arg: class index
-OP_SEQ_INTS = 14  # tuple[tuple[int, ...], ...]
-OP_SEQ_OPT_STRUCT = 15  # tuple[C | None, ...]; arg: class index
-OP_SEQ_FIXINTS = 16  # tuple[tuple[int, int], ...]; arg: arity
-OP_OPT_STRUCT = 17  # C | None; arg: class index
+OP_FIXINTS: Final = 12  # tuple[int, int, ...]; arg: arity
+OP_SEQ_STRUCT: Final = 13  # tuple[C, ...]; arg: class index
+OP_SEQ_INTS: Final = 14  # tuple[tuple[int, ...], ...]
+OP_SEQ_OPT_STRUCT: Final = 15  # tuple[C | None, ...]; arg: class index
+OP_SEQ_FIXINTS: Final = 16  # tuple[tuple[int, int], ...]; arg: arity
+OP_OPT_STRUCT: Final = 17  # C | None; arg: class index
 
-SHORT_MAX = 0xE0  # ints 0..223 are one byte
-NEG_BASE = 0xF0  # bytes 0xE0..0xEF are -16..-1
-_INT_ONLY = frozenset({int})
+SHORT_MAX: Final = 0xE0  # ints 0..223 are one byte
+NEG_BASE: Final = 0xF0  # bytes 0xE0..0xEF are -16..-1
+_TUPLE_NEW: Final = tuple.__new__
 
 
 class CodecError(ValueError):
@@ -319,35 +319,28 @@ class StateCodec:
         """:func:`digest` of the state's encoding."""
         return digest(self.encode(state))
 
-    def _enc_struct(self, ci: int, v: Any, out: list[int]) -> None:
+    def _enc_struct(self, ci: int, s: Any, out: list[int]) -> None:
         cls = self._classes[ci]
-        if type(v) is not cls:
-            raise CodecError(f"cannot encode {_short(v)}: expected a {cls.__name__}")
+        if type(s) is not cls:
+            raise CodecError(f"cannot encode {_short(s)}: expected a {cls.__name__}")
+        v: tuple[Any, ...] = s
         i = 0
         for op, a in self._progs[ci]:
             if op == OP_INTRUN:
-                run = v[i:i + a]
-                if not _INT_ONLY.issuperset(map(type, run)):
+                if not _put_ints(v, i, i + a, out):
                     raise CodecError(f"cannot encode {_short(v)}: expected ints in {cls.__name__}.{cls._fields[i]}..")
                 i += a
-                if min(run) >= 0 and max(run) < SHORT_MAX:
-                    out.extend(run)
-                else:
-                    for y in run:
-                        if 0 <= y < SHORT_MAX:
-                            out.append(y)
-                        else:
-                            _put_long(y, out)
                 continue
             x = v[i]
             i += 1
             if op == OP_INT:
                 if type(x) is not int:
                     raise CodecError(f"cannot encode {_short(x)} in {cls.__name__}.{cls._fields[i - 1]}: expected an int")
-                if 0 <= x < SHORT_MAX:
-                    out.append(x)
+                xi: int = x
+                if 0 <= xi < SHORT_MAX:
+                    out.append(xi)
                 else:
-                    _put_long(x, out)
+                    _put_long(xi, out)
             elif op == OP_STRUCT:
                 self._enc_struct(a, x, out)
             elif op == OP_INTS:
@@ -375,29 +368,12 @@ class StateCodec:
             out.append(n)
         else:
             _put_long(n, out)
-        if n:
-            if not _INT_ONLY.issuperset(map(type, x)):
-                raise CodecError(f"cannot encode {_short(x)}: expected a tuple of ints")
-            if min(x) >= 0 and max(x) < SHORT_MAX:
-                out.extend(x)
-            else:
-                for y in x:
-                    if 0 <= y < SHORT_MAX:
-                        out.append(y)
-                    else:
-                        _put_long(y, out)
+        if n and not _put_ints(x, 0, n, out):
+            raise CodecError(f"cannot encode {_short(x)}: expected a tuple of ints")
 
     def _enc_fixints(self, k: int, x: Any, out: list[int]) -> None:
-        if type(x) is not tuple or len(x) != k or not _INT_ONLY.issuperset(map(type, x)):
+        if type(x) is not tuple or len(x) != k or not _put_ints(x, 0, k, out):
             raise CodecError(f"cannot encode {_short(x)}: expected a tuple of {k} ints")
-        if min(x) >= 0 and max(x) < SHORT_MAX:
-            out.extend(x)
-        else:
-            for y in x:
-                if 0 <= y < SHORT_MAX:
-                    out.append(y)
-                else:
-                    _put_long(y, out)
 
     def _enc_enum(self, ei: int, x: Any, out: list[int]) -> None:
         e = self._enums[ei]
@@ -598,7 +574,7 @@ class StateCodec:
             else:
                 x, p = self._dec(a, d, p)
                 vals.append(x)
-        return tuple.__new__(self._classes[ci], vals), p
+        return _TUPLE_NEW(self._classes[ci], vals), p
 
     def _dec_enum(self, ei: int, d: bytes, p: int) -> tuple[Any, int]:
         w = d[p]
@@ -729,6 +705,20 @@ def _runs(prog: list[tuple[int, int]]) -> list[tuple[int, int]]:
 def _short(v: Any) -> str:
     text = repr(v)
     return text if len(text) <= 60 else text[:57] + "..."
+
+
+def _put_ints(t: tuple[Any, ...], start: int, stop: int, out: list[int]) -> bool:
+    """Append the ints ``t[start:stop]``; False (leaving ``out`` partly written) if one is not an int."""
+    for k in range(start, stop):
+        y = t[k]
+        if type(y) is not int:
+            return False
+        yi: int = y
+        if 0 <= yi < SHORT_MAX:
+            out.append(yi)
+        else:
+            _put_long(yi, out)
+    return True
 
 
 def _put_long(x: int, out: list[int]) -> None:
