@@ -171,7 +171,8 @@ class Explorer:
             want = self._meta()
             for key in ("config", "symmetry", "codec", "fingerprint", "properties", "max_depth", "max_states"):
                 if meta.get(key) != want[key]:
-                    raise PipelineError(f"{store.out}: holds a run with a different {key}; "
+                    shown = f" ({meta.get(key)!r}, now {want[key]!r})" if key in ("codec", "fingerprint") else ""
+                    raise PipelineError(f"{store.out}: holds a run with a different {key}{shown}; "
                                         "it cannot be resumed with these options")
             progress = store.read_progress()
             committed = len(progress["levels"])

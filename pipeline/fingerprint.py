@@ -9,11 +9,14 @@ Python workers disagree about fingerprints. (Forked workers inherit the parent's
 which is why a fork-based parallel checker does not notice.)
 
 :class:`StableModel` wraps a model and keeps everything but the fingerprint. On Python 3.12 and
-later it uses ``model.fingerprint`` itself; before, it uses the first 8 bytes of BLAKE2b over the
-state's compact JSON (the canonical representative's, when the model uses symmetry reduction, as
-``model.fingerprint`` does). Both are 64-bit and define the same equivalence on this project's
-states (ints, bools, tuples and None; IntEnums serialise as their ints). :data:`SCHEME` names the
-one in use; run directories and corpora record it.
+later it uses ``model.fingerprint`` itself; before, it uses :func:`isrcheck.model.codec.digest`,
+the first 8 bytes of BLAKE2b over the state's binary encoding (the canonical representative's,
+when the model uses symmetry reduction, as ``model.fingerprint`` does). Both are 64-bit and
+define the same equivalence on this project's states (equal states have equal encodings; IntEnums
+encode as their ints). :data:`SCHEME` names the one in use, with the codec's signature for the
+digest; run directories and corpora record it. (Before the binary codec the digest was over the
+states' compact JSON, scheme ``blake2b-64-json``: faster in pure Python, where ``json`` runs in C,
+but slower than the mypyc-compiled binary codec; :func:`stable_digest` still computes it.)
 """
 from __future__ import annotations
 
@@ -23,14 +26,18 @@ import sys
 from collections.abc import Iterable, Sequence
 from typing import Any
 
+from isrcheck.model.codec import kafka_state_codec
+
 NONE_HASH_IS_STABLE = sys.version_info >= (3, 12)
-SCHEME = "python-hash-64" if NONE_HASH_IS_STABLE else "blake2b-64-json"
+DIGEST_SCHEME = f"blake2b-64-binary:{kafka_state_codec().signature}"
+SCHEME = "python-hash-64" if NONE_HASH_IS_STABLE else DIGEST_SCHEME
 
 _ENCODER = json.JSONEncoder(separators=(",", ":"), check_circular=False, allow_nan=False)
 
 
 def stable_digest(value: Any) -> int:
-    """A signed 64-bit digest of ``value``'s compact JSON, the same in every process."""
+    """A signed 64-bit digest of ``value``'s compact JSON, the same in every process (any value of
+    ints, bools, None and tuples; no longer the fingerprint scheme)."""
     data = _ENCODER.encode(value).encode("ascii")
     return int.from_bytes(hashlib.blake2b(data, digest_size=8).digest(), "little", signed=True)
 
@@ -41,7 +48,8 @@ class StableModel:
     def __init__(self, model: Any, *, force_digest: bool = False) -> None:
         self.model = model
         self.use_digest = force_digest or not NONE_HASH_IS_STABLE
-        self.scheme = "blake2b-64-json" if self.use_digest else "python-hash-64"
+        self.scheme = DIGEST_SCHEME if self.use_digest else "python-hash-64"
+        self._digest = kafka_state_codec().fingerprint
         if getattr(model, "symmetry", False):
             from isrcheck.model.symmetry import canonical
 
@@ -67,4 +75,4 @@ class StableModel:
     def fingerprint(self, state: Any) -> int:
         if not self.use_digest:
             return self.model.fingerprint(state)
-        return stable_digest(state if self._key is None else self._key(state))
+        return self._digest(state if self._key is None else self._key(state))
