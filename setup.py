@@ -11,6 +11,8 @@ compiler); ISRCHECK_PURE=1 at run time ignores compiled modules that are present
 from __future__ import annotations
 
 import ast
+import hashlib
+import json
 import os
 import sys
 from pathlib import Path
@@ -58,13 +60,26 @@ def _staging_tree(modules: list[str]) -> list[str]:
     return [str(stage.joinpath(*m.split(".")).with_suffix(".py")) for m in modules]
 
 
+def _record_sources(modules: list[str], paths: list[str]) -> None:
+    """isrcheck/native_build.json: the digest of every compiled module's source, so that a process
+    can tell when the source changed after the build (it then imports the source; see native.py)."""
+    sources = {}
+    for module, path in zip(modules, paths):
+        real = Path(path).resolve()
+        sources[module] = {"source": str(real.relative_to(ROOT)), "sha256": hashlib.sha256(real.read_bytes()).hexdigest()}
+    (ROOT / "isrcheck" / "native_build.json").write_text(json.dumps({"modules": sources}, indent=1) + "\n")
+
+
 def _extensions() -> list:
+    record = ROOT / "isrcheck" / "native_build.json"
     if os.environ.get("ISRCHECK_BUILD_PURE", "").strip() not in ("", "0"):
+        record.unlink(missing_ok=True)
         return []
     from mypyc.build import mypycify
 
     modules, group = _native_settings()
     paths = _staging_tree(modules)
+    _record_sources(modules, paths)
     return mypycify(paths, opt_level="3", debug_level="0", group_name=group,
                     target_dir=str(ROOT / "build" / "mypyc-c"))
 

@@ -4,5 +4,4 @@ from isrcheck import native as _native
 
 __version__ = "0.1.0"
 
-if _native.pure_requested():  # ISRCHECK_PURE=1: import the compiled modules' Python source
-    _native.install_pure_finder()
+_native.choose_build()  # the compiled modules, or their Python source (ISRCHECK_PURE=1, or stale)

@@ -65,6 +65,57 @@ class _SourceOnlyFinder:
         return None
 
 
+BUILD_RECORD = "native_build.json"
+
+
+def stale_sources(record: str | None = None, root: str | None = None) -> list[str]:
+    """Compiled modules whose ``.py`` source differs from the one they were compiled from.
+
+    An editable install keeps the extension modules beside the source; after an edit they would
+    silently run the old code. ``setup.py`` records each source's digest at build time; a module
+    is stale when its source no longer matches (none are when nothing was compiled).
+    """
+    import hashlib
+    import json
+
+    here = os.path.dirname(os.path.abspath(__file__))
+    root = root or os.path.dirname(here)  # the checkout, in an editable install
+    try:
+        with open(record or os.path.join(here, BUILD_RECORD), encoding="utf-8") as f:
+            modules = json.load(f)["modules"]
+        recorded = [(name, m["source"], m["sha256"]) for name, m in modules.items()]
+    except (OSError, ValueError, KeyError, TypeError):
+        return []
+    stale = []
+    for name, source, digest in recorded:
+        try:  # sources are read, never imported: importing a package may import compiled modules
+            with open(os.path.join(root, source), "rb") as f:
+                current = hashlib.sha256(f.read()).hexdigest()
+        except OSError:
+            continue  # not an editable install (or the file moved): nothing to compare with
+        if current != digest:
+            stale.append(name)
+    return stale
+
+
+_STALE: list[str] = []
+
+
+def choose_build() -> None:
+    """Called once by the package root: the source when asked for (ISRCHECK_PURE=1) or when the
+    compiled modules are stale, with a one-line warning in the second case."""
+    if pure_requested():
+        install_pure_finder()
+        return
+    stale = stale_sources()
+    if stale:
+        _STALE.extend(stale)
+        install_pure_finder()
+        sys.stderr.write(f"warning: the compiled modules are older than their source ({', '.join(stale[:3])}"
+                         f"{', ...' if len(stale) > 3 else ''} changed): running the Python source; "
+                         "`make` rebuilds them\n")
+
+
 def install_pure_finder() -> None:
     """Make the compiled modules import from source in this process (idempotent)."""
     if not any(f is _SourceOnlyFinder for f in sys.meta_path):
@@ -85,4 +136,6 @@ def describe() -> str:
         return "compiled (mypyc)"
     if pure_requested():
         return f"pure Python ({PURE_ENV}=1)"
+    if _STALE:
+        return f"pure Python (the compiled modules are stale: {', '.join(_STALE)} changed; run `make`)"
     return "pure Python (no compiled modules found: reinstall with `make` to build them)"

@@ -96,3 +96,22 @@ def test_describe_names_the_build() -> None:
     assert native.describe().startswith(("compiled", "pure"))
     assert set(native.COMPILED_MODULES) >= {"isrcheck.model.checker", "isrcheck.model.actions",
                                              "isrcheck.invariants.properties"}
+
+
+def test_an_edited_source_makes_its_compiled_module_stale(tmp_path) -> None:
+    """After an edit, an editable install must not run the old compiled code silently."""
+    import hashlib
+    import json
+
+    (tmp_path / "model").mkdir()
+    source = tmp_path / "model" / "records.py"
+    source.write_text("X = 1\n")
+    record = tmp_path / "native_build.json"
+    digest = hashlib.sha256(source.read_bytes()).hexdigest()
+    record.write_text(json.dumps({"modules": {"isrcheck.model.records": {"source": "model/records.py",
+                                                                         "sha256": digest}}}))
+    assert native.stale_sources(str(record), str(tmp_path)) == []
+    source.write_text("X = 2\n")
+    assert native.stale_sources(str(record), str(tmp_path)) == ["isrcheck.model.records"]
+    record.write_text("not json")
+    assert native.stale_sources(str(record), str(tmp_path)) == []
