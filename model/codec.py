@@ -532,17 +532,12 @@ class StateCodec:
         vals: list[Any] = []
         for op, a in self._progs[ci]:
             if op == OP_INTRUN:
-                run = d[p:p + a]
-                if len(run) == a and max(run) < SHORT_MAX:
-                    vals.extend(run)
-                    p += a
-                else:
-                    for _ in range(a):
-                        w = d[p]
-                        p += 1
-                        if w >= SHORT_MAX:
-                            w, p = _get_long(d, p, w)
-                        vals.append(w)
+                for _ in range(a):
+                    w = d[p]
+                    p += 1
+                    if w >= SHORT_MAX:
+                        w, p = _get_long(d, p, w)
+                    vals.append(w)
             elif op == OP_INT:
                 w = d[p]
                 p += 1
@@ -760,9 +755,6 @@ def _dec_len(d: bytes, p: int, min_item: int) -> tuple[int, int]:
 
 
 def _dec_fixints(k: int, d: bytes, p: int) -> tuple[tuple[int, ...], int]:
-    chunk = d[p:p + k]
-    if len(chunk) == k and max(chunk) < SHORT_MAX:
-        return tuple(chunk), p + k
     items: list[int] = []
     for _ in range(k):
         w = d[p]
@@ -777,9 +769,6 @@ def _dec_ints(d: bytes, p: int) -> tuple[tuple[int, ...], int]:
     n, p = _dec_len(d, p, 1)
     if n == 0:
         return (), p
-    chunk = d[p:p + n]
-    if max(chunk) < SHORT_MAX:
-        return tuple(chunk), p + n
     items: list[int] = []
     for _ in range(n):
         w = d[p]
