@@ -3,6 +3,9 @@ PYTHON ?= python3
 VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
+NATIVE := $(VENV)/.compiled
+# What mypyc compiles (isrcheck/native.py lists the modules); a change recompiles them.
+NATIVE_SOURCES := $(wildcard model/*.py) invariants/properties.py peers/kafka_specification/model.py setup.py isrcheck/native.py
 
 .PHONY: check test gate-all bench bench-peer bench-impl bench-spark system-deps clean
 
@@ -10,10 +13,15 @@ $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet -e '.[test,spark]'
-	touch $(STAMP)
+	touch $(STAMP) $(NATIVE)
+
+## the compiled build: the model, the properties and the engine, compiled by mypyc (setup.py)
+$(NATIVE): $(NATIVE_SOURCES) | $(STAMP)
+	$(PY) -m pip install --quiet --no-deps -e .
+	touch $(NATIVE)
 
 ## check: create the virtual environment, install, run the safety gate on the default models
-check: $(STAMP)
+check: $(STAMP) $(NATIVE)
 	$(VENV)/bin/isrcheck gate
 
 ## system-deps: what the tests need outside Python (Debian's ZooKeeper; Java for Spark), as root
@@ -22,19 +30,19 @@ system-deps:
 	@if [ -f scripts/ensure-java.sh ]; then bash scripts/ensure-java.sh; fi
 
 ## test: install with test extras and the system dependencies, run the test suite
-test: $(STAMP) system-deps
+test: $(STAMP) $(NATIVE) system-deps
 	$(PY) -m pytest -q
 
 ## gate-all: the gate including the large models
-gate-all: $(STAMP)
+gate-all: $(STAMP) $(NATIVE)
 	$(VENV)/bin/isrcheck gate --all
 
 ## bench: print throughput and memory figures for the standard models
-bench: $(STAMP)
+bench: $(STAMP) $(NATIVE)
 	$(PY) benchmarks/bench_checker.py
 
 ## bench-peer: the transcription of the public TLA+ specification against TLC's recorded figures
-bench-peer: $(STAMP)
+bench-peer: $(STAMP) $(NATIVE)
 	$(PY) benchmarks/bench_peer.py
 
 ## bench-spark: Spark exploration against the single-process checker
@@ -46,4 +54,5 @@ bench-impl: $(STAMP) system-deps
 	$(PY) benchmarks/bench_impl.py
 
 clean:
-	rm -rf $(VENV) build *.egg-info
+	rm -rf $(VENV) build *.egg-info isrcheck/native_build.json
+	find . -name '*.so' -not -path './$(VENV)/*' -delete

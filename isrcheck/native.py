@@ -35,6 +35,7 @@ COMPILED_MODULES: tuple[str, ...] = (
     "isrcheck.model.kafka",
     "isrcheck.model.symmetry",
     "isrcheck.model.checker",
+    "isrcheck.model.parallel",
     "isrcheck.invariants.properties",
     "isrcheck.peers.kafka_specification.model",
 )

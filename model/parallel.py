@@ -35,16 +35,13 @@ properties are the same as well.
 """
 from __future__ import annotations
 
-import copyreg
 import gc
-import io
 import multiprocessing as mp
 import os
 import pickle
 import resource
 import select
 import signal
-import struct
 import time
 import traceback
 from bisect import bisect_left, bisect_right
@@ -55,10 +52,13 @@ from itertools import islice
 from multiprocessing.connection import Connection, wait
 from typing import Any, Generic
 
+from .frames import END_FRAME, HDR, PeerGone as _PeerGone, WorkerError
+from .frames import frame as _frame
 from .checker import (
     A,
     CheckResult,
     Checker,
+    Kind,
     Model,
     ModelFault,
     Progress,
@@ -76,20 +76,12 @@ BALANCE_SLACK = 16  # frontier sizes may differ by this much (or 1/64 of the lev
 CLAIM_BATCH = 2048  # claims (fingerprint, key, parent) per message to an owner
 PIPE_SIZE = 1 << 20  # bytes; asked of the kernel for worker-to-worker pipes (Linux F_SETPIPE_SZ)
 
-_HDR = struct.Struct("<Q")
-_END_FRAME = bytes(_HDR.size)  # an empty frame: "nothing more from me in this phase"
+_HDR = HDR
+_END_FRAME = END_FRAME
 
 
 # where workers spend a level (ParallelChecker.stats: seconds summed over workers and levels)
 _PHASES = ("expand_s", "claims_wait_s", "verdict_s", "verdict_wait_s", "check_s")
-
-
-class WorkerError(RuntimeError):
-    """A worker process failed; the message carries its traceback."""
-
-
-class _PeerGone(Exception):
-    pass
 
 
 def _action_name(action: Any) -> str:
@@ -97,38 +89,7 @@ def _action_name(action: Any) -> str:
 
 
 # --------------------------------------------------------------------------- wire format
-_tuple_new = tuple.__new__
-
-
-def _reduce_namedtuple(obj: tuple) -> tuple:
-    # Rebuilt by tuple.__new__(cls, items): no Python-level __new__ call when unpickling, and
-    # no __getnewargs__ call when pickling (about 2x faster both ways than the default).
-    return _tuple_new, (type(obj), tuple(obj))
-
-
-class _DispatchTable(dict):
-    """copyreg's table plus a fast reducer for every namedtuple class, found on first use."""
-
-    def __missing__(self, cls: type) -> Any:
-        if issubclass(cls, tuple) and hasattr(cls, "_fields") and getattr(cls, "__dictoffset__", 1) == 0:
-            self[cls] = _reduce_namedtuple
-            return _reduce_namedtuple
-        raise KeyError(cls)
-
-
-_DISPATCH = _DispatchTable(copyreg.dispatch_table)
-
-
-def _frame(obj: Any) -> memoryview:
-    """``obj`` pickled (protocol 5) behind an 8-byte length header, in one buffer."""
-    f = io.BytesIO()
-    f.write(_END_FRAME)
-    p = pickle.Pickler(f, protocol=5)
-    p.dispatch_table = _DISPATCH
-    p.dump(obj)
-    view = f.getbuffer()
-    _HDR.pack_into(view, 0, len(view) - _HDR.size)
-    return view
+# Frames between the forked workers: see frames.py (kept out of the compiled modules).
 
 
 def _set_pipe_size(fd: int) -> None:
@@ -274,7 +235,7 @@ class _Worker:
 
     # -- main loop
     def serve(self) -> None:
-        handlers = {
+        handlers: dict[str, Callable[..., Any]] = {
             "expand": self._expand,
             "balance": self._balance,
             "keys": lambda: self.new_keys,
@@ -306,7 +267,8 @@ class _Worker:
         transition = self.transition
         nw, me = self.n, self.me
         parents, sent, mesh = self.parents, self.sent, self.mesh
-        self.claims = claims = {}
+        claims: dict[int, tuple[int, int, int, Any]] = {}
+        self.claims = claims
         held: dict[int, tuple[int, int, Any]] = {}  # successors made here, owned elsewhere
         keys: list[int] = []
         starts: list[int] = []
@@ -320,7 +282,7 @@ class _Worker:
             keys.append(key)
             starts.append(len(taken))
             base = key << ACTION_BITS
-            acts = actions(s)
+            acts = list(actions(s))
             for i, a in enumerate(acts):
                 try:
                     t = next_state(s, a)
@@ -501,6 +463,7 @@ def _worker_main(me: int, nworkers: int, model: Model, ctrl: Connection, close: 
         except OSError:
             pass
     gc.freeze()  # what the fork inherited never needs a collection
+    gc.disable()  # states are acyclic and freed by reference counting (see checker.paused_gc)
     try:
         _Worker(me, nworkers, model, ctrl, in_fds, out_fds, init).serve()
     except BaseException as e:  # noqa: BLE001 - reported to the coordinator
@@ -668,7 +631,7 @@ class ParallelChecker(Generic[S, A]):
             steps.append(Step(action, state))
         for name in names:
             if name not in violations:
-                prop_kind = "always" if kind == "always" else "transition"
+                prop_kind: Kind = "always" if kind == "always" else "transition"
                 violations[name] = Violation(name, prop_kind, list(steps), message)
 
     def _chain(self, fp: int) -> list[int]:
@@ -775,7 +738,9 @@ class ParallelChecker(Generic[S, A]):
                             raise WorkerError(f"worker {j} exited unexpectedly (exit code {p.exitcode})")
                 remote = WorkerError(f"worker {i} failed:\n{msg[2]}")
                 if isinstance(msg[1], BaseException):
-                    raise msg[1] from remote
+                    err: BaseException = msg[1]
+                    err.__cause__ = remote  # spelled out: the compiled build drops `raise ... from ...`'s cause
+                    raise err
                 raise remote
             replies[i] = msg[1]
 
