@@ -40,6 +40,7 @@ STANDARD: dict[str, tuple[str, str, dict[str, Any]]] = {
 # ---------------------------------------------------------------------------- one measurement
 def measure(spec: dict[str, Any]) -> dict[str, Any]:
     """Run one check in this process and return its figures (called in a child interpreter)."""
+    from isrcheck import native
     from isrcheck.invariants import build_model
     from isrcheck.model.checker import Checker
     from isrcheck.model.config import from_mapping
@@ -50,6 +51,7 @@ def measure(spec: dict[str, Any]) -> dict[str, Any]:
     workers = spec["workers"]
     stats: dict[str, Any] = {}
     worker_rss: list[int] = []
+    rss_before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     cpu0 = time.process_time()
     if workers == 0:
         result = Checker(model, **limits).run()
@@ -69,6 +71,8 @@ def measure(spec: dict[str, Any]) -> dict[str, Any]:
         "violations": [(v.property, v.length) for v in result.violations],
         "cpu_seconds": (time.process_time() - cpu0) + kids.ru_utime + kids.ru_stime,
         "rss_self_kib": me.ru_maxrss,
+        "rss_before_kib": rss_before,
+        "build": native.build(),
         "rss_workers_kib": worker_rss,
         "rss_children_max_kib": kids.ru_maxrss,
         "stats": stats,
@@ -77,17 +81,21 @@ def measure(spec: dict[str, Any]) -> dict[str, Any]:
 
 
 def run_child(spec: dict[str, Any], timeout: float | None) -> dict[str, Any]:
+    env = dict(os.environ)
+    env.pop("ISRCHECK_PURE", None)
+    if spec.get("build") == "pure":
+        env["ISRCHECK_PURE"] = "1"
     proc = subprocess.run([sys.executable, os.path.abspath(__file__), "--child", json.dumps(spec)],
-                          capture_output=True, text=True, timeout=timeout)
+                          capture_output=True, text=True, timeout=timeout, env=env)
     if proc.returncode != 0:
         raise RuntimeError(f"benchmark child failed:\n{proc.stderr}")
     return json.loads(proc.stdout.strip().splitlines()[-1])
 
 
 # ---------------------------------------------------------------------------- the table
-COLUMNS = [("model", "<", 30), ("mode", "<", 10), ("outcome", "<", 14), ("states", ">", 9), ("depth", ">", 5),
-           ("seconds", ">", 8), ("states/s", ">", 9), ("trans/s", ">", 9), ("cpu s", ">", 7),
-           ("peak MiB", ">", 8)]
+COLUMNS = [("model", "<", 30), ("build", "<", 8), ("mode", "<", 10), ("outcome", "<", 14), ("states", ">", 9),
+           ("depth", ">", 5), ("seconds", ">", 8), ("states/s", ">", 9), ("trans/s", ">", 9), ("cpu s", ">", 7),
+           ("peak MiB", ">", 8), ("B/state", ">", 7)]
 
 
 def row(values: list[Any]) -> str:
@@ -102,13 +110,22 @@ def peak_mib(r: dict[str, Any]) -> float:
     return (r["rss_self_kib"] + sum(r["rss_workers_kib"])) / 1024
 
 
+def bytes_per_state(r: dict[str, Any]) -> float:
+    """Memory the search added, per distinct state: peak resident memory beyond what the process
+    had before the run (in parallel mode: the coordinator's and every worker's, each worker counted
+    from the same starting point, since it is a fork of the coordinator)."""
+    processes = 1 + len(r["rss_workers_kib"])
+    grown = r["rss_self_kib"] + sum(r["rss_workers_kib"]) - processes * r["rss_before_kib"]
+    return max(grown, 0) * 1024 / max(r["states"], 1)
+
+
 def format_result(name: str, workers: int, r: dict[str, Any]) -> str:
     secs = r["seconds"]
     return row([
-        name, mode_name(workers), r["outcome"], r["states"], r["depth"], f"{secs:.2f}",
+        name, r["build"], mode_name(workers), r["outcome"], r["states"], r["depth"], f"{secs:.2f}",
         f"{r['states'] / secs:,.0f}" if secs > 0 else "-",
         f"{r['transitions'] / secs:,.0f}" if secs > 0 else "-",
-        f"{r['cpu_seconds']:.2f}", f"{peak_mib(r):.0f}",
+        f"{r['cpu_seconds']:.2f}", f"{peak_mib(r):.0f}", f"{bytes_per_state(r):.0f}",
     ])
 
 
@@ -133,6 +150,8 @@ def main(argv: list[str] | None = None) -> int:
                     help="only this standard configuration (repeatable)")
     ap.add_argument("--workers", type=int, default=2, help="worker processes of the parallel run (default 2)")
     ap.add_argument("--modes", default="single,parallel", help="single, parallel or both (default)")
+    ap.add_argument("--builds", default="compiled,pure",
+                    help="compiled, pure (ISRCHECK_PURE=1) or both (default): the same runs on each build")
     ap.add_argument("--repeat", type=int, default=1, help="runs per measurement; the fastest is shown")
     ap.add_argument("--max-states", type=int, default=None, help="stop every run at this many states")
     ap.add_argument("--timeout", type=float, default=None, help="seconds allowed to one run")
@@ -164,27 +183,39 @@ def main(argv: list[str] | None = None) -> int:
           f"load average {os.getloadavg()[0]:.2f}  {time.strftime('%Y-%m-%d %H:%M')}")
     print(row([c for c, _, _ in COLUMNS]))
     print(row(["-" * w for _, _, w in COLUMNS]))
+    builds = [b.strip() for b in args.builds.split(",")]
     results: list[dict[str, Any]] = []
     for name, cfg, sym in todo:
-        by_workers: dict[int, dict[str, Any]] = {}
-        for workers in worker_counts:
-            spec = {"config": cfg, "workers": workers, "symmetry": sym, "max_states": args.max_states}
-            runs = [run_child(spec, args.timeout) for _ in range(max(1, args.repeat))]
-            best = min(runs, key=lambda r: r["seconds"])
-            by_workers[workers] = best
-            print(format_result(name, workers, best), flush=True)
-            results.append({"model": name, "config": cfg, "workers": workers, **best})
-        if len(by_workers) == 2:
-            single, par = by_workers[0], by_workers[args.workers]
-            same = all(single[k] == par[k] for k in ("outcome", "states", "depth", "transitions", "violations"))
-            if not same:
-                print(f"!! {name}: the parallel result differs from the single-process one", flush=True)
+        runs_of: dict[tuple[str, int], dict[str, Any]] = {}
+        for build in builds:
+            for workers in worker_counts:
+                spec = {"config": cfg, "workers": workers, "symmetry": sym, "max_states": args.max_states,
+                        "build": build}
+                runs = [run_child(spec, args.timeout) for _ in range(max(1, args.repeat))]
+                best = min(runs, key=lambda r: r["seconds"])
+                runs_of[build, workers] = best
+                print(format_result(name, workers, best), flush=True)
+                results.append({"model": name, "config": cfg, "workers": workers, **best})
+        first = next(iter(runs_of.values()))
+        for key, other in runs_of.items():
+            if any(first[k] != other[k] for k in ("outcome", "states", "depth", "transitions", "violations")):
+                print(f"!! {name}: the {key[0]} {mode_name(key[1])} result differs from the others (a bug)",
+                      flush=True)
+    if "compiled" in builds and "pure" in builds:
+        print()
+        print("speed-up of the compiled build over the pure-Python one (wall clock, same mode):")
+        for name, *_ in todo:
+            for workers in worker_counts:
+                c = next(r for r in results if r["model"] == name and r["workers"] == workers and r["build"] == "compiled")
+                p = next(r for r in results if r["model"] == name and r["workers"] == workers and r["build"] == "pure")
+                print(f"  {name:<30} {mode_name(workers):<10} {p['seconds'] / c['seconds']:5.2f}x")
     if len(worker_counts) == 2:
         print()
-        print(f"speed-up of {args.workers} workers over the single-process checker (wall clock):")
+        print(f"speed-up of {args.workers} workers over the single-process checker (wall clock, {builds[0]} build):")
         for name, *_ in todo:
-            s = next(r for r in results if r["model"] == name and r["workers"] == 0)
-            p = next(r for r in results if r["model"] == name and r["workers"] == args.workers)
+            s = next(r for r in results if r["model"] == name and r["workers"] == 0 and r["build"] == builds[0])
+            p = next(r for r in results if r["model"] == name and r["workers"] == args.workers
+                     and r["build"] == builds[0])
             moved = p["stats"].get("moved_states", 0)
             print(f"  {name:<30} {s['seconds'] / p['seconds']:5.2f}x   "
                   f"(cpu {p['cpu_seconds'] / max(s['cpu_seconds'], 1e-9):.2f}x of single; "
