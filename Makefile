@@ -7,7 +7,8 @@ NATIVE := $(VENV)/.compiled
 # What mypyc compiles (isrcheck/native.py lists the modules); a change recompiles them.
 NATIVE_SOURCES := $(wildcard model/*.py) invariants/properties.py peers/kafka_specification/model.py setup.py isrcheck/native.py
 
-.PHONY: check test gate-all bench bench-peer bench-impl bench-spark system-deps clean
+.DEFAULT_GOAL := install
+.PHONY: install check test gate-all bench bench-peer bench-impl bench-spark system-deps clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -19,6 +20,9 @@ $(STAMP): pyproject.toml
 $(NATIVE): $(NATIVE_SOURCES) | $(STAMP)
 	$(PY) -m pip install --quiet --no-deps -e .
 	touch $(NATIVE)
+
+## install (the default): the virtual environment with the project installed and its hot path compiled
+install: $(STAMP) $(NATIVE)
 
 ## check: create the virtual environment, install, run the safety gate on the default models
 check: $(STAMP) $(NATIVE)

@@ -17,6 +17,7 @@ import click
 from rich.markup import escape
 
 from isrcheck import __version__, manifest, render
+from isrcheck import native as _native
 from isrcheck.invariants import ALL_PROPERTIES, build_model
 from isrcheck.manifest import ManifestError
 from isrcheck.model.action_text import ActionSyntaxError
@@ -74,7 +75,8 @@ _json_opt = click.option("--json", "as_json", is_flag=True, help="Print one JSON
 
 
 @click.group(cls=_Main, context_settings={"help_option_names": ["-h", "--help"]})
-@click.version_option(__version__, "--version", prog_name="isrcheck")
+@click.version_option(__version__, "--version", prog_name="isrcheck",
+                      message="%(prog)s %(version)s, " + _native.describe())
 def main() -> None:
     """Model checker for Kafka's ZooKeeper-era controller and ISR replication protocol.
 
