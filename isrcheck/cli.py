@@ -115,7 +115,7 @@ def check(name: str | None, config_file: str | None, overrides: tuple[str, ...],
         if peer is None or name is not None or config_file is not None or overrides or variant:
             click.echo("error: --peer MODULE takes no NAME, --config, --set or --variant; --replicas needs --peer", err=True)
             _exit(2)
-        from isrcheck.peers.kafka_specification.cli_check import check_peer
+        from isrcheck.cli_peer import check_peer
 
         _exit(check_peer(peer, 2 if replicas is None else replicas, bool(symmetry), only, max_depth, max_states,
                          keep_going, workers, as_json, _show_progress(as_json)))

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-PROJECT_PACKAGES = {"model", "invariants", "impl", "conformance", "pipeline", "specs"}
+PROJECT_PACKAGES = {"model", "invariants", "impl", "conformance", "pipeline", "specs", "peers"}
 
 
 def _module_name(path: Path, folder: str, root: Path) -> str:
@@ -130,3 +130,17 @@ def test_invariants_use_the_model():
 @pytest.mark.skipif(not (ROOT / "impl").is_dir(), reason="no impl/ folder yet")
 def test_impl_imports_neither_model_nor_invariants():
     assert _violations("impl", {"model", "invariants", "conformance", "pipeline"}) == []
+
+
+def test_peers_import_only_the_engine_and_themselves():
+    """A peer transcription is someone else's specification: it uses the engine's vocabulary
+    (Model, Property), never the Kafka model, the properties or anything above them."""
+    bad = [
+        f"{p.relative_to(ROOT)} imports {n}"
+        for p in _files("peers")
+        for n in imports_of(p, "peers")
+        if (n.startswith("isrcheck.") and _top(n) not in ("peers", "model"))
+        or _top(n) in ("pyspark", "z3")
+        or (_top(n) == "model" and n.split(".")[2:3] not in (["checker"], ["parallel"]))
+    ]
+    assert bad == []

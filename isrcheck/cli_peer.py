@@ -14,7 +14,7 @@ from rich.text import Text
 from isrcheck import render
 from isrcheck.model.checker import Checker, CheckResult, Violation
 
-from .model import MODULES, PeerModel, PeerModelError, PeerState, state_line
+from isrcheck.peers.kafka_specification.model import MODULES, PeerModel, PeerModelError, PeerState, state_line
 
 
 def _peer_state_json(s: PeerState) -> dict[str, Any]:
