@@ -34,6 +34,7 @@ COMPILED_MODULES: tuple[str, ...] = (
     "isrcheck.model.actions",
     "isrcheck.model.kafka",
     "isrcheck.model.symmetry",
+    "isrcheck.model.codec",
     "isrcheck.model.checker",
     "isrcheck.model.parallel",
     "isrcheck.invariants.properties",

@@ -37,6 +37,14 @@ class Action(NamedTuple):
         return f"{self.name}({', '.join(_fmt(a) for a in self.args)})"
 
 
+_new = tuple.__new__
+
+
+def make_action(name: str, args: tuple) -> Action:
+    """``Action(name, args)`` without the NamedTuple's interpreted constructor (see state.py)."""
+    return _new(Action, (name, args))
+
+
 def _fmt(a: object) -> str:
     if isinstance(a, tuple):
         return "[" + ",".join(str(x) for x in a) + "]"
@@ -59,38 +67,38 @@ def enabled_actions(protocol: Protocol, s: State) -> list[Action]:
             continue
         queue = s.inbox[i]
         if queue:
-            out.append(Action("DeliverRequest", (b,)))
+            out.append(make_action("DeliverRequest", (b,)))
             if budget.delayed_requests:
                 for k in range(1, len(queue)):
-                    out.append(Action("DeliverDelayedRequest", (b, k)))
+                    out.append(make_action("DeliverDelayedRequest", (b, k)))
         for p, r in enumerate(br.replicas):
             if r is None:
                 continue
             if r.leader == b:
                 if (s.ghost[p].produced < cfg.max_records and zk.partitions[p].replicas
                         and (cfg.acks == "1" or r.isr.bit_count() >= cfg.min_insync_replicas)):
-                    out.append(Action("Produce", (b, p)))
+                    out.append(make_action("Produce", (b, p)))
                 if budget.isr_shrinks and protocol.isr_write_succeeds(zk.partitions[p].version, r.zk_version):
                     for f in members(r.isr):
                         if f != b:
-                            out.append(Action("ShrinkIsr", (b, p, f)))
+                            out.append(make_action("ShrinkIsr", (b, p, f)))
             elif r.leader != NO_LEADER:
                 if r.fetch_state == FETCHING:
                     lb = s.brokers[r.leader - 1]
                     lr = lb.replicas[p]
                     if (lb.alive and lr is not None and lr.leader == r.leader and lr.assigned >> b & 1
                             and protocol.epoch_matches(r.leader_epoch, lr.leader_epoch)):
-                        out.append(Action("Fetch", (b, p)))
+                        out.append(make_action("Fetch", (b, p)))
                 elif r.fetch_state == ASK_EPOCH_END:
                     lb = s.brokers[r.leader - 1]
                     lr = lb.replicas[p]
                     if (lb.alive and lr is not None and lr.leader == r.leader
                             and protocol.epoch_matches(r.leader_epoch, lr.leader_epoch)):
-                        out.append(Action("OffsetsForLeaderEpoch", (b, p)))
+                        out.append(make_action("OffsetsForLeaderEpoch", (b, p)))
             if r.fetch_state == TRUNCATE_PENDING:
-                out.append(Action("TruncateToEpochEndOffset", (b, p)))
+                out.append(make_action("TruncateToEpochEndOffset", (b, p)))
             if cfg.hw_checkpoint == "periodic" and r.checkpoint != r.hw:
-                out.append(Action("CheckpointHighWatermark", (b, p)))
+                out.append(make_action("CheckpointHighWatermark", (b, p)))
 
     # -- controllers (active first, then a stale one)
     for c, active in ((s.controller, True), (s.stale, False)):
@@ -98,61 +106,61 @@ def enabled_actions(protocol: Protocol, s: State) -> list[Action]:
             continue
         e = c.epoch
         if c.live != zk.live or (protocol.detects_restarts() and c.generation != zk.generation):
-            out.append(Action("ProcessBrokerChange", (e,)))
+            out.append(make_action("ProcessBrokerChange", (e,)))
         if cfg.operations.topic_creation and not zk.deleting and any(
                 zk.partitions[p].replicas and zk.partitions[p].version == 0
                 and c.partition_states[p] == PS.NON_EXISTENT for p in range(nparts)):
-            out.append(Action("CreateTopic", (e,)))
+            out.append(make_action("CreateTopic", (e,)))
         for p in range(nparts):
             step = c.reassign_step[p]
             if (step or (active and zk.reassign[p])) and C.reassignment_step_enabled(zk, c, p):
-                out.append(Action("ReassignPartition", (e, p, step if step > 1 else 1)))
+                out.append(make_action("ReassignPartition", (e, p, step if step > 1 else 1)))
             if zk.preferred >> p & 1:
-                out.append(Action("ElectPreferredLeader", (e, p)))
+                out.append(make_action("ElectPreferredLeader", (e, p)))
         if zk.deleting:
             if not C.deletion_started(zk, c):
                 if not any(c.reassign_step[p] for p in members(zk.deleting)):
-                    out.append(Action("StartTopicDeletion", (e,)))
+                    out.append(make_action("StartTopicDeletion", (e,)))
             elif C.deletion_complete(zk, c):
-                out.append(Action("CompleteTopicDeletion", (e,)))
+                out.append(make_action("CompleteTopicDeletion", (e,)))
         if active and budget.controlled_shutdowns:
             for b in members(c.live & zk.live & ~c.shutting_down):
-                out.append(Action("ControlledShutdown", (e, b)))
+                out.append(make_action("ControlledShutdown", (e, b)))
         if not active:
-            out.append(Action("ResignController", (e,)))
+            out.append(make_action("ResignController", (e,)))
     if budget.controller_failovers:
-        out.append(Action("ControllerFailover", ()))
+        out.append(make_action("ControllerFailover", ()))
 
     # -- administrators
     if s.reassignments:
         p, target = s.reassignments[0]
         if zk.partitions[p].replicas and not zk.reassign[p] and not zk.deleting >> p & 1:
-            out.append(Action("RequestReassignment", (p, target)))
+            out.append(make_action("RequestReassignment", (p, target)))
     if budget.preferred_elections:
         for p in range(nparts):
             if zk.partitions[p].replicas and not zk.preferred >> p & 1 and not zk.deleting:
-                out.append(Action("RequestPreferredElection", (p,)))
+                out.append(make_action("RequestPreferredElection", (p,)))
     if budget.topic_deletions and not zk.deleting and any(zp.replicas for zp in zk.partitions):
-        out.append(Action("RequestTopicDeletion", ()))
+        out.append(make_action("RequestTopicDeletion", ()))
 
     # -- faults
     for i, br in enumerate(s.brokers):
         b = i + 1
         if br.alive:
             if budget.crashes:
-                out.append(Action("Crash", (b,)))
+                out.append(make_action("Crash", (b,)))
             if budget.lossy_crashes:
                 choices = [range(len(r.log) + 1) if r is not None else (0,) for r in br.replicas]
                 full = tuple(len(r.log) if r is not None else 0 for r in br.replicas)
                 for kept in product(*choices):
                     if kept != full:
-                        out.append(Action("LossyCrash", (b, kept)))
+                        out.append(make_action("LossyCrash", (b, kept)))
         else:
             noticed = not s.controller.live >> b & 1
             if noticed:
-                out.append(Action("Restart", (b,)))
+                out.append(make_action("Restart", (b,)))
             elif budget.undetected_restarts:
-                out.append(Action("QuickRestart", (b,)))
+                out.append(make_action("QuickRestart", (b,)))
     return out
 
 
