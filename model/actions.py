@@ -54,7 +54,6 @@ def _fmt(a: object) -> str:
 # ---------------------------------------------------------------------------- enumeration
 def enabled_actions(protocol: Protocol, s: State) -> list[Action]:
     """All actions enabled in ``s``, in a fixed order (which keeps runs deterministic)."""
-    cfg = protocol.config
     out: list[Action] = []
     zk = s.zk
     budget = s.budget
@@ -75,8 +74,8 @@ def enabled_actions(protocol: Protocol, s: State) -> list[Action]:
             if r is None:
                 continue
             if r.leader == b:
-                if (s.ghost[p].produced < cfg.max_records and zk.partitions[p].replicas
-                        and (cfg.acks == "1" or r.isr.bit_count() >= cfg.min_insync_replicas)):
+                if (s.ghost[p].produced < protocol.max_records and zk.partitions[p].replicas
+                        and (protocol.acks_one or r.isr.bit_count() >= protocol.min_insync_replicas)):
                     out.append(make_action("Produce", (b, p)))
                 if budget.isr_shrinks and protocol.isr_write_succeeds(zk.partitions[p].version, r.zk_version):
                     for f in members(r.isr):
@@ -97,7 +96,7 @@ def enabled_actions(protocol: Protocol, s: State) -> list[Action]:
                         out.append(make_action("OffsetsForLeaderEpoch", (b, p)))
             if r.fetch_state == TRUNCATE_PENDING:
                 out.append(make_action("TruncateToEpochEndOffset", (b, p)))
-            if cfg.hw_checkpoint == "periodic" and r.checkpoint != r.hw:
+            if protocol.periodic_checkpoints and r.checkpoint != r.hw:
                 out.append(make_action("CheckpointHighWatermark", (b, p)))
 
     # -- controllers (active first, then a stale one)
@@ -107,7 +106,7 @@ def enabled_actions(protocol: Protocol, s: State) -> list[Action]:
         e = c.epoch
         if c.live != zk.live or (protocol.detects_restarts() and c.generation != zk.generation):
             out.append(make_action("ProcessBrokerChange", (e,)))
-        if cfg.operations.topic_creation and not zk.deleting and any(
+        if protocol.topic_creation and not zk.deleting and any(
                 zk.partitions[p].replicas and zk.partitions[p].version == 0
                 and c.partition_states[p] == PS.NON_EXISTENT for p in range(nparts)):
             out.append(make_action("CreateTopic", (e,)))

@@ -110,7 +110,7 @@ def offsets_for_leader_epoch(w: World, f: int, p: int) -> None:
     rl = w.replica(rf.leader, p)
     assert rl is not None
     asked = E.latest(rf.epochs)
-    if w.protocol.config.truncation == "kip-101":
+    if w.protocol.answers_like_kip101:
         answer = E.end_offset_kip101(rl.epochs, len(rl.log), asked)
     else:
         answer = E.end_offset_kip279(rl.epochs, len(rl.log), asked)
@@ -127,7 +127,7 @@ def truncate_to_epoch_end(w: World, f: int, p: int) -> None:
     done = True
     if epoch == E.UNDEFINED:  # neither side knows a common epoch: fall back to the HW
         cut = min(rf.hw, leo)
-    elif w.protocol.config.truncation == "kip-101":
+    elif w.protocol.answers_like_kip101:
         cut = min(end, leo)
     else:
         # the follower reads its own cache with the leader's rule
@@ -301,7 +301,7 @@ def checkpoint_hw(w: World, b: int, p: int) -> None:
 def crash(w: World, b: int, kept: tuple[int, ...] | None = None) -> None:
     """The broker stops; only its logs and HW checkpoints survive (``kept``: surviving lengths)."""
     br = w.brokers[b - 1]
-    periodic = w.protocol.config.hw_checkpoint == "periodic"
+    periodic = w.protocol.periodic_checkpoints
     replicas: list[Replica | None] = []
     for p, r in enumerate(br.replicas):
         if r is None:
@@ -320,7 +320,7 @@ def crash(w: World, b: int, kept: tuple[int, ...] | None = None) -> None:
 def graceful_stop(w: World, b: int) -> None:
     """Controlled shutdown's last act: flush and checkpoint, then stop."""
     br = w.brokers[b - 1]
-    if w.protocol.config.hw_checkpoint == "periodic":
+    if w.protocol.periodic_checkpoints:
         w.set_broker(b - 1, make_broker(br.alive, br.controller_epoch, tuple(
             None if r is None else make_replica(r.log, r.hw, r.hw, r.leader, r.leader_epoch, r.isr, r.zk_version,
                                                 r.remote_leo, r.pending, r.assigned, r.epochs, r.fetch_state, r.answer)

@@ -104,7 +104,7 @@ def _elect(w: World, c: ControllerWork, p: int, selector: Selector) -> Election:
     inp = SelectorInput(
         assignment=assignment(w, c, p), leader=zp.leader, isr=zp.isr, live=c.live,
         shutting_down=c.shutting_down, target=c.reassign_new[p],
-        unclean_election=w.protocol.config.unclean_leader_election,
+        unclean_election=w.protocol.unclean_leader_election,
     )
     election = w.protocol.select(selector, inp)
     write_leader_isr(w, c, p, election.leader, election.isr)
@@ -149,7 +149,7 @@ def _remove_from_isr(w: World, c: ControllerWork, p: int, b: int) -> None:
         return
     new_leader = NO_LEADER if zp.leader == b else zp.leader
     new_isr = zp.isr & ~bit(b)
-    if not new_isr and not w.protocol.config.unclean_leader_election:
+    if not new_isr and not w.protocol.unclean_leader_election:
         new_isr = zp.isr
     write_leader_isr(w, c, p, new_leader, new_isr)
     send_leader_and_isr(w, c, p, w.protocol.isr_removal_receivers(new_leader, assignment(w, c, p), b))

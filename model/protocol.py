@@ -36,6 +36,18 @@ class Protocol:
         self.uses_leader_epochs = config.truncation != "high-watermark"
         #: KIP-320: fetches and epoch queries carry the follower's leader epoch and are fenced
         self.fences_by_leader_epoch = config.truncation == "kip-320"
+        # The configuration values every step reads, copied as plain attributes: in the compiled
+        # build these are struct fields, while a field of the (interpreted) Config dataclass is a
+        # dictionary lookup.
+        self.max_records: int = config.max_records
+        self.min_insync_replicas: int = config.min_insync_replicas
+        self.acks_one: bool = config.acks == "1"
+        self.periodic_checkpoints: bool = config.hw_checkpoint == "periodic"
+        self.topic_creation: bool = config.operations.topic_creation
+        self.unclean_leader_election: bool = config.unclean_leader_election
+        self.answers_like_kip101: bool = config.truncation == "kip-101"
+        self._detect_restarts: bool = config.detect_restarts
+        self._fenced_controller_writes: bool = config.fenced_controller_writes
 
     @property
     def generation(self) -> str:
@@ -57,11 +69,11 @@ class Protocol:
         ``fenced_controller_writes`` (Kafka 2.1+) every write is a multi-op conditional on the
         controller epoch znode, which a deposed controller fails.
         """
-        return self.config.fenced_controller_writes and c.epoch != w.controller_epoch
+        return self._fenced_controller_writes and c.epoch != w.controller_epoch
 
     def detects_restarts(self) -> bool:
         """Whether the controller notices a broker that re-registered before it looked (2.2+)."""
-        return self.config.detect_restarts
+        return self._detect_restarts
 
     def isr_removal_receivers(self, leader: int, assignment: tuple[int, ...], removed: int) -> tuple[int, ...]:
         """Who gets LeaderAndIsr after the controller takes ``removed`` out of the ISR.
@@ -119,6 +131,6 @@ class Protocol:
         a promise about nothing but the leader's log; the ghost then records the write when it
         commits, so that NoCommittedWriteLost speaks of committed writes in both modes.
         """
-        if self.config.acks == "1":
+        if self.acks_one:
             return True
-        return size(leader_replica.isr) >= self.config.min_insync_replicas
+        return size(leader_replica.isr) >= self.min_insync_replicas
