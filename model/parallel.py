@@ -272,7 +272,7 @@ class _Worker:
         held: dict[int, tuple[int, int, Any]] = {}  # successors made here, owned elsewhere
         keys: list[int] = []
         starts: list[int] = []
-        taken: list[Any] = []  # actions taken, in event order (for coverage)
+        taken: list[str] = []  # names of the actions taken, in event order (for coverage)
         bufs: list[list[int]] = [[] for _ in range(nw)]  # claims to send: fp, key, parent fp, ...
         claims_sent = 0
         viol: tuple | None = None  # first violating event of this worker, in key order
@@ -289,7 +289,7 @@ class _Worker:
                 except ModelFault as e:
                     viol = (base | i, "fault", [e.property_name], fp, a, None, str(e))
                     break
-                taken.append(a)
+                taken.append(_action_name(a))
                 for p in transition:
                     if not p.check(s, t):
                         bad = [q.name for q in transition if not q.check(s, t)]
@@ -439,11 +439,7 @@ class _Worker:
 
 
 def _coverage(taken: Any) -> dict[str, int]:
-    by_action = Counter(taken)
-    out: Counter[str] = Counter()
-    for a, n in by_action.items():
-        out[_action_name(a)] += n
-    return dict(out)
+    return dict(Counter(taken))
 
 
 def _settle_gc() -> None:
