@@ -22,6 +22,7 @@ from isrcheck.invariants import ALL_PROPERTIES, build_model
 from isrcheck.manifest import ManifestError
 from isrcheck.model.action_text import ActionSyntaxError
 from isrcheck.model.checker import Checker
+from isrcheck.model.parallel import search
 from isrcheck.model.config import ConfigError
 from isrcheck.model.simulate import simulate as run_simulation
 from isrcheck.variants import VariantError, load_variant
@@ -128,14 +129,8 @@ def check(name: str | None, config_file: str | None, overrides: tuple[str, ...],
     if protocol is not None:
         target = dataclasses.replace(target, label=f"{target.label} [{variant}]")
     with render.progress_status(_show_progress(as_json), f"checking {target.label}") as progress:
-        if workers > 1 and not keep_going:
-            from isrcheck.model.parallel import ParallelChecker
-
-            result = ParallelChecker(model, workers=workers, max_depth=max_depth, max_states=max_states,
-                                     progress=progress).run()
-        else:
-            result = Checker(model, max_depth=max_depth, max_states=max_states,
-                             stop_on_first=not keep_going, progress=progress).run()
+        result = search(model, workers=workers, max_depth=max_depth, max_states=max_states,
+                        stop_on_first=not keep_going, progress=progress)
     if as_json:
         _emit_json(render.result_to_json(target.label, target.config, result))
     else:

@@ -12,7 +12,8 @@ from rich.markup import escape
 from rich.text import Text
 
 from isrcheck import render
-from isrcheck.model.checker import Checker, CheckResult, Violation
+from isrcheck.model.checker import CheckResult, Violation
+from isrcheck.model.parallel import search
 
 from isrcheck.peers.kafka_specification.model import MODULES, PeerModel, PeerModelError, PeerState, state_line
 
@@ -69,14 +70,8 @@ def check_peer(module: str, replicas: int, symmetry: bool, only: Sequence[str], 
         return 2
     label = f"peer {module} ({MODULES[module]})"
     with render.progress_status(show_progress, f"checking {label}") as progress:
-        if workers > 1 and not keep_going:
-            from isrcheck.model.parallel import ParallelChecker
-
-            result = ParallelChecker(model, workers=workers, max_depth=max_depth, max_states=max_states,
-                                     progress=progress).run()
-        else:
-            result = Checker(model, max_depth=max_depth, max_states=max_states,
-                             stop_on_first=not keep_going, progress=progress).run()
+        result = search(model, workers=workers, max_depth=max_depth, max_states=max_states,
+                        stop_on_first=not keep_going, progress=progress)
     if as_json:
         click.echo(json.dumps(result_json(label, model, result), indent=2))
     else:

@@ -364,10 +364,7 @@ class StateCodec:
 
     def _enc_ints(self, x: tuple[Any, ...], out: list[int]) -> None:
         n = len(x)
-        if n < SHORT_MAX:
-            out.append(n)
-        else:
-            _put_long(n, out)
+        _put_len(n, out)
         if n and not _put_ints(x, 0, n, out):
             raise CodecError(f"cannot encode {_short(x)}: expected a tuple of ints")
 
@@ -391,10 +388,7 @@ class StateCodec:
             if type(x) is not tuple:
                 raise CodecError(f"cannot encode {_short(x)}: expected a tuple")
             n = len(x)
-            if n < SHORT_MAX:
-                out.append(n)
-            else:
-                _put_long(n, out)
+            _put_len(n, out)
             if op == OP_SEQ_STRUCT:
                 for y in x:
                     self._enc_struct(a, y, out)
@@ -436,10 +430,7 @@ class StateCodec:
             if type(x) is not tuple:
                 raise CodecError(f"cannot encode {_short(x)}: expected a tuple")
             n = len(x)
-            if n < SHORT_MAX:
-                out.append(n)
-            else:
-                _put_long(n, out)
+            _put_len(n, out)
             for y in x:
                 self._enc(a, y, out)
         elif op == OP_INTS:
@@ -450,10 +441,7 @@ class StateCodec:
             if type(x) is not tuple:
                 raise CodecError(f"cannot encode {_short(x)}: expected a tuple")
             n = len(x)
-            if n < SHORT_MAX:
-                out.append(n)
-            else:
-                _put_long(n, out)
+            _put_len(n, out)
             for y in x:
                 self._enc_enum(a, y, out)
         elif op == OP_UNION:
@@ -714,6 +702,14 @@ def _put_ints(t: tuple[Any, ...], start: int, stop: int, out: list[int]) -> bool
         else:
             _put_long(yi, out)
     return True
+
+
+def _put_len(n: int, out: list[int]) -> None:
+    """A length: one byte when short, else as a long int (what ``_dec_len`` reads)."""
+    if n < SHORT_MAX:
+        out.append(n)
+    else:
+        _put_long(n, out)
 
 
 def _put_long(x: int, out: list[int]) -> None:

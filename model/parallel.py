@@ -792,4 +792,15 @@ def _result(total: int, depth: int, seconds: float, transitions: int, violations
     )
 
 
-__all__ = ["ParallelChecker", "WorkerError", "ACTION_BITS"]
+def search(model: Model[S, A], *, workers: int = 1, max_depth: int | None = None, max_states: int | None = None,
+           stop_on_first: bool = True, progress: Callable[[Progress], None] | None = None) -> CheckResult:
+    """One exhaustive search: :class:`ParallelChecker` with several workers, else :class:`Checker`
+    (also when every violation is wanted, which only the single process reports)."""
+    if workers > 1 and stop_on_first:
+        return ParallelChecker(model, workers=workers, max_depth=max_depth, max_states=max_states,
+                               progress=progress).run()
+    return Checker(model, max_depth=max_depth, max_states=max_states, stop_on_first=stop_on_first,
+                   progress=progress).run()
+
+
+__all__ = ["ParallelChecker", "WorkerError", "ACTION_BITS", "search"]
