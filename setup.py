@@ -14,7 +14,6 @@ import ast
 import hashlib
 import json
 import os
-import sys
 from pathlib import Path
 
 from setuptools import setup

@@ -22,7 +22,6 @@ from .state import (
     Replica,
     Request,
     StopReplica,
-    ZkPartition,
     make_broker,
     make_ghost,
     make_replica,

@@ -20,14 +20,9 @@ from __future__ import annotations
 from .config import Config
 from .state import (
     LEADER_AND_ISR,
-    Broker,
     Controller,
-    Ghost,
-    LeaderAndIsr,
     Replica,
     State,
-    Zk,
-    ZkPartition,
     make_broker,
     make_controller,
     make_ghost,

@@ -12,7 +12,6 @@ from typing import TYPE_CHECKING
 
 from .records import ids_in
 from .state import (
-    LEADER_AND_ISR,
     UPDATE_METADATA,
     Broker,
     Controller,
@@ -23,7 +22,6 @@ from .state import (
     State,
     StopReplica,
     UpdateMetadata,
-    Zk,
     ZkPartition,
     make_broker,
     make_controller,
