@@ -10,6 +10,7 @@ from collections.abc import Sequence
 from .actions import Action, apply, enabled_actions, initial_controller
 from .brokersets import mask_of
 from .checker import ModelFault, Property
+from .codec import StateCodec, kafka_state_codec
 from .protocol import Protocol
 from .state import Broker, Budget, Controller, Ghost, Replica, State, Zk, ZkPartition
 from .symmetry import canonical
@@ -95,6 +96,11 @@ class KafkaModel:
 
     def properties(self) -> list[Property]:
         return self._properties
+
+    @property
+    def state_codec(self) -> StateCodec:
+        """The binary codec of :class:`State` (the parallel workers move states with it)."""
+        return kafka_state_codec()
 
     def fingerprint(self, state: State) -> int:
         if self.symmetry:

@@ -13,7 +13,8 @@ Design (level-synchronous; fingerprint space partitioned; states stay where they
   records the parent, and tells each worker which of its claims it won. The winners form the
   worker's part of the next frontier; it checks ``always`` properties and witnesses
   ``sometimes`` ones on them.
-* So states do not travel: a state is pickled only when the coordinator evens out the frontier
+* So states do not travel: a state is sent (in the model's binary ``state_codec`` when it has
+  one, else pickled) only when the coordinator evens out the frontier
   between workers (about 1-3 % of the states on the Kafka models; a giver picks states spread
   over its key range). The coordinator (the calling process) synchronises levels, sums counts,
   and builds counterexamples; it never sees a state but the initial ones and a counterexample's.
@@ -227,6 +228,9 @@ class _Worker:
         # new fingerprints owned here -> (key, parent fp, claimant, state if the claimant is me)
         self.claims: dict[int, tuple[int, int, int, Any]] = {}
         self.mesh = _Mesh(in_fds, out_fds)
+        # a model's binary state codec (optional: ``state_codec``) carries the states that move
+        # between workers; without one they are pickled
+        self.codec: Any = getattr(model, "state_codec", None)
         # figures of the last level, to cut it at a stopping event
         self.level_keys: list[int] = []
         self.level_starts: list[int] = []
@@ -400,7 +404,11 @@ class _Worker:
         spread evenly over its frontier, so that every holder keeps a share of every key range
         (the smallest key wins a state reached from two holders)."""
         received: list[tuple[int, int, Any]] = []
-        self.mesh.begin(lambda batch, peer: received.extend(batch))
+        codec = self.codec
+        if codec is None:
+            self.mesh.begin(lambda batch, peer: received.extend(batch))
+        else:
+            self.mesh.begin(lambda batch, peer: received.extend((k, fp, codec.decode(b)) for k, fp, b in batch))
         frontier = self.frontier
         for giver, receiver, count in plan:
             if giver != self.me or count <= 0:
@@ -409,6 +417,8 @@ class _Worker:
             picks = {int(j * step) for j in range(count)}
             give = [e for j, e in enumerate(frontier) if j in picks]
             frontier = [e for j, e in enumerate(frontier) if j not in picks]
+            if codec is not None:
+                give = [(k, fp, codec.encode(s)) for k, fp, s in give]
             for j in range(0, len(give), BATCH):
                 self.mesh.send(receiver, _frame(give[j:j + BATCH]))
         self.mesh.finish()

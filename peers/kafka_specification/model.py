@@ -25,6 +25,7 @@ from itertools import permutations
 from typing import NamedTuple
 
 from isrcheck.model.checker import Property
+from isrcheck.model.codec import StateCodec
 
 #: stable short names -> TLA+ module names
 MODULES: dict[str, str] = {
@@ -586,6 +587,11 @@ class PeerModel:
                 return False
         return True
 
+    @property
+    def state_codec(self) -> StateCodec:
+        """The binary codec of :class:`PeerState` (the parallel workers move states with it)."""
+        return peer_state_codec()
+
     # ------------------------------------------------------------------ symmetry
     def fingerprint(self, s: PeerState) -> int:
         if not self.symmetry:
@@ -701,3 +707,13 @@ class PeerModel:
         k = self.perms_p.index(p)
         t = self._rename(s, k)
         return PeerState(*t)  # type: ignore[arg-type]
+
+
+_CODEC: list[StateCodec] = []
+
+
+def peer_state_codec() -> StateCodec:
+    """The codec of :class:`PeerState`, built once per process."""
+    if not _CODEC:
+        _CODEC.append(StateCodec(PeerState))
+    return _CODEC[0]
