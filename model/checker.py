@@ -43,6 +43,10 @@ class ModelFault(Exception):
 
 
 class Model(Protocol[S, A]):
+    """What the engine sees of a model. A model may also offer ``state_codec`` (a
+    :class:`~isrcheck.model.codec.StateCodec` of its states), which the parallel workers then use
+    to move states instead of pickle."""
+
     def init_states(self) -> Sequence[S]: ...
     def actions(self, state: S) -> Iterable[A]: ...
     def next_state(self, state: S, action: A) -> S: ...
