@@ -69,10 +69,24 @@ def _record_sources(modules: list[str], paths: list[str]) -> None:
     (ROOT / "isrcheck" / "native_build.json").write_text(json.dumps({"modules": sources}, indent=1) + "\n")
 
 
+def _remove_compiled() -> None:
+    """A pure install must not leave an earlier build's extension modules beside the sources
+    (an editable install would import them instead of the Python files)."""
+    modules, group = _native_settings()
+    dirs = _package_dirs()
+    for name in modules + [group + "__mypyc"]:
+        package, _, leaf = name.rpartition(".")
+        top = max((p for p in dirs if package == p or package.startswith(p + ".")), key=len)
+        folder = ROOT / dirs[top] / package[len(top):].lstrip(".").replace(".", "/")
+        for built in folder.glob(f"{leaf}.*.so"):
+            built.unlink()
+
+
 def _extensions() -> list:
     record = ROOT / "isrcheck" / "native_build.json"
     if os.environ.get("ISRCHECK_BUILD_PURE", "").strip() not in ("", "0"):
         record.unlink(missing_ok=True)
+        _remove_compiled()
         return []
     from mypyc.build import mypycify
 
