@@ -16,12 +16,10 @@ define the same equivalence on this project's states (equal states have equal en
 encode as their ints). :data:`SCHEME` names the one in use, with the codec's signature for the
 digest; run directories and corpora record it. (Before the binary codec the digest was over the
 states' compact JSON, scheme ``blake2b-64-json``: faster in pure Python, where ``json`` runs in C,
-but slower than the mypyc-compiled binary codec; :func:`stable_digest` still computes it.)
+but slower than the mypyc-compiled binary codec; runs recorded under it are refused.)
 """
 from __future__ import annotations
 
-import hashlib
-import json
 import sys
 from collections.abc import Iterable, Sequence
 from typing import Any
@@ -31,15 +29,6 @@ from isrcheck.model.codec import kafka_state_codec
 NONE_HASH_IS_STABLE = sys.version_info >= (3, 12)
 DIGEST_SCHEME = f"blake2b-64-binary:{kafka_state_codec().signature}"
 SCHEME = "python-hash-64" if NONE_HASH_IS_STABLE else DIGEST_SCHEME
-
-_ENCODER = json.JSONEncoder(separators=(",", ":"), check_circular=False, allow_nan=False)
-
-
-def stable_digest(value: Any) -> int:
-    """A signed 64-bit digest of ``value``'s compact JSON, the same in every process (any value of
-    ints, bools, None and tuples; no longer the fingerprint scheme)."""
-    data = _ENCODER.encode(value).encode("ascii")
-    return int.from_bytes(hashlib.blake2b(data, digest_size=8).digest(), "little", signed=True)
 
 
 class StableModel:
