@@ -93,9 +93,10 @@ def main(argv: list[str] | None = None) -> int:
             ap.error(f"unknown module {args.module!r}; known: {', '.join(MODULES)}")
         todo = [(args.module, args.replicas, False), (args.module, args.replicas, True)]
 
-    pure = os.environ.get("ISRCHECK_PURE", "").strip() not in ("", "0")
+    from isrcheck import native
+
     print(f"# isrcheck peer benchmark (public TLA+ specification)  python {platform.python_version()}  "
-          f"{os.cpu_count()} CPUs  {'pure Python' if pure else 'compiled where built'}  "
+          f"{os.cpu_count()} CPUs  {native.describe()}  "
           f"load average {os.getloadavg()[0]:.2f}  {time.strftime('%Y-%m-%d %H:%M')}")
     print(row([c for c, _, _ in COLUMNS]))
     print(row(["-" * w for _, _, w in COLUMNS]))
