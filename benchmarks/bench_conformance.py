@@ -120,7 +120,7 @@ def bench_validation(rows: list, quick: bool) -> None:
 
 #: the self-logged runs measured: (label, configuration overrides, scenario)
 SELFLOG_RUNS = (("fault injection", {}, fault_injection),
-                ("fault injection, kip-320", {"truncation": "kip-320"}, fault_injection),
+                ("fault injection, kip-320", {"generation": "kip-320"}, fault_injection),
                 ("two partitions", {"partitions": 2}, two_partitions),
                 ("controlled shutdowns", {}, controlled_shutdowns))
 

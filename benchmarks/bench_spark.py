@@ -36,7 +36,8 @@ from isrcheck import manifest
 from isrcheck.invariants import build_model
 from isrcheck.model.checker import Checker
 from isrcheck.model.codec import kafka_state_codec
-from isrcheck.pipeline.expand import PropertySets, expand
+from isrcheck.model.engine import Checks
+from isrcheck.model.explore import expand
 from isrcheck.pipeline.explore import Explorer
 from isrcheck.pipeline.explore_spark import level_group
 from isrcheck.pipeline.session import LazySession, create_session
@@ -68,19 +69,19 @@ def worker_cost(spec: ModelSpec, sample: int = 3000) -> float:
     fingerprints), encode of the kept successors — what expand_arrow does per row."""
     model = spec.build()
     codec = kafka_state_codec()
-    props = PropertySets.of(model)
+    checks = Checks.of(model)
     frontier = [(model.fingerprint(s), 0, s) for s in model.init_states()]
     rows = []
     seen: set[int] = set()
     while frontier and len(rows) < sample:
-        exp = expand(model, frontier, skip=seen, props=props)
+        exp = expand(model, frontier, skip=seen, checks=checks)
         rows.extend(codec.encode(s) for _, _, s in frontier)
         seen.update(exp.successors)
         frontier = [(x.fingerprint, i, x.state) for i, x in enumerate(exp.successors.values())]
     rows = rows[:sample]
     t = time.perf_counter()
     batch = [(i, i, codec.decode(b)) for i, b in enumerate(rows)]
-    exp = expand(model, batch, props=props)
+    exp = expand(model, batch, checks=checks)
     for x in exp.successors.values():
         codec.encode(x.state)
     return (time.perf_counter() - t) / len(rows)

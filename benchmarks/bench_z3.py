@@ -18,11 +18,11 @@ from collections import Counter
 import z3
 
 from isrcheck import manifest
-from isrcheck.invariants.z3_induction import prove_inductive
-from isrcheck.invariants.z3_replication import bmc
-from isrcheck.invariants.z3_selectors import prove_selectors
-from isrcheck.invariants.z3_transitions import prove_transitions
-from isrcheck.invariants.z3_verdicts import overall
+from isrcheck.invariants.symbolic.bmc import bmc
+from isrcheck.invariants.symbolic.induction import prove_inductive
+from isrcheck.invariants.symbolic.selectors import prove_selectors
+from isrcheck.invariants.symbolic.transitions import prove_transitions
+from isrcheck.invariants.symbolic.verdicts import overall
 from isrcheck.model.config import from_mapping
 
 
@@ -75,7 +75,7 @@ def main() -> int:
                  ("2 replicas, one crash", from_mapping({"brokers": 2, "replication_factor": 2, "max_records": 2,
                                                          "faults": {"crashes": 1}})),
                  ("2 replicas, one crash, kip-320", from_mapping({"brokers": 2, "replication_factor": 2,
-                                                                  "max_records": 1, "truncation": "kip-320",
+                                                                  "max_records": 1, "generation": "kip-320",
                                                                   "faults": {"crashes": 1}}))]
     for label, cfg in cases:
         res = prove_inductive(cfg, timeout=300)
@@ -86,8 +86,8 @@ def main() -> int:
 
     # bounded model checking
     runs = [("unclean-election", 4, False), ("clean-election", 6, False), ("hw-truncation-one-crash", 8, True),
-            ("controlled-shutdown", 6, False),  # a controller operation (invariants/z3_operations.py)
-            ("unclean-election-kip-320", 4, False), ("leader-crash-kip-320", 8, False)]  # invariants/z3_epochs.py
+            ("controlled-shutdown", 6, False),  # a controller operation (invariants/symbolic/operations.py)
+            ("unclean-election-kip-320", 4, False), ("leader-crash-kip-320", 8, False)]  # invariants/symbolic/epochs.py
     if args.quick:
         runs = [("unclean-election", 4, False), ("controlled-shutdown", 4, False),
                 ("unclean-election-kip-320", 4, False)]

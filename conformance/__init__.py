@@ -1,12 +1,13 @@
 """Conformance: the only package importing both the model and the implementation.
 
-The two sides share nothing but the data of ``specs/`` (the action vocabulary and the observation
-schema); this package drives them in those terms and compares what they report.
+The two sides share nothing but ``specs/``: the action vocabulary and the observation schema, with
+their loaders and checks (:mod:`isrcheck.specs.actions`, :mod:`isrcheck.specs.observation`); this
+package drives them in those terms and compares what they report. It never loads the manifest:
+whoever calls it (the command line, the tests) hands it configurations, targets or entries.
 
 ============== =====================================================================================
 module         role
 ============== =====================================================================================
-vocab          specs/actions.toml as data; strict checks of actions read from files
 observations   observations as flat maps of named fields (``replicas[2,0].log``); the field diff
 sides          the model and the implementation's step-mode simulator behind one interface;
                which configurations (protocol generations) the implementation accepts

@@ -49,13 +49,14 @@ from isrcheck.invariants import build_model
 from isrcheck.model.actions import Action
 from isrcheck.model.checker import ModelFault
 from isrcheck.model.config import Config, ConfigError, from_mapping
-from isrcheck.model.observe import ObservationError, observe
+from isrcheck.model.observe import observe
+from isrcheck.specs.actions import VocabularyError, action_json, action_text, actions as vocabulary, check_action
+from isrcheck.specs.observation import ObservationError
+from isrcheck.specs.observation import validate as validate_observation
 
 from .observations import field_paths, flatten, parse_path, unflatten
-from .observations import validate as validate_observation
 from .sides import acked_of
 from .traces import parse_json
-from .vocab import VocabularyError, action_json, action_text, actions as vocabulary, check_action
 
 __all__ = ["Event", "EventLog", "EventLogError", "FORMAT", "Recorder", "ValidationResult", "dumps_log",
            "load_log", "loads_log", "record_simulator", "validate_log", "write_log"]
@@ -134,7 +135,7 @@ class EventLog:
 
     def header(self) -> dict[str, Any]:
         return {"format": FORMAT, "version": VERSION, "tool": "isrcheck", "tool_version": self.tool_version,
-                "source": self.source, "generation": self.config.truncation, "seed": self.seed,
+                "source": self.source, "generation": self.config.generation.value, "seed": self.seed,
                 "config": self.config.to_dict(), "facts": self.facts, "silent": list(self.silent),
                 "max_silent": self.max_silent, "quiet": self.quiet, "settle": list(self.settle), "initial": self.initial,
                 "description": self.description}
@@ -232,9 +233,9 @@ def _check_header(h: Any, where: str) -> tuple[Config, dict[str, Any]]:
         cfg = from_mapping(h["config"])
     except ConfigError as e:
         raise EventLogError(f"{where}: config: {e}") from None
-    if h["generation"] != cfg.truncation:
+    if h["generation"] != cfg.generation:
         raise EventLogError(f"{where}: generation {_short(h['generation'])} disagrees with the configuration's "
-                            f"truncation {cfg.truncation!r}")
+                            f"generation {cfg.generation.value!r}")
     if h["facts"] not in ("delta", "partial"):
         raise EventLogError(f"{where}: facts must be \"delta\" or \"partial\", got {_short(h['facts'])}")
     silent = h.get("silent", [])

@@ -13,23 +13,24 @@ import random
 from dataclasses import dataclass
 from pathlib import Path
 
-from isrcheck import manifest
 from isrcheck.invariants import build_model
-from isrcheck.model.checker import Checker, CheckResult, ModelFault, Step
+from isrcheck.model.checker import Checker, CheckResult, Step
+from isrcheck.model.explore import walk
 from isrcheck.model.config import Config
+from isrcheck.specs.manifest import Target
 
 from .traces import Trace, trace_from_steps, write_trace
 
 __all__ = ["ExportResult", "counterexample", "export", "random_path", "samples", "sample_paths"]
 
 
-def _check(target: manifest.Target) -> CheckResult:
+def _check(target: Target[Config]) -> CheckResult:
     props = list(target.properties) if target.properties else None
     model = build_model(target.config, symmetry=target.symmetry, properties=props)
     return Checker(model).run()
 
 
-def counterexample(target: manifest.Target, result: CheckResult | None = None) -> Trace | None:
+def counterexample(target: Target[Config], result: CheckResult | None = None) -> Trace | None:
     """The shortest counterexample of ``target`` as a trace, or None when every property holds."""
     result = result if result is not None else _check(target)
     if not result.violations:
@@ -45,23 +46,7 @@ def counterexample(target: manifest.Target, result: CheckResult | None = None) -
 def random_path(config: Config, rng: random.Random, max_depth: int) -> list[Step]:
     """One random walk through the model (no symmetry), avoiding steps that change nothing."""
     model = build_model(config, symmetry=False, properties=[])
-    s = model.init_states()[0]
-    steps = [Step(None, s)]
-    for _ in range(max_depth):
-        acts = list(model.actions(s))
-        rng.shuffle(acts)
-        for a in acts:
-            try:
-                t = model.next_state(s, a)
-            except ModelFault:
-                continue
-            if t != s:
-                steps.append(Step(a, t))
-                s = t
-                break
-        else:
-            break
-    return steps
+    return [ps.step() for ps in walk(model, rng, max_depth, skip_faults=True)]
 
 
 def sample_paths(config: Config, n: int, seed: int, max_depth: int) -> list[list[Step]]:
@@ -69,7 +54,7 @@ def sample_paths(config: Config, n: int, seed: int, max_depth: int) -> list[list
     return [random_path(config, rng, max_depth) for _ in range(n)]
 
 
-def samples(target: manifest.Target, n: int, seed: int, max_depth: int) -> list[Trace]:
+def samples(target: Target[Config], n: int, seed: int, max_depth: int) -> list[Trace]:
     name = target.entry.name if target.entry else None
     out = []
     for i, steps in enumerate(sample_paths(target.config, n, seed, max_depth), start=1):
@@ -95,7 +80,7 @@ def numbered(path: str | Path, i: int) -> Path:
     return p.with_name(f"{name}-{i}")
 
 
-def export(target: manifest.Target, out: str | Path, fmt: str | None = None, n: int = 1, seed: int = 0,
+def export(target: Target[Config], out: str | Path, fmt: str | None = None, n: int = 1, seed: int = 0,
            max_depth: int = 30) -> ExportResult:
     """Write the counterexample of ``target``, or (when every property holds) ``n`` sample paths."""
     ce = counterexample(target)

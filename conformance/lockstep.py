@@ -23,11 +23,11 @@ from isrcheck.invariants import build_model
 from isrcheck.model.actions import Action
 from isrcheck.model.checker import replay_actions
 from isrcheck.model.config import Config
+from isrcheck.specs.actions import action_text
 
 from .observations import diff, flatten
 from .sides import ImplFailed, ImplRefused, ImplSide, ModelSide
 from .traces import trace_from_steps, write_trace
-from .vocab import action_text
 
 __all__ = ["LockstepFailure", "lockstep_machine", "run_lockstep", "save_regression"]
 

@@ -23,14 +23,14 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from isrcheck.model.observe import ObservationError, load_schema, validate_observation
+from isrcheck.specs.observation import fields
 
-__all__ = ["Difference", "EXCLUDED", "ObservationError", "diff", "field_paths", "flatten", "unflatten",
-           "validate", "path_sort_key", "schema", "strict_equal"]
+__all__ = ["Difference", "EXCLUDED", "diff", "field_paths", "flatten", "unflatten", "path_sort_key",
+           "strict_equal"]
 
 #: fields left out of every comparison, with the reason. Empty on purpose: both sides produce every
 #: field of specs/observation.toml with the same meaning, including ``epochs`` and ``fetch_state``
-#: (constant under truncation = "high-watermark", compared all the same so that a later generation is
+#: (constant under generation = "high-watermark", compared all the same so that a later generation is
 #: checked as soon as the implementation accepts it). Users can add paths with ``--ignore``.
 EXCLUDED: dict[str, str] = {}
 
@@ -44,22 +44,6 @@ class Difference:
     expected: Any  # the model's value (or the trace's)
     actual: Any  # the implementation's value
     missing: str = ""  # "expected" / "actual" when one side lacks the field
-
-
-_SCHEMA: dict[str, Any] | None = None
-
-
-def schema() -> dict[str, Any]:
-    """specs/observation.toml, parsed once."""
-    global _SCHEMA
-    if _SCHEMA is None:
-        _SCHEMA = load_schema()
-    return _SCHEMA
-
-
-def validate(obs: Any) -> None:
-    """Raise :class:`ObservationError` unless ``obs`` matches specs/observation.toml exactly."""
-    validate_observation(obs, schema())
 
 
 def strict_equal(a: Any, b: Any) -> bool:
@@ -84,31 +68,16 @@ def strict_equal(a: Any, b: Any) -> bool:
     return a == b
 
 
-_FIELDS: dict[str, list[str]] = {}
-
-
-def _fields(obj: str) -> list[str]:
-    got = _FIELDS.get(obj)
-    if got is None:
-        for o in schema()["object"]:
-            if o["name"] == obj:
-                got = _FIELDS[obj] = [f["name"] for f in o.get("field", [])]
-                break
-        else:
-            raise KeyError(obj)
-    return got
-
-
 def field_paths(brokers: int, partitions: int, acked: bool = True) -> list[str]:
     """Every path of an observation of ``brokers`` brokers and ``partitions`` partitions, in order."""
-    out = [f"controller.{f}" for f in _fields("controller")]
+    out = [f"controller.{f}" for f in fields("controller")]
     for b in range(1, brokers + 1):
-        out += [f"brokers[{b}].{f}" for f in _fields("broker") if f != "id"]
+        out += [f"brokers[{b}].{f}" for f in fields("broker") if f != "id"]
     for p in range(partitions):
-        out += [f"partitions[{p}].{f}" for f in _fields("partition") if f != "index"]
+        out += [f"partitions[{p}].{f}" for f in fields("partition") if f != "index"]
     for b in range(1, brokers + 1):
         for p in range(partitions):
-            out += [f"replicas[{b},{p}].{f}" for f in _fields("replica") if f not in ("broker", "partition")]
+            out += [f"replicas[{b},{p}].{f}" for f in fields("replica") if f not in ("broker", "partition")]
     if acked:
         out += [f"acked[{p}]" for p in range(partitions)]
     return out
@@ -155,17 +124,17 @@ def parse_path(path: str) -> tuple[str, tuple[int, ...], str]:
 def unflatten(flat: Mapping[str, Any], brokers: int, partitions: int) -> tuple[dict[str, Any], list[list[int]] | None]:
     """The observation (and the acked lists, if present) from a complete flat map."""
     obs: dict[str, Any] = {"controller": {}, "brokers": [], "partitions": [], "replicas": []}
-    for f in _fields("controller"):
+    for f in fields("controller"):
         obs["controller"][f] = flat[f"controller.{f}"]
     for b in range(1, brokers + 1):
-        obs["brokers"].append({f: (b if f == "id" else flat[f"brokers[{b}].{f}"]) for f in _fields("broker")})
+        obs["brokers"].append({f: (b if f == "id" else flat[f"brokers[{b}].{f}"]) for f in fields("broker")})
     for p in range(partitions):
         obs["partitions"].append({f: (p if f == "index" else flat[f"partitions[{p}].{f}"])
-                                  for f in _fields("partition")})
+                                  for f in fields("partition")})
     for b in range(1, brokers + 1):
         for p in range(partitions):
             obs["replicas"].append({f: b if f == "broker" else p if f == "partition" else
-                                    flat[f"replicas[{b},{p}].{f}"] for f in _fields("replica")})
+                                    flat[f"replicas[{b},{p}].{f}"] for f in fields("replica")})
     acked = None
     if any(k.startswith("acked[") for k in flat):
         acked = [list(flat[f"acked[{p}]"]) for p in range(partitions)]

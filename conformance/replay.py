@@ -25,14 +25,14 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from isrcheck.model.config import Config
-from isrcheck.model.observe import ObservationError
 from isrcheck.model.protocol import Protocol
+from isrcheck.specs.actions import action_text
+from isrcheck.specs.observation import ObservationError
+from isrcheck.specs.observation import validate as validate_observation
 
 from .observations import Difference, diff, flatten, strict_equal
-from .observations import validate as validate_observation
 from .sides import ImplFailed, ImplRefused, ImplSide, ModelRefused, ModelSide, impl_support
 from .traces import Trace
-from .vocab import action_text
 
 __all__ = ["ConformResult", "Divergence", "conform_actions", "conform_trace"]
 

@@ -7,9 +7,10 @@ from rich import box
 from rich.table import Table
 from rich.text import Text
 
+from isrcheck.specs.actions import action_text
+
 from .cover import CoverReport
 from .replay import ConformResult, Divergence
-from .vocab import action_text
 
 __all__ = ["conform_json", "cover_json", "cover_table", "divergence_json", "divergence_table"]
 

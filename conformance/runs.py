@@ -391,7 +391,7 @@ def self_logged_run(directory: Any, zookeeper: str | None = None,
                     config: Mapping[str, Any] | None = None) -> Any:
     """Start a 3-broker, 2-controller cluster in ``directory/cluster`` whose processes log to
     ``directory/events``, configured with :data:`SELFLOG_CONFIG` updated by ``config`` (e.g. another
-    ``truncation`` generation, or ``partitions = 2``); create the topic with the model's assignment
+    ``generation``, or ``partitions = 2``); create the topic with the model's assignment
     (partition p on brokers p+1, p+2, p+3 counted round the ring), run ``scenario``, take the cluster
     down; the events directory (a :class:`pathlib.Path`)."""
     from pathlib import Path

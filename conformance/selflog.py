@@ -38,12 +38,12 @@ from typing import Any
 from isrcheck.invariants import build_model
 from isrcheck.model.config import Config, ConfigError, Faults, from_mapping
 from isrcheck.model.observe import observe
+from isrcheck.specs.actions import VocabularyError, actions as vocabulary, check_action
 
 from .eventlog import Event, EventLog, EventLogError, ValidationResult, _FactChecker, validate_log
 from .observations import flatten
 from .sides import acked_of
 from .traces import parse_json
-from .vocab import VocabularyError, actions as vocabulary, check_action
 
 __all__ = ["FORMAT", "MAX_SILENT", "SILENT", "Merged", "SelfLine", "merge_selflogs", "selflog_files", "validate_selflogs"]
 

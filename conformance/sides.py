@@ -10,8 +10,9 @@ and the writes acknowledged to producers. This is the only module that drives ``
   :class:`ImplRefused`; any other exception out of the implementation is :class:`ImplFailed`.
 
 :func:`impl_support` asks the implementation whether it accepts a configuration (today it refuses
-every ``truncation`` but ``high-watermark`` with a one-line ``ConfigError``); conformance uses it to
-skip, never to guess, so a generation is covered as soon as ``impl/`` accepts it.
+a ``generation`` it does not implement with a one-line ``ConfigError``; today it implements all of
+them); conformance uses it to skip, never to guess, so a generation is covered as soon as ``impl/``
+accepts it.
 """
 from __future__ import annotations
 
@@ -24,11 +25,12 @@ from isrcheck.impl.simulator import ActionError, NotEnabled, Simulator
 from isrcheck.invariants import build_model
 from isrcheck.model.actions import Action
 from isrcheck.model.checker import ModelFault
-from isrcheck.model.config import TRUNCATION_RULES, Config
+from isrcheck.model.config import Config
 from isrcheck.model.kafka import KafkaModel
 from isrcheck.model.observe import observe
 from isrcheck.model.protocol import Protocol
 from isrcheck.model.state import State
+from isrcheck.specs.protocol import GENERATION_KEY, GENERATIONS, Generation
 
 __all__ = ["ImplFailed", "ImplRefused", "ImplSide", "ModelRefused", "ModelSide", "acked_of",
            "impl_support", "supported_generations"]
@@ -57,13 +59,13 @@ def impl_support(config: Config | Mapping[str, Any]) -> str | None:
 
 
 @lru_cache(maxsize=None)
-def _generation_ok(gen: str) -> str | None:
-    return impl_support({"truncation": gen})
+def _generation_ok(gen: Generation) -> str | None:
+    return impl_support({GENERATION_KEY: gen.value})
 
 
-def supported_generations() -> list[str]:
-    """The model's protocol generations that the implementation accepts right now."""
-    return [g for g in TRUNCATION_RULES if _generation_ok(g) is None]
+def supported_generations() -> list[Generation]:
+    """The protocol generations (specs/protocol.toml) that the implementation accepts right now."""
+    return [g for g in GENERATIONS if _generation_ok(g) is None]
 
 
 def acked_of(state: State) -> list[list[int]]:

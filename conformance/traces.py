@@ -34,10 +34,12 @@ from typing import Any
 from isrcheck import __version__
 from isrcheck.model.checker import Step
 from isrcheck.model.config import Config, ConfigError, from_mapping
-from isrcheck.model.observe import ObservationError, observe, validate_observation
+from isrcheck.model.observe import observe
+from isrcheck.specs.actions import VocabularyError, action_json, check_action
+from isrcheck.specs.observation import ObservationError
+from isrcheck.specs.observation import validate as validate_observation
 
 from .sides import acked_of
-from .vocab import VocabularyError, action_json, check_action
 
 __all__ = ["FORMAT", "VERSION", "KINDS", "Trace", "TraceError", "TraceStep", "dumps_itf", "dumps_jsonl",
            "load_trace", "loads_trace", "trace_from_steps", "write_trace"]
@@ -79,7 +81,7 @@ class Trace:
 
     @property
     def generation(self) -> str:
-        return self.config.truncation
+        return self.config.generation.value
 
     @property
     def actions(self) -> list[tuple[str, tuple]]:
@@ -222,9 +224,9 @@ def _check_header(h: Any, where: str) -> tuple[Config, dict[str, Any]]:
         cfg = from_mapping(h["config"])
     except ConfigError as e:
         raise TraceError(f"{where}: config: {e}") from None
-    if h["generation"] != cfg.truncation:
+    if h["generation"] != cfg.generation:
         raise TraceError(f"{where}: generation {_short(h['generation'])} disagrees with the configuration's "
-                         f"truncation {cfg.truncation!r}")
+                         f"generation {cfg.generation.value!r}")
     return cfg, h
 
 

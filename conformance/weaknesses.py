@@ -1,20 +1,24 @@
 """The known-weakness gallery, replayed on the implementation.
 
-For each weakness of :data:`isrcheck.gallery.WEAKNESSES` and each of its manifest models (one per
-protocol generation): when the model breaks a property (``expect = "safety_failure"``), the checker's
-shortest counterexample is driven on the implementation configured with the same generation, every
-step is compared with the model, and the property is evaluated on the *implementation's* observation
-(:mod:`.obsprops`) after every step. The weakness is **reproduced** when the implementation breaks the
-same property at the same step as the model. Generations the implementation does not accept yet are
-**skipped** (asked of ``impl`` through its configuration error, so they are picked up as soon as it
-accepts them); generations where the model holds have no counterexample to replay (**fixed**).
+For each weakness of specs/weaknesses.toml (:mod:`isrcheck.specs.weaknesses`) and each of its
+manifest models (one per protocol generation): when the model breaks a property
+(``expect = "safety_failure"``), the checker's shortest counterexample is driven on the implementation
+configured with the same generation, every step is compared with the model, and the property is
+evaluated on the *implementation's* observation (:mod:`.obsprops`) after every step. The weakness is
+**reproduced** when the implementation breaks the same property at the same step as the model.
+Generations the implementation does not accept yet are **skipped** (asked of ``impl`` through its
+configuration error, so they are picked up as soon as it accepts them); generations where the model
+holds have no counterexample to replay (**fixed**). The manifest entries are the caller's
+(``isrcheck.manifest.load()``): conformance does not load the manifest itself.
 """
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
-from isrcheck import manifest
-from isrcheck.gallery import WEAKNESSES
+from isrcheck.model.config import Config
+from isrcheck.specs.manifest import ModelEntry, get
+from isrcheck.specs.weaknesses import load_weaknesses
 
 from .export import counterexample
 from .obsprops import OBSERVATION_PROPERTIES
@@ -40,10 +44,10 @@ class WeaknessReplay:
     conform: ConformResult | None = None
 
 
-def replay_model(name: str, weakness: str = "", trace: Trace | None = None) -> WeaknessReplay:
-    """Replay model ``name``'s counterexample (``trace``, or the checker's) on the implementation."""
-    entry = manifest.get(name)
-    gen = entry.config.truncation
+def replay_model(entry: ModelEntry[Config], weakness: str = "", trace: Trace | None = None) -> WeaknessReplay:
+    """Replay manifest model ``entry``'s counterexample (``trace``, or the checker's) on the implementation."""
+    name = entry.name
+    gen = entry.config.generation.value
     out = WeaknessReplay(weakness, name, gen, "skipped")
     if entry.expect != "safety_failure":
         out.status = "fixed"
@@ -53,7 +57,7 @@ def replay_model(name: str, weakness: str = "", trace: Trace | None = None) -> W
     if reason is not None:
         out.message = f"the implementation does not accept generation {gen}: {reason}"
         return out
-    trace = trace if trace is not None else counterexample(manifest.resolve(name, None))
+    trace = trace if trace is not None else counterexample(entry.target())
     if trace is None:  # pragma: no cover - the manifest's own gate would fail first
         out.status = "not-reproduced"
         out.message = "the checker found no counterexample (the manifest expectation is stale)"
@@ -90,11 +94,13 @@ def replay_model(name: str, weakness: str = "", trace: Trace | None = None) -> W
     return out
 
 
-def replay_weaknesses(titles: list[str] | None = None) -> list[WeaknessReplay]:
+def replay_weaknesses(entries: Sequence[ModelEntry[Config]],
+                      titles: list[str] | None = None) -> list[WeaknessReplay]:
+    """Every weakness (or those titled ``titles``) on every generation; ``entries``: the manifest."""
     out = []
-    for w in WEAKNESSES:
+    for w in load_weaknesses():
         if titles and w.title not in titles:
             continue
         for name in w.generations:
-            out.append(replay_model(name, w.title))
+            out.append(replay_model(get(name, entries), w.title))
     return out

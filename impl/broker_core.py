@@ -13,7 +13,7 @@ What the broker does, in the seeds' design:
   ignored, one above raises it. LeaderAndIsr creates the replica if missing (startReplica), is
   ignored unless its leader epoch is higher than the replica's, and makes the broker leader or
   follower. StopReplica stops fetching (or deletes the replica, answering the controller that asked).
-- **Becoming follower** truncates the log to the HW when the leader changed (``truncation =
+- **Becoming follower** truncates the log to the HW when the leader changed (``generation =
   "high-watermark"``); the HW becomes min(HW, LEO). From ``kip-101`` on the log is kept and a
   follower with a non-empty log reconciles first (on a leader change; under ``kip-320`` on every
   leader-epoch change): its replica moves to ``ask-epoch-end``.
@@ -22,7 +22,7 @@ What the broker does, in the seeds' design:
   of its assignment may fetch; under ``kip-320`` also >= the start of the leader's current epoch,
   KAFKA-7128), advances its HW, and answers with the records and the HW it had *before* counting
   this fetch. The follower appends and takes min(that HW, its LEO).
-- **Leader epochs** (``truncation`` = ``kip-101``, ``kip-279``, ``kip-320``; :mod:`.epoch_cache`): every
+- **Leader epochs** (``generation`` = ``kip-101``, ``kip-279``, ``kip-320``; :mod:`.epoch_cache`): every
   replica keeps a leader-epoch cache on disk (``Persist("epochs", p, entries)``), extended when a
   leader takes over and when records of a newer epoch are appended, cut with the log. A reconciling
   follower sends :class:`~.messages.OffsetsForLeaderEpochRequest` about its latest epoch; the leader
@@ -41,6 +41,9 @@ What the broker does, in the seeds' design:
 
 Driven step by step (``autonomous=False``) the core sets no timers: a driver triggers each fetch,
 shrink and checkpoint by command, which is how the simulator replays the action vocabulary.
+
+Where the generations differ, the core reads the generation's traits (``config.traits``,
+specs/protocol.toml), never its name.
 """
 from __future__ import annotations
 
@@ -50,7 +53,7 @@ from typing import Any
 
 from . import epoch_cache as EC
 from . import layout as L
-from .config import ImplConfig, check_truncation
+from .config import ImplConfig, check_generation
 from .messages import (
     CancelTimer,
     Command,
@@ -146,7 +149,7 @@ class DiskImage:
 class BrokerCore:
     def __init__(self, config: ImplConfig, broker_id: int, autonomous: bool = False,
                  address: tuple[str, int] | None = None) -> None:
-        check_truncation(config.truncation)
+        check_generation(config.generation)
         self.cfg = config
         self.id = broker_id
         self.autonomous = autonomous
@@ -166,8 +169,12 @@ class BrokerCore:
         self._shutdown_attempts = 0
         self._cut_checkpoints: list[int] = []
         self._cut_epochs: list[int] = []
-        self.leader_epochs = config.truncation != "high-watermark"  # replicas keep a leader-epoch cache
-        self.fenced = config.truncation == "kip-320"  # fetches and epoch queries carry the leader epoch
+        traits = config.traits
+        self.leader_epochs = traits.leader_epochs  # replicas keep a leader-epoch cache and reconcile
+        self.epoch_answer = traits.epoch_answer  # the form of an OffsetsForLeaderEpoch answer
+        self.fenced = traits.fenced_by_leader_epoch  # fetches and epoch queries carry the leader epoch
+        self.reconcile_on_epoch_change = traits.reconcile_on_epoch_change  # KAFKA-7164
+        self.isr_join_needs_epoch_start = traits.isr_join_needs_epoch_start  # KAFKA-7128
 
     @classmethod
     def recover(cls, config: ImplConfig, broker_id: int, image: DiskImage, **kw: Any) -> BrokerCore:
@@ -444,7 +451,7 @@ class BrokerCore:
         if not self.leader_epochs:
             if r.leader != m.leader:  # the seeds' rule: truncate to the HW on a change of leader
                 self._truncate(p, r, r.hw)
-        elif r.leader != m.leader or (self.fenced and r.leader_epoch != m.leader_epoch):
+        elif r.leader != m.leader or (self.reconcile_on_epoch_change and r.leader_epoch != m.leader_epoch):
             # kip-101/kip-279: keep the log and reconcile with the new leader before fetching;
             # kip-320 (KAFKA-7164): on every change of leader epoch. An empty log has nothing to reconcile.
             r.fetch_state = ASK_EPOCH_END if r.log else FETCHING
@@ -582,7 +589,7 @@ class BrokerCore:
         epoch in its cache (KAFKA-7128; no bound when the cache does not hold that epoch)."""
         if offset < r.hw:
             return False
-        if self.fenced:
+        if self.isr_join_needs_epoch_start:
             return offset >= EC.start_of(r.epochs, r.leader_epoch)
         return True
 
@@ -696,7 +703,7 @@ class BrokerCore:
         if error:
             self._send(frm, OffsetsForLeaderEpochResponse(p, self.id, m.epoch, m.current_leader_epoch, error))
             return
-        epoch, end = EC.leader_answer(self.cfg.truncation, r.epochs, r.leo, m.epoch)
+        epoch, end = EC.leader_answer(self.epoch_answer, r.epochs, r.leo, m.epoch)
         self._send(frm, OffsetsForLeaderEpochResponse(p, self.id, m.epoch, m.current_leader_epoch, "", epoch, end))
 
     def _epoch_answered(self, m: OffsetsForLeaderEpochResponse) -> None:
@@ -721,7 +728,7 @@ class BrokerCore:
         r = self.replicas.get(p)
         if r is None or r.fetch_state != TRUNCATE_PENDING or r.answer is None:
             return
-        cut, ask_again = EC.truncation_point(self.cfg.truncation, r.epochs, r.leo, r.hw, r.answer)
+        cut, ask_again = EC.truncation_point(self.epoch_answer, r.epochs, r.leo, r.hw, r.answer)
         self._truncate(p, r, cut)
         self._set_hw(p, r, min(r.hw, cut))
         r.answer = None

@@ -3,12 +3,17 @@
 A configuration written for the model configures the implementation too: the protocol keys
 (``brokers``, ``partitions``, ``replication_factor``, ``min_insync_replicas``,
 ``unclean_leader_election``, ``hw_checkpoint``, ``stale_controller``, ``assignment``) mean the same
-here. So do the protocol-generation keys ``truncation``, ``acks``, ``detect_restarts`` (the controller
-notices a quick restart by the registration's czxid, Kafka 2.2+) and ``fenced_controller_writes``
-(every controller write is a multi conditional on ``/controller_epoch``, Kafka 2.1+). Every
-generation of ``truncation`` is implemented: ``"high-watermark"`` (the seeds'), ``"kip-101"``,
-``"kip-279"`` and ``"kip-320"`` (leader-epoch caches and the OffsetsForLeaderEpoch exchange, see
+here. So do the protocol keys ``generation`` (its former name ``truncation`` is accepted as an
+alias, never together with it), ``acks``, ``detect_restarts`` (the controller notices a quick
+restart by the registration's czxid, Kafka 2.2+) and ``fenced_controller_writes`` (every controller
+write is a multi conditional on ``/controller_epoch``, Kafka 2.1+). Every protocol generation of
+specs/protocol.toml is implemented: ``"high-watermark"`` (the seeds'), ``"kip-101"``, ``"kip-279"``
+and ``"kip-320"`` (leader-epoch caches and the OffsetsForLeaderEpoch exchange, see
 :mod:`.epoch_cache` and :mod:`.broker_core`); ``acks = "1"`` acknowledges on the leader's append.
+
+This module is the one place that decides what a generation means here: :class:`ImplConfig` holds
+the :class:`~isrcheck.specs.protocol.Generation` and exposes its traits (``cfg.traits``), which the
+cores, the epoch cache and the simulator read; none of them compares a generation's name.
 The model's bounds on checking (``max_records``, ``[faults]``, ``[operations]``, ``name``,
 ``description``) are accepted and kept, but only the simulator's scheduler reads them
 (``operations.topic_creation`` decides whether the simulated cluster starts with the topic).
@@ -32,9 +37,20 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Mapping
 
-TRUNCATION_RULES = ("high-watermark", "kip-101", "kip-279", "kip-320")
+from isrcheck.specs.protocol import (
+    DEFAULT_GENERATION,
+    GENERATION_ALIASES,
+    GENERATION_KEY,
+    GENERATION_NAMES,
+    GENERATIONS,
+    Generation,
+    Traits,
+    generation_setting,
+)
+
 ACKS = ("all", "1")
-IMPLEMENTED_TRUNCATION = TRUNCATION_RULES
+#: the protocol generations this implementation has (all of specs/protocol.toml)
+IMPLEMENTED_GENERATIONS: tuple[Generation, ...] = GENERATIONS
 
 
 class ConfigError(ValueError):
@@ -51,7 +67,7 @@ class ImplConfig:
     unclean_leader_election: bool = False
     hw_checkpoint: str = "periodic"
     stale_controller: bool = True
-    truncation: str = "high-watermark"
+    generation: Generation = DEFAULT_GENERATION
     acks: str = "all"
     detect_restarts: bool = False
     fenced_controller_writes: bool = False
@@ -66,6 +82,15 @@ class ImplConfig:
     log_flush_interval_ms: int = 100
     controller_recheck_ms: int = 200
     replica_fetch_wait_max_ms: int = 100
+
+    def __post_init__(self) -> None:
+        # dataclasses.replace(cfg, generation="kip-320") gives the name: hold the Generation
+        object.__setattr__(self, "generation", check_generation(self.generation))
+
+    @property
+    def traits(self) -> Traits:
+        """What the generation decides (specs/protocol.toml): the only thing the cores read of it."""
+        return self.generation.traits
 
     @property
     def broker_ids(self) -> tuple[int, ...]:
@@ -84,8 +109,8 @@ class ImplConfig:
 
 _MODEL_KEYS = {"brokers", "partitions", "replication_factor", "max_records", "min_insync_replicas",
                "unclean_leader_election", "hw_checkpoint", "stale_controller", "assignment", "faults",
-               "operations", "name", "description", "truncation", "acks", "detect_restarts",
-               "fenced_controller_writes"}
+               "operations", "name", "description", GENERATION_KEY, *GENERATION_ALIASES, "acks",
+               "detect_restarts", "fenced_controller_writes"}
 _IMPL_INT_KEYS = {"replica_lag_time_max_ms": (1, 600_000), "fetch_interval_ms": (0, 60_000),
                   "hw_checkpoint_interval_ms": (1, 600_000), "log_flush_interval_ms": (1, 600_000),
                   "controller_recheck_ms": (1, 600_000), "replica_fetch_wait_max_ms": (0, 60_000)}
@@ -108,11 +133,26 @@ def _bool(raw: Mapping[str, Any], key: str, default: bool) -> bool:
     return v
 
 
-def check_truncation(rule: str) -> None:
-    if rule not in TRUNCATION_RULES:
-        raise ConfigError(f"truncation must be one of {', '.join(TRUNCATION_RULES)}, got {rule!r}")
-    if rule not in IMPLEMENTED_TRUNCATION:
-        raise ConfigError(f"truncation {rule!r} is not implemented (implemented: {', '.join(IMPLEMENTED_TRUNCATION)})")
+def check_generation(value: Any, key: str = GENERATION_KEY) -> Generation:
+    """``value`` (a name, or a Generation) as an implemented :class:`Generation`, else a ConfigError."""
+    if not isinstance(value, str):
+        raise ConfigError(f"{key} must be a string, got {value!r}")
+    if value not in GENERATION_NAMES:
+        raise ConfigError(f"{key} must be one of {', '.join(GENERATION_NAMES)}, got {value!r}")
+    generation = Generation(value)
+    if generation not in IMPLEMENTED_GENERATIONS:
+        raise ConfigError(f"{key} {value!r} is not implemented "
+                          f"(implemented: {', '.join(g.value for g in IMPLEMENTED_GENERATIONS)})")
+    return generation
+
+
+def _generation(raw: Mapping[str, Any]) -> Generation:
+    """The key ``generation``, or its alias ``truncation`` (never both); the default when neither."""
+    try:
+        given = generation_setting(raw)
+    except ValueError as e:
+        raise ConfigError(str(e)) from None
+    return DEFAULT_GENERATION if given is None else check_generation(given[1], given[0])
 
 
 def from_mapping(raw: Mapping[str, Any]) -> ImplConfig:
@@ -132,10 +172,7 @@ def from_mapping(raw: Mapping[str, Any]) -> ImplConfig:
     hw_checkpoint = raw.get("hw_checkpoint", "periodic")
     if hw_checkpoint not in ("periodic", "every-change"):
         raise ConfigError(f"hw_checkpoint must be \"periodic\" or \"every-change\", got {hw_checkpoint!r}")
-    truncation = raw.get("truncation", "high-watermark")
-    if not isinstance(truncation, str):
-        raise ConfigError(f"truncation must be a string, got {truncation!r}")
-    check_truncation(truncation)
+    generation = _generation(raw)
     acks = raw.get("acks", "all")
     if isinstance(acks, int) and not isinstance(acks, bool):
         acks = str(acks)
@@ -171,14 +208,15 @@ def from_mapping(raw: Mapping[str, Any]) -> ImplConfig:
                       min_insync_replicas=min_isr, unclean_leader_election=unclean, hw_checkpoint=hw_checkpoint,
                       stale_controller=stale, acks=acks, detect_restarts=detect,
                       fenced_controller_writes=fenced, assignment=assignment_t, faults=dict(faults),
-                      operations=dict(operations), truncation=truncation, topic=topic, **ints)
+                      operations=dict(operations), generation=generation, topic=topic, **ints)
 
 
 def to_mapping(cfg: ImplConfig) -> dict[str, Any]:
     out = {k: getattr(cfg, k) for k in ("brokers", "partitions", "replication_factor", "max_records",
                                         "min_insync_replicas", "unclean_leader_election", "hw_checkpoint",
-                                        "stale_controller", "truncation", "acks", "detect_restarts",
+                                        "stale_controller", "generation", "acks", "detect_restarts",
                                         "fenced_controller_writes", "topic", *_IMPL_INT_KEYS)}
+    out["generation"] = cfg.generation.value
     out["assignment"] = [list(a) for a in cfg.assignment]
     out["faults"] = dict(cfg.faults)
     out["operations"] = dict(cfg.operations)
@@ -198,4 +236,5 @@ def load_file(path: str) -> ImplConfig:
     return from_mapping(raw)
 
 
-__all__ = ["ConfigError", "ImplConfig", "from_mapping", "to_mapping", "load_file", "check_truncation"]
+__all__ = ["ConfigError", "ImplConfig", "IMPLEMENTED_GENERATIONS", "from_mapping", "to_mapping", "load_file",
+           "check_generation"]

@@ -32,6 +32,8 @@ from collections import deque
 from dataclasses import dataclass, field
 from typing import Any, Callable, Generator
 
+from isrcheck.specs.protocol import REASSIGNMENT_STEPS, step_number
+
 from . import layout as L
 from . import selectors as S
 from . import tables as T
@@ -66,6 +68,13 @@ OPERATIONS = ("ProcessBrokerChange", "CreateTopic", "ReassignPartition", "ElectP
 
 DELETION_STATES = (T.DELETION_STARTED, T.DELETION_SUCCESSFUL, T.DELETION_INELIGIBLE)
 
+# The reassignment steps this module names, numbered by specs/protocol.toml (step n is
+# REASSIGNMENT_STEPS[n - 1]).
+STEP_START = step_number("start")
+STEP_CAUGHT_UP = step_number("caught-up")
+STEP_AR_IN_MEMORY = step_number("ar-in-memory")
+LAST_STEP = len(REASSIGNMENT_STEPS)
+
 
 class NotEnabled(Exception):
     """An operation whose guard does not hold (only raised to the driver in step mode)."""
@@ -73,7 +82,7 @@ class NotEnabled(Exception):
 
 @dataclass
 class Reassignment:
-    """Progress of one partition's reassignment: the next step to perform, OAR and RAR."""
+    """Progress of one partition's reassignment: the next step to perform (its number), OAR and RAR."""
 
     step: int
     oar: tuple[int, ...] = ()
@@ -123,9 +132,9 @@ class Tx:
         return self.exists(p) and not self.deleting(p)
 
     def assignment(self, p: int) -> tuple[int, ...]:
-        """ZooKeeper's AR, except RAR once reassignment step 6 set it in memory."""
+        """ZooKeeper's AR, except RAR once reassignment step ar-in-memory set it in memory."""
         r = self.ctx.reassign.get(p)
-        if r is not None and r.step >= 7:
+        if r is not None and r.step > STEP_AR_IN_MEMORY:
             return r.rar
         return self.snap.part(p).replicas
 
@@ -245,7 +254,7 @@ class Tx:
             unclean=self.cfg.unclean_leader_election)
         try:
             d = selector.select(view)
-        except S.NoLeaderEligible:
+        except S.NoEligibleLeader:
             return False
         if not self.write_leader_isr(p, d.leader, d.isr):
             return False
@@ -292,7 +301,7 @@ class Tx:
         """Who hears of an ISR removal by LeaderAndIsr: under ``high-watermark`` (0.8) only the leader,
         if any; from ``kip-101`` on (0.11) every replica of the assignment but the removed one, so that
         no follower is left behind on the old leader epoch (which ``kip-320`` would fence for good)."""
-        if self.cfg.truncation == "high-watermark":
+        if not self.cfg.traits.isr_removal_tells_replicas:
             return (leader,) if leader else ()
         return tuple(r for r in self.assignment(p) if r != removed)
 
@@ -336,7 +345,7 @@ def op_failover(tx: Tx) -> str:
     tx.elect_offline_and_new()  # partition state machine start-up
     for p in range(tx.nparts):  # resume reassignments
         if p in snap.reassign and tx.exists(p):
-            ctx.reassign[p] = Reassignment(1)
+            ctx.reassign[p] = Reassignment(STEP_START)
     tx.broadcast_metadata()
     return DONE
 
@@ -526,7 +535,7 @@ def op_complete_topic_deletion(tx: Tx) -> str:
 def reassignment_enabled(tx: Tx, p: int, active: bool) -> str:
     """'' when the next reassignment step of ``p`` may run now, else why not."""
     r = tx.ctx.reassign.get(p)
-    if r is None or r.step == 1:  # starting, or resuming after a failover: only the active controller
+    if r is None or r.step == STEP_START:  # starting, or resuming after a failover: only the active controller
         if not active:
             return "a deposed controller does not start a reassignment"
         if p not in tx.snap.reassign:
@@ -534,86 +543,121 @@ def reassignment_enabled(tx: Tx, p: int, active: bool) -> str:
         if not tx.exists(p) or tx.deleting(p):
             return f"partition {p} does not exist or is being deleted"
         return ""
-    if r.step == 4:
+    if r.step == STEP_CAUGHT_UP:
         st = tx.snap.part(p).state
         isr = st.isr if st else ()
         missing = [b for b in r.rar if b not in isr]
         if missing:
-            return f"step 4 waits for {missing} to join the ISR"
+            return f"step {STEP_CAUGHT_UP} waits for {missing} to join the ISR"
     return ""
 
 
 def op_reassign(tx: Tx, p: int, active: bool = True) -> str:
+    """Perform the next step of ``p``'s reassignment. A step answers False when the reassignment ends
+    there (nothing to do, or a refused write); after the last one the controller forgets it."""
     why = reassignment_enabled(tx, p, active)
     if why:
         return f"{NOT_ENABLED}: {why}"
     ctx = tx.ctx
-    r = ctx.reassign.get(p) or Reassignment(1)
+    r = ctx.reassign.get(p) or Reassignment(STEP_START)
     ctx.reassign[p] = r
-    step = r.step
-    if step == 1:
-        target = tx.snap.reassign.get(p, ())
-        current = tx.snap.part(p).replicas
-        if not target:  # the request is gone (another controller completed it): nothing to resume
-            del ctx.reassign[p]
-            return DONE
-        if target == current or any(b not in ctx.live for b in target):
-            tx.drop_reassignment_request(p)
-            del ctx.reassign[p]
-            return DONE
-        r.oar, r.rar = current, target
-        tx.write_assignment(p, current + tuple(b for b in target if b not in current))
-        r.step = 2
-    elif step == 2:
-        if tx.snap.part(p).state is not None and not tx.bump_leader_epoch(p, tx.assignment(p)):
-            del ctx.reassign[p]
-            return DONE
-        r.step = 3
-    elif step == 3:
-        for b in r.rar:
-            if b not in r.oar:
-                tx.replica_to(p, b, T.NEW_REPLICA)
-        r.step = 4
-    elif step == 4:
-        r.step = 5
-    elif step == 5:
-        for b in r.rar:
-            tx.replica_to(p, b, T.ONLINE_REPLICA)
-        r.step = 6
-    elif step == 6:
-        r.step = 7  # from now on the controller's view of AR is RAR
-    elif step == 7:
-        st = tx.snap.part(p).state
-        leader = st.leader if st else 0
-        if leader not in r.rar or leader not in ctx.live:
-            tx.partition_to(p, T.ONLINE_PARTITION, S.REASSIGNED)
-        elif st is not None and not tx.bump_leader_epoch(p, r.rar):
-            del ctx.reassign[p]
-            return DONE
-        r.step = 8
-    elif step == 8:
-        for b in r.oar:
-            if b not in r.rar and not tx.replica_to(p, b, T.OFFLINE_REPLICA):
-                del ctx.reassign[p]
-                return DONE
-        r.step = 9
-    elif step == 9:
-        for b in r.oar:
-            if b not in r.rar:
-                tx.replica_to(p, b, T.DELETION_STARTED)
-                tx.replica_to(p, b, T.DELETION_SUCCESSFUL)
-                tx.replica_to(p, b, T.NON_EXISTENT_REPLICA)
-        r.step = 10
-    elif step == 10:
-        tx.write_assignment(p, r.rar)
-        r.step = 11
-    elif step == 11:
-        tx.drop_reassignment_request(p)
-        r.step = 12
-    elif step == 12:
-        tx.broadcast_metadata()
+    if not _STEPS[r.step](tx, r, p) or r.step == LAST_STEP:
         del ctx.reassign[p]
+    else:
+        r.step += 1
     return DONE
+
+
+# One function per step of specs/protocol.toml, named after it ("bump-epoch": _step_bump_epoch).
+def _step_start(tx: Tx, r: Reassignment, p: int) -> bool:
+    target = tx.snap.reassign.get(p, ())
+    current = tx.snap.part(p).replicas
+    if not target:  # the request is gone (another controller completed it): nothing to resume
+        return False
+    if target == current or any(b not in tx.ctx.live for b in target):
+        tx.drop_reassignment_request(p)
+        return False
+    r.oar, r.rar = current, target
+    tx.write_assignment(p, current + tuple(b for b in target if b not in current))
+    return True
+
+
+def _step_bump_epoch(tx: Tx, r: Reassignment, p: int) -> bool:
+    return tx.snap.part(p).state is None or tx.bump_leader_epoch(p, tx.assignment(p))
+
+
+def _step_new_replicas(tx: Tx, r: Reassignment, p: int) -> bool:
+    for b in r.rar:
+        if b not in r.oar:
+            tx.replica_to(p, b, T.NEW_REPLICA)
+    return True
+
+
+def _step_caught_up(tx: Tx, r: Reassignment, p: int) -> bool:
+    return True  # enabled only once every replica of RAR is in the ISR
+
+
+def _step_online(tx: Tx, r: Reassignment, p: int) -> bool:
+    for b in r.rar:
+        tx.replica_to(p, b, T.ONLINE_REPLICA)
+    return True
+
+
+def _step_ar_in_memory(tx: Tx, r: Reassignment, p: int) -> bool:
+    return True  # from the next step on the controller's view of AR is RAR
+
+
+def _step_leader(tx: Tx, r: Reassignment, p: int) -> bool:
+    st = tx.snap.part(p).state
+    leader = st.leader if st else 0
+    if leader not in r.rar or leader not in tx.ctx.live:
+        tx.partition_to(p, T.ONLINE_PARTITION, S.REASSIGNED)
+        return True
+    return st is None or tx.bump_leader_epoch(p, r.rar)
+
+
+def _step_old_offline(tx: Tx, r: Reassignment, p: int) -> bool:
+    for b in r.oar:
+        if b not in r.rar and not tx.replica_to(p, b, T.OFFLINE_REPLICA):
+            return False
+    return True
+
+
+def _step_old_deleted(tx: Tx, r: Reassignment, p: int) -> bool:
+    for b in r.oar:
+        if b not in r.rar:
+            tx.replica_to(p, b, T.DELETION_STARTED)
+            tx.replica_to(p, b, T.DELETION_SUCCESSFUL)
+            tx.replica_to(p, b, T.NON_EXISTENT_REPLICA)
+    return True
+
+
+def _step_ar_in_zk(tx: Tx, r: Reassignment, p: int) -> bool:
+    tx.write_assignment(p, r.rar)
+    return True
+
+
+def _step_clear_request(tx: Tx, r: Reassignment, p: int) -> bool:
+    tx.drop_reassignment_request(p)
+    return True
+
+
+def _step_metadata(tx: Tx, r: Reassignment, p: int) -> bool:
+    tx.broadcast_metadata()
+    return True
+
+
+def _step_function(name: str) -> Callable[[Tx, Reassignment, int], bool]:
+    f = globals().get("_step_" + name.replace("-", "_"))
+    if f is None:
+        raise RuntimeError(f"specs/protocol.toml names the reassignment step {name!r}, "
+                           "which impl/controller_core.py does not perform")
+    return f
+
+
+#: step number -> the function performing it, in the order of specs/protocol.toml
+_STEPS: dict[int, Callable[[Tx, Reassignment, int], bool]] = {
+    n: _step_function(name) for n, name in enumerate(REASSIGNMENT_STEPS, start=1)}
 
 
 def op_deletion_response(tx: Tx, p: int, b: int) -> str:

@@ -8,17 +8,20 @@ start offsets never decreasing; an epoch ends where the next entry starts, the l
   leader taking over at its LEO; a record of a newer epoch appended by a leader or a follower).
 - :func:`cut`: cutting the log to length ``n`` drops every entry that starts at ``n`` or later
   (``TruncateToEpochEndOffset``, OffsetOutOfRange in a fetch, a crash).
-- :func:`leader_answer`: the leader's answer to a question about epoch ``e``, by the rule of the
-  generation (``kip-101``: an end offset only; ``kip-279`` and ``kip-320``: an epoch and its end).
+- :func:`leader_answer`: the leader's answer to a question about epoch ``e``, in the answer form
+  of the generation (its trait ``epoch_answer``, specs/protocol.toml): ``end-offset`` (``kip-101``:
+  an end offset only) or ``epoch-and-end-offset`` (``kip-279`` and ``kip-320``: an epoch and its end).
 - :func:`truncation_point`: what the follower makes of the answer: the length to cut its log to,
-  and whether it must ask again (walking back, ``kip-279`` and ``kip-320``, where the follower reads
-  its own cache with the leader's rule).
+  and whether it must ask again (walking back, with ``epoch-and-end-offset``, where the follower
+  reads its own cache with the leader's rule).
 
 ``UNDEFINED`` (-1) stands for an unknown epoch or offset, as in Kafka's protocol.
 """
 from __future__ import annotations
 
 from typing import Iterable, Sequence
+
+from isrcheck.specs.protocol import EpochAnswer
 
 UNDEFINED = -1
 
@@ -62,14 +65,14 @@ def start_of(cache: Sequence[Entry], epoch: int) -> int:
     return UNDEFINED
 
 
-def leader_answer(rule: str, cache: Sequence[Entry], leo: int, asked: int) -> Entry:
+def leader_answer(form: EpochAnswer, cache: Sequence[Entry], leo: int, asked: int) -> Entry:
     """The leader's answer ``(epoch, end offset)`` to a question about epoch ``asked``.
 
-    ``kip-101``: if ``asked`` is the leader's latest epoch, its LEO; if the leader knows an epoch later
+    ``end-offset`` (kip-101): if ``asked`` is the leader's latest epoch, its LEO; if the leader knows an epoch later
     than ``asked`` and ``asked`` is not older than its first epoch, the start of the first epoch later
     than ``asked``; otherwise undefined. No epoch is given with the offset (UNDEFINED).
 
-    ``kip-279`` / ``kip-320``: if ``asked`` is the latest epoch, (``asked``, LEO); if no epoch is later
+    ``epoch-and-end-offset`` (kip-279, kip-320): if ``asked`` is the latest epoch, (``asked``, LEO); if no epoch is later
     than ``asked``, undefined; if ``asked`` is older than every epoch, (``asked``, start of the first
     epoch); otherwise the largest epoch not later than ``asked`` and where it ends (the start of the
     next one).
@@ -79,11 +82,11 @@ def leader_answer(rule: str, cache: Sequence[Entry], leo: int, asked: int) -> En
     if asked == UNDEFINED or not cache:
         return UNDEFINED, UNDEFINED
     if asked == cache[-1][0]:
-        return (UNDEFINED if rule == "kip-101" else asked), leo
+        return (asked if form is EpochAnswer.EPOCH_AND_END_OFFSET else UNDEFINED), leo
     later = [(e, s) for e, s in cache if e > asked]
     if not later:
         return UNDEFINED, UNDEFINED  # newer than every epoch the leader knows
-    if rule == "kip-101":
+    if form is not EpochAnswer.EPOCH_AND_END_OFFSET:
         if asked < cache[0][0]:
             return UNDEFINED, UNDEFINED  # older than every epoch the leader knows
         return UNDEFINED, later[0][1]
@@ -91,16 +94,16 @@ def leader_answer(rule: str, cache: Sequence[Entry], leo: int, asked: int) -> En
     return (earlier[-1] if earlier else asked), later[0][1]
 
 
-def is_undefined(rule: str, answer: Entry) -> bool:
+def is_undefined(form: EpochAnswer, answer: Entry) -> bool:
     epoch, end = answer
-    return end == UNDEFINED or (rule != "kip-101" and epoch == UNDEFINED)
+    return end == UNDEFINED or (form is EpochAnswer.EPOCH_AND_END_OFFSET and epoch == UNDEFINED)
 
 
-def truncation_point(rule: str, cache: Sequence[Entry], leo: int, hw: int, answer: Entry) -> tuple[int, bool]:
+def truncation_point(form: EpochAnswer, cache: Sequence[Entry], leo: int, hw: int, answer: Entry) -> tuple[int, bool]:
     """Where a follower holding ``answer`` cuts its log, and whether it must ask again afterwards.
 
     An undefined answer falls back to the HW, in every generation: min(HW, LEO), then fetch.
-    ``kip-101``: min(end, LEO), then fetch. ``kip-279`` / ``kip-320``, given (``a``, ``end``), the follower
+    ``end-offset``: min(end, LEO), then fetch. ``epoch-and-end-offset``, given (``a``, ``end``), the follower
     looks ``a`` up in its own cache by the leader's rule (:func:`leader_answer`), which gives an epoch
     ``m`` and where ``m`` ends in its own log (``m_end``):
 
@@ -112,11 +115,11 @@ def truncation_point(rule: str, cache: Sequence[Entry], leo: int, hw: int, answe
     The caller fetches rather than asking again when the log became empty.
     """
     a, end = answer
-    if is_undefined(rule, answer):
+    if is_undefined(form, answer):
         return min(hw, leo), False
-    if rule == "kip-101":
+    if form is not EpochAnswer.EPOCH_AND_END_OFFSET:
         return min(end, leo), False
-    m, m_end = leader_answer("kip-279", cache, leo, a)
+    m, m_end = leader_answer(form, cache, leo, a)
     if m == UNDEFINED:
         return min(hw, leo), False
     return min(end, m_end), m != a

@@ -1,5 +1,5 @@
 """A broker's disk: one log segment per partition, the HW checkpoint file, and one leader-epoch
-checkpoint per partition (from ``truncation = "kip-101"`` on).
+checkpoint per partition (from ``generation = "kip-101"`` on).
 
 The broker core asks for disk writes as :class:`~.messages.Persist` effects; a disk performs them
 and, at start-up, gives back a :class:`~.broker_core.DiskImage`. Two disks share that interface:

@@ -1,26 +1,19 @@
-"""The cluster-wide observation (specs/observation.toml) and a validator for it.
+"""The cluster-wide observation (specs/observation.toml).
 
 Each core reports its own part (:meth:`ControllerCore.observe`, :meth:`BrokerCore.observe`); the
 driver reads the store and the disks of stopped brokers, and :func:`assemble` puts them together in
-the schema's shape and order. :func:`validate` checks any JSON value against the schema read from
-``isrcheck.specs`` (this module's own reading of it: the implementation shares only the data).
+the schema's shape and order. The schema's validator is the shared one,
+:func:`isrcheck.specs.observation.validate`: specs/ holds the vocabulary's data and its loaders, no
+model code, so the implementation still shares nothing with the model but specs/.
 """
 from __future__ import annotations
 
-import re
 from typing import Any, Mapping
 
-from isrcheck import specs
+from isrcheck.specs.observation import fields
 
 from . import tables as T
 from .layout import Snapshot
-
-
-class ObservationError(ValueError):
-    def __init__(self, path: str, problem: str) -> None:
-        super().__init__(f"{path or '<observation>'}: {problem}")
-        self.path = path
-        self.problem = problem
 
 
 def absent_replica() -> dict[str, Any]:
@@ -42,13 +35,6 @@ def stopped_replica(log: list[Any], hw_on_disk: int, epochs_on_disk: Any = ()) -
 DEFAULT_REPLICA_FIELDS: dict[str, Any] = {"epochs": [], "fetch_state": "fetching"}
 #: the former name (only high-watermark was implemented)
 HIGH_WATERMARK_REPLICA_FIELDS = DEFAULT_REPLICA_FIELDS
-
-
-def _schema_fields(obj: str) -> list[str]:
-    for o in load_schema()["object"]:
-        if o["name"] == obj:
-            return [f["name"] for f in o.get("field", [])]
-    return []
 
 
 def assemble(nbrokers: int, npartitions: int, snap: Snapshot, controller: Mapping[str, Any],
@@ -86,7 +72,7 @@ def assemble(nbrokers: int, npartitions: int, snap: Snapshot, controller: Mappin
             "preferred_election": p in snap.preferred,
             "deleting": p in snap.deleting,
         })
-    extra = {k: v for k, v in DEFAULT_REPLICA_FIELDS.items() if k in _replica_fields()}
+    extra = {k: v for k, v in DEFAULT_REPLICA_FIELDS.items() if k in fields("replica")}
     for b in range(1, nbrokers + 1):
         reps = brokers.get(b, {}).get("replicas", {})
         for p in range(npartitions):
@@ -96,74 +82,3 @@ def assemble(nbrokers: int, npartitions: int, snap: Snapshot, controller: Mappin
                 entry.setdefault(k, list(v) if isinstance(v, list) else v)
             obs["replicas"].append(entry)
     return obs
-
-
-_REPLICA_FIELDS: list[str] | None = None
-
-
-def _replica_fields() -> list[str]:
-    global _REPLICA_FIELDS
-    if _REPLICA_FIELDS is None:
-        _REPLICA_FIELDS = _schema_fields("replica")
-    return _REPLICA_FIELDS
-
-
-# ---------------------------------------------------------------------------- validation
-_LIST = re.compile(r"^list\[(.+)\]$")
-
-
-def load_schema() -> dict[str, Any]:
-    return specs.load("observation.toml")
-
-
-def validate(obs: Any, schema: Mapping[str, Any] | None = None) -> None:
-    """Raise :class:`ObservationError` at the first place ``obs`` departs from the schema."""
-    schema = schema if schema is not None else load_schema()
-    objects = {o["name"]: o.get("field", []) for o in schema["object"]}
-    _check(obs, schema["root"], objects, "", None)
-
-
-def _check(v: Any, typ: str, objects: Mapping[str, list], path: str, f: Mapping[str, Any] | None) -> None:
-    m = _LIST.match(typ)
-    if m:
-        if not isinstance(v, list):
-            raise ObservationError(path, f"expected a list, got {type(v).__name__}")
-        item = m.group(1)
-        for i, x in enumerate(v):
-            _check(x, item, objects, f"{path}[{i}]", f)
-        if f is not None:
-            if f.get("sorted") and v != sorted(v):
-                raise ObservationError(path, "not in ascending order")
-            if f.get("unique") and len({repr(x) for x in v}) != len(v):
-                raise ObservationError(path, "has a repeated item")
-        return
-    if typ == "int":
-        if isinstance(v, bool) or not isinstance(v, int):
-            raise ObservationError(path, f"expected int, got {v!r}")
-        if f is not None and "min" in f and v < f["min"]:
-            raise ObservationError(path, f"{v} is below the minimum {f['min']}")
-        return
-    if typ == "bool":
-        if not isinstance(v, bool):
-            raise ObservationError(path, f"expected bool, got {v!r}")
-        return
-    if typ == "string":
-        if not isinstance(v, str):
-            raise ObservationError(path, f"expected string, got {v!r}")
-        if f is not None and "values" in f and v not in f["values"]:
-            raise ObservationError(path, f"{v!r} is not one of {f['values']}")
-        return
-    fields = objects.get(typ)
-    if fields is None:
-        raise ObservationError(path, f"the schema has no type {typ!r}")
-    if not isinstance(v, dict):
-        raise ObservationError(path, f"expected a {typ} object, got {type(v).__name__}")
-    names = [x["name"] for x in fields]
-    for name in v:
-        if name not in names:
-            raise ObservationError(f"{path}.{name}" if path else name, "unknown field")
-    for fd in fields:
-        sub = f"{path}.{fd['name']}" if path else fd["name"]
-        if fd["name"] not in v:
-            raise ObservationError(sub, "missing")
-        _check(v[fd["name"]], fd["type"], objects, sub, fd)

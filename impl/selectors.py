@@ -2,8 +2,8 @@
 
 A selector is a strategy object (seed 003): given what the controller knows about one partition it
 returns a :class:`Decision` (leader, ISR, receivers of LeaderAndIsr) or raises
-:class:`NoLeaderEligible`. Ties go to assignment order: the first qualifying replica of AR (or of
-RAR for the ReassignedPartition selector) wins.
+:class:`NoEligibleLeader` (a name shared with the model, specs/protocol.toml). Ties go to assignment
+order: the first qualifying replica of AR (or of RAR for the ReassignedPartition selector) wins.
 """
 from __future__ import annotations
 
@@ -29,7 +29,9 @@ class Decision:
     unclean: bool = False
 
 
-class NoLeaderEligible(Exception):
+class NoEligibleLeader(Exception):
+    """No replica qualifies; the partition keeps its current leader and ISR."""
+
     def __init__(self, selector: str, reason: str) -> None:
         super().__init__(f"{selector}: {reason}")
         self.selector = selector
@@ -42,8 +44,8 @@ class LeaderSelector:
     def select(self, v: PartitionView) -> Decision:
         raise NotImplementedError
 
-    def fail(self, reason: str) -> NoLeaderEligible:
-        return NoLeaderEligible(self.name, reason)
+    def fail(self, reason: str) -> NoEligibleLeader:
+        return NoEligibleLeader(self.name, reason)
 
 
 class NoOpLeaderSelector(LeaderSelector):

@@ -15,7 +15,7 @@ conformance harness uses; it follows the model's atomicity choices (specs/00-sco
 - a fetch is one step: the request, the leader's handling (including its conditional ISR write in
   the store) and the response are delivered within ``Fetch``; a broker's answer to a deleting
   StopReplica reaches the controller that sent it within the delivery;
-- leader-epoch reconciliation (``truncation`` = ``kip-101`` / ``kip-279`` / ``kip-320``) is two steps:
+- leader-epoch reconciliation (``generation`` = ``kip-101`` / ``kip-279`` / ``kip-320``) is two steps:
   ``OffsetsForLeaderEpoch(f, p)`` delivers the follower's question to its leader and the leader's
   answer back, where it waits in the follower's replica (``truncate-pending``);
   ``TruncateToEpochEndOffset(f, p)`` has the follower apply it. Under ``kip-320`` a fetch or a
@@ -50,10 +50,12 @@ from collections import deque
 from dataclasses import dataclass, field
 from typing import Any, Iterable
 
+from isrcheck.specs.actions import action_text
+
 from . import layout as L
 from .broker_core import ASK_EPOCH_END, FETCHING, NO_LEADER, TRUNCATE_PENDING, BrokerCore
 from .config import ImplConfig, from_mapping
-from .controller_core import NOT_ENABLED, ControllerCore
+from .controller_core import NOT_ENABLED, STEP_START, ControllerCore
 from .log import SimDisk
 from .messages import (
     CancelTimer,
@@ -363,7 +365,7 @@ class Simulator:
         if len(args) != arity:
             raise ActionError(f"{name} takes {arity} argument(s), got {len(args)}")
         self.now += 1
-        self.events.append(f"t={self.now} {name}({', '.join(_fmt(a) for a in args)})")
+        self.events.append(f"t={self.now} {action_text(name, args)}")
         fn(*args)
 
     def _a_DeliverRequest(self, b: int) -> None:
@@ -403,9 +405,9 @@ class Simulator:
         return r, leader.core.replicas[p]
 
     def _check_fenced(self, r: Any, lr: Any, what: str) -> None:
-        if self.cfg.truncation == "kip-320" and r.leader_epoch != lr.leader_epoch:
+        if self.cfg.traits.fenced_by_leader_epoch and r.leader_epoch != lr.leader_epoch:
             raise NotEnabled(f"{what} is fenced: the follower's leader epoch {r.leader_epoch} is not the "
-                             f"leader's {lr.leader_epoch} (kip-320)")
+                             f"leader's {lr.leader_epoch} ({self.cfg.generation})")
 
     def _a_Fetch(self, f: int, p: int) -> None:
         r, lr = self._followed_leader(f, p)
@@ -457,7 +459,7 @@ class Simulator:
     def _a_ReassignPartition(self, e: int, p: int, step: int) -> None:
         proc = self.controller(e)
         r = proc.core.ctx.reassign.get(p)
-        expected = r.step if r is not None else 1
+        expected = r.step if r is not None else STEP_START
         if step != expected:
             raise NotEnabled(f"controller {e}'s next reassignment step of partition {p} is {expected}, not {step}")
         self._controller_cmd(proc, "ReassignPartition", (p,))
@@ -599,7 +601,7 @@ class Simulator:
                     lp = self.brokers.get(r.leader)
                     if lp is not None and lp.core.leads(p):
                         lr = lp.core.replicas[p]
-                        served = cfg.truncation != "kip-320" or r.leader_epoch == lr.leader_epoch
+                        served = not cfg.traits.fenced_by_leader_epoch or r.leader_epoch == lr.leader_epoch
                         if r.fetch_state == ASK_EPOCH_END and served:
                             out.append(("OffsetsForLeaderEpoch", (b, p)))
                         elif r.fetch_state == FETCHING and served and b in lr.assigned:
@@ -613,7 +615,7 @@ class Simulator:
             for name, args in proc.core.enabled_commands(snap):
                 if name == "ReassignPartition":
                     r = proc.core.ctx.reassign.get(args[0])
-                    args = (args[0], r.step if r is not None else 1)
+                    args = (args[0], r.step if r is not None else STEP_START)
                 out.append((name, (e, *args)))
             if proc is self.active and self.budget.has("operations.controlled_shutdowns"):
                 for b in sorted(proc.core.ctx.live - proc.core.ctx.shutting_down):
@@ -721,12 +723,6 @@ class _Empty:
 
 
 _EMPTY = _Empty()
-
-
-def _fmt(a: Any) -> str:
-    if isinstance(a, tuple):
-        return "[" + ",".join(str(x) for x in a) + "]"
-    return str(a)
 
 
 def _short(msg: Any) -> str:

@@ -1,7 +1,8 @@
 """Named safety properties over model states (specs/06-properties.md).
 
 ``build_model`` assembles a checkable model: the protocol, the properties that apply to its
-configuration, and symmetry reduction where the configuration allows it.
+configuration, and symmetry reduction where the configuration allows it. The z3 encodings and
+proofs are the subpackage ``symbolic`` (not imported here: import the module you need).
 """
 from __future__ import annotations
 

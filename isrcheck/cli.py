@@ -19,8 +19,6 @@ from rich.markup import escape
 from isrcheck import __version__, manifest, render
 from isrcheck import native as _native
 from isrcheck.invariants import ALL_PROPERTIES, build_model
-from isrcheck.manifest import ManifestError
-from isrcheck.model.action_text import ActionSyntaxError
 from isrcheck.model.checker import Checker
 from isrcheck.model.parallel import search
 from isrcheck.model.config import ConfigError
@@ -28,6 +26,9 @@ from isrcheck.model.simulate import simulate as run_simulation
 from isrcheck.variants import VariantError, load_variant
 from isrcheck.model.symmetry import symmetry_allowed
 from isrcheck.scenario import ScenarioError, broken_properties, load_scenario, replay
+from isrcheck.specs.actions import ActionSyntaxError
+from isrcheck.specs.manifest import ManifestError, select
+from isrcheck.specs.protocol import GENERATION_NAMES
 
 USER_ERRORS = (ConfigError, ManifestError, ScenarioError, ActionSyntaxError, VariantError)
 
@@ -259,7 +260,7 @@ def gate(names: tuple[str, ...], everything: bool, as_json: bool) -> None:
 
     Runs the default set, or every model with --all, or the NAMEs given. Exits 0 only if all match.
     """
-    entries = manifest.select(manifest.load(), names, everything)
+    entries = select(manifest.load(), names, everything)
     if not entries:
         raise ManifestError("no models to check")
     rows: list[dict[str, Any]] = []
@@ -311,9 +312,9 @@ def diff(a: str, b: str, base_model: str | None, config_file: str | None, overri
          witnesses: int, max_states: int | None, as_json: bool) -> None:
     """Which properties change verdict between A and B, and which behaviours one reaches and the other not.
 
-    A and B are each a generation (high-watermark, kip-101, kip-279, kip-320), a variant
-    MODULE:ATTR, a configuration file (.toml) or a manifest model. Generations and variants take
-    their bounds from --model NAME or --config FILE (with --set overrides).
+    A and B are each a protocol generation ({generations}), a variant MODULE:ATTR, a
+    configuration file (.toml) or a manifest model. Generations and variants take their bounds
+    from --model NAME or --config FILE (with --set overrides).
     """
     from isrcheck import diff as D
 
@@ -362,6 +363,9 @@ def diff(a: str, b: str, base_model: str | None, config_file: str | None, overri
             console.print(f"[yellow]incomplete:[/yellow] the state limit stopped {', '.join(incomplete)}; "
                           "differences may be missing")
     _exit(1 if result.changes else 0)
+
+
+diff.help = (diff.help or "").replace("{generations}", ", ".join(GENERATION_NAMES))  # from specs/protocol.toml
 
 
 # ---------------------------------------------------------------------------- gallery

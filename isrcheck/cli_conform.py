@@ -30,9 +30,9 @@ from isrcheck.conformance.export import export
 from isrcheck.conformance.replay import conform_trace
 from isrcheck.conformance.selflog import validate_selflogs
 from isrcheck.conformance.traces import TraceError, load_trace, trace_from_steps, write_trace
-from isrcheck.conformance.vocab import VocabularyError, action_text
-from isrcheck.manifest import ManifestError
 from isrcheck.model.config import ConfigError
+from isrcheck.specs.actions import VocabularyError, action_text
+from isrcheck.specs.manifest import ManifestError
 
 __all__ = ["conform", "traces", "validate"]
 

@@ -25,15 +25,15 @@ from rich.table import Table
 from rich.text import Text
 
 from isrcheck import manifest, render
-from isrcheck.invariants.z3_verdicts import (
+from isrcheck.invariants.symbolic.verdicts import (
     EXIT_BAD_INPUT,
     Obligation,
     Verdict,
     exit_code,
     overall,
 )
-from isrcheck.manifest import ManifestError
 from isrcheck.model.config import Config, ConfigError
+from isrcheck.specs.manifest import ManifestError, Target
 
 VERDICT_STYLE = {Verdict.PROVED: "bold green", Verdict.REFUTED: "bold red", Verdict.UNKNOWN: "bold yellow"}
 EXIT_HELP = ("Exit status: 0 every claim proved; 1 a claim refuted; 3 something unknown (a query hit "
@@ -53,7 +53,7 @@ def _guarded(fn: Callable[..., None]) -> Callable[..., None]:
     """Turn the input errors of the symbolic commands into ``error: ...`` and exit status 2."""
     import functools
 
-    from isrcheck.invariants.z3_replication import Unsupported
+    from isrcheck.invariants.symbolic.instance import Unsupported
 
     @functools.wraps(fn)
     def wrapper(*args: Any, **kwargs: Any) -> None:
@@ -229,7 +229,7 @@ def selectors(max_brokers: int, protocol_spec: str | None, exhaustive_brokers: i
     code on --samples random inputs. A variant's select() (--protocol) cannot be read by z3: it is
     checked on every input up to --exhaustive-brokers and on random inputs up to --max-brokers.
     """
-    from isrcheck.invariants.z3_selectors import prove_selectors
+    from isrcheck.invariants.symbolic.selectors import prove_selectors
     from isrcheck.model.protocol import Protocol
 
     select = None
@@ -245,7 +245,7 @@ def selectors(max_brokers: int, protocol_spec: str | None, exhaustive_brokers: i
     obligations = list(report.obligations)
     disagree = [c for c in report.agreement if c.mismatch is not None]
     for c in disagree:  # the proof is about the encoding: if it differs from the code, say so loudly
-        from isrcheck.invariants.z3_selectors import describe_input, describe_output
+        from isrcheck.invariants.symbolic.selectors import describe_input, describe_output
 
         inp, enc, code = c.mismatch
         obligations.append(Obligation(
@@ -290,7 +290,7 @@ def transitions(no_invariants: bool, detects_restarts: bool, timeout: float, as_
     the context invariants admit, and checks that each context invariant holds initially and is
     preserved by every operation and by other actors (specs/08-symbolic.md#state-machines).
     """
-    from isrcheck.invariants.z3_transitions import prove_transitions
+    from isrcheck.invariants.symbolic.transitions import prove_transitions
 
     start = time.perf_counter()
     generation = "kafka-2.2+" if detects_restarts else "kafka-0.8"
@@ -309,7 +309,7 @@ def transitions(no_invariants: bool, detects_restarts: bool, timeout: float, as_
           "Controller operations vs state-machine tables", report.obligations, extra)
 
 
-def _target(name: str | None, config_file: str | None, overrides: Sequence[str], default: str) -> manifest.Target:
+def _target(name: str | None, config_file: str | None, overrides: Sequence[str], default: str) -> Target[Config]:
     if not name and not config_file:
         name = default
     return manifest.resolve(name, config_file, overrides)
@@ -347,7 +347,7 @@ def inductive(name: str | None, config_file: str | None, overrides: tuple[str, .
     strengthening candidates is computed (Houdini); a property outside it gets a counterexample to
     induction: a pair of states and the action between them (specs/08-symbolic.md).
     """
-    from isrcheck.invariants.z3_induction import prove_inductive
+    from isrcheck.invariants.symbolic.induction import prove_inductive
 
     target = _target(name, config_file, overrides, "hw-truncation-one-crash")
     start = time.perf_counter()
@@ -361,7 +361,7 @@ def inductive(name: str | None, config_file: str | None, overrides: tuple[str, .
                            + (", ".join(res.kept) or "none"), style="dim"))
         console.print(Text("candidates discarded (not inductive here): "
                            + (", ".join(sorted(res.dropped)) or "none"), style="dim"))
-        from isrcheck.invariants.z3_replication import NOT_ENCODED
+        from isrcheck.invariants.symbolic.replication import NOT_ENCODED
 
         for prop, why in NOT_ENCODED.items():
             console.print(Text(f"{prop}: {why}", style="dim"))
@@ -398,7 +398,7 @@ def bmc(name: str | None, config_file: str | None, overrides: tuple[str, ...], d
     step the model refuses); lengths count actions exactly as `isrcheck check` does, so both agree
     (specs/08-symbolic.md#bounded-model-checking).
     """
-    from isrcheck.invariants.z3_replication import bmc as run_bmc
+    from isrcheck.invariants.symbolic.bmc import bmc as run_bmc
 
     target = _target(name, config_file, overrides, "")
     start = time.perf_counter()

@@ -18,10 +18,10 @@ from typing import Any, Iterator, NoReturn
 import click
 
 from isrcheck import manifest, render
-from isrcheck.manifest import ManifestError
-from isrcheck.model.action_text import ActionSyntaxError
 from isrcheck.model.config import ConfigError
 from isrcheck.pipeline.errors import PipelineError
+from isrcheck.specs.actions import ActionSyntaxError
+from isrcheck.specs.manifest import ManifestError
 
 
 def _user_errors() -> tuple[type[BaseException], ...]:

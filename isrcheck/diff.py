@@ -15,13 +15,14 @@ from typing import Any
 from isrcheck import manifest
 from isrcheck.invariants import build_model
 from isrcheck.model.checker import Checker, CheckResult, Step, Violation
-from isrcheck.model.config import TRUNCATION_RULES, Config, ConfigError
+from isrcheck.model.config import Config, ConfigError
 from isrcheck.model.protocol import Protocol
 from isrcheck.model.state import State
+from isrcheck.specs.protocol import GENERATION_KEY, GENERATION_NAMES
 from isrcheck.variants import ProtocolFactory, load_variant
 
 #: configuration keys that choose the protocol rather than the bounds
-PROTOCOL_KEYS = ("truncation", "acks", "unclean_leader_election", "detect_restarts", "fenced_controller_writes",
+PROTOCOL_KEYS = (GENERATION_KEY, "acks", "unclean_leader_election", "detect_restarts", "fenced_controller_writes",
                  "hw_checkpoint", "stale_controller", "min_insync_replicas")
 
 
@@ -34,10 +35,10 @@ class Side:
 
 def resolve_side(text: str, base: Config | None) -> Side:
     """A generation name, a variant ``module:attr``, a config file, or a manifest model."""
-    if text in TRUNCATION_RULES:
+    if text in GENERATION_NAMES:
         if base is None:
             raise ConfigError(f"{text!r} is a generation: give the bounds with --config FILE or --model NAME")
-        return Side(text, dataclasses.replace(base, truncation=text))
+        return Side(text, dataclasses.replace(base, generation=text))
     if ":" in text:
         if base is None:
             raise ConfigError(f"{text!r} is a variant: give the bounds with --config FILE or --model NAME")

@@ -13,6 +13,7 @@ This module is imported by the package root before anything else and must stay p
 from __future__ import annotations
 
 import importlib.machinery
+import importlib.util
 import os
 import sys
 from collections.abc import Sequence
@@ -28,6 +29,7 @@ COMPILED_MODULES: tuple[str, ...] = (
     "isrcheck.model.tables",
     "isrcheck.model.selectors",
     "isrcheck.model.world",
+    "isrcheck.model.follower",
     "isrcheck.model.broker",
     "isrcheck.model.controller",
     "isrcheck.model.protocol",
@@ -35,6 +37,8 @@ COMPILED_MODULES: tuple[str, ...] = (
     "isrcheck.model.kafka",
     "isrcheck.model.symmetry",
     "isrcheck.model.codec",
+    "isrcheck.model.engine",
+    "isrcheck.model.explore",
     "isrcheck.model.checker",
     "isrcheck.model.parallel",
     "isrcheck.invariants.properties",
@@ -126,9 +130,9 @@ def install_pure_finder() -> None:
 
 def build() -> str:
     """``"compiled"`` when the compiled modules are in use in this process, else ``"pure"``."""
-    from isrcheck.model import checker
-
-    return "compiled" if not (checker.__file__ or "").endswith(".py") else "pure"
+    spec = importlib.util.find_spec("isrcheck.model.checker")  # the loaded module's, once imported
+    origin = spec.origin if spec is not None else None
+    return "compiled" if origin and not origin.endswith(".py") else "pure"
 
 
 def describe() -> str:

@@ -152,7 +152,7 @@ def _controller_to_json(c: Controller | None) -> dict[str, Any] | None:
     return {
         "epoch": c.epoch,
         "live": _ids(c.live),
-        "generation": _by_broker(c.generation),
+        "registrations": _by_broker(c.registrations),
         "partition_states": {str(p): PartitionState(s).label for p, s in enumerate(c.partition_states)},
         "replica_states": {
             str(p): {str(b + 1): ReplicaState(s).label for b, s in enumerate(row)}
@@ -189,7 +189,7 @@ def state_to_json(s: State) -> dict[str, Any]:
     return {
         "zk": {
             "live": _ids(zk.live),
-            "generation": _by_broker(zk.generation),
+            "registrations": _by_broker(zk.registrations),
             "controller_epoch": zk.controller_epoch,
             "partitions": [
                 {
@@ -498,6 +498,13 @@ def manifest_table(entries: Sequence[Any]) -> Table:
     return table
 
 
+def expectation(entry: Any) -> str:
+    """A manifest entry's expectation, short: ``success``, ``success, 245 states``, ``NoCommittedWriteLost in 8``."""
+    if entry.expect == "safety_failure":
+        return f"{entry.property} in {entry.length}"
+    return "success" if entry.states is None else f"success, {entry.states:,} states"
+
+
 def found_text(result: Any) -> Text:
     if result is None:
         return Text("crashed", style="bold red")
@@ -529,7 +536,7 @@ def gate_table(rows: Sequence[dict[str, Any]]) -> Table:
                 unpinned = True
         table.add_row(
             entry.name,
-            entry.expectation(),
+            expectation(entry),
             found_text(result),
             states,
             "-" if result is None else f"{result.seconds:.2f}",

@@ -20,10 +20,13 @@ from typing import Any
 
 from isrcheck import manifest
 from isrcheck.invariants import build_model
-from isrcheck.model.action_text import ActionSyntaxError, parse
+from isrcheck.model.action_text import parse
 from isrcheck.model.actions import Action
-from isrcheck.model.checker import Model, ModelFault, Step, replay_actions
+from isrcheck.model.engine import Checks, Model, ModelFault, Step
+from isrcheck.model.explore import replay_actions, verdicts
 from isrcheck.model.config import Config, ConfigError, from_mapping
+from isrcheck.specs.actions import ActionSyntaxError
+from isrcheck.specs.manifest import ManifestError
 
 _KEYS = {"description", "model", "config", "steps"}
 
@@ -56,7 +59,7 @@ def parse_scenario(doc: Mapping[str, Any], source: str) -> Scenario:
             raise ScenarioError(f"{source}: model must be a model name, got {name!r}")
         try:
             config = manifest.get(name).config
-        except manifest.ManifestError as e:
+        except ManifestError as e:
             raise ScenarioError(f"{source}: {e}") from None
     else:
         raw = doc["config"]
@@ -108,18 +111,10 @@ def replay(model: Model[Any, Any], actions: Sequence[Action], source: str = "sce
 
 def broken_properties(model: Model[Any, Any], steps: Sequence[Step]) -> list[tuple[int, str]]:
     """``(step, property)`` for the first step at which each always/transition property breaks."""
-    props = list(model.properties())
     found: dict[str, int] = {}
-    prev = None
-    for i, st in enumerate(steps):
-        for p in props:
-            if p.name in found:
-                continue
-            if p.kind == "always" and not p.check(st.state):
-                found[p.name] = i
-            elif p.kind == "transition" and prev is not None and not p.check(prev, st.state):
-                found[p.name] = i
-        prev = st.state
+    for i, ps in enumerate(verdicts(steps, Checks.of(model))):
+        for name in ps.broken:
+            found.setdefault(name, i)
     return sorted(((i, name) for name, i in found.items()))
 
 

@@ -1,13 +1,16 @@
 """Every action of the model: when it is enabled and what it does.
 
 An :class:`Action` is a name and a tuple of arguments, exactly as listed in specs/actions.toml
-(the vocabulary the reference implementation and the conformance harness share). Controllers are
-named by their epoch, brokers by id, partitions by index.
+(the vocabulary the reference implementation and the conformance harness share), and ``str`` of it
+is the vocabulary's text form (:func:`isrcheck.specs.actions.action_text`). Controllers are named
+by their epoch, brokers by id, partitions by index.
 """
 from __future__ import annotations
 
 from itertools import product
 from typing import Callable, NamedTuple
+
+from isrcheck.specs.actions import action_text
 
 from . import broker as B
 from . import controller as C
@@ -34,7 +37,7 @@ class Action(NamedTuple):
     args: tuple
 
     def __str__(self) -> str:
-        return f"{self.name}({', '.join(_fmt(a) for a in self.args)})"
+        return action_text(self.name, self.args)
 
 
 _new = tuple.__new__
@@ -43,12 +46,6 @@ _new = tuple.__new__
 def make_action(name: str, args: tuple) -> Action:
     """``Action(name, args)`` without the NamedTuple's interpreted constructor (see state.py)."""
     return _new(Action, (name, args))
-
-
-def _fmt(a: object) -> str:
-    if isinstance(a, tuple):
-        return "[" + ",".join(str(x) for x in a) + "]"
-    return str(a)
 
 
 # ---------------------------------------------------------------------------- enumeration
@@ -104,7 +101,7 @@ def enabled_actions(protocol: Protocol, s: State) -> list[Action]:
         if c is None:
             continue
         e = c.epoch
-        if c.live != zk.live or (protocol.detects_restarts() and c.generation != zk.generation):
+        if c.live != zk.live or (protocol.detects_restarts() and c.registrations != zk.registrations):
             out.append(make_action("ProcessBrokerChange", (e,)))
         if protocol.topic_creation and not zk.deleting and any(
                 zk.partitions[p].replicas and zk.partitions[p].version == 0
@@ -113,7 +110,7 @@ def enabled_actions(protocol: Protocol, s: State) -> list[Action]:
         for p in range(nparts):
             step = c.reassign_step[p]
             if (step or (active and zk.reassign[p])) and C.reassignment_step_enabled(zk, c, p):
-                out.append(make_action("ReassignPartition", (e, p, step if step > 1 else 1)))
+                out.append(make_action("ReassignPartition", (e, p, C.next_reassignment_step(c, step))))
             if zk.preferred >> p & 1:
                 out.append(make_action("ElectPreferredLeader", (e, p)))
         if zk.deleting:

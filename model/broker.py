@@ -9,7 +9,7 @@ why a follower's HW lags the leader's by one fetch.
 from __future__ import annotations
 
 from . import epochs as E
-from .brokersets import bit, mask_of, members, size
+from .brokersets import bit, mask_of, members
 from .records import ids_in, make_record
 from .state import (
     ASK_EPOCH_END,
@@ -78,30 +78,6 @@ def _become_leader(w: World, b: int, p: int, r: Replica, req: LeaderAndIsr) -> N
     w.expose(p, r.log, r.hw)
 
 
-def become_follower_truncating_to_hw(w: World, b: int, p: int, r: Replica, req: LeaderAndIsr) -> Replica:
-    """The seeds' rule: on a leader change, stop any commit work and truncate the log to the HW."""
-    log = r.log
-    if r.leader != req.leader:
-        log = log[: r.hw]
-    return make_replica(log, min(r.hw, len(log)), r.checkpoint, req.leader, req.leader_epoch, 0, 0, (), 0, 0)
-
-
-def become_follower_reconciling_by_epoch(w: World, b: int, p: int, r: Replica, req: LeaderAndIsr,
-                                         on_every_epoch: bool) -> Replica:
-    """KIP-101 onwards: keep the log and ask the new leader where our latest epoch ends.
-
-    Reconciliation starts on a leader change, or (KAFKA-7164, with ``on_every_epoch``) on any
-    leader-epoch change. A follower with an empty log has nothing to reconcile.
-    """
-    changed = r.leader != req.leader or (on_every_epoch and r.leader_epoch != req.leader_epoch)
-    state: int = r.fetch_state
-    answer: tuple[int, ...] = r.answer
-    if changed:
-        state, answer = (ASK_EPOCH_END if r.log else FETCHING), ()
-    return make_replica(r.log, r.hw, r.checkpoint, req.leader, req.leader_epoch, 0, 0, (), 0, 0,
-                   r.epochs, state, answer)
-
-
 def offsets_for_leader_epoch(w: World, f: int, p: int) -> None:
     """The follower asks its leader where its latest epoch ends; the answer waits in its replica."""
     rf = w.replica(f, p)
@@ -109,10 +85,10 @@ def offsets_for_leader_epoch(w: World, f: int, p: int) -> None:
     rl = w.replica(rf.leader, p)
     assert rl is not None
     asked = E.latest(rf.epochs)
-    if w.protocol.answers_like_kip101:
-        answer = E.end_offset_kip101(rl.epochs, len(rl.log), asked)
-    else:
+    if w.protocol.answers_with_epoch:  # KIP-279 on: the epoch answered for, and where it ends
         answer = E.end_offset_kip279(rl.epochs, len(rl.log), asked)
+    else:  # KIP-101: where the asked epoch ends
+        answer = E.end_offset_kip101(rl.epochs, len(rl.log), asked)
     w.set_replica(f, p, make_replica(rf.log, rf.hw, rf.checkpoint, rf.leader, rf.leader_epoch, rf.isr, rf.zk_version,
                                      rf.remote_leo, rf.pending, rf.assigned, rf.epochs, TRUNCATE_PENDING, answer))
 
@@ -126,7 +102,7 @@ def truncate_to_epoch_end(w: World, f: int, p: int) -> None:
     done = True
     if epoch == E.UNDEFINED:  # neither side knows a common epoch: fall back to the HW
         cut = min(rf.hw, leo)
-    elif w.protocol.answers_like_kip101:
+    elif not w.protocol.answers_with_epoch:
         cut = min(end, leo)
     else:
         # the follower reads its own cache with the leader's rule
@@ -141,15 +117,6 @@ def truncate_to_epoch_end(w: World, f: int, p: int) -> None:
     w.set_replica(f, p, make_replica(log, min(rf.hw, cut), rf.checkpoint, rf.leader, rf.leader_epoch, rf.isr,
                                      rf.zk_version, rf.remote_leo, rf.pending, rf.assigned, E.truncate(rf.epochs, cut),
                                      state, ()))
-
-
-def can_query_epoch(w: World, f: int, p: int) -> bool:
-    rf = w.replica(f, p)
-    if rf is None or rf.fetch_state != ASK_EPOCH_END or rf.leader in (NO_LEADER, f):
-        return False
-    rl = w.replica(rf.leader, p)
-    return (is_leader(w, rf.leader, p) and rl is not None
-            and w.protocol.epoch_matches(rf.leader_epoch, rl.leader_epoch))
 
 
 def _stop_replica(w: World, b: int, req: StopReplica) -> None:
@@ -168,12 +135,6 @@ def _stop_replica(w: World, b: int, req: StopReplica) -> None:
 
 
 # ---------------------------------------------------------------------------- replication path
-def is_leader(w: World, b: int, p: int) -> bool:
-    br = w.brokers[b - 1]
-    r = br.replicas[p]
-    return br.alive and r is not None and r.leader == b
-
-
 def advance_hw(w: World, leader: int, p: int, r: Replica) -> Replica:
     """HW = the smallest LEO in the leader's ISR; acknowledge what that commits."""
     new_hw = len(r.log)
@@ -210,13 +171,6 @@ def produce(w: World, leader: int, p: int) -> None:
     w.set_replica(leader, p, advance_hw(w, leader, p, r))
 
 
-def can_produce(w: World, leader: int, p: int) -> bool:
-    r = w.replica(leader, p)
-    cfg = w.protocol.config
-    return (r is not None and w.ghost[p].produced < cfg.max_records
-            and (cfg.acks == "1" or size(r.isr) >= cfg.min_insync_replicas) and bool(w.parts[p].replicas))
-
-
 def fetch(w: World, f: int, p: int) -> None:
     rf = w.replica(f, p)
     assert rf is not None
@@ -249,15 +203,6 @@ def fetch(w: World, f: int, p: int) -> None:
                                 rf.fetch_state, rf.answer))
 
 
-def can_fetch(w: World, f: int, p: int) -> bool:
-    rf = w.replica(f, p)
-    if rf is None or rf.leader in (NO_LEADER, f) or rf.fetch_state != FETCHING:
-        return False
-    rl = w.replica(rf.leader, p)
-    return (is_leader(w, rf.leader, p) and rl is not None and bool(rl.assigned >> f & 1)
-            and w.protocol.epoch_matches(rf.leader_epoch, rl.leader_epoch))
-
-
 def write_isr(w: World, leader: int, p: int, rl: Replica, isr: int) -> int:
     """The leader's conditional write of its leader/ISR view; the new znode version, or 0 if refused.
 
@@ -281,12 +226,6 @@ def shrink_isr(w: World, leader: int, p: int, follower: int) -> None:
     rl = make_replica(rl.log, rl.hw, rl.checkpoint, rl.leader, rl.leader_epoch, new_isr, version, rl.remote_leo, rl.pending,
                       rl.assigned, rl.epochs, rl.fetch_state, rl.answer)
     w.set_replica(leader, p, advance_hw(w, leader, p, rl))
-
-
-def can_shrink_isr(w: World, leader: int, p: int, follower: int) -> bool:
-    rl = w.replica(leader, p)
-    return (rl is not None and follower != leader and bool(rl.isr >> follower & 1)
-            and w.parts[p].version == rl.zk_version)
 
 
 def checkpoint_hw(w: World, b: int, p: int) -> None:
@@ -332,6 +271,6 @@ def restart(w: World, b: int) -> None:
     w.set_broker(b - 1, make_broker(True, br.controller_epoch, br.replicas))
     w.live |= bit(b)
     if w.protocol.detects_restarts():
-        gen = list(w.generation)
-        gen[b - 1] += 1
-        w.generation = tuple(gen)
+        registrations = list(w.registrations)
+        registrations[b - 1] += 1
+        w.registrations = tuple(registrations)

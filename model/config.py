@@ -12,12 +12,18 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from isrcheck.specs.protocol import (
+    DEFAULT_GENERATION,
+    GENERATION_ALIASES,
+    Generation,
+    generation_setting,
+    parse_generation,
+)
+
 MAX_BROKERS = 8
 MAX_PARTITIONS = 4
 MAX_RECORDS = 8
 
-#: The truncation rule a follower applies when its leader changes, by protocol generation.
-TRUNCATION_RULES = ("high-watermark", "kip-101", "kip-279", "kip-320")
 ACKS = ("all", "1")
 
 
@@ -64,7 +70,7 @@ class Config:
     unclean_leader_election: bool = False
     hw_checkpoint: str = "periodic"  # "periodic" | "every-change"
     stale_controller: bool = True
-    truncation: str = "high-watermark"  # one of TRUNCATION_RULES
+    generation: Generation = DEFAULT_GENERATION  # the protocol generation (specs/protocol.toml)
     acks: str = "all"  # "all" | "1"
     detect_restarts: bool = False  # the controller notices a quick restart (Kafka 2.2+)
     fenced_controller_writes: bool = False  # ZooKeeper refuses a deposed controller's writes (2.1+)
@@ -73,6 +79,10 @@ class Config:
     operations: Operations = field(default_factory=Operations)
 
     def __post_init__(self) -> None:
+        try:  # dataclasses.replace(cfg, generation="kip-320") gives the name: hold the Generation
+            object.__setattr__(self, "generation", parse_generation(self.generation))
+        except ValueError as e:
+            raise ConfigError(str(e)) from None
         if not self.assignment:  # the default spreads partitions round-robin over the brokers
             object.__setattr__(self, "assignment", default_assignment(self.brokers, self.partitions,
                                                                       self.replication_factor))
@@ -87,6 +97,7 @@ class Config:
 
     def to_dict(self) -> dict[str, Any]:
         d = dataclasses.asdict(self)
+        d["generation"] = self.generation.value
         d["assignment"] = [list(a) for a in self.assignment]
         d["operations"]["reassignments"] = [
             {"partition": r.partition, "target": list(r.target)} for r in self.operations.reassignments
@@ -138,7 +149,7 @@ def from_mapping(raw: dict[str, Any]) -> Config:
     raw = dict(raw)
     raw.pop("name", None)
     raw.pop("description", None)
-    _unknown("", set(raw), _TOP_KEYS)
+    _unknown("", set(raw) - set(GENERATION_ALIASES), _TOP_KEYS)
     brokers = _int("brokers", raw.get("brokers", 3), 1, MAX_BROKERS)
     partitions = _int("partitions", raw.get("partitions", 1), 1, MAX_PARTITIONS)
     rf = _int("replication_factor", raw.get("replication_factor", min(3, brokers)), 1, MAX_BROKERS)
@@ -151,7 +162,7 @@ def from_mapping(raw: dict[str, Any]) -> Config:
     unclean = _bool("unclean_leader_election", raw.get("unclean_leader_election", False))
     stale = _bool("stale_controller", raw.get("stale_controller", True))
     hw_checkpoint = _choice("hw_checkpoint", raw.get("hw_checkpoint", "periodic"), ("periodic", "every-change"))
-    truncation = _choice("truncation", raw.get("truncation", "high-watermark"), TRUNCATION_RULES)
+    generation = _generation(raw)
     acks = _choice("acks", raw.get("acks", "all"), ACKS)
     detect_restarts = _bool("detect_restarts", raw.get("detect_restarts", False))
     fenced_writes = _bool("fenced_controller_writes", raw.get("fenced_controller_writes", False))
@@ -200,7 +211,7 @@ def from_mapping(raw: dict[str, Any]) -> Config:
         unclean_leader_election=unclean,
         hw_checkpoint=hw_checkpoint,
         stale_controller=stale,
-        truncation=truncation,
+        generation=generation,
         acks=acks,
         detect_restarts=detect_restarts,
         fenced_controller_writes=fenced_writes,
@@ -208,6 +219,15 @@ def from_mapping(raw: dict[str, Any]) -> Config:
         faults=faults,
         operations=ops,
     )
+
+
+def _generation(raw: dict[str, Any]) -> Generation:
+    """The protocol generation: the key ``generation``, or its alias ``truncation`` (not both)."""
+    try:
+        given = generation_setting(raw)
+        return DEFAULT_GENERATION if given is None else parse_generation(given[1], given[0])
+    except ValueError as e:
+        raise ConfigError(str(e)) from None
 
 
 def default_assignment(brokers: int, partitions: int, rf: int) -> tuple[tuple[int, ...], ...]:

@@ -6,6 +6,10 @@ deposed). Requests carry ``c.epoch``; brokers that have seen a newer epoch rejec
 """
 from __future__ import annotations
 
+from typing import Callable, Final
+
+from isrcheck.specs.protocol import REASSIGNMENT_STEPS, step_number
+
 from .brokersets import bit, members
 from .selectors import Election, NoEligibleLeader, Selector, SelectorInput
 from .state import (
@@ -27,10 +31,18 @@ class Fenced(Exception):
     """A newer controller wrote this partition's leader/ISR znode; this controller must stop."""
 
 
+# The reassignment steps the controller's logic names, numbered by specs/protocol.toml (step n is
+# REASSIGNMENT_STEPS[n - 1]); ``reassign_step`` holds the number of the next step, 0 for none.
+STEP_START: Final = step_number("start")
+STEP_CAUGHT_UP: Final = step_number("caught-up")
+STEP_AR_IN_MEMORY: Final = step_number("ar-in-memory")
+LAST_STEP: Final = len(REASSIGNMENT_STEPS)
+
+
 # ---------------------------------------------------------------------------- views
 def assignment(w: World, c: ControllerWork, p: int) -> tuple[int, ...]:
-    """The controller's view of AR: ZooKeeper's, except RAR once step 6 set it in memory."""
-    if c.reassign_step[p] >= 7:
+    """The controller's view of AR: ZooKeeper's, except RAR once step ar-in-memory set it in memory."""
+    if c.reassign_step[p] > STEP_AR_IN_MEMORY:
         return c.reassign_new[p]
     return w.parts[p].replicas
 
@@ -234,12 +246,12 @@ def process_broker_change(w: World, c: ControllerWork) -> None:
     bounced = 0
     if w.protocol.detects_restarts():
         for b in members(registered & c.live):
-            if w.generation[b - 1] != c.generation[b - 1]:
+            if w.registrations[b - 1] != c.registrations[b - 1]:
                 bounced |= bit(b)
     dead = (c.live & ~registered) | bounced
     new = (registered & ~c.live) | bounced
     c.live = registered
-    c.generation = w.generation
+    c.registrations = w.registrations
     if new:
         c.live &= ~bounced
         if bounced:
@@ -253,7 +265,7 @@ def process_broker_change(w: World, c: ControllerWork) -> None:
 def on_controller_failover(w: World, c: ControllerWork) -> None:
     """Initialise a freshly elected controller from ZooKeeper and drive everything online."""
     c.live = w.live
-    c.generation = w.generation
+    c.registrations = w.registrations
     for p, zp in enumerate(w.parts):
         if not zp.replicas:
             continue
@@ -274,7 +286,7 @@ def on_controller_failover(w: World, c: ControllerWork) -> None:
     _elect_offline_and_new(w, c)
     for p in range(len(w.parts)):
         if w.reassign[p] and exists(w, p):
-            c.reassign_step[p] = 1
+            c.reassign_step[p] = STEP_START
     broadcast_metadata(w, c)
 
 
@@ -367,127 +379,135 @@ def complete_topic_deletion(w: World, c: ControllerWork) -> None:
 
 # ---------------------------------------------------------------------------- reassignment
 def reassignment_step(w: World, c: ControllerWork, p: int) -> None:
-    """Perform the next of the 12 steps of onPartitionReassignment for partition ``p``."""
+    """Perform the next of the steps of onPartitionReassignment for partition ``p``.
+
+    A step returns False when the reassignment ends there (nothing to do, or given up); a refused
+    write (Fenced) ends it too, since a newer controller owns the partition. After the last step
+    the controller forgets it; otherwise the next step is due.
+    """
     step = c.reassign_step[p]
     try:
-        _REASSIGNMENT_STEPS[step](w, c, p)
+        go_on = _REASSIGNMENT_STEPS[step](w, c, p)
     except Fenced:
-        c.reassign_step[p] = 0  # a newer controller owns the partition; this one gives up
+        go_on = False
+    if not go_on or step == LAST_STEP:
+        c.reassign_step[p] = 0
+    else:
+        c.reassign_step[p] = next_reassignment_step(c, step) + 1
 
 
 def reassignment_step_enabled(zk: Zk, c: Controller, p: int) -> bool:
     """Whether controller ``c`` can perform the next step of partition ``p``'s reassignment.
 
-    A reassignment starts (step 1) only on the active controller, when the request is in
-    ZooKeeper; step 4 waits until every target replica is in the ISR; the others just proceed.
+    A reassignment starts (step start) only on the active controller, when the request is in
+    ZooKeeper; step caught-up waits until every target replica is in the ISR; the others just
+    proceed.
     """
     step = c.reassign_step[p]
-    if step in (0, 1):  # starting, or resuming after a failover: only the active controller, and
-        # only for a partition it has created (a request for an unborn topic waits for creation)
+    if step in (0, STEP_START):  # starting, or resuming after a failover: only the active controller,
+        # and only for a partition it has created (a request for an unborn topic waits for creation)
         return (bool(zk.reassign[p]) and bool(zk.partitions[p].replicas) and not zk.deleting >> p & 1
                 and c.epoch == zk.controller_epoch and c.partition_states[p] != PS.NON_EXISTENT)
-    if step == 4:
+    if step == STEP_CAUGHT_UP:
         isr = zk.partitions[p].isr
         return all(isr >> r & 1 for r in c.reassign_new[p])
     return True
 
 
-def _step1_start(w: World, c: ControllerWork, p: int) -> None:
+def _start(w: World, c: ControllerWork, p: int) -> bool:
     """Read RAR; give up if it equals AR or names a dead broker; else write AR = OAR + RAR."""
     target = w.reassign[p]
     current = w.parts[p].replicas
     if not target:  # the request is gone (another controller completed it): nothing to resume
-        c.reassign_step[p] = 0
-        return
+        return False
     if target == current or any(not c.live >> r & 1 for r in target):
         _drop_reassignment_request(w, p)
-        c.reassign_step[p] = 0
-        return
+        return False
     c.reassign_old[p] = current
     c.reassign_new[p] = target
     union = current + tuple(r for r in target if r not in current)
     zp = w.parts[p]
     w.set_part(p, make_zk_partition(union, zp.leader, zp.isr, zp.leader_epoch, zp.version, zp.controller_epoch))
-    c.reassign_step[p] = 2
+    return True
 
 
-def _step2_bump_epoch(w: World, c: ControllerWork, p: int) -> None:
+def _bump_epoch(w: World, c: ControllerWork, p: int) -> bool:
     """LeaderAndIsr (AR = OAR + RAR, leader epoch + 1) to every replica of OAR + RAR."""
     if w.parts[p].version:
         bump_leader_epoch(w, c, p, assignment(w, c, p))
-    c.reassign_step[p] = 3
+    return True
 
 
-def _step3_new_replicas(w: World, c: ControllerWork, p: int) -> None:
+def _new_replicas(w: World, c: ControllerWork, p: int) -> bool:
     for b in c.reassign_new[p]:
         if b not in c.reassign_old[p]:
             replica_to(w, c, p, b, RS.NEW)
-    c.reassign_step[p] = 4
+    return True
 
 
-def _step4_caught_up(w: World, c: ControllerWork, p: int) -> None:
+def _caught_up(w: World, c: ControllerWork, p: int) -> bool:
     """Enabled only once every RAR replica is in the ISR."""
-    c.reassign_step[p] = 5
+    return True
 
 
-def _step5_online(w: World, c: ControllerWork, p: int) -> None:
+def _online(w: World, c: ControllerWork, p: int) -> bool:
     for b in c.reassign_new[p]:
         replica_to(w, c, p, b, RS.ONLINE)
-    c.reassign_step[p] = 6
+    return True
 
 
-def _step6_ar_in_memory(w: World, c: ControllerWork, p: int) -> None:
-    c.reassign_step[p] = 7  # from here on assignment() answers RAR
+def _ar_in_memory(w: World, c: ControllerWork, p: int) -> bool:
+    return True  # from the next step on assignment() answers RAR
 
 
-def _step7_leader(w: World, c: ControllerWork, p: int) -> None:
+def _leader(w: World, c: ControllerWork, p: int) -> bool:
     zp = w.parts[p]
     rar = c.reassign_new[p]
     if zp.leader not in rar or not c.live >> zp.leader & 1:
         partition_to(w, c, p, PS.ONLINE, Selector.REASSIGNED_PARTITION)
     elif zp.version:
         bump_leader_epoch(w, c, p, rar)
-    c.reassign_step[p] = 8
+    return True
 
 
-def _step8_old_offline(w: World, c: ControllerWork, p: int) -> None:
+def _old_offline(w: World, c: ControllerWork, p: int) -> bool:
     for b in c.reassign_old[p]:
         if b not in c.reassign_new[p]:
             if not replica_to(w, c, p, b, RS.OFFLINE):
                 raise Fenced()
-    c.reassign_step[p] = 9
+    return True
 
 
-def _step9_old_deleted(w: World, c: ControllerWork, p: int) -> None:
+def _old_deleted(w: World, c: ControllerWork, p: int) -> bool:
     for b in c.reassign_old[p]:
         if b not in c.reassign_new[p]:
             replica_to(w, c, p, b, RS.DELETION_STARTED)
             replica_to(w, c, p, b, RS.DELETION_SUCCESSFUL)
             replica_to(w, c, p, b, RS.NON_EXISTENT)
-    c.reassign_step[p] = 10
+    return True
 
 
-def _step10_ar_in_zk(w: World, c: ControllerWork, p: int) -> None:
+def _ar_in_zk(w: World, c: ControllerWork, p: int) -> bool:
     if w.protocol.controller_fenced(w, c):
         raise Fenced()
     zp = w.parts[p]
     w.set_part(p, make_zk_partition(c.reassign_new[p], zp.leader, zp.isr, zp.leader_epoch, zp.version,
                                     zp.controller_epoch))
-    c.reassign_step[p] = 11
+    return True
 
 
-def _step11_clear_request(w: World, c: ControllerWork, p: int) -> None:
+def _clear_request(w: World, c: ControllerWork, p: int) -> bool:
     if w.protocol.controller_fenced(w, c):
         raise Fenced()
     _drop_reassignment_request(w, p)
-    c.reassign_step[p] = 12
+    return True
 
 
-def _step12_metadata(w: World, c: ControllerWork, p: int) -> None:
+def _metadata(w: World, c: ControllerWork, p: int) -> bool:
     broadcast_metadata(w, c)
-    c.reassign_step[p] = 0
     c.reassign_old[p] = ()
     c.reassign_new[p] = ()
+    return True
 
 
 def _drop_reassignment_request(w: World, p: int) -> None:
@@ -496,15 +516,26 @@ def _drop_reassignment_request(w: World, p: int) -> None:
     w.set_ghost(p, make_ghost(g.produced, g.acked, g.exposed, ()))
 
 
-_REASSIGNMENT_STEPS = {
-    0: _step1_start, 2: _step2_bump_epoch, 3: _step3_new_replicas, 4: _step4_caught_up,
-    5: _step5_online, 6: _step6_ar_in_memory, 7: _step7_leader, 8: _step8_old_offline,
-    9: _step9_old_deleted, 10: _step10_ar_in_zk, 11: _step11_clear_request, 12: _step12_metadata,
-}
-# A resumed reassignment (after controller failover) restarts at step 1.
-_REASSIGNMENT_STEPS[1] = _step1_start
+StepFunction = Callable[[World, ControllerWork, int], bool]
+
+
+def _step_function(name: str) -> StepFunction:
+    """The function performing the step called ``name`` in specs/protocol.toml: ``_`` followed by
+    the name with ``-`` as ``_`` (step "bump-epoch" is :func:`_bump_epoch`)."""
+    f = globals().get("_" + name.replace("-", "_"))
+    if f is None:
+        raise RuntimeError(f"specs/protocol.toml names the reassignment step {name!r}, which model/controller.py "
+                           "does not perform")
+    return f  # type: ignore[no-any-return]
+
+
+#: the function of each value of ``reassign_step``: step n at n (in the order of specs/protocol.toml),
+#: and the first step at 0 (a reassignment not yet started)
+_REASSIGNMENT_STEPS: dict[int, StepFunction] = {
+    n: _step_function(name) for n, name in enumerate(REASSIGNMENT_STEPS, start=1)}
+_REASSIGNMENT_STEPS[0] = _REASSIGNMENT_STEPS[STEP_START]
 
 
 def next_reassignment_step(c: Controller | ControllerWork | None, step: int) -> int:
-    """The step number an action performs (1..12) given the stored ``reassign_step``."""
-    return 1 if step in (0, 1) else step
+    """The step number an action performs (1..LAST_STEP) given the stored ``reassign_step``."""
+    return STEP_START if step in (0, STEP_START) else step

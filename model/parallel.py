@@ -55,20 +55,9 @@ from typing import Any, Generic
 
 from .frames import END_FRAME, HDR, PeerGone as _PeerGone, WorkerError
 from .frames import frame as _frame
-from .checker import (
-    A,
-    CheckResult,
-    Checker,
-    Kind,
-    Model,
-    ModelFault,
-    Progress,
-    S,
-    Step,
-    Violation,
-    outcome_of,
-    replay_fingerprints,
-)
+from .checker import Checker
+from .engine import A, Checks, CheckResult, Kind, Model, ModelFault, Progress, S, Search, Step, Violation, action_name, result_of
+from .explore import replay_fingerprints
 
 ACTION_BITS = 16  # bits of a discovery key per BFS level: at most 65536 enabled actions per state
 _ACTION_MASK = (1 << ACTION_BITS) - 1
@@ -83,10 +72,6 @@ _END_FRAME = END_FRAME
 
 # where workers spend a level (ParallelChecker.stats: seconds summed over workers and levels)
 _PHASES = ("expand_s", "claims_wait_s", "verdict_s", "verdict_wait_s", "check_s")
-
-
-def _action_name(action: Any) -> str:
-    return getattr(action, "name", type(action).__name__)
 
 
 # --------------------------------------------------------------------------- wire format
@@ -218,10 +203,7 @@ class _Worker:
         self.n = nworkers
         self.model = model
         self.ctrl = ctrl
-        props = list(model.properties())
-        self.always = [p for p in props if p.kind == "always"]
-        self.transition = [p for p in props if p.kind == "transition"]
-        self.sometimes = {p.name: p for p in props if p.kind == "sometimes"}
+        self.checks = Checks.of(model)
         self.parents: dict[int, int | None] = {fp: None for _, fp, _ in init}
         self.frontier: list[tuple[int, int, Any]] = sorted(init, key=lambda e: e[0])
         self.sent: set[int] = set()  # fingerprints this worker has claimed from another owner
@@ -268,7 +250,7 @@ class _Worker:
         the new states held here."""
         model = self.model
         actions, next_state, fingerprint = model.actions, model.next_state, model.fingerprint
-        transition = self.transition
+        legal, broken_transition = self.checks.legal, self.checks.broken_transition
         nw, me = self.n, self.me
         parents, sent, mesh = self.parents, self.sent, self.mesh
         claims: dict[int, tuple[int, int, int, Any]] = {}
@@ -293,12 +275,9 @@ class _Worker:
                 except ModelFault as e:
                     viol = (base | i, "fault", [e.property_name], fp, a, None, str(e))
                     break
-                taken.append(_action_name(a))
-                for p in transition:
-                    if not p.check(s, t):
-                        bad = [q.name for q in transition if not q.check(s, t)]
-                        viol = (base | i, "transition", bad, fp, a, t, "")
-                        break
+                taken.append(action_name(a))
+                if not legal(s, t):
+                    viol = (base | i, "transition", broken_transition(s, t), fp, a, t, "")
                 tfp = fingerprint(t)
                 owner = tfp % nw
                 if owner == me:
@@ -371,21 +350,17 @@ class _Worker:
         _settle_gc()
 
         # the new states held here, in discovery order: always and sometimes properties
-        pending = [self.sometimes[n] for n in unseen if n in self.sometimes]
-        always = self.always
+        pending = set(unseen)
+        safe, broken_always, witnesses = self.checks.safe, self.checks.broken_always, self.checks.witnessed
         witnessed: dict[str, int] = {}
         first_bad: tuple | None = None
         for ek, tfp, t in frontier:
-            for p in always:
-                if not p.check(t):
-                    bad = [q.name for q in always if not q.check(t)]
-                    first_bad = (ek, "always", bad, tfp, None, None, "")
-                    break
+            if not safe(t):
+                first_bad = (ek, "always", broken_always(t), tfp, None, None, "")
             if pending:
-                for p in pending:
-                    if p.check(t):
-                        witnessed[p.name] = ek
-                pending = [p for p in pending if p.name not in witnessed]
+                for name in witnesses(t, pending):
+                    witnessed[name] = ek
+                    pending.discard(name)
             if first_bad is not None:
                 break  # nothing after it in key order can matter
         return {
@@ -484,7 +459,7 @@ def _worker_main(me: int, nworkers: int, model: Model, ctrl: Connection, close: 
 
 
 # --------------------------------------------------------------------------- coordinator side
-class ParallelChecker(Generic[S, A]):
+class ParallelChecker(Search, Generic[S, A]):
     """Breadth-first exhaustive search over ``workers`` forked processes.
 
     Gives the same :class:`CheckResult` as :class:`Checker` (distinct states, depth, outcome,
@@ -506,13 +481,9 @@ class ParallelChecker(Generic[S, A]):
     ) -> None:
         if workers < 1:
             raise ValueError(f"workers must be at least 1, got {workers}")
+        super().__init__(max_depth, max_states, stop_on_first, progress, progress_every)
         self.model = model
         self.workers = workers
-        self.max_depth = max_depth
-        self.max_states = max_states
-        self.progress = progress
-        self.progress_every = progress_every
-        self.stop_on_first = stop_on_first
         self.worker_peak_rss_kib: list[int] = []
         # per run: claims_sent and moved_states (what crossed between workers), and the seconds
         # the workers spent in each phase of a level (see _PHASES), summed over workers and levels
@@ -529,9 +500,8 @@ class ParallelChecker(Generic[S, A]):
         start = time.perf_counter()
         self.stats = Counter()
         model = self.model
-        props = list(model.properties())
-        always = [p for p in props if p.kind == "always"]
-        unseen = {p.name: p for p in props if p.kind == "sometimes"}
+        checks = Checks.of(model)
+        unseen = set(checks.sometimes_names())
         fingerprint = model.fingerprint
         violations: dict[str, Violation] = {}
 
@@ -542,18 +512,16 @@ class ParallelChecker(Generic[S, A]):
             if fp in seen:
                 continue
             seen.add(fp)
-            for p in always:
-                if not p.check(s) and p.name not in violations:
-                    violations[p.name] = Violation(p.name, "always", replay_fingerprints(model, [fp]), "")
-            for name, p in list(unseen.items()):
-                if p.check(s):
-                    del unseen[name]
+            for name in checks.broken_always(s):
+                if name not in violations:
+                    violations[name] = Violation(name, "always", replay_fingerprints(model, [fp]), "")
+            unseen.difference_update(checks.witnessed(s, unseen))
             init.append((index, fp, s))
         if violations or not init:
             seconds = time.perf_counter() - start
             if self.progress is not None:
                 self.progress(Progress(len(init), 0, len(init), seconds))
-            return _result(len(init), 0, seconds, 0, violations, unseen, Counter(), None)
+            return result_of(len(init), 0, seconds, 0, violations.values(), unseen, Counter(), None)
 
         clean = False
         try:
@@ -565,7 +533,7 @@ class ParallelChecker(Generic[S, A]):
             self._stop_workers(clean)
 
     # ------------------------------------------------------------------ the search
-    def _search(self, start: float, init: list, unseen: dict[str, Any]) -> CheckResult:
+    def _search(self, start: float, init: list, unseen: set[str]) -> CheckResult:
         total = frontier = len(init)
         level = depth = transitions = 0
         coverage: Counter[str] = Counter()
@@ -598,7 +566,7 @@ class ParallelChecker(Generic[S, A]):
                     transitions += r["transitions"]
                     coverage.update(r["coverage"])
                     for name in r["witnessed"]:
-                        unseen.pop(name, None)
+                        unseen.discard(name)
                 plan = _balance_plan([r["held"] for r in reports])
                 if plan:
                     self.stats["moved_states"] += sum(self._ask_all(("balance", plan)))
@@ -616,7 +584,7 @@ class ParallelChecker(Generic[S, A]):
             for r in reports:
                 for name, key in r["witnessed"].items():
                     if key <= stop:
-                        unseen.pop(name, None)
+                        unseen.discard(name)
             if limit_hit is None:
                 for v in found:
                     if v[0] == stop:
@@ -626,7 +594,7 @@ class ParallelChecker(Generic[S, A]):
         seconds = time.perf_counter() - start
         if self.progress is not None:
             self.progress(Progress(total, depth, frontier, seconds))
-        return _result(total, depth, seconds, transitions, violations, unseen, coverage, limit_hit)
+        return result_of(total, depth, seconds, transitions, violations.values(), unseen, coverage, limit_hit)
 
     def _record(self, v: tuple, violations: dict[str, Violation]) -> None:
         _, kind, names, fp, action, state, message = v
@@ -785,21 +753,6 @@ def _balance_plan(held: list[int]) -> list[tuple[int, int, int]]:
         if not t[1]:
             takers.pop()
     return plan
-
-
-def _result(total: int, depth: int, seconds: float, transitions: int, violations: dict[str, Violation],
-            unseen: dict[str, Any], coverage: Counter, limit_hit: str | None) -> CheckResult:
-    return CheckResult(
-        outcome=outcome_of(bool(violations), limit_hit, bool(unseen)),
-        distinct_states=total,
-        depth=depth,
-        seconds=seconds,
-        transitions=transitions,
-        violations=sorted(violations.values(), key=lambda v: (v.length, v.property)),
-        unwitnessed=sorted(unseen),
-        coverage=dict(sorted(coverage.items())),
-        limit_hit=limit_hit,
-    )
 
 
 def search(model: Model[S, A], *, workers: int = 1, max_depth: int | None = None, max_states: int | None = None,

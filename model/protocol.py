@@ -7,19 +7,36 @@ noticed. Protocol variants (a designer's change to try) subclass it and override
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
+from typing import Protocol as Structural
 
 from mypy_extensions import mypyc_attr
 
+from isrcheck.specs.protocol import EpochAnswer, Generation
+
 from .brokersets import size
 from . import epochs as E
-from .broker import become_follower_reconciling_by_epoch, become_follower_truncating_to_hw
 from .checker import Property
 from .config import Config
+from .follower import become_follower_reconciling_by_epoch, become_follower_truncating_to_hw
 from .selectors import SELECTORS, Election, Selector, SelectorInput
 
 if TYPE_CHECKING:
     from .state import LeaderAndIsr, Replica
-    from .world import ControllerWork, World
+
+
+# What the decisions below read of the model's working copies (model/world.py: World and
+# ControllerWork satisfy these). Described here rather than imported, so that world.py, which holds
+# the Protocol, and this module do not import each other.
+class WorldView(Structural):
+    """The world of one step (a :class:`~.world.World`), as far as a decision reads it."""
+
+    controller_epoch: int  # the controller epoch in ZooKeeper
+
+
+class ControllerView(Structural):
+    """One controller's context (a :class:`~.world.ControllerWork`), as far as a decision reads it."""
+
+    epoch: int
 
 
 @mypyc_attr(allow_interpreted_subclasses=True)  # designers' variants subclass it (compiled build)
@@ -32,10 +49,21 @@ class Protocol:
 
     def __init__(self, config: Config) -> None:
         self.config = config
-        #: whether replicas keep a leader-epoch cache (every generation after high-watermark)
-        self.uses_leader_epochs = config.truncation != "high-watermark"
-        #: KIP-320: fetches and epoch queries carry the follower's leader epoch and are fenced
-        self.fences_by_leader_epoch = config.truncation == "kip-320"
+        # The generation's traits (specs/protocol.toml), one attribute per decision; the methods
+        # below and the model's steps read these, never the generation's name.
+        traits = config.generation.traits
+        #: replicas keep a leader-epoch cache, and a new follower reconciles instead of truncating to its HW
+        self.uses_leader_epochs: bool = traits.leader_epochs
+        #: OffsetsForLeaderEpoch answers with an epoch and its end (KIP-279), not only an end offset (KIP-101)
+        self.answers_with_epoch: bool = traits.epoch_answer is EpochAnswer.EPOCH_AND_END_OFFSET
+        #: fetches and epoch queries carry the follower's leader epoch and are fenced (KIP-320)
+        self.fences_by_leader_epoch: bool = traits.fenced_by_leader_epoch
+        #: a follower reconciles on every leader-epoch change, not only on a leader change (KAFKA-7164)
+        self.reconciles_on_epoch_change: bool = traits.reconcile_on_epoch_change
+        #: joining the ISR also needs the start of the leader's current epoch (KAFKA-7128)
+        self.isr_join_needs_epoch_start: bool = traits.isr_join_needs_epoch_start
+        #: after an ISR removal every remaining replica gets LeaderAndIsr, not only the leader
+        self.isr_removal_tells_replicas: bool = traits.isr_removal_tells_replicas
         # The configuration values every step reads, copied as plain attributes: in the compiled
         # build these are struct fields, while a field of the (interpreted) Config dataclass is a
         # dictionary lookup.
@@ -45,13 +73,12 @@ class Protocol:
         self.periodic_checkpoints: bool = config.hw_checkpoint == "periodic"
         self.topic_creation: bool = config.operations.topic_creation
         self.unclean_leader_election: bool = config.unclean_leader_election
-        self.answers_like_kip101: bool = config.truncation == "kip-101"
         self._detect_restarts: bool = config.detect_restarts
         self._fenced_controller_writes: bool = config.fenced_controller_writes
 
     @property
-    def generation(self) -> str:
-        return self.config.truncation
+    def generation(self) -> Generation:
+        return self.config.generation
 
     def extra_properties(self) -> list[Property]:
         """Properties a variant adds to the standard ones (checked like them)."""
@@ -61,7 +88,7 @@ class Protocol:
         """Run leader selector ``selector``; raise NoEligibleLeader when none qualifies."""
         return SELECTORS[selector](inp)
 
-    def controller_fenced(self, w: World, c: ControllerWork) -> bool:
+    def controller_fenced(self, w: WorldView, c: ControllerView) -> bool:
         """Whether ZooKeeper refuses this controller's writes outright.
 
         The 0.8 design does not fence them (only the leader/ISR znode's controller-epoch check
@@ -81,7 +108,7 @@ class Protocol:
         The seeds (0.8) tell only the leader. From 0.11 on every remaining replica is told, which
         KIP-320's fencing needs: a follower left on the old leader epoch would be fenced forever.
         """
-        if not self.uses_leader_epochs:
+        if not self.isr_removal_tells_replicas:
             return (leader,) if leader else ()
         return tuple(r for r in assignment if r != removed)
 
@@ -101,15 +128,16 @@ class Protocol:
         """Whether a fetch or epoch query carrying ``follower_epoch`` is served (KIP-320 fencing)."""
         return not self.fences_by_leader_epoch or follower_epoch == leader_epoch
 
-    def become_follower(self, w: World, b: int, p: int, r: Replica, req: LeaderAndIsr) -> Replica:
+    def become_follower(self, w: WorldView, b: int, p: int, r: Replica, req: LeaderAndIsr) -> Replica:
         """Broker ``b`` applies a LeaderAndIsr that makes it a follower of ``req.leader``.
 
-        high-watermark: truncate to the HW on a leader change. kip-101 and kip-279: reconcile
-        through OffsetsForLeaderEpoch on a leader change. kip-320: on every leader-epoch change.
+        Without leader epochs (high-watermark): truncate to the HW on a leader change. With them
+        (kip-101 on): reconcile through OffsetsForLeaderEpoch on a leader change, or (kip-320) on
+        every leader-epoch change.
         """
         if not self.uses_leader_epochs:
-            return become_follower_truncating_to_hw(w, b, p, r, req)
-        return become_follower_reconciling_by_epoch(w, b, p, r, req, on_every_epoch=self.fences_by_leader_epoch)
+            return become_follower_truncating_to_hw(r, req)
+        return become_follower_reconciling_by_epoch(r, req, on_every_epoch=self.reconciles_on_epoch_change)
 
     def may_join_isr(self, leader_replica: Replica, fetch_offset: int) -> bool:
         """Whether a follower fetching from ``fetch_offset`` has caught up enough to rejoin the ISR.
@@ -119,7 +147,7 @@ class Protocol:
         """
         if fetch_offset < leader_replica.hw:
             return False
-        if self.fences_by_leader_epoch:
+        if self.isr_join_needs_epoch_start:
             return fetch_offset >= E.start_of(leader_replica.epochs, leader_replica.leader_epoch)
         return True
 

@@ -20,7 +20,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from .checker import Model, ModelFault, Progress, Property, Step, Violation, _action_name
+from .engine import Checks, Model, Progress, Step, Violation, action_name
+from .explore import TRANSITION, FAULT, walk
 
 __all__ = ["SimulationResult", "simulate"]
 
@@ -72,12 +73,9 @@ def simulate(
     if walks < 0 or max_depth < 0:
         raise ValueError("walks and max_depth must not be negative")
     rng = random.Random(seed)
-    props: list[Property] = list(model.properties())
-    always = [p for p in props if p.kind == "always"]
-    transition = [p for p in props if p.kind == "transition"]
-    unseen = {p.name: p for p in props if p.kind == "sometimes"}
+    checks = Checks.of(model)
+    unseen = set(checks.sometimes_names())
     witnessed: list[str] = []
-    inits = list(model.init_states())
     fingerprint = model.fingerprint
 
     seen: set[int] = set()
@@ -90,71 +88,33 @@ def simulate(
     start = time.perf_counter()
     last_report = start
 
-    def witness(state: Any) -> None:
-        for name, p in list(unseen.items()):
-            if p.check(state):
-                del unseen[name]
-                witnessed.append(name)
-
-    def broken_always(state: Any) -> Property | None:
-        for p in always:
-            if not p.check(state):
-                return p
-        return None
-
     for _ in range(walks):
-        state = inits[0] if len(inits) == 1 else rng.choice(inits)
-        trace = [Step(None, state)]
-        fp = fingerprint(state)
-        if fp not in seen:
-            seen.add(fp)
-            bad = broken_always(state)
-            if bad is not None:
-                violation = Violation(bad.name, "always", trace)
+        trace: list[Step] = []
+        depth = 0  # actions taken in this walk
+        for ps in walk(model, rng, max_depth, checks):
+            trace.append(ps.step())
+            if ps.kind in (FAULT, TRANSITION):  # the step itself is the violation: not taken
+                violation = Violation(ps.broken[0], "transition", trace, ps.fault)
                 break
-            witness(state)
-        depth = 0
-        while depth < max_depth:
-            enabled = list(model.actions(state))
-            rng.shuffle(enabled)
-            nxt = None
-            for action in enabled:  # the first action, in random order, that changes the state
-                try:
-                    after = model.next_state(state, action)
-                except ModelFault as e:
-                    violation = Violation(e.property_name, "transition", trace + [Step(action, None)], str(e))
-                    break
-                for p in transition:
-                    if not p.check(state, after):
-                        violation = Violation(p.name, "transition", trace + [Step(action, after)])
-                        break
-                if violation is not None:
-                    break
-                if after != state:
-                    nxt = after
-                    break
-            if violation is not None:
-                break
-            if nxt is None:  # nothing enabled, or only steps that leave the state as it is
-                dead_ends += 1
-                break
-            steps_taken += 1
-            depth += 1
-            coverage[_action_name(action)] += 1
-            trace.append(Step(action, nxt))
-            state = nxt
-            fp = fingerprint(state)
+            if ps.action is not None:
+                depth += 1
+                steps_taken += 1
+                coverage[action_name(ps.action)] += 1
+            fp = fingerprint(ps.state)
             if fp not in seen:
                 seen.add(fp)
-                bad = broken_always(state)
-                if bad is not None:
-                    violation = Violation(bad.name, "always", list(trace))
+                if ps.broken:
+                    violation = Violation(ps.broken[0], "always", trace)
                     break
                 if unseen:
-                    witness(state)
+                    now_seen = checks.witnessed(ps.state, unseen)
+                    unseen.difference_update(now_seen)
+                    witnessed.extend(now_seen)
         deepest = max(deepest, depth)
         if violation is not None:
             break
+        if depth < max_depth:  # nothing enabled, or only steps that leave the state as it is
+            dead_ends += 1
         done += 1
         if progress is not None:
             now = time.perf_counter()

@@ -57,7 +57,7 @@ class ZkPartition(NamedTuple):
 
 class Zk(NamedTuple):
     live: int  # registered brokers (ephemeral znodes), bitmask
-    generation: tuple[int, ...]  # registrations so far per broker (a stand-in for the czxid)
+    registrations: tuple[int, ...]  # per broker, how often it registered so far (a stand-in for the czxid)
     controller_epoch: int
     partitions: tuple[ZkPartition, ...]
     reassign: tuple[tuple[int, ...], ...]  # /admin/reassign_partitions: target per partition, () if none
@@ -70,10 +70,10 @@ class Controller(NamedTuple):
 
     epoch: int
     live: int  # the brokers it believes alive
-    generation: tuple[int, ...]  # the registrations it has seen
+    registrations: tuple[int, ...]  # the registration counts it has seen (Zk.registrations)
     partition_states: tuple[int, ...]  # PartitionState per partition
     replica_states: tuple[tuple[int, ...], ...]  # ReplicaState per partition, per broker
-    reassign_step: tuple[int, ...]  # next step (1..12) of an ongoing reassignment, 0 for none
+    reassign_step: tuple[int, ...]  # next step (numbered as in specs/protocol.toml) of a reassignment, 0 for none
     reassign_old: tuple[tuple[int, ...], ...]  # OAR per partition while reassigning
     reassign_new: tuple[tuple[int, ...], ...]  # RAR per partition while reassigning
     shutting_down: int  # brokers in controlled shutdown, bitmask
@@ -168,16 +168,16 @@ def make_zk_partition(replicas: tuple[int, ...], leader: int, isr: int, leader_e
     return _new(ZkPartition, (replicas, leader, isr, leader_epoch, version, controller_epoch))
 
 
-def make_zk(live: int, generation: tuple[int, ...], controller_epoch: int, partitions: tuple[ZkPartition, ...],
+def make_zk(live: int, registrations: tuple[int, ...], controller_epoch: int, partitions: tuple[ZkPartition, ...],
             reassign: tuple[tuple[int, ...], ...], preferred: int, deleting: int) -> Zk:
-    return _new(Zk, (live, generation, controller_epoch, partitions, reassign, preferred, deleting))
+    return _new(Zk, (live, registrations, controller_epoch, partitions, reassign, preferred, deleting))
 
 
-def make_controller(epoch: int, live: int, generation: tuple[int, ...], partition_states: tuple[int, ...],
+def make_controller(epoch: int, live: int, registrations: tuple[int, ...], partition_states: tuple[int, ...],
                     replica_states: tuple[tuple[int, ...], ...], reassign_step: tuple[int, ...],
                     reassign_old: tuple[tuple[int, ...], ...], reassign_new: tuple[tuple[int, ...], ...],
                     shutting_down: int) -> Controller:
-    return _new(Controller, (epoch, live, generation, partition_states, replica_states, reassign_step,
+    return _new(Controller, (epoch, live, registrations, partition_states, replica_states, reassign_step,
                              reassign_old, reassign_new, shutting_down))
 
 

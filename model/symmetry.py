@@ -81,7 +81,7 @@ def _signature(s: State, b: int) -> tuple:
                           r.answer))
     queue = tuple((q[0], q[1]) for q in s.inbox[b - 1])
     return (tuple(places), br.alive, br.controller_epoch, tuple(local), queue, zk.live >> b & 1,
-            zk.generation[b - 1])
+            zk.registrations[b - 1])
 
 
 def canonical(s: State) -> State:
@@ -118,7 +118,7 @@ def _per_broker(t: tuple, order: list[int]) -> tuple:
 
 def _controller(c: Controller, new_id: list[int], order: list[int]) -> Controller:
     return make_controller(
-        c.epoch, _mask(c.live, new_id), _per_broker(c.generation, order), c.partition_states,
+        c.epoch, _mask(c.live, new_id), _per_broker(c.registrations, order), c.partition_states,
         tuple(_per_broker(r, order) for r in c.replica_states), c.reassign_step,
         tuple(_ids(t, new_id) for t in c.reassign_old), tuple(_ids(t, new_id) for t in c.reassign_new),
         _mask(c.shutting_down, new_id),
@@ -141,7 +141,7 @@ def rename(s: State, new_id: list[int], order: list[int]) -> State:
                     zp.version, zp.controller_epoch)
         for zp in zk.partitions
     )
-    new_zk = make_zk(_mask(zk.live, new_id), _per_broker(zk.generation, order), zk.controller_epoch, parts,
+    new_zk = make_zk(_mask(zk.live, new_id), _per_broker(zk.registrations, order), zk.controller_epoch, parts,
                 tuple(_ids(t, new_id) for t in zk.reassign), zk.preferred, zk.deleting)
     brokers = tuple(
         make_broker(br.alive, br.controller_epoch, tuple(_replica(r, new_id, order) for r in br.replicas))

@@ -1,4 +1,4 @@
-"""The parts of specs/ that are drawn from code, and the action vocabulary's argument types.
+"""The parts of specs/ that are drawn from code and from the vocabulary files.
 
 Three chapters carry sections between markers that only this module writes (:data:`GENERATED`)::
 
@@ -13,14 +13,18 @@ diagrams) from :data:`~isrcheck.model.tables.PARTITION_VALID_PREVIOUS` and
 the seed's reassignment example through the model and tabulates what ZooKeeper holds after each
 step. ``tests/test_specs.py`` fails when a chapter's section differs from what these render, and
 ``python tests/test_specs.py`` rewrites the sections. Everything here is pure: strings in, strings
-out; the only file this module reads is the vocabulary (through :mod:`isrcheck.specs`).
+out; the only files this module reads are the vocabulary's, through their loaders in specs/
+(:mod:`isrcheck.specs.actions`, :mod:`isrcheck.specs.observation`), which also hold the
+vocabulary itself (argument kinds, the text form of actions, the observation validator).
 """
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Mapping
 from enum import IntEnum
 from typing import Any
+
+from isrcheck.specs.actions import load_actions
+from isrcheck.specs.observation import load_schema
 
 from .tables import (
     PARTITION_VALID_PREVIOUS,
@@ -229,9 +233,7 @@ def render_action_table() -> str:
 
 def render_observation_fields() -> str:
     """Markdown for specs/01-vocabulary.md: every object and field of specs/observation.toml."""
-    from isrcheck import specs
-
-    schema = specs.load("observation.toml")
+    schema = load_schema()
     parts: list[str] = []
     for obj in schema["object"]:
         parts.append(f"#### `{obj['name']}`")
@@ -268,72 +270,3 @@ def regenerate(doc: str, renderers: Mapping[str, Callable[[], str]]) -> str:
     for name, render in renderers.items():
         doc = splice(doc, name, render())
     return doc
-
-
-# ---------------------------------------------------------------------------- action vocabulary
-ACTORS = ("controller", "broker", "admin", "fault")
-ARG_TYPES = ("controller_epoch", "broker", "partition", "step", "index", "broker_list", "log_lengths")
-REASSIGNMENT_STEPS = 12
-
-
-def load_actions() -> dict[str, dict[str, Any]]:
-    """specs/actions.toml as ``{name: entry}``, in file order."""
-    from isrcheck import specs
-
-    return {a["name"]: a for a in specs.load("actions.toml")["action"]}
-
-
-def arg_problem(kind: str, value: Any, brokers: int, partitions: int) -> str | None:
-    """Why ``value`` is not a valid argument of type ``kind`` in a model of that size (None if it is)."""
-
-    def is_int(x: Any) -> bool:
-        return isinstance(x, int) and not isinstance(x, bool)
-
-    if kind == "controller_epoch":
-        return None if is_int(value) and value >= 1 else "a controller epoch is an integer >= 1"
-    if kind == "broker":
-        return None if is_int(value) and 1 <= value <= brokers else f"a broker id is an integer in 1..{brokers}"
-    if kind == "partition":
-        return (None if is_int(value) and 0 <= value < partitions
-                else f"a partition index is an integer in 0..{partitions - 1}")
-    if kind == "step":
-        return (None if is_int(value) and 1 <= value <= REASSIGNMENT_STEPS
-                else f"a reassignment step is an integer in 1..{REASSIGNMENT_STEPS}")
-    if kind == "index":
-        return None if is_int(value) and value >= 1 else "an inbox index is an integer >= 1 (0 is DeliverRequest)"
-    if kind == "broker_list":
-        if (isinstance(value, (tuple, list)) and value and all(is_int(b) and 1 <= b <= brokers for b in value)
-                and len(set(value)) == len(value)):
-            return None
-        return f"a broker list is a non-empty list of distinct broker ids in 1..{brokers}"
-    if kind == "log_lengths":
-        if isinstance(value, (tuple, list)) and len(value) == partitions and all(is_int(n) and n >= 0 for n in value):
-            return None
-        return f"log lengths are a list of {partitions} integers >= 0, one per partition"
-    return f"unknown argument type {kind!r}"
-
-
-_ANCHOR = re.compile(r"^0[0-7]-[a-z-]+\.md#[a-z0-9-]+$")
-
-
-def entry_problems(entry: Mapping[str, Any]) -> list[str]:
-    """Structural problems of one ``[[action]]`` entry of specs/actions.toml."""
-    name = entry.get("name", "?")
-    out = []
-    if set(entry) - {"name", "actor", "args", "summary", "spec", "budget"}:
-        out.append(f"{name}: unknown keys {sorted(set(entry) - {'name', 'actor', 'args', 'summary', 'spec', 'budget'})}")
-    if entry.get("actor") not in ACTORS:
-        out.append(f"{name}: actor must be one of {ACTORS}")
-    args = entry.get("args")
-    if not isinstance(args, list):
-        out.append(f"{name}: args must be a list")
-    else:
-        for a in args:
-            if not isinstance(a, dict) or set(a) != {"name", "type"} or a["type"] not in ARG_TYPES:
-                out.append(f"{name}: each arg is {{name, type}} with type in {ARG_TYPES}, got {a!r}")
-    summary = entry.get("summary")
-    if not isinstance(summary, str) or not summary or "\n" in summary:
-        out.append(f"{name}: summary must be one non-empty line")
-    if not isinstance(entry.get("spec"), str) or not _ANCHOR.match(entry["spec"]):
-        out.append(f"{name}: spec must look like '05-replication.md#fetch'")
-    return out

@@ -40,13 +40,13 @@ if TYPE_CHECKING:
 class ControllerWork:
     """The mutable mirror of a :class:`Controller`."""
 
-    __slots__ = ("epoch", "live", "generation", "partition_states", "replica_states",
+    __slots__ = ("epoch", "live", "registrations", "partition_states", "replica_states",
                  "reassign_step", "reassign_old", "reassign_new", "shutting_down")
 
     def __init__(self, c: Controller) -> None:
         self.epoch = c.epoch
         self.live = c.live
-        self.generation = c.generation
+        self.registrations = c.registrations
         self.partition_states = list(c.partition_states)
         self.replica_states = [list(r) for r in c.replica_states]
         self.reassign_step = list(c.reassign_step)
@@ -56,7 +56,7 @@ class ControllerWork:
 
     def freeze(self) -> Controller:
         return make_controller(
-            self.epoch, self.live, self.generation, tuple(self.partition_states),
+            self.epoch, self.live, self.registrations, tuple(self.partition_states),
             tuple(tuple(r) for r in self.replica_states), tuple(self.reassign_step),
             tuple(self.reassign_old), tuple(self.reassign_new), self.shutting_down,
         )
@@ -65,7 +65,7 @@ class ControllerWork:
 class World:
     """Everything one action may change, as plain mutable Python."""
 
-    __slots__ = ("protocol", "base", "live", "generation", "controller_epoch", "parts", "reassign",
+    __slots__ = ("protocol", "base", "live", "registrations", "controller_epoch", "parts", "reassign",
                  "preferred", "deleting", "_active", "_stale", "stale_dropped", "brokers", "inbox",
                  "ghost", "budget", "reassignments")
 
@@ -74,7 +74,7 @@ class World:
         self.base = s
         zk = s.zk
         self.live = zk.live
-        self.generation = zk.generation
+        self.registrations = zk.registrations
         self.controller_epoch = zk.controller_epoch
         # Containers stay the original tuples until first written (copy-on-write, see _writable).
         self.parts: list[ZkPartition] | tuple[ZkPartition, ...] = zk.partitions
@@ -206,9 +206,9 @@ class World:
         zk = s.zk
         parts, reassign = self.parts, self.reassign
         if (type(parts) is list or type(reassign) is list or self.live != zk.live
-                or self.generation is not zk.generation or self.controller_epoch != zk.controller_epoch
+                or self.registrations is not zk.registrations or self.controller_epoch != zk.controller_epoch
                 or self.preferred != zk.preferred or self.deleting != zk.deleting):
-            zk = make_zk(self.live, self.generation, self.controller_epoch, tuple(parts),
+            zk = make_zk(self.live, self.registrations, self.controller_epoch, tuple(parts),
                     tuple(reassign), self.preferred, self.deleting)
         active = self._active.freeze() if self._active is not None else s.controller
         if self._stale is not None:

@@ -31,6 +31,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from isrcheck.specs.protocol import DEFAULT_GENERATION
+
 from .errors import PipelineError
 
 _LIST = re.compile(r"^list\[(.+)\]$")
@@ -52,7 +54,7 @@ HAVING l.hw > min(m.leo)
 
 def observation_ddl(schema: dict[str, Any] | None = None) -> str:
     """specs/observation.toml as a Spark DDL type (for ``from_json``)."""
-    from isrcheck.model.observe import load_schema
+    from isrcheck.specs.observation import load_schema
 
     schema = schema or load_schema()
     objects = {o["name"]: o.get("field", []) for o in schema["object"]}
@@ -108,7 +110,7 @@ def register_views(spark: Any, source: str | Path) -> list[str]:
         raw = (levels.select("fingerprint", "depth", "state")
                .mapInArrow(decode_observe_arrow, "fingerprint long, depth int, observation string")
                .withColumn("model", F.lit(meta["model"]))
-               .withColumn("generation", F.lit(meta.get("generation", "high-watermark"))))
+               .withColumn("generation", F.lit(meta.get("generation", DEFAULT_GENERATION.value))))
         views = []
     else:
         check_corpus(p)

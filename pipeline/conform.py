@@ -126,8 +126,8 @@ def diff_text(differences: list[Any]) -> str:
 def replay_trace(rows: list[dict[str, Any]], seed: int = 0, mutant: str | None = None) -> dict[str, Any]:
     """Replay one trace (its corpus rows, in step order) on the implementation; one result row."""
     from isrcheck.conformance.replay import conform_actions
-    from isrcheck.conformance.vocab import VocabularyError, action_text, check_action
     from isrcheck.model.config import ConfigError, from_mapping
+    from isrcheck.specs.actions import VocabularyError, action_text, check_action
 
     first = rows[0]
     out: dict[str, Any] = {k: first[k] for k in ("trace_id", "model", "generation", "mode")}

@@ -3,11 +3,11 @@ on Spark for the wide levels, in-process again for the tail.
 
 Every level is written as Parquet under the run directory (:mod:`.store`), whichever engine
 computed it, so a run can be interrupted and resumed at any level boundary. Both engines compute a
-level with :func:`.expand.expand` and reduce it with the same rules (:mod:`.expand` explains the
+level with :func:`isrcheck.model.explore.expand` and reduce it with the same rules (:mod:`isrcheck.model.explore` explains the
 keys), so the result — distinct states, depth, outcome, counterexample length, transitions and
 coverage — equals the single-process :class:`~isrcheck.model.checker.Checker`'s. Counterexamples
 are rebuilt from the parent links stored in the levels with
-:func:`~isrcheck.model.checker.replay_fingerprints`, so only real states are printed.
+:func:`~isrcheck.model.explore.replay_fingerprints`, so only real states are printed.
 """
 from __future__ import annotations
 
@@ -15,16 +15,19 @@ import time
 import uuid
 from collections import Counter
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
 from isrcheck import __version__
-from isrcheck.model.checker import CheckResult, ModelFault, Outcome, Step, Violation, replay_fingerprints
+from isrcheck.model.engine import Checks, CheckResult, ModelFault, Step, Violation, outcome_of
+from isrcheck.model.explore import (Successor, count_until, expand, first_event_key, initial_level, nth_action,
+                                    replay_fingerprints, sorted_new)
 from isrcheck.model.codec import kafka_state_codec
 
 from .errors import PipelineError
-from .expand import FAULT, Key, PropertySets, Successor, broken_always, count_until, expand, first_event_key, nth_action, sorted_new
+from .explore_spark import spark_level
+from .levels import LevelOutcome, LevelStats, Stop, descriptor, states_limit, stop_from
 from .session import LazySession
 from .spec import FINGERPRINT_SCHEME, ModelSpec
 from .store import RunStore, codec_id
@@ -35,43 +38,6 @@ DEFAULT_SPARK_THRESHOLD = 20_000
 
 
 @dataclass
-class LevelStats:
-    depth: int  # the level produced
-    frontier: int  # states expanded to produce it (the previous level); 0 for level 0
-    new: int  # states of this level
-    visited: int  # distinct states after it
-    transitions: int
-    engine: str  # "init" | "local" | "spark"
-    seconds: float
-    coverage: dict[str, int] = field(default_factory=dict)
-    witnessed: list[str] = field(default_factory=list)
-
-
-@dataclass
-class Stop:
-    """Where the Checker would stop inside a level: the first violation's key and what it counted."""
-
-    key: Key
-    counted_new: int  # new states the Checker has added by then
-    violations: list[dict[str, Any]]  # descriptors, see _violation
-    transitions: int
-    coverage: Counter[str]
-    witnessed: set[str] = field(default_factory=set)  # sometimes-properties witnessed in the level by then
-    limit: str | None = None  # "states": the stop is --max-states, not a violation
-
-
-@dataclass
-class LevelOutcome:
-    new: int
-    transitions: int
-    coverage: Counter[str]
-    witnessed: set[str]
-    stop: Stop | None = None
-    fingerprints: list[int] | None = None  # new fingerprints (in-process only)
-    frontier: list[tuple[int, int, Any]] | None = None  # new (fp, rank, state) (in-process only)
-
-
-@dataclass
 class ExploreResult:
     result: CheckResult
     levels: list[LevelStats]
@@ -79,36 +45,6 @@ class ExploreResult:
     spark_levels: int
     resumed_at: int | None  # committed levels found on --resume
     finished: bool
-
-
-def descriptor(prop: str, kind: str, message: str, parent: int | None, fingerprint: int | None = None,
-               aidx: int | None = None, fault: bool = False) -> dict[str, Any]:
-    """A violation as data: replayed into a trace by :func:`rebuild_violation`."""
-    return {"property": prop, "kind": kind, "message": message, "parent": parent,
-            "fingerprint": fingerprint, "aidx": aidx, "fault": fault}
-
-
-def stop_from(before: int, at: list[Successor], events: list[Any], cutoff: Key, visited_before: int,
-              counted: tuple[int, Counter[str]], witnessed: set[str] | None = None, limit: str | None = None) -> Stop:
-    """The :class:`Stop` at ``cutoff``: ``before`` new states have smaller keys, ``at`` holds the
-    new state at the cutoff itself (if the step there made one), ``events`` the level's events."""
-    violations = []
-    for e in events:
-        if e.key == cutoff:
-            violations.append(descriptor(e.prop, "transition", e.message, e.parent, aidx=e.aidx,
-                                         fault=e.kind == FAULT))
-    for s in at:
-        for name in s.broken:
-            violations.append(descriptor(name, "always", "", s.parent, fingerprint=s.fingerprint))
-    return Stop(cutoff, visited_before + before + len(at), violations, counted[0], counted[1], witnessed or set(), limit)
-
-
-def states_limit(max_states: int | None, visited_before: int, new_count: int) -> int | None:
-    """The Checker's ``max_states`` stop inside a level: the position (in key order) of the new state
-    after which it holds ``max_states`` states, or None when the level ends first."""
-    if max_states is None or new_count == 0 or visited_before + new_count < max_states:
-        return None
-    return max(0, max_states - visited_before - 1)
 
 
 class Explorer:
@@ -143,7 +79,7 @@ class Explorer:
         self.broadcast_limit = broadcast_limit
         self.partition_rows = partition_rows
         self.model = spec.build()
-        self.props = PropertySets.of(self.model)
+        self.props = Checks.of(self.model)
         self.codec = kafka_state_codec()
         # in-process working set, valid only while consecutive levels run in-process
         self._frontier: list[tuple[int, int, Any]] | None = None
@@ -220,8 +156,6 @@ class Explorer:
             if frontier >= self.spark_threshold:
                 engine = "spark"
                 self._frontier = self._visited = None
-                from .explore_spark import spark_level
-
                 outcome = spark_level(self, d, frontier, visited, unwitnessed)
             else:
                 engine = "local"
@@ -253,28 +187,13 @@ class Explorer:
     # ------------------------------------------------------------------ level 0
     def _init_level(self, levels: list[LevelStats], progress: dict[str, Any]) -> Stop | None:
         t0 = time.perf_counter()
-        model = self.model
-        seen: set[int] = set()
-        rows: list[Successor] = []
-        violations = []
-        witnessed: set[str] = set()
-        for s in model.init_states():
-            fp = model.fingerprint(s)
-            if fp in seen:
-                continue
-            seen.add(fp)
-            broken = broken_always(self.props, s)
-            for name in broken:
-                violations.append(descriptor(name, "always", "", None, fingerprint=fp))
-            for p in self.props.sometimes:
-                if p.check(s):
-                    witnessed.add(p.name)
-            rows.append(Successor(fp, None, None, None, None, s, broken))  # type: ignore[arg-type]
+        rows, witnessed = initial_level(self.model, self.props)
+        violations = [descriptor(name, "always", "", None, fingerprint=s.fingerprint) for s in rows for name in s.broken]
         if violations:
             return Stop((-1, -1), len(rows), violations, 0, Counter())
         self._write_local_level(0, rows)
         self._frontier = [(s.fingerprint, i, s.state) for i, s in enumerate(rows)]
-        self._visited = set(seen)
+        self._visited = {s.fingerprint for s in rows}
         stats = LevelStats(0, 0, len(rows), len(rows), 0, "init", time.perf_counter() - t0, {}, sorted(witnessed))
         levels.append(stats)
         progress["levels"].append(asdict(stats))
@@ -305,7 +224,7 @@ class Explorer:
         if self._visited is None:
             self._visited = set(store.fingerprints(range(d + 1)).to_pylist())
         frontier, visited = self._frontier, self._visited
-        exp = expand(self.model, frontier, skip=visited, unwitnessed=unwitnessed, props=self.props)
+        exp = expand(self.model, frontier, skip=visited, unwitnessed=unwitnessed, checks=self.props)
         new = sorted_new(exp)
         cutoff = first_event_key(exp.events, new)
         limit = None
@@ -361,14 +280,7 @@ class Explorer:
             distinct = levels[-1].visited if levels else 0
             violations = []
         unwitnessed = sorted({p.name for p in self.props.sometimes} - witnessed)
-        if violations:
-            outcome: Outcome = "safety_failure"
-        elif limit:
-            outcome = "incomplete"
-        elif unwitnessed:
-            outcome = "vacuous"
-        else:
-            outcome = "success"
+        outcome = outcome_of(bool(violations), limit, bool(unwitnessed))
         seconds = self._elapsed(progress, start)
         progress["finished"] = True
         progress["result"] = {

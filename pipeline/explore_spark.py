@@ -2,7 +2,7 @@
 
 The frontier (level ``d``) is read from Parquet and spread over partitions; each Python worker
 rebuilds the model from its :class:`~.spec.ModelSpec` JSON (once per process), decodes its states,
-and runs :func:`.expand.expand` per Arrow batch (``mapInArrow``). The workers emit one table of
+and runs :func:`isrcheck.model.explore.expand` per Arrow batch (``mapInArrow``). The workers emit one table of
 rows of several kinds (:data:`EXPANSION_SCHEMA`): successors (first occurrence per batch, with the
 always-properties they break), violation events, coverage counts and witnessed sometimes-properties
 (with the first key of each). The expansion is cached and read by two jobs: one aggregation that
@@ -19,17 +19,17 @@ import math
 import uuid
 from collections import Counter
 from collections.abc import Iterator
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import pyarrow as pa
 
 from isrcheck.model.codec import kafka_state_codec
 
-from .expand import FAULT, TRANSITION, Event, PropertySets, Successor, count_until, expand
-from .spec import model_for
+from isrcheck.model.engine import Checks
+from isrcheck.model.explore import FAULT, TRANSITION, Event, Successor, count_until, expand
 
-if TYPE_CHECKING:
-    from .explore import Explorer, LevelOutcome
+from .levels import LevelJob, LevelOutcome, states_limit, stop_from
+from .spec import model_for
 
 KIND_SUCCESSOR = 0
 KIND_TRANSITION = 1
@@ -97,7 +97,7 @@ def expand_arrow(spec_json: str, unwitnessed: list[str], skip_bc: tuple[str, Any
     """The worker side of a level: ``mapInArrow`` over (fingerprint, rank, state) batches."""
     model = model_for(spec_json)
     codec = kafka_state_codec()
-    props = PropertySets.of(model)
+    checks = Checks.of(model)
     skip = _skip_set(skip_bc)
     decode = codec.decode
     for batch in batches:
@@ -105,12 +105,12 @@ def expand_arrow(spec_json: str, unwitnessed: list[str], skip_bc: tuple[str, Any
         ranks = batch.column("rank").to_pylist()
         blobs = batch.column("state").to_pylist()
         rows = [(f, r, decode(b)) for f, r, b in zip(fps, ranks, blobs)]
-        exp = expand(model, rows, skip=skip, unwitnessed=unwitnessed, props=props)
+        exp = expand(model, rows, skip=skip, unwitnessed=unwitnessed, checks=checks)
         yield _expansion_batch(list(exp.successors.values()), exp.events, exp.coverage, exp.witness_keys, codec.encode)
 
 
 def count_arrow(spec_json: str, cutoff: tuple[int, int], batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-    """Coverage of the steps up to ``cutoff`` (see :func:`.expand.count_until`)."""
+    """Coverage of the steps up to ``cutoff`` (see :func:`isrcheck.model.explore.count_until`)."""
     model = model_for(spec_json)
     decode = kafka_state_codec().decode
     total: Counter[str] = Counter()
@@ -146,7 +146,7 @@ def _min_key(a: tuple[int, int] | None, b: tuple[int, int] | None) -> tuple[int,
     return b if a is None else a if b is None else min(a, b)
 
 
-def spark_level(ex: Explorer, d: int, frontier_n: int, visited_n: int, unwitnessed: set[str]) -> LevelOutcome:
+def spark_level(ex: LevelJob, d: int, frontier_n: int, visited_n: int, unwitnessed: set[str]) -> LevelOutcome:
     """Compute level ``d + 1`` from level ``d`` on Spark (see the module docstring).
 
     A level that goes on costs two Spark jobs: one over the expansion (cached) for its counts and
@@ -194,12 +194,11 @@ def level_conf(spark: Any, frontier_n: int, partition_rows: int) -> Iterator[Non
                 spark.conf.set(k, v)
 
 
-def _spark_level(spark: Any, ex: Explorer, d: int, frontier_n: int, visited_n: int,
+def _spark_level(spark: Any, ex: LevelJob, d: int, frontier_n: int, visited_n: int,
                  unwitnessed: set[str]) -> LevelOutcome:
     from pyspark import StorageLevel
     from pyspark.sql import functions as F
 
-    from .explore import LevelOutcome, states_limit, stop_from
     from .store import LEVEL_DDL, LEVEL_SCHEMA
 
     sc = spark.sparkContext

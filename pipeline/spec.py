@@ -13,6 +13,7 @@ from typing import Any
 
 from isrcheck.invariants import build_model
 from isrcheck.model.config import Config, ConfigError, from_mapping
+from isrcheck.specs.protocol import DEFAULT_GENERATION, generation_setting
 
 from .fingerprint import SCHEME as FINGERPRINT_SCHEME
 from .fingerprint import StableModel
@@ -58,7 +59,8 @@ class ModelSpec:
 
     @property
     def generation(self) -> str:
-        return str(self.config.get("truncation", "high-watermark"))
+        given = generation_setting(self.config)  # a corpus written before the rename has "truncation"
+        return str(given[1]) if given else DEFAULT_GENERATION.value
 
 
 _MODELS: dict[str, Any] = {}

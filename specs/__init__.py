@@ -1,7 +1,11 @@
 """The shared vocabulary, as data: read these files, do not import protocol logic from here.
 
-Both the model and the reference implementation read the action vocabulary and the observation
-schema from this package's TOML files; this module only locates and parses them.
+The model, the reference implementation, conformance, the pipeline and the command line all read
+this package's TOML files. This module only locates and parses them; beside it, one module per
+file loads and checks it, and holds what every side says the same way: ``actions`` (the action
+vocabulary, argument kinds, the text and JSON forms of an action), ``observation`` (the schema's
+validator), ``manifest`` (the named models), ``weaknesses`` (the gallery's list), ``protocol``
+(generations, reassignment steps). They import nothing from the project outside this package.
 """
 from __future__ import annotations
 

@@ -4,13 +4,14 @@ from __future__ import annotations
 from pathlib import Path
 
 from isrcheck import manifest
-from isrcheck.gallery import WEAKNESSES, render_gallery
+from isrcheck.gallery import render_gallery
+from isrcheck.specs.weaknesses import load_weaknesses
 
 GALLERY = Path(__file__).resolve().parents[1] / "specs" / "10-weaknesses.md"
 
 
 def test_gallery_models_exist_and_share_bounds_per_weakness():
-    for w in WEAKNESSES:
+    for w in load_weaknesses():
         entries = [manifest.get(n) for n in w.generations]
         assert w.example in w.generations
         assert manifest.get(w.example).expect == "safety_failure"

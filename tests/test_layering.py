@@ -1,38 +1,85 @@
-"""Dependency rules between the project's packages, read from the source with ``ast``.
+"""Who may import whom: one table for every package, and no import circle anywhere.
 
-- model imports nothing else from the project (no invariants, impl, conformance, pipeline), no pyspark,
-  no z3;
-- invariants imports neither impl nor pyspark;
-- impl (when it exists) imports neither model nor invariants.
-Relative imports are resolved against the package's import name (``isrcheck.<folder>``), and imports
-under ``if TYPE_CHECKING:`` count too.
+The table (ARCHITECTURE.md, "Layers", draws it):
+
+============  =====================================================================
+package       may import from the project
+============  =====================================================================
+specs         nothing: the shared vocabulary, as data and loaders
+model         specs
+peers         the engine of model only (engine, explore, checker, parallel, codec)
+invariants    model, specs
+impl          specs (never model or invariants: an independent implementation)
+conformance   model, invariants, impl, specs
+pipeline      model, invariants, conformance, specs
+cli           every package (``isrcheck/*.py``, the command line; nothing imports it)
+root          nothing (``isrcheck/__init__.py`` and ``isrcheck/native.py``: the version and the
+              compiled-build switch, which every package may import)
+============  =====================================================================
+
+Third-party rules ride along: only invariants (and the command line above it) imports z3, only
+pipeline imports pyspark, only impl imports kazoo. Imports are read from the source with ``ast``: every ``import``, at any
+depth (inside functions too) and under ``if TYPE_CHECKING:``. The module graph built from them
+must have no cycle (networkx): an import inside a function that only dodges a circle is a circle.
 """
 from __future__ import annotations
 
 import ast
+from functools import cache
 from pathlib import Path
 
+import networkx as nx
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-PROJECT_PACKAGES = {"model", "invariants", "impl", "conformance", "pipeline", "specs", "peers"}
+
+#: folder -> import name of the package it holds
+PACKAGES: dict[str, str] = {
+    "specs": "isrcheck.specs",
+    "model": "isrcheck.model",
+    "peers": "isrcheck.peers",
+    "invariants": "isrcheck.invariants",
+    "impl": "isrcheck.impl",
+    "conformance": "isrcheck.conformance",
+    "pipeline": "isrcheck.pipeline",
+    "isrcheck": "isrcheck",
+}
+LAYER_OF_FOLDER = {folder: ("cli" if folder == "isrcheck" else folder) for folder in PACKAGES}
+#: the package root: imported first by every process, importable by every package
+ROOT_MODULES = {"isrcheck", "isrcheck.native"}
+
+#: layer -> the layers it may import (itself always allowed)
+MAY_IMPORT: dict[str, set[str]] = {
+    "root": set(),
+    "specs": {"root"},
+    "model": {"specs", "root"},
+    "peers": {"model", "root"},
+    "invariants": {"model", "specs", "root"},
+    "impl": {"specs", "root"},
+    "conformance": {"model", "invariants", "impl", "specs", "root"},
+    "pipeline": {"model", "invariants", "conformance", "specs", "root"},
+    "cli": {"specs", "model", "peers", "invariants", "impl", "conformance", "pipeline", "root"},
+}
+#: the only model modules a peer transcription may use: the generic engine
+PEER_ENGINE = {"isrcheck.model.engine", "isrcheck.model.explore", "isrcheck.model.checker",
+               "isrcheck.model.parallel", "isrcheck.model.codec"}
+#: third-party packages only some layers may import
+RESTRICTED = {"z3": {"invariants", "cli"}, "pyspark": {"pipeline"}, "kazoo": {"impl"}}
 
 
-def _module_name(path: Path, folder: str, root: Path) -> str:
+# ---------------------------------------------------------------------------- reading imports
+def module_name(path: Path, folder: str, root: Path = ROOT) -> str:
     rel = path.relative_to(root / folder).with_suffix("")
     parts = [p for p in rel.parts if p != "__init__"]
-    return ".".join(["isrcheck", folder, *parts])
+    return ".".join([PACKAGES.get(folder, f"isrcheck.{folder}"), *parts])
 
 
-def _is_package(path: Path) -> bool:
-    return path.name == "__init__.py"
-
-
-def imports_of(path: Path, folder: str, root: Path = ROOT) -> set[str]:
-    """Absolute names of every module ``path`` imports (``from a import b`` gives ``a`` and ``a.b``)."""
+def imported_names(path: Path, folder: str, root: Path = ROOT) -> set[str]:
+    """Every name ``path`` imports, absolute: ``from a import b`` gives ``a`` and ``a.b`` (the
+    caller decides which of them is a module)."""
     tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
-    module = _module_name(path, folder, root)
-    package = module if _is_package(path) else module.rpartition(".")[0]
+    module = module_name(path, folder, root)
+    package = module if path.name == "__init__.py" else module.rpartition(".")[0]
     out: set[str] = set()
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
@@ -51,29 +98,51 @@ def imports_of(path: Path, folder: str, root: Path = ROOT) -> set[str]:
     return out
 
 
-def _top(name: str) -> str:
-    """The project package an import belongs to ('model', 'invariants', ...) or its top-level name."""
-    parts = name.split(".")
-    if parts[0] == "isrcheck" and len(parts) > 1:
-        return parts[1]
-    return parts[0]
+def files(folder: str) -> list[Path]:
+    base = ROOT / folder
+    if folder == "isrcheck":  # the command line: the package's own modules, not its subpackages
+        return sorted(base.glob("*.py"))
+    return sorted(base.rglob("*.py"))
 
 
-def _files(folder: str) -> list[Path]:
-    return sorted((ROOT / folder).rglob("*.py")) if (ROOT / folder).is_dir() else []
+@cache
+def project_modules() -> dict[str, tuple[str, Path]]:
+    """import name -> (folder, path) of every module of the project."""
+    return {module_name(p, folder): (folder, p) for folder in PACKAGES for p in files(folder)}
 
 
-def _violations(folder: str, forbidden: set[str]) -> list[str]:
-    bad = []
-    for path in _files(folder):
-        for name in sorted(imports_of(path, folder)):
-            if _top(name) in forbidden:
-                bad.append(f"{path.relative_to(ROOT)} imports {name}")
-    return bad
+def layer_of(name: str) -> str | None:
+    """The layer a project module belongs to, or None for a name outside the project."""
+    if name in ROOT_MODULES:
+        return "root"
+    found = project_modules().get(name)
+    return LAYER_OF_FOLDER[found[0]] if found else None
 
 
-# ---------------------------------------------------------------------------- the parser itself
-def test_import_parser_resolves_relative_and_absolute_imports(tmp_path):
+def module_edges(name: str) -> set[str]:
+    """The project modules ``name`` imports: for ``from a import b``, ``a.b`` when it is a module,
+    else ``a`` (importing a package's submodule does not count as importing its ``__init__``)."""
+    folder, path = project_modules()[name]
+    mods = project_modules()
+    names = imported_names(path, folder)
+    out = set()
+    for n in names:
+        if n in mods and not any(other.startswith(n + ".") and other in mods for other in names):
+            out.add(n)
+    return out - {name}
+
+
+def import_graph() -> nx.DiGraph:
+    g = nx.DiGraph()
+    for name in project_modules():
+        g.add_node(name)
+        for target in module_edges(name):
+            g.add_edge(name, target)
+    return g
+
+
+# ---------------------------------------------------------------------------- the reader itself
+def test_import_reader_resolves_relative_absolute_nested_and_type_checking_imports(tmp_path):
     pkg = tmp_path / "model"
     pkg.mkdir()
     src = pkg / "x.py"
@@ -89,58 +158,90 @@ def test_import_parser_resolves_relative_and_absolute_imports(tmp_path):
         "    import z3\n",
         encoding="utf-8",
     )
-    names = imports_of(src, "model", root=tmp_path)
+    names = imported_names(src, "model", root=tmp_path)
     assert {"os", "pyspark.sql", "isrcheck.model.y", "isrcheck.model.z", "isrcheck.invariants",
             "isrcheck.invariants.properties", "isrcheck.impl.core", "z3"} <= names
-    tops = {_top(n) for n in names}
-    assert {"invariants", "impl", "pyspark", "z3", "model"} <= tops
 
 
-def test_the_model_folder_is_parsed():
-    files = {p.name for p in _files("model")}
-    assert {"checker.py", "controller.py", "broker.py", "selectors.py", "tables.py"} <= files
-    assert "isrcheck.model.tables" in imports_of(ROOT / "model" / "broker.py", "model")
+def test_every_folder_is_read_and_the_graph_has_their_modules():
+    g = import_graph()
+    for folder in PACKAGES:
+        assert files(folder), f"no Python files found in {folder}/"
+    assert "isrcheck.model.checker" in g and "isrcheck.cli" in g and "isrcheck.specs" in g
+    assert g.has_edge("isrcheck.model.checker", "isrcheck.model.engine")
+
+
+def test_the_cycle_finder_finds_a_planted_cycle():
+    g = nx.DiGraph([("a", "b"), ("b", "c"), ("c", "a"), ("c", "d")])
+    assert sorted(_cycles(g)[0]) == ["a", "b", "c"]
+
+
+def test_the_table_names_every_package():
+    assert set(MAY_IMPORT) == set(LAYER_OF_FOLDER.values()) | {"root"}
+    for layer, allowed in MAY_IMPORT.items():
+        assert allowed <= set(MAY_IMPORT), layer
+
+
+def test_the_table_itself_has_no_circle():
+    g = nx.DiGraph([(a, b) for a, allowed in MAY_IMPORT.items() for b in allowed])
+    assert nx.is_directed_acyclic_graph(g)
 
 
 # ---------------------------------------------------------------------------- the rules
-def test_model_imports_nothing_else_from_the_project_nor_pyspark_nor_z3():
-    forbidden = (PROJECT_PACKAGES - {"model", "specs"}) | {"pyspark", "z3"}
-    assert _violations("model", forbidden) == []
+def _cycles(g: nx.DiGraph) -> list[list[str]]:
+    return [sorted(c) for c in nx.strongly_connected_components(g) if len(c) > 1]
 
 
-def test_model_imports_from_isrcheck_only_itself_and_the_specs_data():
-    bad = [
-        f"{p.relative_to(ROOT)} imports {n}"
-        for p in _files("model")
-        for n in imports_of(p, "model")
-        if n.startswith("isrcheck.") and _top(n) not in ("model", "specs")
-    ]
+def test_no_import_circle_between_modules():
+    cycles = _cycles(import_graph())
+    shown = [" -> ".join(cycle) for cycle in cycles]
+    assert shown == [], "import circles (an import inside a function counts):\n" + "\n".join(shown)
+
+
+@pytest.mark.parametrize("folder", sorted(PACKAGES))
+def test_each_package_imports_only_what_the_table_allows(folder):
+    bad = []
+    for name, (f, path) in sorted(project_modules().items()):
+        if f != folder:
+            continue
+        layer = layer_of(name)
+        assert layer is not None
+        allowed = MAY_IMPORT[layer] | {layer}
+        for n in sorted(imported_names(path, folder)):
+            target = layer_of(n)
+            if n.startswith("isrcheck.") and target is None and n.rpartition(".")[0] in project_modules():
+                continue  # ``from a import b`` where b is a name in module a: a is checked itself
+            if target is not None and target not in allowed:
+                bad.append(f"{path.relative_to(ROOT)} imports {n} ({target})")
+            top = n.split(".")[0]
+            if top in RESTRICTED and layer not in RESTRICTED[top]:
+                bad.append(f"{path.relative_to(ROOT)} imports {n}")
     assert bad == []
 
 
-def test_invariants_import_neither_impl_nor_pyspark():
-    assert _violations("invariants", {"impl", "pyspark", "conformance", "pipeline"}) == []
-
-
-def test_invariants_use_the_model():
-    names = set().union(*(imports_of(p, "invariants") for p in _files("invariants")))
-    assert any(_top(n) == "model" for n in names)
-
-
-@pytest.mark.skipif(not (ROOT / "impl").is_dir(), reason="no impl/ folder yet")
-def test_impl_imports_neither_model_nor_invariants():
-    assert _violations("impl", {"model", "invariants", "conformance", "pipeline"}) == []
-
-
-def test_peers_import_only_the_engine_and_themselves():
+def test_peers_use_only_the_generic_engine_of_model():
     """A peer transcription is someone else's specification: it uses the engine's vocabulary
-    (Model, Property), never the Kafka model, the properties or anything above them."""
+    (Model, Property, the checker), never the Kafka model or anything above it."""
     bad = [
-        f"{p.relative_to(ROOT)} imports {n}"
-        for p in _files("peers")
-        for n in imports_of(p, "peers")
-        if (n.startswith("isrcheck.") and _top(n) not in ("peers", "model"))
-        or _top(n) in ("pyspark", "z3")
-        or (_top(n) == "model" and n.split(".")[2:3] not in (["checker"], ["parallel"], ["codec"]))
+        f"{path.relative_to(ROOT)} imports {target}"
+        for name, (folder, path) in project_modules().items() if folder == "peers"
+        for target in module_edges(name)
+        if layer_of(target) == "model" and target not in PEER_ENGINE
     ]
     assert bad == []
+
+
+def test_nothing_imports_the_command_line():
+    g = import_graph()
+    cli = {n for n in g if layer_of(n) == "cli"}
+    bad = [f"{a} imports {b}" for a, b in g.edges if b in cli and a not in cli]
+    assert bad == []
+
+
+def test_invariants_and_conformance_use_the_layers_below_them():
+    """The table's permissions are used: a rule nobody needs would hide a wrong layering."""
+    g = import_graph()
+    used = {(layer_of(a), layer_of(b)) for a, b in g.edges}
+    assert ("invariants", "model") in used
+    assert ("conformance", "impl") in used and ("conformance", "model") in used
+    assert ("impl", "specs") in used and ("model", "specs") in used

@@ -16,7 +16,8 @@ import pytest
 from isrcheck.invariants import ALL_PROPERTIES
 from isrcheck.model.actions import APPLY
 from isrcheck.model.config import Config, Faults, Operations
-from isrcheck.model.vocabulary import GENERATED, extract, load_actions, regenerate, render_state_machines
+from isrcheck.model.vocabulary import GENERATED, extract, regenerate, render_state_machines
+from isrcheck.specs.actions import load_actions
 
 ROOT = Path(__file__).resolve().parents[1]
 SPECS = ROOT / "specs"

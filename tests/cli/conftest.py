@@ -18,6 +18,7 @@ from isrcheck.cli import main
 from isrcheck.invariants import build_model
 from isrcheck.model.checker import Checker
 from isrcheck.model.config import from_mapping
+from isrcheck.specs.manifest import ModelEntry, parse_manifest
 
 SMALL = {"brokers": 3, "max_records": 1}
 SMALL_CRASH = {"brokers": 3, "max_records": 1, "faults": {"crashes": 1}}
@@ -99,7 +100,7 @@ def _run(raw: dict[str, Any]):
 
 
 @pytest.fixture(scope="session")
-def fake_manifest_entries() -> list[manifest.ModelEntry]:
+def fake_manifest_entries() -> list[ModelEntry]:
     tiny = _run(SMALL)
     crash = _run(SMALL_CRASH)
     assert tiny.outcome == "success", tiny
@@ -133,11 +134,11 @@ expect = "success"
 '''
     import tomllib
 
-    return manifest.parse_manifest(tomllib.loads(text), "fake.toml")
+    return parse_manifest(tomllib.loads(text), manifest.MODEL_READER, "fake.toml")
 
 
 @pytest.fixture
-def fake_manifest(monkeypatch: pytest.MonkeyPatch, fake_manifest_entries) -> list[manifest.ModelEntry]:
+def fake_manifest(monkeypatch: pytest.MonkeyPatch, fake_manifest_entries) -> list[ModelEntry]:
     entries = list(fake_manifest_entries)
     monkeypatch.setattr(manifest, "load", lambda: list(entries))
     return entries

@@ -1,4 +1,5 @@
-"""isrcheck.manifest: validation of models.toml and comparison of results with expectations."""
+"""The manifest: validation of models.toml (isrcheck.specs.manifest, read with the model's reader of
+isrcheck.manifest) and comparison of results with expectations (isrcheck.manifest)."""
 from __future__ import annotations
 
 import copy
@@ -7,8 +8,9 @@ import dataclasses
 import pytest
 
 from isrcheck import manifest
-from isrcheck.manifest import ManifestError, compare, parse_manifest
+from isrcheck.manifest import MODEL_READER, compare
 from isrcheck.model.checker import CheckResult, Step, Violation
+from isrcheck.specs.manifest import ManifestError, UnknownModel, get, parse_manifest, select
 
 GOOD = {
     "model": [
@@ -25,14 +27,14 @@ def _bad(change) -> str:
     doc = copy.deepcopy(GOOD)
     change(doc["model"][1])
     with pytest.raises(ManifestError) as e:
-        parse_manifest(doc)
+        parse_manifest(doc, MODEL_READER)
     msg = str(e.value)
     assert "\n" not in msg
     return msg
 
 
 def test_good_manifest_parses():
-    ok, bug = parse_manifest(GOOD)
+    ok, bug = parse_manifest(GOOD, MODEL_READER)
     assert ok.name == "ok" and ok.states == 25 and ok.property is None and ok.config.max_records == 1
     assert bug.expect == "safety_failure" and bug.length == 8 and bug.config.faults.crashes == 1
     with pytest.raises(dataclasses.FrozenInstanceError):
@@ -73,30 +75,30 @@ def test_success_entry_rejects_property():
     doc = copy.deepcopy(GOOD)
     doc["model"][0]["property"] = "LeaderInIsr"
     with pytest.raises(ManifestError, match="only to expect"):
-        parse_manifest(doc)
+        parse_manifest(doc, MODEL_READER)
 
 
 def test_unknown_top_level_key():
     with pytest.raises(ManifestError, match="unknown top-level key 'models'"):
-        parse_manifest({"models": []})
+        parse_manifest({"models": []}, MODEL_READER)
 
 
 def test_get_suggests_a_close_name():
-    entries = parse_manifest(GOOD)
-    with pytest.raises(manifest.UnknownModel, match="did you mean 'bug'"):
-        manifest.get("bugg", entries)
-    assert manifest.get("ok", entries).name == "ok"
+    entries = parse_manifest(GOOD, MODEL_READER)
+    with pytest.raises(UnknownModel, match="did you mean 'bug'"):
+        get("bugg", entries)
+    assert get("ok", entries).name == "ok"
 
 
 def test_select():
-    entries = parse_manifest(GOOD)
-    assert [e.name for e in manifest.select(entries)] == ["ok"]
-    assert [e.name for e in manifest.select(entries, everything=True)] == ["ok", "bug"]
-    assert [e.name for e in manifest.select(entries, ["bug"])] == ["bug"]
+    entries = parse_manifest(GOOD, MODEL_READER)
+    assert [e.name for e in select(entries)] == ["ok"]
+    assert [e.name for e in select(entries, everything=True)] == ["ok", "bug"]
+    assert [e.name for e in select(entries, ["bug"])] == ["bug"]
 
 
 def test_config_with_overrides():
-    ok = parse_manifest(GOOD)[0]
+    ok = parse_manifest(GOOD, MODEL_READER)[0]
     cfg = ok.config_with(["faults.crashes=2", "max_records=2"])
     assert cfg.faults.crashes == 2 and cfg.max_records == 2
     assert ok.config.faults.crashes == 0  # the entry is unchanged
@@ -114,25 +116,25 @@ def _violation(prop, length):
 
 
 def test_compare_matches():
-    ok, bug = parse_manifest(GOOD)
+    ok, bug = parse_manifest(GOOD, MODEL_READER)
     assert compare(ok, _result("success", 25)) == []
     assert compare(bug, _result("safety_failure", 99, [_violation("NoCommittedWriteLost", 8)])) == []
 
 
 def test_compare_states_differ():
-    ok = parse_manifest(GOOD)[0]
+    ok = parse_manifest(GOOD, MODEL_READER)[0]
     [msg] = compare(ok, _result("success", 30))
     assert "pinned 25" in msg and "found 30" in msg
     assert "update states" in msg and "'ok'" in msg and "reason" in msg
 
 
 def test_compare_unpinned_states_are_not_compared():
-    ok = dataclasses.replace(parse_manifest(GOOD)[0], states=None)
+    ok = dataclasses.replace(parse_manifest(GOOD, MODEL_READER)[0], states=None)
     assert compare(ok, _result("success", 12345)) == []
 
 
 def test_compare_outcome_differs():
-    ok, bug = parse_manifest(GOOD)
+    ok, bug = parse_manifest(GOOD, MODEL_READER)
     [msg] = compare(ok, _result("safety_failure", violations=[_violation("StrongIsr", 3)]))
     assert msg.startswith("outcome:") and "StrongIsr" in msg
     [msg] = compare(bug, _result("success"))
@@ -142,7 +144,7 @@ def test_compare_outcome_differs():
 
 
 def test_compare_property_and_length_differ():
-    bug = parse_manifest(GOOD)[1]
+    bug = parse_manifest(GOOD, MODEL_READER)[1]
     msgs = compare(bug, _result("safety_failure", violations=[_violation("StrongIsr", 6)]))
     assert len(msgs) == 2
     assert msgs[0] == "property: expected NoCommittedWriteLost, found StrongIsr"

@@ -113,6 +113,6 @@ def test_generations_the_implementation_accepts_are_covered_too(name, gen):
     as soon as it is there) is covered like the seeds' rule."""
     if gen not in supported_generations():
         pytest.skip("the implementation accepts no generation but high-watermark yet")
-    cfg = dataclasses.replace(manifest.get(name).config, truncation=gen)
+    cfg = dataclasses.replace(manifest.get(name).config, generation=gen)
     rep = cover(cfg, "edges", label=f"{name} ({gen})")
     assert rep.ok and rep.edge_coverage == 1.0, rep.divergence.summary() if rep.divergence else rep.skipped

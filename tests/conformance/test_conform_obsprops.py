@@ -9,9 +9,9 @@ from isrcheck.conformance.cover import build_graph
 from isrcheck.conformance.obsprops import OBSERVATION_PROPERTIES, broken
 from isrcheck.conformance.sides import acked_of, impl_support
 from isrcheck.conformance.weaknesses import replay_model
-from isrcheck.gallery import WEAKNESSES
 from isrcheck.invariants.properties import ALL_PROPERTIES
 from isrcheck.model.observe import observe
+from isrcheck.specs.weaknesses import load_weaknesses
 
 _MODEL = {p.name: p for p in ALL_PROPERTIES}
 
@@ -34,13 +34,13 @@ def test_observation_properties_agree_with_the_model_on_every_state(name):
         assert manifest.get(name).property in seen_broken
 
 
-GALLERY = [(w.title, n) for w in WEAKNESSES for n in w.generations]
+GALLERY = [(w.title, n) for w in load_weaknesses() for n in w.generations]
 
 
 @pytest.mark.parametrize("title,name", GALLERY, ids=[n for _, n in GALLERY])
 def test_gallery_weakness_replayed_on_the_implementation(title, name, ce_trace):
     entry = manifest.get(name)
-    r = replay_model(name, title, ce_trace(name) if entry.expect == "safety_failure" else None)
+    r = replay_model(entry, title, ce_trace(name) if entry.expect == "safety_failure" else None)
     if entry.expect != "safety_failure":
         assert r.status == "fixed"
         return

@@ -9,15 +9,15 @@ from isrcheck import manifest
 from isrcheck.conformance.export import samples
 from isrcheck.conformance.replay import conform_actions, conform_trace
 from isrcheck.conformance.sides import impl_support, supported_generations
-from isrcheck.model.config import TRUNCATION_RULES
+from isrcheck.specs.protocol import GENERATIONS
 
 from conform_helpers import acts
 
-from isrcheck.gallery import WEAKNESSES
+from isrcheck.specs.weaknesses import load_weaknesses
 
 #: the gallery's failing models (one counterexample per weakness and generation) and one more: the
 #: counterexamples every other test of this folder also uses, each found by the checker in seconds
-FAILING = sorted({n for w in WEAKNESSES for n in w.generations if manifest.get(n).expect == "safety_failure"}
+FAILING = sorted({n for w in load_weaknesses() for n in w.generations if manifest.get(n).expect == "safety_failure"}
                  | {"lossy-undetected-restart"})
 
 
@@ -43,9 +43,10 @@ def test_seeded_sample_paths_replay(name):
 
 def test_supported_generations_come_from_the_implementation():
     gens = supported_generations()
-    assert "high-watermark" in gens and set(gens) <= set(TRUNCATION_RULES)
-    for g in TRUNCATION_RULES:
-        assert (g in gens) == (impl_support({"truncation": g}) is None)
+    assert "high-watermark" in gens and set(gens) <= set(GENERATIONS)
+    for g in GENERATIONS:
+        assert (g in gens) == (impl_support({"generation": g.value}) is None)
+        assert impl_support({"truncation": g.value}) == impl_support({"generation": g.value})  # the alias
 
 
 def test_a_tampered_observation_is_reported_at_its_step_with_the_field(ce_trace):

@@ -180,7 +180,7 @@ def test_foreign_and_garbled_files_are_one_line_errors(tmp_path, run_cli):
 def generation_run(request, tmp_path_factory):
     """The same fault injection on a cluster reconciling by leader epochs (OffsetsForLeaderEpoch)."""
     return request.param, self_logged_run(tmp_path_factory.mktemp(f"selflog-{request.param}"),
-                                          config={"truncation": request.param})
+                                          config={"generation": request.param})
 
 
 @pytest.mark.cluster
@@ -189,7 +189,7 @@ def test_a_self_logged_run_validates_under_the_leader_epoch_generations(generati
     merged, r = validate_selflogs([events])
     assert r.ok, f"{r.reason} {r.details}"
     log = merged.log
-    assert log.config.truncation == generation and log.config.faults.crashes == 2
+    assert log.config.generation == generation and log.config.faults.crashes == 2
     names = [e.action[0] for e in log.events if e.kind == "action"]
     assert names.count("Produce") == 6 and names.count("Crash") == 2 and names.count("ControllerFailover") == 1
     # every restarted follower reconciled through the epoch exchange, logged as its own lines

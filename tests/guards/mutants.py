@@ -5,7 +5,7 @@ mutants use only the designer API (subclasses of Protocol), as a user's variant 
 """
 from __future__ import annotations
 
-from isrcheck.model.broker import become_follower_reconciling_by_epoch
+from isrcheck.model.follower import become_follower_reconciling_by_epoch
 from isrcheck.model.protocol import Protocol
 from isrcheck.model.selectors import Election, Selector, SelectorInput
 
@@ -46,7 +46,7 @@ class ReconcileOnlyOnLeaderChange(Protocol):
     """KIP-320 without KAFKA-7164: a follower reconciles only when the leader changes."""
 
     def become_follower(self, w, b, p, r, req):
-        return become_follower_reconciling_by_epoch(w, b, p, r, req, on_every_epoch=False)
+        return become_follower_reconciling_by_epoch(r, req, on_every_epoch=False)
 
 
 class NoTruncationOnBecomingFollower(Protocol):

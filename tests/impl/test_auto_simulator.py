@@ -3,8 +3,8 @@ from __future__ import annotations
 
 import pytest
 
-from isrcheck.impl.observation import validate
 from isrcheck.impl.simulator import AutoSimulator
+from isrcheck.specs.observation import validate
 
 CFG = {"brokers": 3, "replica_lag_time_max_ms": 300}
 

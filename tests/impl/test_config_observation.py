@@ -5,9 +5,10 @@ import copy
 
 import pytest
 
-from isrcheck.impl.config import ConfigError, from_mapping
-from isrcheck.impl.observation import ObservationError, validate
+from isrcheck.impl.config import ConfigError, from_mapping, to_mapping
 from isrcheck.impl.simulator import Simulator
+from isrcheck.specs.observation import ObservationError, validate
+from isrcheck.specs.protocol import GENERATION_NAMES, Generation
 
 
 def test_defaults_follow_specs_03():
@@ -15,7 +16,7 @@ def test_defaults_follow_specs_03():
     assert (c.brokers, c.partitions, c.replication_factor, c.min_insync_replicas) == (3, 1, 3, 1)
     assert c.assignment == ((1, 2, 3),)
     assert from_mapping({"brokers": 4, "partitions": 2, "replication_factor": 2}).assignment == ((1, 2), (2, 3))
-    assert c.truncation == "high-watermark" and c.hw_checkpoint == "periodic" and c.stale_controller
+    assert c.generation == "high-watermark" and c.hw_checkpoint == "periodic" and c.stale_controller
 
 
 def test_a_model_configuration_configures_the_implementation():
@@ -25,9 +26,10 @@ def test_a_model_configuration_configures_the_implementation():
 
 
 @pytest.mark.parametrize("raw, message", [
-    ({"truncation": "kip-102"}, "truncation must be one of"),
-    ({"truncation": 101}, "truncation must be a string"),
-    ({"truncation": "bogus"}, "truncation must be one of"),
+    ({"generation": "kip-102"}, "generation must be one of"),
+    ({"generation": 101}, "generation must be a string"),
+    ({"truncation": "bogus"}, "truncation must be one of"),  # the alias: the message names the key given
+    ({"generation": "kip-320", "truncation": "kip-320"}, "give generation or its alias truncation, not both"),
     ({"brokers": 0}, "brokers must be in"),
     ({"replication_factor": 4}, "replication_factor must be in"),
     ({"hw_checkpoint": "never"}, "hw_checkpoint"),
@@ -41,12 +43,15 @@ def test_bad_configurations_are_one_line_errors(raw, message):
     assert message in str(info.value) and "\n" not in str(info.value)
 
 
-@pytest.mark.parametrize("rule", ["high-watermark", "kip-101", "kip-279", "kip-320"])
-def test_every_truncation_generation_is_accepted(rule):
+@pytest.mark.parametrize("key", ["generation", "truncation"])  # the key, and its alias
+@pytest.mark.parametrize("rule", GENERATION_NAMES)
+def test_every_generation_is_accepted(rule, key):
     from isrcheck.impl.broker_core import BrokerCore
 
-    cfg = from_mapping({"truncation": rule, "acks": 1, "detect_restarts": True, "fenced_controller_writes": True})
-    assert (cfg.truncation, cfg.acks, cfg.detect_restarts, cfg.fenced_controller_writes) == (rule, "1", True, True)
+    cfg = from_mapping({key: rule, "acks": 1, "detect_restarts": True, "fenced_controller_writes": True})
+    assert (cfg.generation, cfg.acks, cfg.detect_restarts, cfg.fenced_controller_writes) == (rule, "1", True, True)
+    assert cfg.generation is Generation(rule) and cfg.traits == Generation(rule).traits
+    assert to_mapping(cfg)["generation"] == rule and "truncation" not in to_mapping(cfg)
     BrokerCore(cfg, 1)
     validate(Simulator(cfg).observe())
 
@@ -56,21 +61,21 @@ def test_a_rule_outside_the_generations_is_refused_by_the_core_too():
 
     from isrcheck.impl.broker_core import BrokerCore
 
-    with pytest.raises(ConfigError, match="truncation must be one of"):
-        BrokerCore(replace(from_mapping({}), truncation="kip-999"), 1)
+    with pytest.raises(ConfigError, match="generation must be one of"):
+        BrokerCore(replace(from_mapping({}), generation="kip-999"), 1)
 
 
 def test_the_validator_refuses_what_the_schema_forbids():
     obs = Simulator({"brokers": 3}).observe()
     validate(obs)
     cases = [
-        (lambda o: o["partitions"][0].__setitem__("isr", [3, 1]), "partitions[0].isr: not in ascending order"),
+        (lambda o: o["partitions"][0].__setitem__("isr", [3, 1]), "partitions[0].isr: must be in ascending order"),
         (lambda o: o["brokers"][0].__setitem__("alive", 1), "brokers[0].alive: expected bool"),
         (lambda o: o["replicas"][0].__setitem__("role", "boss"), "replicas[0].role"),
         (lambda o: o["controller"].pop("epoch"), "controller.epoch: missing"),
         (lambda o: o["controller"].__setitem__("extra", 1), "controller.extra: unknown field"),
-        (lambda o: o["replicas"][0].__setitem__("leader_epoch", -2), "below the minimum"),
-        (lambda o: o["partitions"][0].__setitem__("replicas", [1, 1]), "repeated"),
+        (lambda o: o["replicas"][0].__setitem__("leader_epoch", -2), "replicas[0].leader_epoch: must be >= -1"),
+        (lambda o: o["partitions"][0].__setitem__("replicas", [1, 1]), "partitions[0].replicas: items must be distinct"),
     ]
     for mutate, message in cases:
         bad = copy.deepcopy(obs)

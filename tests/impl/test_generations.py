@@ -1,5 +1,5 @@
 """The protocol generations of the replication path (specs/05-replication.md, "Protocol generations"):
-``truncation`` = high-watermark | kip-101 | kip-279 | kip-320, in the implementation.
+``generation`` = high-watermark | kip-101 | kip-279 | kip-320, in the implementation.
 
 The scenarios are the ones where the generations differ, each driven by action name in the step-mode
 simulator (and a few in the autonomous simulator): the HW-truncation loss after one leader crash,
@@ -30,12 +30,18 @@ from isrcheck.impl.messages import (
     from_wire,
     to_wire,
 )
-from isrcheck.impl.observation import validate
 from isrcheck.impl.simulator import AutoSimulator, NotEnabled, Simulator
+from isrcheck.specs.observation import validate
+from isrcheck.specs.protocol import GENERATION_NAMES, Generation
 
-GENERATIONS = ("high-watermark", "kip-101", "kip-279", "kip-320")
-LEADER_EPOCHS = ("kip-101", "kip-279", "kip-320")
+GENERATIONS = GENERATION_NAMES
+LEADER_EPOCHS = tuple(g for g in GENERATION_NAMES if Generation(g).traits.leader_epochs)
 U = EC.UNDEFINED
+
+
+def form(generation):
+    """The generation's OffsetsForLeaderEpoch answer form (its trait in specs/protocol.toml)."""
+    return Generation(generation).traits.epoch_answer
 
 
 def replica(obs, b, p=0):
@@ -92,9 +98,9 @@ LEADER = [(1, 0), (3, 4), (5, 7)]  # epochs 1, 3, 5 starting at 0, 4, 7; LEO 9
     (U, (U, U), (U, U)),  # the follower's cache is empty
 ])
 def test_the_leaders_answer_per_generation(asked, kip101, kip279):
-    assert EC.leader_answer("kip-101", LEADER, 9, asked) == kip101
-    assert EC.leader_answer("kip-279", LEADER, 9, asked) == kip279
-    assert EC.leader_answer("kip-320", LEADER, 9, asked) == kip279
+    assert EC.leader_answer(form("kip-101"), LEADER, 9, asked) == kip101
+    assert EC.leader_answer(form("kip-279"), LEADER, 9, asked) == kip279
+    assert EC.leader_answer(form("kip-320"), LEADER, 9, asked) == kip279
 
 
 FOLLOWER = [(1, 0), (2, 3), (4, 5)]  # LEO 6, HW 2
@@ -117,7 +123,7 @@ FOLLOWER = [(1, 0), (2, 3), (4, 5)]  # LEO 6, HW 2
     ("kip-320", (0, 1), (0, False)),
 ])
 def test_the_followers_truncation_point_per_generation(rule, answer, expected):
-    assert EC.truncation_point(rule, FOLLOWER, 6, 2, answer) == expected
+    assert EC.truncation_point(form(rule), FOLLOWER, 6, 2, answer) == expected
 
 
 @pytest.mark.parametrize("rule", ("kip-279", "kip-320"))
@@ -125,11 +131,11 @@ def test_the_follower_reads_its_own_cache_with_the_leaders_rule(rule):
     """From kip-279 on the follower looks the answered epoch up exactly as a leader would answer it."""
     for a in range(0, 7):
         for end in range(0, 8):
-            mine = EC.leader_answer(rule, FOLLOWER, 6, a)
+            mine = EC.leader_answer(form(rule), FOLLOWER, 6, a)
             expected = (2, False) if mine[0] == U else (min(end, mine[1]), mine[0] != a)
-            assert EC.truncation_point(rule, FOLLOWER, 6, 2, (a, end)) == expected
+            assert EC.truncation_point(form(rule), FOLLOWER, 6, 2, (a, end)) == expected
     # an empty cache finds nothing: back to the HW (with LEO 3 and HW 1)
-    assert EC.truncation_point(rule, [], 3, 1, (2, 3)) == (1, False)
+    assert EC.truncation_point(form(rule), [], 3, 1, (2, 3)) == (1, False)
 
 
 def test_epoch_messages_travel_on_the_wire():
@@ -141,8 +147,8 @@ def test_epoch_messages_travel_on_the_wire():
 
 
 # ==================================================================================== step by step
-def three(truncation, **extra):
-    return Simulator({"brokers": 3, "max_records": 4, "truncation": truncation, **extra})
+def three(generation, **extra):
+    return Simulator({"brokers": 3, "max_records": 4, "generation": generation, **extra})
 
 
 def test_the_initial_state_has_the_leaders_epoch_in_its_cache_only():
@@ -158,14 +164,14 @@ ONE_CRASH = [("Produce", (1, 0)), ("Fetch", (2, 0)), ("Fetch", (2, 0)), ("Fetch"
              ("Crash", (1,)), ("ProcessBrokerChange", (1,)), ("DeliverRequest", (3,))]
 
 
-@pytest.mark.parametrize("truncation", GENERATIONS)
-def test_hw_truncation_loses_an_acknowledged_write_only_under_high_watermark(truncation):
+@pytest.mark.parametrize("generation", GENERATIONS)
+def test_hw_truncation_loses_an_acknowledged_write_only_under_high_watermark(generation):
     """specs/10-weaknesses.md, the first gallery entry (8 actions): 3 follows the new leader 2 with an
     HW one fetch behind; then 2 crashes too and 3, still in the ISR, takes over."""
-    sim = three(truncation, faults={"crashes": 2})
+    sim = three(generation, faults={"crashes": 2})
     run(sim, ONE_CRASH)
     assert sim.acked[0] == {1} and sim.leader_of(0) == 2 and 3 in sim.isr_of(0)
-    if truncation == "high-watermark":
+    if generation == "high-watermark":
         assert ids(sim, 3) == [] and state(sim, 3) == "fetching"  # cut to its HW (0)
     else:
         assert ids(sim, 3) == [1] and state(sim, 3) == "ask-epoch-end"  # kept; reconciles first
@@ -185,7 +191,7 @@ def test_hw_truncation_loses_an_acknowledged_write_only_under_high_watermark(tru
     deliver_all(sim, 3)
     assert sim.leader_of(0) == 3 and sim.broker(3).leads(0)
     lost = sim.acked[0] - set(ids(sim, 3))
-    assert lost == ({1} if truncation == "high-watermark" else set())
+    assert lost == ({1} if generation == "high-watermark" else set())
 
 
 WALK_BACK = [  # 2 leads epoch 1 (record 2), 3 leads epoch 2 (record 3), 2 leads again (unclean) in epoch 4
@@ -197,15 +203,15 @@ WALK_BACK = [  # 2 leads epoch 1 (record 2), 3 leads epoch 2 (record 3), 2 leads
     ("Restart", (3,)), ("ProcessBrokerChange", (1,)), ("DeliverRequest", (3,)), ("DeliverRequest", (3,))]
 
 
-@pytest.mark.parametrize("truncation", LEADER_EPOCHS)
-def test_a_follower_walks_back_epoch_by_epoch_from_kip_279_on(truncation):
-    sim = three(truncation, unclean_leader_election=True, faults={"crashes": 3})
+@pytest.mark.parametrize("generation", LEADER_EPOCHS)
+def test_a_follower_walks_back_epoch_by_epoch_from_kip_279_on(generation):
+    sim = three(generation, unclean_leader_election=True, faults={"crashes": 3})
     run(sim, WALK_BACK)
     assert sim.leader_of(0) == 2 and ids(sim, 2) == [1, 2] and epochs(sim, 2) == [(0, 0), (1, 1), (4, 2)]
     assert ids(sim, 3) == [1, 3] and epochs(sim, 3) == [(0, 0), (2, 1)] and state(sim, 3) == "ask-epoch-end"
     sim.apply("OffsetsForLeaderEpoch", (3, 0))  # about epoch 2, which 2 never had
     sim.apply("TruncateToEpochEndOffset", (3, 0))
-    if truncation == "kip-101":
+    if generation == "kip-101":
         # the answer is where 2's next epoch (4) starts: 2, beyond record 3, which 3 keeps
         assert ids(sim, 3) == [1, 3] and state(sim, 3) == "fetching"
         sim.apply("Fetch", (3, 0))
@@ -229,12 +235,12 @@ LOSSY_TAIL = [("LossyCrash", (1, (0,))), ("ProcessBrokerChange", (1,)), ("Restar
               ("DeliverRequest", (1,)), ("Produce", (1, 0))]
 
 
-@pytest.mark.parametrize("truncation", GENERATIONS)
-def test_a_fetch_with_a_stale_leader_epoch_is_fenced_only_under_kip_320(truncation):
-    sim = Simulator({"brokers": 2, "max_records": 2, "truncation": truncation,
+@pytest.mark.parametrize("generation", GENERATIONS)
+def test_a_fetch_with_a_stale_leader_epoch_is_fenced_only_under_kip_320(generation):
+    sim = Simulator({"brokers": 2, "max_records": 2, "generation": generation,
                      "faults": {"lossy_crashes": 1, "crashes": 1}})
     run(sim, LOSSY_HEAD)  # 2 follows 1 in epoch 1; 1 has not applied epoch 1 yet
-    if truncation != "kip-320":
+    if generation != "kip-320":
         run(sim, [("Fetch", (2, 0))] + LOSSY_TAIL)  # the gallery's 17 steps
     else:
         with pytest.raises(NotEnabled, match="fenced"):  # 2 is ahead of its leader: UnknownLeaderEpoch
@@ -246,7 +252,7 @@ def test_a_fetch_with_a_stale_leader_epoch_is_fenced_only_under_kip_320(truncati
     leader, follower = sim.broker(1).replicas[0], sim.broker(2).replicas[0]
     assert (leader.leader_epoch, follower.leader_epoch) == (3, 1)  # 2 has not heard of epochs 2 and 3
     assert ids(sim, 1) == [2] and ids(sim, 2) == [1]
-    if truncation != "kip-320":
+    if generation != "kip-320":
         sim.apply("Fetch", (2, 0))  # step 17: 2 rejoins the ISR with record 1 where 1 has record 2
         assert sim.isr_of(0) == (1, 2) and ids(sim, 2) == [1] and replica(sim.observe(), 2)["hw"] == 1
         return
@@ -273,27 +279,27 @@ FOLLOWER_CRASH = [("Produce", (1, 0)), ("Fetch", (2, 0)), ("Fetch", (3, 0)), ("F
                   ("Crash", (3,)), ("ProcessBrokerChange", (1,))]
 
 
-@pytest.mark.parametrize("truncation", GENERATIONS)
-def test_an_isr_removal_is_told_to_the_leader_only_under_high_watermark(truncation):
+@pytest.mark.parametrize("generation", GENERATIONS)
+def test_an_isr_removal_is_told_to_the_leader_only_under_high_watermark(generation):
     """specs/02-state-machines.md: after taking a replica out of the ISR the controller tells the leader
     (0.8), and from kip-101 on every remaining replica of the assignment."""
-    sim = three(truncation, faults={"crashes": 1})
+    sim = three(generation, faults={"crashes": 1})
     run(sim, FOLLOWER_CRASH)
     assert sim.isr_of(0) == (1, 2) and sim.leader_of(0) == 1
     told = {b for b in (1, 2, 3) for item in sim.inbox[b] if isinstance(item.msg, LeaderAndIsr)}
-    assert told == ({1} if truncation == "high-watermark" else {1, 2})
+    assert told == ({1} if generation == "high-watermark" else {1, 2})
     deliver_all(sim, 1, 2)
-    assert sim.broker(2).replicas[0].leader_epoch == (0 if truncation == "high-watermark" else 1)
+    assert sim.broker(2).replicas[0].leader_epoch == (0 if generation == "high-watermark" else 1)
 
 
-@pytest.mark.parametrize("truncation", GENERATIONS)
-def test_an_epoch_change_with_the_same_leader_starts_a_reconciliation_only_under_kip_320(truncation):
-    sim = three(truncation, faults={"crashes": 1})
+@pytest.mark.parametrize("generation", GENERATIONS)
+def test_an_epoch_change_with_the_same_leader_starts_a_reconciliation_only_under_kip_320(generation):
+    sim = three(generation, faults={"crashes": 1})
     run(sim, FOLLOWER_CRASH)
     deliver_all(sim, 1, 2)
     r = sim.broker(2).replicas[0]
     assert (r.leader, sim.leader_of(0)) == (1, 1)
-    if truncation == "kip-320":
+    if generation == "kip-320":
         assert state(sim, 2) == "ask-epoch-end"  # same leader, new epoch (KAFKA-7164)
         sim.apply("OffsetsForLeaderEpoch", (2, 0))  # about epoch 0, which ends at 1 on the leader
         sim.apply("TruncateToEpochEndOffset", (2, 0))
@@ -323,7 +329,7 @@ def test_kip_320_a_follower_keeps_fetching_after_the_other_follower_crashes_and_
 
 
 def test_autonomous_kip_320_follower_crash_and_restart_keep_the_other_follower_in_sync():
-    s = AutoSimulator({"brokers": 3, "replica_lag_time_max_ms": 300, "truncation": "kip-320"}, seed=5)
+    s = AutoSimulator({"brokers": 3, "replica_lag_time_max_ms": 300, "generation": "kip-320"}, seed=5)
     for _ in range(3):
         s.produce(0)
     assert s.run_until(lambda s: len(s.acked[0]) == 3, 1_000)
@@ -349,9 +355,9 @@ def test_autonomous_kip_320_follower_crash_and_restart_keep_the_other_follower_i
     validate(s.observe())
 
 
-@pytest.mark.parametrize("truncation, kept", [("kip-101", True), ("kip-279", True), ("kip-320", False)])
-def test_a_held_answer_survives_a_same_leader_epoch_change_only_before_kip_320(truncation, kept):
-    sim = three(truncation, faults={"crashes": 2})
+@pytest.mark.parametrize("generation, kept", [("kip-101", True), ("kip-279", True), ("kip-320", False)])
+def test_a_held_answer_survives_a_same_leader_epoch_change_only_before_kip_320(generation, kept):
+    sim = three(generation, faults={"crashes": 2})
     run(sim, ONE_CRASH)  # 2 leads epoch 1; 3 follows it and must reconcile
     deliver_all(sim, 2)
     sim.apply("OffsetsForLeaderEpoch", (3, 0))
@@ -373,8 +379,8 @@ def test_a_held_answer_survives_a_same_leader_epoch_change_only_before_kip_320(t
 
 def test_kafka_7128_a_follower_joins_the_isr_only_past_the_start_of_the_leaders_epoch():
     """A leader that took over epoch 3 at LEO 2 with its HW at 0; follower 3 fetches from offset 0."""
-    for truncation, joins in (("kip-279", True), ("kip-320", False)):
-        cfg = from_mapping({"brokers": 3, "truncation": truncation})
+    for generation, joins in (("kip-279", True), ("kip-320", False)):
+        cfg = from_mapping({"brokers": 3, "generation": generation})
         core = BrokerCore.recover(cfg, 1, DiskImage({0: [Record(1, 0), Record(2, 0)]}, {0: 0}, {0: [(0, 0)]}))
         core.handle(Receive(("controller", 1), LeaderAndIsr(1, 0, 1, (1, 2), 3, 5, (1, 2, 3))))
         assert core.replicas[0].epochs == [(0, 0), (3, 2)] and core.replicas[0].hw == 0
@@ -415,7 +421,7 @@ def test_acks_1_answers_on_append_even_below_min_insync_replicas_and_counts_the_
 
 def test_acks_1_a_write_committed_by_a_later_leader_is_not_counted():
     """The history counts an acks=1 write only when the leader that appended it commits it."""
-    sim = Simulator({"brokers": 2, "max_records": 2, "acks": "1", "truncation": "kip-320",
+    sim = Simulator({"brokers": 2, "max_records": 2, "acks": "1", "generation": "kip-320",
                      "faults": {"crashes": 1}})
     run(sim, [("Produce", (1, 0)), ("Fetch", (2, 0)), ("Crash", (1,)), ("ProcessBrokerChange", (1,))])
     deliver_all(sim, 2)  # 2 leads with record 1 in its log; its new epoch's HW passes it at once
@@ -439,9 +445,9 @@ def test_acks_1_reports_commits_as_an_effect_of_the_core_and_still_answers_at_ap
 
 
 # ==================================================================================== disks and restarts
-@pytest.mark.parametrize("truncation", LEADER_EPOCHS)
-def test_the_cache_is_on_disk_and_a_crash_cuts_it_to_the_surviving_log(truncation):
-    sim = Simulator({"brokers": 2, "max_records": 3, "truncation": truncation, "faults": {"crashes": 1}})
+@pytest.mark.parametrize("generation", LEADER_EPOCHS)
+def test_the_cache_is_on_disk_and_a_crash_cuts_it_to_the_surviving_log(generation):
+    sim = Simulator({"brokers": 2, "max_records": 3, "generation": generation, "faults": {"crashes": 1}})
     run(sim, [("Produce", (1, 0)), ("Fetch", (2, 0)), ("Crash", (2,)), ("ProcessBrokerChange", (1,)),
               ("DeliverRequest", (1,)), ("Produce", (1, 0))])
     assert epochs(sim, 1) == [(0, 0), (1, 1)]
@@ -463,7 +469,7 @@ def test_the_cache_is_on_disk_and_a_crash_cuts_it_to_the_surviving_log(truncatio
 
 
 def test_a_whole_crash_forgets_the_epoch_a_leader_took_over_without_records():
-    sim = Simulator({"brokers": 2, "max_records": 2, "truncation": "kip-320", "faults": {"crashes": 2}})
+    sim = Simulator({"brokers": 2, "max_records": 2, "generation": "kip-320", "faults": {"crashes": 2}})
     run(sim, [("Produce", (1, 0)), ("Fetch", (2, 0)), ("Crash", (1,)), ("ProcessBrokerChange", (1,))])
     deliver_all(sim, 2)
     assert epochs(sim, 2) == [(0, 0), (1, 1)]
@@ -480,7 +486,7 @@ def test_the_file_disk_keeps_a_kafka_style_leader_epoch_checkpoint(tmp_path):
     disk.close()
     image = FileDisk(tmp_path).image()
     assert image.epochs == {0: [(0, 0), (3, 1), (5, 3)]}
-    core = BrokerCore.recover(from_mapping({"truncation": "kip-101"}), 1, image)
+    core = BrokerCore.recover(from_mapping({"generation": "kip-101"}), 1, image)
     assert core.replicas[0].epochs == [(0, 0), (3, 1)]  # (5, 3) starts at the LEO: dropped
     # under high-watermark the file, if any, is ignored
     assert BrokerCore.recover(from_mapping({}), 1, image).replicas[0].epochs == []
@@ -492,9 +498,9 @@ def test_the_file_disk_keeps_a_kafka_style_leader_epoch_checkpoint(tmp_path):
 
 
 # ==================================================================================== scheduled runs
-@pytest.mark.parametrize("truncation", LEADER_EPOCHS)
-def test_scheduled_runs_are_deterministic_and_well_formed(truncation):
-    cfg = {"brokers": 3, "max_records": 3, "truncation": truncation,
+@pytest.mark.parametrize("generation", LEADER_EPOCHS)
+def test_scheduled_runs_are_deterministic_and_well_formed(generation):
+    cfg = {"brokers": 3, "max_records": 3, "generation": generation,
            "faults": {"crashes": 2, "lossy_crashes": 1, "isr_shrinks": 1, "controller_failovers": 1}}
     seen: set[str] = set()
     for seed in range(12):
@@ -518,10 +524,10 @@ def test_scheduled_runs_are_deterministic_and_well_formed(truncation):
 
 
 # ==================================================================================== autonomous
-def _hw_loss_run(truncation):
+def _hw_loss_run(generation):
     """Broker 3's fetch responses carrying the new HW are lost, so its HW stays 0 after the write
     commits; the leader crashes, 2 takes over, and 3 cannot reach 2 before 2 crashes too."""
-    s = AutoSimulator({"brokers": 3, "replica_lag_time_max_ms": 2_000, "truncation": truncation}, seed=11)
+    s = AutoSimulator({"brokers": 3, "replica_lag_time_max_ms": 2_000, "generation": generation}, seed=11)
     phase = {"n": 1}
 
     def lossy(src, dst, msg):
@@ -546,17 +552,17 @@ def _hw_loss_run(truncation):
     return s
 
 
-@pytest.mark.parametrize("truncation", GENERATIONS)
-def test_autonomous_hw_truncation_loss_only_under_high_watermark(truncation):
-    s = _hw_loss_run(truncation)
-    assert s.log_ids(3, 0) == ([] if truncation == "high-watermark" else [1])
+@pytest.mark.parametrize("generation", GENERATIONS)
+def test_autonomous_hw_truncation_loss_only_under_high_watermark(generation):
+    s = _hw_loss_run(generation)
+    assert s.log_ids(3, 0) == ([] if generation == "high-watermark" else [1])
 
 
 def test_autonomous_kip_320_fences_a_follower_until_its_leader_and_isr_arrives():
     """A reassignment's step 2 raises the leader epoch with the same leader; broker 3 hears of it late."""
     from isrcheck.impl import layout as L
 
-    s = AutoSimulator({"brokers": 4, "replica_lag_time_max_ms": 5_000, "truncation": "kip-320",
+    s = AutoSimulator({"brokers": 4, "replica_lag_time_max_ms": 5_000, "generation": "kip-320",
                        "assignment": [[1, 2, 3]]}, seed=12)
     for _ in range(3):
         s.produce(0)
@@ -585,9 +591,9 @@ def test_autonomous_kip_320_fences_a_follower_until_its_leader_and_isr_arrives()
     validate(s.observe())
 
 
-@pytest.mark.parametrize("truncation", LEADER_EPOCHS)
-def test_autonomous_leader_crash_and_restart_reconcile(truncation):
-    s = AutoSimulator({"brokers": 3, "replica_lag_time_max_ms": 300, "truncation": truncation}, seed=3)
+@pytest.mark.parametrize("generation", LEADER_EPOCHS)
+def test_autonomous_leader_crash_and_restart_reconcile(generation):
+    s = AutoSimulator({"brokers": 3, "replica_lag_time_max_ms": 300, "generation": generation}, seed=3)
     for _ in range(10):
         s.produce(0)
     assert s.run_until(lambda s: len(s.acked[0]) == 10, 2_000)
@@ -614,7 +620,7 @@ def test_a_kip_320_cluster_of_real_processes_reconciles_after_a_sigkill(tmp_path
 
     c = LocalCluster(tmp_path / "cluster", brokers=3, controllers=1, session_timeout=2.0,
                      config={"replica_lag_time_max_ms": 1000, "fetch_interval_ms": 5, "controller_recheck_ms": 100,
-                             "truncation": "kip-320", "fenced_controller_writes": True})
+                             "generation": "kip-320", "fenced_controller_writes": True})
     try:
         c.up(wait=30)
         k = c.client()

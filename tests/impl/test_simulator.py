@@ -4,8 +4,8 @@ from __future__ import annotations
 import pytest
 
 from isrcheck import specs
-from isrcheck.impl.observation import validate
 from isrcheck.impl.simulator import ACTIONS, NOT_YET_DRIVABLE, ActionError, NotEnabled, Simulator
+from isrcheck.specs.observation import validate
 
 
 def replica(obs, b, p=0):

@@ -76,27 +76,27 @@ def test_offline_partition_prefers_the_isr_in_assignment_order():
 
 def test_offline_partition_unclean_only_when_enabled():
     v = view(isr=frozenset({1}), live=frozenset({2, 3}))
-    with pytest.raises(S.NoLeaderEligible, match="unclean election is disabled"):
+    with pytest.raises(S.NoEligibleLeader, match="unclean election is disabled"):
         S.OFFLINE.select(v)
     d = S.OFFLINE.select(view(isr=frozenset({1}), live=frozenset({2, 3}), unclean=True))
     assert (d.leader, d.isr, d.unclean) == (2, frozenset({2}), True)
-    with pytest.raises(S.NoLeaderEligible, match="no assigned replica is alive"):
+    with pytest.raises(S.NoEligibleLeader, match="no assigned replica is alive"):
         S.OFFLINE.select(view(live=frozenset(), unclean=True))
 
 
 def test_reassigned_partition_takes_the_first_live_in_sync_target():
     d = S.REASSIGNED.select(view(target=(4, 5, 6), isr=frozenset({1, 5, 6}), live=frozenset({1, 4, 5, 6})))
     assert (d.leader, d.isr, d.receivers) == (5, frozenset({1, 5, 6}), (4, 5, 6))
-    with pytest.raises(S.NoLeaderEligible):
+    with pytest.raises(S.NoEligibleLeader):
         S.REASSIGNED.select(view(target=(4,), isr=frozenset({1})))
 
 
 def test_preferred_replica():
     d = S.PREFERRED.select(view(leader=2, live=frozenset({1, 2})))
     assert (d.leader, d.receivers) == (1, (1, 2))
-    with pytest.raises(S.NoLeaderEligible, match="already leads"):
+    with pytest.raises(S.NoEligibleLeader, match="already leads"):
         S.PREFERRED.select(view())
-    with pytest.raises(S.NoLeaderEligible, match="not alive and in the ISR"):
+    with pytest.raises(S.NoEligibleLeader, match="not alive and in the ISR"):
         S.PREFERRED.select(view(leader=2, isr=frozenset({2, 3})))
 
 
@@ -105,7 +105,7 @@ def test_controlled_shutdown_drops_the_shutting_down_brokers():
     assert (d.leader, d.isr, d.receivers) == (2, frozenset({2, 3}), (1, 2, 3))
     d = S.CONTROLLED_SHUTDOWN.select(view(shutting_down=frozenset({1}), live=frozenset({1})))
     assert d.leader == 2  # liveness is not checked, as in 0.8
-    with pytest.raises(S.NoLeaderEligible):
+    with pytest.raises(S.NoEligibleLeader):
         S.CONTROLLED_SHUTDOWN.select(view(shutting_down=frozenset({1, 2, 3})))
 
 

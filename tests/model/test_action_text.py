@@ -1,19 +1,14 @@
-"""isrcheck.model.action_text: action text is parsed without evaluation and round-trips."""
+"""Action text (isrcheck.specs.actions, read into the model's Action by isrcheck.model.action_text)
+is parsed without evaluation and round-trips."""
 from __future__ import annotations
 
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from isrcheck.model.action_text import (
-    ActionSyntaxError,
-    action_arity,
-    format_action,
-    from_json,
-    parse,
-    to_json,
-)
+from isrcheck.model.action_text import format_action, from_json, parse, to_json
 from isrcheck.model.actions import APPLY, Action
+from isrcheck.specs.actions import ActionSyntaxError, action_arity
 
 
 @pytest.mark.parametrize("text, action", [

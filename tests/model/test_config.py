@@ -21,6 +21,7 @@ from isrcheck.model.config import (
     load,
     parse_override,
 )
+from isrcheck.specs.protocol import DEFAULT_GENERATION, GENERATION_ALIASES, GENERATION_NAMES, Generation
 
 HYP = settings(max_examples=80, deadline=None)
 
@@ -347,6 +348,9 @@ def raw_configs(draw):
         "hw_checkpoint": draw(st.sampled_from(["periodic", "every-change"])),
         "stale_controller": draw(st.booleans()),
     }
+    key = draw(st.sampled_from([None, "generation", *GENERATION_ALIASES]))
+    if key is not None:
+        raw[key] = draw(st.sampled_from(GENERATION_NAMES))
     if draw(st.booleans()):
         raw["assignment"] = [draw(st.permutations(ids))[:rf] for _ in range(partitions)]
     raw["faults"] = draw(st.fixed_dictionaries({}, optional={
@@ -418,3 +422,40 @@ def test_config_round_trips_through_overrides(raw):
         else:
             overrides.append(f"{k}={_toml_value(v)}")
     assert from_mapping(apply_overrides({}, overrides)) == from_mapping(raw)
+
+
+# ---------------------------------------------------------------------------- the protocol generation
+def test_the_generation_is_a_generation_of_specs_protocol_toml():
+    assert from_mapping({}).generation is DEFAULT_GENERATION is Config().generation
+    for name in GENERATION_NAMES:
+        cfg = from_mapping({"generation": name})
+        assert cfg.generation is Generation(name) and cfg.to_dict()["generation"] == name
+        assert type(cfg.to_dict()["generation"]) is str  # plain text, for JSON and TOML writers
+    # dataclasses.replace with the name (as isrcheck diff does) holds the Generation too
+    assert dataclasses.replace(Config(), generation="kip-320").generation is Generation("kip-320")
+    with pytest.raises(ConfigError, match="generation must be one of"):
+        dataclasses.replace(Config(), generation="kip-999")
+
+
+@pytest.mark.parametrize("name", GENERATION_NAMES)
+def test_truncation_is_an_alias_of_generation(name):
+    assert from_mapping({"truncation": name}) == from_mapping({"generation": name})
+    assert from_mapping(apply_overrides({}, [f"truncation={name}"])).generation is Generation(name)
+    assert "truncation" not in from_mapping({"truncation": name}).to_dict()
+
+
+@pytest.mark.parametrize("raw", [{"generation": "kip-320", "truncation": "kip-320"},
+                                 {"generation": "kip-101", "truncation": "kip-320"}])
+def test_giving_both_the_key_and_its_alias_is_a_one_line_error(raw):
+    msg = error_of(raw)
+    assert msg == "give generation or its alias truncation, not both"
+
+
+def test_a_bad_generation_names_the_key_that_was_given():
+    assert error_of({"generation": "kip-102"}).startswith("generation must be one of 'high-watermark', ")
+    assert error_of({"truncation": "kip-102"}).startswith("truncation must be one of 'high-watermark', ")
+    assert "got 101" in error_of({"generation": 101})
+    # the alias is accepted but never offered: the unknown-key message lists the key only
+    msg = error_of({"truncatoin": "kip-101"})
+    assert "generation" in msg and "truncation," not in msg
+

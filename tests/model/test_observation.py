@@ -12,10 +12,12 @@ from isrcheck import specs
 from isrcheck.model.config import from_mapping
 from isrcheck.model.kafka import initial_state
 from isrcheck.model.actions import apply, enabled_actions
-from isrcheck.model.observe import ObservationError, SchemaError, load_schema, observe, validate_observation
+from isrcheck.model.observe import observe
 from isrcheck.model.protocol import Protocol
 from isrcheck.model.state import State
 from isrcheck.model.tables import IllegalTransition, PartitionState, ReplicaState
+from isrcheck.specs.observation import ObservationError, SchemaError, load_schema
+from isrcheck.specs.observation import validate as validate_observation
 
 SCHEMA = load_schema()
 
@@ -66,8 +68,8 @@ def states() -> list[State]:
 
 @pytest.fixture(scope="module")
 def epoch_states() -> list[State]:
-    return (reachable(EPOCHS | {"truncation": "kip-320"}, 2000) + reachable(EPOCHS | {"truncation": "kip-101"}, 2000)
-            + reachable(EPOCHS_LOSSY | {"truncation": "kip-279"}, 2000))
+    return (reachable(EPOCHS | {"generation": "kip-320"}, 2000) + reachable(EPOCHS | {"generation": "kip-101"}, 2000)
+            + reachable(EPOCHS_LOSSY | {"generation": "kip-279"}, 2000))
 
 
 # ---------------------------------------------------------------------------- the schema
@@ -113,7 +115,7 @@ def test_initial_state_observation() -> None:
 
 
 def test_initial_leader_epoch_cache() -> None:
-    obs = observe(initial_state(Protocol(from_mapping({"brokers": 3, "truncation": "kip-279"}))))
+    obs = observe(initial_state(Protocol(from_mapping({"brokers": 3, "generation": "kip-279"}))))
     assert [r["epochs"] for r in obs["replicas"]] == [[{"epoch": 0, "start_offset": 0}], [], []]
     assert {r["fetch_state"] for r in obs["replicas"]} == {"fetching"}
 
@@ -136,7 +138,7 @@ def test_projection_follows_a_write_and_a_crash() -> None:
 def test_projection_follows_a_reconciliation() -> None:
     """kip-320: the follower of a new leader asks, then truncates, and its cache follows its log."""
     protocol = Protocol(from_mapping({"brokers": 2, "replication_factor": 2, "max_records": 2,
-                                      "truncation": "kip-320", "faults": {"crashes": 1}}))
+                                      "generation": "kip-320", "faults": {"crashes": 1}}))
     s = initial_state(protocol)
 
     def step(name: str, args: tuple) -> dict[str, Any]:

@@ -13,7 +13,7 @@ from isrcheck.model.kafka import initial_state
 from isrcheck.model.protocol import Protocol
 from isrcheck.model.state import State
 from isrcheck.model.tables import IllegalTransition
-from isrcheck.model.vocabulary import ACTORS, ARG_TYPES, arg_problem, entry_problems, load_actions
+from isrcheck.specs.actions import ACTORS, ARG_TYPES, arg_problem, entry_problems, load_actions
 from native_helpers import run_json
 
 VOCAB = load_actions()
@@ -31,9 +31,9 @@ CONFIGS: dict[str, dict[str, Any]] = {
     "replication": {"brokers": 2, "replication_factor": 2, "max_records": 2, "faults": {"crashes": 1}},
     # the leader-epoch generations: a follower with data that sees a new leader (or, under kip-320,
     # a new epoch) reconciles through OffsetsForLeaderEpoch and TruncateToEpochEndOffset
-    "kip-320": {"brokers": 2, "replication_factor": 2, "max_records": 2, "truncation": "kip-320",
+    "kip-320": {"brokers": 2, "replication_factor": 2, "max_records": 2, "generation": "kip-320",
                 "acks": "1", "faults": {"crashes": 1, "isr_shrinks": 1}},
-    "kip-101": {"brokers": 3, "replication_factor": 2, "max_records": 1, "truncation": "kip-101",
+    "kip-101": {"brokers": 3, "replication_factor": 2, "max_records": 1, "generation": "kip-101",
                 "detect_restarts": True, "fenced_controller_writes": True,
                 "faults": {"crashes": 1, "undetected_restarts": 1, "controller_failovers": 1}},
 }
@@ -174,7 +174,7 @@ def test_budget_keys_are_configuration_keys() -> None:
 
 
 def test_arg_problem_names_the_rule() -> None:
-    assert arg_problem("broker", 0, 3, 1) == "a broker id is an integer in 1..3"
+    assert arg_problem("broker", 0, 3, 1) == "must be a broker in 1..3, got 0"
     assert arg_problem("broker", True, 3, 1) is not None
     assert arg_problem("broker_list", (2, 2), 3, 1) is not None
     assert arg_problem("log_lengths", (1,), 3, 2) is not None

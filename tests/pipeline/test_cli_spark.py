@@ -115,7 +115,7 @@ def corpus(tmp_path_factory, spark_session):
     r1 = cli("spark", "traces", "unclean-election", "--count", "12", "--out", str(out), "--seed", "3",
              "--max-depth", "12", "--json")
     r2 = cli("spark", "traces", "controlled-shutdown", "--count", "5", "--mode", "exhaustive", "--out", str(out),
-             "--set", "truncation=kip-320", "--json")
+             "--set", "generation=kip-320", "--json")
     assert r1.exit_code == 0 and r2.exit_code == 0, (r1.stderr, r2.stderr)
     return out, json.loads(r1.stdout), json.loads(r2.stdout)
 
@@ -145,7 +145,7 @@ def test_traces_schema_and_counts(corpus, spark_session):
         assert steps[0]["tool_version"] and json.loads(steps[0]["config"])["brokers"] == 3
         for r in steps:
             if r["observation"] is not None:
-                from isrcheck.model.observe import validate_observation
+                from isrcheck.specs.observation import validate as validate_observation
 
                 validate_observation(json.loads(r["observation"]))
     exhaustive = [s for s in by_trace.values() if s[0]["mode"] == "exhaustive"]
@@ -153,7 +153,7 @@ def test_traces_schema_and_counts(corpus, spark_session):
     from isrcheck.invariants import build_model
     from isrcheck.model.checker import Checker
 
-    cfg = manifest.get("controlled-shutdown").config_with(["truncation=kip-320"])
+    cfg = manifest.get("controlled-shutdown").config_with(["generation=kip-320"])
     deepest = Checker(build_model(cfg)).run().depth
     assert max(len(s) for s in exhaustive) - 1 == deepest  # shortest paths to the deepest states
     broken = [r for r in rows if r["broken"]]

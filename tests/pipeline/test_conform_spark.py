@@ -39,7 +39,7 @@ def _traces(corpus: Path) -> dict[str, list[dict]]:
 def _in_process(rows: list[dict]) -> tuple[str, int | None, str | None]:
     """The same trace replayed in this process with conform_actions (no Spark)."""
     from isrcheck.conformance.replay import conform_actions
-    from isrcheck.conformance.vocab import check_action
+    from isrcheck.specs.actions import check_action
     from isrcheck.model.config import from_mapping
 
     cfg = from_mapping(json.loads(rows[0]["config"]))

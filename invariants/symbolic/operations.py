@@ -1,6 +1,6 @@
 """Controller operations and controller failover in the replication encoding (specs/08-symbolic.md#operations).
 
-``invariants/z3_replication.py`` transcribes the replication path and the active controller's
+The base encoding (``replication.py``) transcribes the replication path and the active controller's
 broker-change handling. This module adds, step for step from ``model/controller.py`` and
 ``model/actions.py``, what an administrator and a second controller can do:
 
@@ -22,11 +22,14 @@ Not encoded, because no behaviour in these fragments depends on them: the contro
 states (every move here is between Online and Offline, which the tables allow in every
 direction, and the decoder derives them from the controller's view) and its partition states
 other than Online/Offline (no partition is New without topic creation). With topic creation,
-``invariants/z3_admin.py`` encodes both (``SymOps.admin``).
+``admin.py`` encodes both (``SymOps.admin``).
 
 The controller-side state lives in :class:`SymOps`, hung on ``SymState.ops``; the hooks of
 :class:`Operations` are called by ``Encoding`` where a request is queued, delivered or dropped, a
-leader/ISR znode written, or a broker change handled. A controller is named by its epoch in the
+leader/ISR znode written, or a broker change handled. :class:`Operations` is a plug-in of the
+encoding: it sees it only as an :class:`~.instance.Encoder`, and it is in turn the
+:class:`~.instance.ControllerContext` of its own plug-ins, :class:`~.admin.Admin` and
+:class:`~.reassignment.Reassignment`. A controller is named by its epoch in the
 action arguments (``ElectPreferredLeader(2, 0)``), so there is one instance per possible epoch.
 """
 from __future__ import annotations
@@ -34,7 +37,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import z3
 
@@ -43,12 +46,10 @@ from isrcheck.model.config import Config
 from isrcheck.model.state import Broker, Controller, State
 from isrcheck.model.tables import PartitionState, ReplicaState
 
-from .z3_admin import Admin, SymAdmin, needs_admin
-from .z3_reassignment import Reassignment, SymReassign
-from .z3_types import NUM_MAX, REQ_LAI, REQ_STOP, as_bool, as_int, conj, first_of, fresh_name, ite, negate, num, numval, SymState
-
-if TYPE_CHECKING:
-    from .z3_replication import Encoding, Instance
+from .admin import Admin, SymAdmin, needs_admin
+from .instance import Encoder, Instance
+from .reassignment import Reassignment, SymReassign
+from .types import NUM_MAX, REQ_LAI, REQ_STOP, as_bool, as_int, conj, first_of, fresh_name, ite, negate, num, numval, SymState
 
 B = z3.BoolVal
 I = numval  # noqa: E741
@@ -84,8 +85,8 @@ class SymOps:
     stale_online: tuple[z3.BoolRef, ...]
     stale_shutting: dict[int, z3.BoolRef]
     budget: dict[str, z3.ArithRef]
-    admin: SymAdmin | None = None  # topic creation (z3_admin), None when not encoded
-    reassign: SymReassign | None = None  # reassignments (z3_reassignment), None when not encoded
+    admin: SymAdmin | None = None  # topic creation (admin.py), None when not encoded
+    reassign: SymReassign | None = None  # reassignments (reassignment.py), None when not encoded
 
     @classmethod
     def fresh(cls, brokers: int, partitions: int, queue: int, prefix: str) -> SymOps:
@@ -211,9 +212,10 @@ class SymOps:
 
 # ============================================================================ the operations
 class Operations:
-    """The hooks and actions of this module for one :class:`Encoding`."""
+    """The hooks and actions of this module for one encoding; the
+    :class:`~.instance.ControllerContext` of :class:`~.admin.Admin` and :class:`~.reassignment.Reassignment`."""
 
-    def __init__(self, enc: Encoding) -> None:
+    def __init__(self, enc: Encoder) -> None:
         self.enc = enc
         cfg = enc.cfg
         self.cfg = cfg
@@ -222,7 +224,7 @@ class Operations:
         # the term naming the controller that is acting while an operation is being built
         self._acting: z3.ArithRef | None = None
         self.admin: Admin | None = Admin(self) if needs_admin(cfg) else None
-        # reassignments (z3_reassignment): still behind unsupported_reason, see specs/08-symbolic.md
+        # reassignments (reassignment.py): still behind unsupported_reason, see specs/08-symbolic.md
         self.reassign: Reassignment | None = Reassignment(cfg) if cfg.operations.reassignments else None
 
     def fresh(self, prefix: str) -> SymOps:
@@ -321,8 +323,6 @@ class Operations:
     def rejected_delivery(self, s: SymState, b: int, k: int, name: str, args: tuple, base: z3.BoolRef,
                           budget: str | None) -> Instance:
         """A request from a deposed controller: popped, nothing else."""
-        from .z3_replication import Instance
-
         t = s.clone()
         if budget:
             t.budget[budget] = s.budget[budget] - 1
@@ -345,8 +345,6 @@ class Operations:
     def stale_instance(self, s: SymState, name: str, args: tuple, kind: str, e: int,
                        build: Callable[[SymState], tuple[z3.BoolRef | bool, SymState]]) -> Instance:
         """``build`` run for the deposed controller of epoch ``e``: on the swapped state, then swapped back."""
-        from .z3_replication import Instance
-
         tmp = self.as_stale(s)
         with self.acting_as(I(e)):
             guard, t = build(tmp)
@@ -363,8 +361,6 @@ class Operations:
         return out
 
     def request_preferred(self, s: SymState, p: int) -> Instance:
-        from .z3_replication import Instance
-
         t = s.clone()
         t.ops.budget["preferred_elections"] = s.ops.budget["preferred_elections"] - 1
         t.ops.preferred = tuple(B(True) if q == p else x for q, x in enumerate(s.ops.preferred))
@@ -390,8 +386,6 @@ class Operations:
         t.ops.preferred = tuple(ite(clear, B(False), x) if q == p else x for q, x in enumerate(t.ops.preferred))
 
     def preferred_instances(self, s: SymState, p: int) -> list[Instance]:
-        from .z3_replication import Instance
-
         out = []
         for e in self.active_epochs():
             t = s.clone()
@@ -409,8 +403,6 @@ class Operations:
 
     def controlled_shutdown(self, s: SymState, e: int, b: int) -> Instance:
         """controlled_shutdown then graceful_stop, for the active controller of epoch ``e``."""
-        from .z3_replication import Instance
-
         enc = self.enc
         t = s.clone()
         t.ops.budget["controlled_shutdowns"] = s.ops.budget["controlled_shutdowns"] - 1
@@ -453,8 +445,6 @@ class Operations:
     def failover(self, s: SymState) -> Instance:
         """_controller_failover: a new controller (epoch + 1) initialised from ZooKeeper; the old
         active one goes on acting (``stale_controller``) until it resigns."""
-        from .z3_replication import Instance
-
         enc = self.enc
         t = s.clone()
         o = t.ops
@@ -488,8 +478,6 @@ class Operations:
                         s.ops.budget["controller_failovers"] > 0, t)
 
     def resign(self, s: SymState, e: int) -> Instance:
-        from .z3_replication import Instance
-
         t = s.clone()
         o = t.ops
         o.stale = B(False)
@@ -532,8 +520,6 @@ class Operations:
     def request_reassignment(self, s: SymState) -> list[Instance]:
         """RequestReassignment(p, target) of the next configured request (one instance per request,
         their guards exclusive): writes /admin/reassign_partitions and the ghost's origin."""
-        from .z3_replication import Instance
-
         assert self.reassign is not None
         out = []
         for p, tgt, guard, after in self.reassign.request(s.ops.reassign):
@@ -541,9 +527,6 @@ class Operations:
             t.ops.reassign = after
             out.append(Instance("RequestReassignment", (p, tgt), "RequestReassignment", guard, t))
         return out
-
-
-# ============================================================================ small helpers
 
 
 __all__ = ["SymOps", "Operations", "needs_operations", "BUDGETS"]

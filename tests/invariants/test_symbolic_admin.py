@@ -1,4 +1,4 @@
-"""Topic creation in the z3 replication encoding (invariants/z3_admin.py).
+"""Topic creation in the z3 replication encoding (invariants/symbolic/admin.py).
 
 - one step: on sampled reachable states of topic-creation, topic-creation-kip-320 and a two-partition
   variant with unclean election, the encoding enables exactly the model's actions and each leads to
@@ -20,17 +20,17 @@ import z3
 
 from isrcheck import manifest
 from isrcheck.invariants import ALL_PROPERTIES, build_model
-from isrcheck.invariants.z3_replication import (
+from isrcheck.invariants.symbolic.bmc import bmc
+from isrcheck.invariants.symbolic.instance import Unsupported
+from isrcheck.invariants.symbolic.replication import (
     ALWAYS,
     TRANSITION,
     Encoding,
-    Unsupported,
-    bmc,
     concrete,
     evaluate,
     unsupported_reason,
 )
-from isrcheck.invariants.z3_verdicts import Verdict
+from isrcheck.invariants.symbolic.verdicts import Verdict
 from isrcheck.model.checker import Checker
 from isrcheck.model.actions import apply, enabled_actions
 from isrcheck.model.config import from_mapping
@@ -258,7 +258,7 @@ def test_decode_gives_back_the_deletion_state():
         solver.add(sym.pin(s))
         assert solver.check() == z3.sat
         back = sym.decode(solver.model(), enc.init_state)
-        assert back.zk == s.zk._replace(generation=back.zk.generation) and back.inbox == s.inbox
+        assert back.zk == s.zk._replace(registrations=back.zk.registrations) and back.inbox == s.inbox
         assert back.controller.replica_states == s.controller.replica_states
         assert back.controller.partition_states == s.controller.partition_states
         assert back.budget.topic_deletions == s.budget.topic_deletions

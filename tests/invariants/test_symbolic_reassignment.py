@@ -1,4 +1,4 @@
-"""Reassignment state and controller logic in z3 (invariants/z3_reassignment.py).
+"""Reassignment state and controller logic in z3 (invariants/symbolic/reassignment.py).
 
 On sampled reachable states of the single-controller reassignment models of the manifest (and on
 the states of reassignment-target-crash's counterexample):
@@ -20,7 +20,7 @@ import z3
 
 from isrcheck import manifest
 from isrcheck.invariants import ALL_PROPERTIES, build_model
-from isrcheck.invariants.z3_reassignment import Reassignment, list_table, universe
+from isrcheck.invariants.symbolic.reassignment import Reassignment, list_table, universe
 from isrcheck.model import controller as C
 from isrcheck.model.checker import Checker
 from isrcheck.model.config import from_mapping

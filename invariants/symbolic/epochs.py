@@ -1,8 +1,9 @@
 """The leader-epoch generations (kip-101, kip-279, kip-320) as z3 terms (specs/08-symbolic.md#generations).
 
-``model/epochs.py`` transcribed function by function over a :class:`~.z3_types.SymEpochs` (a cache of a
+``model/epochs.py`` transcribed function by function over a :class:`~.types.SymEpochs` (a cache of a
 fixed number of (epoch, start) slots with a symbolic length), and :class:`LeaderEpochTruncation`, the
-:class:`~.z3_replication.TruncationRule` of those generations: what ``model/broker.py`` does with the
+:class:`~.instance.TruncationRule` of those generations (a plug-in of the encoding, registered in
+:data:`~.generations.GENERATIONS`): what ``model/broker.py`` does with the
 cache when a replica becomes leader or follower, appends, fetches, is cut back by OffsetOutOfRange or a
 crash, and the two steps of the OffsetsForLeaderEpoch exchange (the model's actions
 ``OffsetsForLeaderEpoch`` and ``TruncateToEpochEndOffset``), plus KIP-320's fencing of fetches and
@@ -15,17 +16,16 @@ the model reaches in the manifest's generation models (a test checks it on four 
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import z3
 
 from isrcheck.model.protocol import Protocol
 from isrcheck.model.state import ASK_EPOCH_END, FETCHING, TRUNCATE_PENDING
+from isrcheck.specs.protocol import EpochAnswer, Generation, Traits
 
-from .z3_types import SymEpochs, SymLog, SymReplica, SymRequest, SymState, numval
-
-if TYPE_CHECKING:
-    from .z3_replication import Encoding, Instance
+from .instance import Encoder, Instance, TruncationRule
+from .types import SymEpochs, SymLog, SymReplica, SymRequest, SymState, numval
 
 I = numval  # noqa: E741
 B = z3.BoolVal
@@ -133,6 +133,16 @@ def end_offset_kip279(ep: SymEpochs, leo: z3.ArithRef, asked: z3.ArithRef) -> tu
     return z3.If(none, u, e_out), z3.If(none, u, o_out)
 
 
+def answer_function(traits: Traits) -> Any:
+    """The leader's answer to OffsetsForLeaderEpoch under a generation with ``traits``:
+    :func:`end_offset_kip101` (an end offset) or :func:`end_offset_kip279` (an epoch and its end)."""
+    if traits.epoch_answer is EpochAnswer.END_OFFSET:
+        return end_offset_kip101
+    if traits.epoch_answer is EpochAnswer.EPOCH_AND_END_OFFSET:
+        return end_offset_kip279
+    raise ValueError(f"no OffsetsForLeaderEpoch without leader epochs (epoch_answer {traits.epoch_answer})")
+
+
 def trunc_log(log: SymLog, n: z3.ArithRef) -> SymLog:
     L = _imin(n, log.length)
     return SymLog(L, tuple(z3.If(L > i, log.ids[i], 0) for i in range(len(log.ids))),
@@ -140,41 +150,44 @@ def trunc_log(log: SymLog, n: z3.ArithRef) -> SymLog:
 
 
 # ============================================================================ the rule
-class LeaderEpochTruncation:
-    """kip-101 / kip-279 / kip-320 (model/protocol.py with ``truncation`` = the name).
+class LeaderEpochTruncation(TruncationRule):
+    """A generation with leader epochs: kip-101 / kip-279 / kip-320 (model/protocol.py with
+    ``generation`` = the name), deciding by the generation's traits as ``Protocol`` does.
 
-    Subclassed from :class:`~.z3_replication.TruncationRule` in that module (to keep the import
-    one-way); the hooks below are called by :class:`~.z3_replication.Encoding` where
-    ``model/broker.py`` touches the epoch cache or the reconciliation state.
+    The hooks below are called by :class:`~.replication.Encoding` where ``model/broker.py`` touches
+    the epoch cache or the reconciliation state.
     """
 
-    uses_leader_epochs = True
-
-    def __init__(self, name: str, description: str) -> None:
-        self.name = name
-        self.description = description
-        self.fences = name == "kip-320"
+    def __init__(self, generation: Generation) -> None:
+        super().__init__(generation)
+        t = self.traits
+        assert t.leader_epochs, f"{generation} keeps no leader epochs"
+        #: OffsetsForLeaderEpoch answers with an epoch and its end (KIP-279), not only an end offset (KIP-101)
+        self.answers_with_epoch = t.epoch_answer is EpochAnswer.EPOCH_AND_END_OFFSET
+        self.answer = answer_function(t)
 
     # -------------------------------------------------------------- Protocol methods
     def epoch_matches(self, rf: SymReplica, rl: SymReplica) -> Any:
-        return rf.leader_epoch == rl.leader_epoch if self.fences else B(True)
+        """Protocol.epoch_matches: fetches and epoch queries are fenced by leader epoch (KIP-320)."""
+        return rf.leader_epoch == rl.leader_epoch if self.traits.fenced_by_leader_epoch else B(True)
 
-    def fetch_allowed(self, enc: Encoding, rf: SymReplica, rl: SymReplica) -> z3.BoolRef:
+    def fetch_allowed(self, enc: Encoder, rf: SymReplica, rl: SymReplica) -> z3.BoolRef:
         assert rf.ep is not None
         return z3.And(rf.ep.fetch_state == FETCHING, self.epoch_matches(rf, rl))
 
-    def may_join_isr(self, enc: Encoding, rl: SymReplica, offset: z3.ArithRef) -> z3.BoolRef:
-        if not self.fences:
+    def may_join_isr(self, enc: Encoder, rl: SymReplica, offset: z3.ArithRef) -> z3.BoolRef:
+        if not self.traits.isr_join_needs_epoch_start:
             return offset >= rl.hw
         assert rl.ep is not None
         return z3.And(offset >= rl.hw, offset >= start_of(rl.ep, rl.leader_epoch))
 
-    def become_follower(self, enc: Encoding, r: SymReplica, req: SymRequest) -> SymReplica:
-        """become_follower_reconciling_by_epoch: keep the log, ask on a leader (kip-320: epoch) change."""
+    def become_follower(self, enc: Encoder, r: SymReplica, req: SymRequest) -> SymReplica:
+        """become_follower_reconciling_by_epoch: keep the log, ask on a leader change (with
+        ``reconcile_on_epoch_change``, kip-320: on a leader-epoch change)."""
         ep = r.ep
         assert ep is not None
         changed = r.leader != req.leader
-        if self.fences:
+        if self.traits.reconcile_on_epoch_change:
             changed = z3.Or(changed, r.leader_epoch != req.leader_epoch)
         state = z3.If(changed, z3.If(r.log.length > 0, I(ASK_EPOCH_END), I(FETCHING)), ep.fetch_state)
         nep = SymEpochs(ep.length, ep.epochs, ep.starts, state, z3.And(z3.Not(changed), ep.answered),
@@ -185,21 +198,22 @@ class LeaderEpochTruncation:
 
     def matches(self, protocol: Protocol) -> bool:
         t = type(protocol)
-        return (protocol.config.truncation == self.name
+        return (protocol.config.generation == self.name
                 and all(getattr(t, m) is getattr(Protocol, m)
                         for m in ("become_follower", "may_join_isr", "epoch_matches", "isr_removal_receivers")))
 
     # -------------------------------------------------------------- hooks of the encoding
     def initial_slots(self, cfg: Any) -> int:
         """Epoch-cache entries: one per record's epoch, plus one per leader-epoch bump a leader can see
-        without appending (its election; each reassignment's steps 2 and 7; an ISR removal after a fault).
+        without appending (its election; each reassignment's steps bump-epoch and leader; an ISR removal
+        after a fault).
         A cache that would outgrow this sets ``overflow``, which BMC reports as UNKNOWN, never hides."""
         f, o = cfg.faults, cfg.operations
         bumps = (2 * len(o.reassignments) + f.crashes + f.lossy_crashes + f.isr_shrinks + f.controller_failovers
                  + o.preferred_elections + o.controlled_shutdowns)
         return cfg.max_records + 1 + min(bumps, 4)
 
-    def on_become_leader(self, enc: Encoding, t: SymState, old: SymReplica, new: SymReplica,
+    def on_become_leader(self, enc: Encoder, t: SymState, old: SymReplica, new: SymReplica,
                          req: SymRequest, was: z3.BoolRef) -> None:
         """_become_leader: record the new epoch at the log end; a new leader fetches nothing."""
         assert old.ep is not None
@@ -208,17 +222,17 @@ class LeaderEpochTruncation:
         new.ep = ep_ite(was, ep, reset)
         t.overflow = z3.Or(t.overflow, over)
 
-    def on_produce(self, enc: Encoding, t: SymState, old: SymReplica, new: SymReplica) -> None:
+    def on_produce(self, enc: Encoder, t: SymState, old: SymReplica, new: SymReplica) -> None:
         assert old.ep is not None
         new.ep, over = assign(old.ep, old.leader_epoch, old.log.length)
         t.overflow = z3.Or(t.overflow, over)
 
-    def on_fetch(self, enc: Encoding, t: SymState, old: SymReplica, new: SymReplica, offset: z3.ArithRef) -> None:
+    def on_fetch(self, enc: Encoder, t: SymState, old: SymReplica, new: SymReplica, offset: z3.ArithRef) -> None:
         assert old.ep is not None
         new.ep, over = after_append(old.ep, new.log, offset)
         t.overflow = z3.Or(t.overflow, over)
 
-    def on_cut(self, enc: Encoding, old: SymReplica, new: SymReplica, crashed: bool) -> None:
+    def on_cut(self, enc: Encoder, old: SymReplica, new: SymReplica, crashed: bool) -> None:
         """The log was cut to ``new.log`` (OffsetOutOfRange, a crash); a crash also forgets the
         reconciliation (a restarted follower starts from FETCHING)."""
         assert old.ep is not None
@@ -227,17 +241,11 @@ class LeaderEpochTruncation:
             ep = SymEpochs(ep.length, ep.epochs, ep.starts, I(FETCHING), B(False), I(0), I(0))
         new.ep = ep
 
-    def isr_removal_receiver(self, m: int, removed: int, new_leader: z3.ArithRef) -> Any:
-        """isr_removal_receivers: from 0.11 on every remaining assigned replica is told."""
-        return m != removed
-
-    def extra_instances(self, enc: Encoding, s: SymState, b: int, p: int) -> list[Instance]:
+    def extra_instances(self, enc: Encoder, s: SymState, b: int, p: int) -> list[Instance]:
         return self.query_instances(enc, s, b, p) + [self.truncate_instance(enc, s, b, p)]
 
-    def query_instances(self, enc: Encoding, s: SymState, f: int, p: int) -> list[Instance]:
+    def query_instances(self, enc: Encoder, s: SymState, f: int, p: int) -> list[Instance]:
         """OffsetsForLeaderEpoch(f, p): one case per possible leader (exclusive guards)."""
-        from .z3_replication import Instance
-
         out = []
         rf = s.replicas[p][f]
         assert rf.ep is not None
@@ -248,21 +256,16 @@ class LeaderEpochTruncation:
             assert rl.ep is not None
             guard = z3.And(s.alive[f], rf.leader == L, rf.ep.fetch_state == ASK_EPOCH_END, s.alive[L],
                            rl.leader == L, self.epoch_matches(rf, rl))
-            asked = latest(rf.ep)
-            if self.name == "kip-101":
-                e, o = end_offset_kip101(rl.ep, rl.log.length, asked)
-            else:
-                e, o = end_offset_kip279(rl.ep, rl.log.length, asked)
+            e, o = self.answer(rl.ep, rl.log.length, latest(rf.ep))
             t = s.clone()
             ep = rf.ep
             t.replicas[p][f].ep = SymEpochs(ep.length, ep.epochs, ep.starts, I(TRUNCATE_PENDING), B(True), e, o)
             out.append(Instance("OffsetsForLeaderEpoch", (f, p), "OffsetsForLeaderEpoch", guard, t))
         return out
 
-    def truncate_instance(self, enc: Encoding, s: SymState, f: int, p: int) -> Instance:
-        """TruncateToEpochEndOffset(f, p): apply the answer (kip-279/320: maybe ask again)."""
-        from .z3_replication import Instance
-
+    def truncate_instance(self, enc: Encoder, s: SymState, f: int, p: int) -> Instance:
+        """TruncateToEpochEndOffset(f, p): apply the answer (cut once at the end offset; with an
+        epoch in the answer, kip-279 on, cut where both agree and maybe ask again)."""
         r = s.replicas[p][f]
         ep = r.ep
         assert ep is not None
@@ -271,7 +274,7 @@ class LeaderEpochTruncation:
         leo = r.log.length
         undefined = epoch == UNDEFINED
         at_hw = _imin(r.hw, leo)
-        if self.name == "kip-101":
+        if not self.answers_with_epoch:
             cut, done = z3.If(undefined, at_hw, _imin(end, leo)), B(True)
         else:
             mine, my_end = end_offset_kip279(ep, leo, epoch)
@@ -289,4 +292,4 @@ class LeaderEpochTruncation:
 
 
 __all__ = ["LeaderEpochTruncation", "assign", "after_append", "truncate", "start_of", "latest",
-           "end_offset_kip101", "end_offset_kip279"]
+           "end_offset_kip101", "end_offset_kip279", "answer_function"]

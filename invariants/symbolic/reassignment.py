@@ -2,7 +2,7 @@
 
 The 12-step reassignment makes a partition's AR change, so the encoding cannot keep AR as the
 constant ``Encoding.AR``. This module holds what the model keeps about a reassignment, as z3 terms
-(``SymReassign``, hung on ``z3_operations.SymOps.reassign``), the controller's decisions over it,
+(``SymReassign``, hung on ``operations.SymOps.reassign``), the controller's decisions over it,
 and the encoding's reassignment actions, transcribed from ``model/controller.py``,
 ``model/actions.py``, ``model/selectors.py`` and ``model/broker.py``: RequestReassignment, the 12
 steps of ReassignPartition for the active controller and, with controller failover, for a deposed
@@ -29,7 +29,7 @@ dictionaries range over (``Encoding.U``); an unhosted replica holds a fresh repl
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Callable
+from typing import Any, Callable
 
 import z3
 
@@ -38,15 +38,25 @@ from isrcheck.model.config import Config
 from isrcheck.model.state import LeaderAndIsr, State, StopReplica
 from isrcheck.model.tables import ReplicaState as RS
 
-from .z3_types import REQ_LAI, REQ_STOP, as_bool, check_replica_move, fresh_name, num, numval, SymState
+from isrcheck.specs.protocol import REASSIGNMENT_STEPS, step_number
 
-if TYPE_CHECKING:
-    from .z3_replication import Encoding, Instance
+from .instance import ControllerContext, Encoder, Instance
+from .types import REQ_LAI, REQ_STOP, as_bool, check_replica_move, fresh_name, fresh_replica_if, num, numval, SymState
 
 B = z3.BoolVal
 I = numval  # noqa: E741
 
 List = tuple[int, ...]
+
+# The reassignment steps the logic below names, numbered by specs/protocol.toml (step n is
+# REASSIGNMENT_STEPS[n - 1]), as model/controller.py numbers them; ``step`` holds the number of the
+# next step, 0 for none.
+STEP_START = step_number("start")
+STEP_CAUGHT_UP = step_number("caught-up")
+STEP_AR_IN_MEMORY = step_number("ar-in-memory")
+STEP_AR_IN_ZK = step_number("ar-in-zk")
+STEP_CLEAR_REQUEST = step_number("clear-request")
+LAST_STEP = len(REASSIGNMENT_STEPS)
 
 
 # ============================================================================ static tables
@@ -199,7 +209,7 @@ class SymReassign:
                            req_del, self.owner, stale_step, stale_old, stale_new, stale_rstate)
 
     def swap_contexts(self) -> None:
-        """Exchange the active controller's fields with the deposed one's (z3_operations.as_stale)."""
+        """Exchange the active controller's fields with the deposed one's (operations.as_stale)."""
         self.step, self.stale_step = self.stale_step, self.step
         self.old, self.stale_old = self.stale_old, self.old
         self.new, self.stale_new = self.stale_new, self.new
@@ -208,6 +218,26 @@ class SymReassign:
     def clone(self) -> SymReassign:
         it = iter(self.leaves())
         return self.rebuild(lambda: next(it))
+
+
+@dataclass
+class _StepView:
+    """What every step of :meth:`Reassignment._step` reads: the state before (``s``) and the one
+    being built (``t``), partition ``p``'s reassignment fields, universe and znode, and whether the
+    znode exists (``version``), the acting controller's writes are refused (``fenced``) and each
+    broker is in RAR (``in_new``) and OAR (``in_old``)."""
+
+    enc: Encoder
+    s: SymState
+    t: SymState
+    p: int
+    r: SymReassign
+    U: List
+    z: Any
+    version: Any
+    fenced: Any
+    in_new: dict[int, Any]
+    in_old: dict[int, Any]
 
 
 class Reassignment:
@@ -374,8 +404,8 @@ class Reassignment:
 
     # ------------------------------------------------------------------ controller logic
     def assignment(self, r: SymReassign, p: int) -> z3.ArithRef:
-        """controller.assignment: ZooKeeper's AR, except RAR once step 6 set it in memory."""
-        return z3.If(r.step[p] >= 7, r.new[p], r.ar[p])
+        """controller.assignment: ZooKeeper's AR, except RAR once step ar-in-memory set it in memory."""
+        return z3.If(r.step[p] > STEP_AR_IN_MEMORY, r.new[p], r.ar[p])
 
     def step_enabled(self, r: SymReassign, p: int, isr: dict[int, Any], deleting: Any = False,
                      created: Any = True, active: Any = True) -> z3.BoolRef:
@@ -384,7 +414,7 @@ class Reassignment:
         st = r.step[p]
         start = z3.And(active, r.target[p] != 0, r.ar[p] != 0, z3.Not(deleting), created)
         caught_up = z3.And([z3.Implies(self.member(p, r.new[p], b), isr.get(b, B(False))) for b in self.U[p]])
-        return z3.If(z3.Or(st == 0, st == 1), start, z3.If(st == 4, caught_up, B(True)))
+        return z3.If(z3.Or(st == 0, st == STEP_START), start, z3.If(st == STEP_CAUGHT_UP, caught_up, B(True)))
 
     def reassigned_partition(self, r: SymReassign, p: int, live: dict[int, Any],
                              isr: dict[int, Any]) -> tuple[z3.BoolRef, z3.ArithRef]:
@@ -415,24 +445,24 @@ class Reassignment:
         were. The moves, elections and requests of the steps are not here."""
         t = r.clone()
         st = r.step[p]
-        starting = z3.Or(st == 0, st == 1)
+        starting = z3.Or(st == 0, st == STEP_START)
         gone = r.target[p] == 0
         dead_target = z3.Or([z3.And(self.member(p, r.target[p], b), z3.Not(live.get(b, B(False))))
                              for b in self.U[p]] or [B(False)])
         give_up = z3.And(starting, z3.Not(gone), z3.Or(r.target[p] == r.ar[p], dead_target))
         start = z3.And(starting, z3.Not(gone), z3.Not(give_up))
         fenced = as_bool(fenced)
-        drop = z3.Or(give_up, z3.And(st == 11, z3.Not(fenced)))
+        drop = z3.Or(give_up, z3.And(st == STEP_CLEAR_REQUEST, z3.Not(fenced)))
 
         def upd(xs: tuple, v: Any, cond: Any) -> tuple:
             return tuple(z3.If(cond, v, x) if q == p else x for q, x in enumerate(xs))
 
-        nxt = z3.If(starting, z3.If(start, I(2), I(0)), z3.If(z3.Or(st == 12, fenced), I(0), st + 1))
+        nxt = z3.If(starting, z3.If(start, I(STEP_START + 1), I(0)), z3.If(z3.Or(st == LAST_STEP, fenced), I(0), st + 1))
         t.step = upd(r.step, nxt, B(True))
-        t.old = upd(r.old, z3.If(start, r.ar[p], z3.If(st == 12, I(0), r.old[p])), B(True))
-        t.new = upd(r.new, z3.If(start, r.target[p], z3.If(st == 12, I(0), r.new[p])), B(True))
+        t.old = upd(r.old, z3.If(start, r.ar[p], z3.If(st == LAST_STEP, I(0), r.old[p])), B(True))
+        t.new = upd(r.new, z3.If(start, r.target[p], z3.If(st == LAST_STEP, I(0), r.new[p])), B(True))
         t.ar = upd(r.ar, z3.If(start, self.union(p, r.ar[p], r.target[p]),
-                               z3.If(z3.And(st == 10, z3.Not(fenced)), r.new[p], r.ar[p])), B(True))
+                               z3.If(z3.And(st == STEP_AR_IN_ZK, z3.Not(fenced)), r.new[p], r.ar[p])), B(True))
         t.target = upd(r.target, I(0), drop)
         t.origin = upd(r.origin, I(0), drop)
         return t
@@ -490,35 +520,33 @@ class Reassignment:
         if b in row:
             row[b] = z3.Or(row[b], cond)
 
-    def step_instances(self, enc: Encoding, s: SymState, e: int, p: int) -> list[Instance]:
-        """ReassignPartition(e, p, k) for k = 1..12: controller.reassignment_step of the active
-        controller (epoch ``e``), one instance per step, the guards exclusive."""
-        from .z3_replication import Instance
-
+    def step_instances(self, enc: Encoder, s: SymState, e: int, p: int) -> list[Instance]:
+        """ReassignPartition(e, p, k) for every step k (1..LAST_STEP): controller.reassignment_step of
+        the active controller (epoch ``e``), one instance per step, the guards exclusive."""
         r = s.ops.reassign
         isr = dict(s.zk[p].isr)
         enabled = z3.And(s.ops.zk_epoch == e, self.step_enabled(r, p, isr))
         out = []
-        for k in range(1, 13):
-            due = z3.Or(r.step[p] == 0, r.step[p] == 1) if k == 1 else r.step[p] == k
+        for k in range(1, LAST_STEP + 1):
+            due = z3.Or(r.step[p] == 0, r.step[p] == STEP_START) if k == STEP_START else r.step[p] == k
             t = s.clone()
             self._step(enc, s, t, p, k)
             out.append(Instance("ReassignPartition", (e, p, k), f"ReassignPartition: step {k}",
                                 z3.And(enabled, due), t))
         return out
 
-    def stale_step_instances(self, enc: Encoding, s: SymState, e: int, p: int) -> list[Instance]:
+    def stale_step_instances(self, enc: Encoder, s: SymState, e: int, p: int) -> list[Instance]:
         """ReassignPartition(e, p, k) for the deposed controller of epoch ``e``, from its own step
-        number, OAR and RAR (k >= 2: only the active controller starts or resumes one)."""
+        number, OAR and RAR (every step after start: only the active controller starts or resumes one)."""
         out = []
-        for k in range(2, 13):
+        for k in range(STEP_START + 1, LAST_STEP + 1):
             def build(tmp: SymState, k: int = k) -> tuple[z3.BoolRef, SymState]:
                 r = tmp.ops.reassign
                 t = tmp.clone()
                 self._step(enc, tmp, t, p, k)
                 return z3.And(r.step[p] == k, self.step_enabled(r, p, isr_of(tmp, p), active=False)), t
-            out.append(enc.ops.stale_instance(s, "ReassignPartition", (e, p, k), f"ReassignPartition: step {k}", e,
-                                              build))
+            out.append(_controller(enc).stale_instance(s, "ReassignPartition", (e, p, k),
+                                                       f"ReassignPartition: step {k}", e, build))
         return out
 
     # ------------------------------------------------------------------ controller failover
@@ -541,9 +569,9 @@ class Reassignment:
                            for b in row} for p, row in enumerate(r.rstate))
 
     def resume(self, t: SymState) -> None:
-        """on_controller_failover's last step: a pending request resumes at step 1."""
+        """on_controller_failover's last step: a pending request resumes at step start."""
         tr = t.ops.reassign
-        tr.step = tuple(z3.If(z3.And(tr.target[p] != 0, tr.ar[p] != 0), I(1), I(0)) for p in range(self.P))
+        tr.step = tuple(z3.If(z3.And(tr.target[p] != 0, tr.ar[p] != 0), I(STEP_START), I(0)) for p in range(self.P))
 
     def resigned(self, t: SymState) -> None:
         tr = t.ops.reassign
@@ -552,9 +580,10 @@ class Reassignment:
         tr.stale_new = tuple(I(0) for _ in tr.stale_new)
         tr.stale_rstate = tuple({b: I(0) for b in row} for row in tr.stale_rstate)
 
-    def _step(self, enc: Encoding, s: SymState, t: SymState, p: int, k: int) -> None:
-        """The sends, writes and moves of step ``k`` (model/controller.py ``_step*``), then the
-        bookkeeping of :meth:`bookkeeping`.
+    def _step(self, enc: Encoder, s: SymState, t: SymState, p: int, k: int) -> None:
+        """The sends, writes and moves of step ``k`` (model/controller.py's function of the step
+        called ``REASSIGNMENT_STEPS[k - 1]``: here the method ``_step_`` + that name, found by
+        :func:`_step_method`), then the bookkeeping of :meth:`bookkeeping`.
 
         The acting controller (``enc.ops.acting``) may be a deposed one: a refused znode write
         (``fenced``, the same for the whole step, since a write of its own never makes a newer
@@ -562,108 +591,155 @@ class Reassignment:
         against the table first (``SymState.illegal``), as check_replica_move does before the move's
         own conditions (a leader cannot be a NewReplica, a fenced ISR removal)."""
         r = s.ops.reassign
-        U = self.U[p]
         z = s.zk[p]
-        version = z.version != 0
-        fenced = z3.Not(_unfenced(enc, t, p))
-        abort: Any = False
-        in_new = {b: self.member(p, r.new[p], b) for b in U}
-        in_old = {b: self.member(p, r.old[p], b) for b in U}
-        if k in (2, 7):
-            if k == 2:  # bump_leader_epoch to every replica of OAR + RAR
-                bump, to = version, {b: enc.in_assignment(t, p, b) for b in U}
-            else:  # step 7: elect from RAR if the leader is not in it or dead, else bump
-                leader_ok = z3.Or([z3.And(z.leader == b, in_new[b], s.c_live[b]) for b in U])
-                found, leader = self.reassigned_partition(r, p, s.c_live, isr_of(s, p))
-                elect = z3.And(z3.Not(leader_ok), found, z3.Not(fenced))  # partition_to swallows Fenced
-                enc.write_leader_isr(t, p, leader, dict(z.isr), elect)
-                for b in U:
-                    enc.send(t, b, REQ_LAI, p, z3.And(elect, in_new[b], s.c_live[b]))
-                enc.broadcast_metadata(t, elect)
-                t.partition_online = tuple(z3.Or(o, elect) if q == p else o for q, o in enumerate(t.partition_online))
-                bump, to = z3.And(leader_ok, version), in_new
-            do = z3.And(bump, z3.Not(fenced))
-            abort = z3.And(bump, fenced)
-            enc.write_leader_isr(t, p, z.leader, dict(z.isr), do)
-            for b in U:
-                enc.send(t, b, REQ_LAI, p, z3.And(do, as_bool(to[b]), s.c_live[b]))
-        elif k == 3:  # RAR - OAR -> NewReplica (a leader cannot be new)
-            for b in U:
-                moving = z3.And(in_new[b], z3.Not(in_old[b]))
-                check_replica_move(t, moving, r.rstate[p][b], RS.NEW)
-                do = z3.And(moving, z.leader != b)
-                enc.send(t, b, REQ_LAI, p, z3.And(do, version, s.c_live[b]))
-                self.set_rstate(t, p, b, do, RS.NEW)
-        elif k == 5:  # RAR -> OnlineReplica
-            for b in U:
-                check_replica_move(t, in_new[b], r.rstate[p][b], RS.ONLINE)
-                lai = z3.And(in_new[b], r.rstate[p][b] != int(RS.NEW), version, s.c_live[b])
-                enc.send(t, b, REQ_LAI, p, lai)
-                self.set_rstate(t, p, b, in_new[b], RS.ONLINE)
-        elif k == 8:  # OAR - RAR -> OfflineReplica, in OAR order (each ISR removal sees the last);
-            # a fenced ISR removal stops the loop (the StopReplica is already sent)
-            halts = []
-            for idx, lst in enumerate(self.tables[p]):
-                halted: Any = False
-                for b in lst:
-                    go = z3.And(r.old[p] == idx, z3.Not(in_new[b]), z3.Not(as_bool(halted)))
-                    check_replica_move(t, go, r.rstate[p][b], RS.OFFLINE)
-                    enc.send(t, b, REQ_STOP, p, go)
-                    here = z3.And(go, fenced, version, z.isr[b])  # the write is tried, and refused
-                    moved = z3.And(go, z3.Not(here))
-                    enc.remove_from_isr(t, p, b, moved)
-                    self.set_rstate(t, p, b, moved, RS.OFFLINE)
-                    halted = z3.Or(as_bool(halted), here)
-                halts.append(halted)
-            abort = z3.Or([as_bool(h) for h in halts])
-        elif k == 9:  # OAR - RAR: StopReplica with delete, then NonExistent
-            for b in U:
-                do = z3.And(in_old[b], z3.Not(in_new[b]))
-                check_replica_move(t, do, r.rstate[p][b], RS.DELETION_STARTED)  # the next two always pass
-                enc.send(t, b, REQ_STOP, p, do, delete=True)
-                self.set_rstate(t, p, b, do, RS.NON_EXISTENT)
-        elif k in (10, 11):  # the AR write and the request's removal: refused only by fenced writes
-            abort = as_bool(enc.ops.controller_fenced(t)) if enc.ops is not None else False
-        elif k == 12:
-            enc.broadcast_metadata(t, B(True))
+        v = _StepView(enc, s, t, p, r, self.U[p], z, z.version != 0, z3.Not(_unfenced(enc, t, p)),
+                      {b: self.member(p, r.new[p], b) for b in self.U[p]},
+                      {b: self.member(p, r.old[p], b) for b in self.U[p]})
+        abort = _STEP_METHODS[k](self, v)
         book = self.bookkeeping(r, p, s.c_live, abort)
         tr = t.ops.reassign
         tr.ar, tr.target, tr.origin, tr.requested = book.ar, book.target, book.origin, book.requested
         tr.step, tr.old, tr.new = book.step, book.old, book.new
 
-    def delete_delivery(self, enc: Encoding, s: SymState, b: int, k: int, name: str, args: tuple,
+    # The steps: each returns when it ends as controller.Fenced does (``abort``; False: never). The
+    # step's effect on the reassignment's own fields (AR, the request, OAR, RAR) is in bookkeeping().
+    def _step_start(self, v: _StepView) -> Any:
+        """AR := OAR + RAR, or give up (all in bookkeeping)."""
+        return False
+
+    def _bump(self, v: _StepView, bump: Any, to: dict[int, Any]) -> Any:
+        """bump_leader_epoch (when ``bump``): the znode's leader epoch + 1, LeaderAndIsr to ``to``."""
+        enc, s, t, p, z = v.enc, v.s, v.t, v.p, v.z
+        do = z3.And(bump, z3.Not(v.fenced))
+        enc.write_leader_isr(t, p, z.leader, dict(z.isr), do)
+        for b in v.U:
+            enc.send(t, b, REQ_LAI, p, z3.And(do, as_bool(to[b]), s.c_live[b]))
+        return z3.And(bump, v.fenced)
+
+    def _step_bump_epoch(self, v: _StepView) -> Any:
+        """bump_leader_epoch to every replica of OAR + RAR."""
+        return self._bump(v, v.version, {b: v.enc.in_assignment(v.t, v.p, b) for b in v.U})
+
+    def _step_new_replicas(self, v: _StepView) -> Any:
+        """RAR - OAR -> NewReplica (a leader cannot be new)."""
+        enc, s, t, p, z, r = v.enc, v.s, v.t, v.p, v.z, v.r
+        for b in v.U:
+            moving = z3.And(v.in_new[b], z3.Not(v.in_old[b]))
+            check_replica_move(t, moving, r.rstate[p][b], RS.NEW)
+            do = z3.And(moving, z.leader != b)
+            enc.send(t, b, REQ_LAI, p, z3.And(do, v.version, s.c_live[b]))
+            self.set_rstate(t, p, b, do, RS.NEW)
+        return False
+
+    def _step_caught_up(self, v: _StepView) -> Any:
+        """Enabled only once every RAR replica is in the ISR (step_enabled); does nothing."""
+        return False
+
+    def _step_online(self, v: _StepView) -> Any:
+        """RAR -> OnlineReplica."""
+        enc, s, t, p, r = v.enc, v.s, v.t, v.p, v.r
+        for b in v.U:
+            check_replica_move(t, v.in_new[b], r.rstate[p][b], RS.ONLINE)
+            lai = z3.And(v.in_new[b], r.rstate[p][b] != int(RS.NEW), v.version, s.c_live[b])
+            enc.send(t, b, REQ_LAI, p, lai)
+            self.set_rstate(t, p, b, v.in_new[b], RS.ONLINE)
+        return False
+
+    def _step_ar_in_memory(self, v: _StepView) -> Any:
+        """AR := RAR in the controller's memory: from the next step on assignment() answers RAR."""
+        return False
+
+    def _step_leader(self, v: _StepView) -> Any:
+        """Elect from RAR if the leader is not in it or dead, else bump the leader epoch (to RAR)."""
+        enc, s, t, p, z, r = v.enc, v.s, v.t, v.p, v.z, v.r
+        leader_ok = z3.Or([z3.And(z.leader == b, v.in_new[b], s.c_live[b]) for b in v.U])
+        found, leader = self.reassigned_partition(r, p, s.c_live, isr_of(s, p))
+        elect = z3.And(z3.Not(leader_ok), found, z3.Not(v.fenced))  # partition_to swallows Fenced
+        enc.write_leader_isr(t, p, leader, dict(z.isr), elect)
+        for b in v.U:
+            enc.send(t, b, REQ_LAI, p, z3.And(elect, v.in_new[b], s.c_live[b]))
+        enc.broadcast_metadata(t, elect)
+        t.partition_online = tuple(z3.Or(o, elect) if q == p else o for q, o in enumerate(t.partition_online))
+        return self._bump(v, z3.And(leader_ok, v.version), v.in_new)
+
+    def _step_old_offline(self, v: _StepView) -> Any:
+        """OAR - RAR -> OfflineReplica, in OAR order (each ISR removal sees the last); a fenced ISR
+        removal stops the loop (the StopReplica is already sent)."""
+        enc, t, p, z, r = v.enc, v.t, v.p, v.z, v.r
+        halts = []
+        for idx, lst in enumerate(self.tables[p]):
+            halted: Any = False
+            for b in lst:
+                go = z3.And(r.old[p] == idx, z3.Not(v.in_new[b]), z3.Not(as_bool(halted)))
+                check_replica_move(t, go, r.rstate[p][b], RS.OFFLINE)
+                enc.send(t, b, REQ_STOP, p, go)
+                here = z3.And(go, v.fenced, v.version, z.isr[b])  # the write is tried, and refused
+                moved = z3.And(go, z3.Not(here))
+                enc.remove_from_isr(t, p, b, moved)
+                self.set_rstate(t, p, b, moved, RS.OFFLINE)
+                halted = z3.Or(as_bool(halted), here)
+            halts.append(halted)
+        return z3.Or([as_bool(h) for h in halts])
+
+    def _step_old_deleted(self, v: _StepView) -> Any:
+        """OAR - RAR: StopReplica with delete, then NonExistent."""
+        enc, t, p, r = v.enc, v.t, v.p, v.r
+        for b in v.U:
+            do = z3.And(v.in_old[b], z3.Not(v.in_new[b]))
+            check_replica_move(t, do, r.rstate[p][b], RS.DELETION_STARTED)  # the next two always pass
+            enc.send(t, b, REQ_STOP, p, do, delete=True)
+            self.set_rstate(t, p, b, do, RS.NON_EXISTENT)
+        return False
+
+    def _refused_write(self, v: _StepView) -> Any:
+        """A ZooKeeper write (done in bookkeeping): refused only by fenced controller writes."""
+        return as_bool(v.enc.ops.controller_fenced(v.t)) if v.enc.ops is not None else False
+
+    def _step_ar_in_zk(self, v: _StepView) -> Any:
+        """AR := RAR in ZooKeeper."""
+        return self._refused_write(v)
+
+    def _step_clear_request(self, v: _StepView) -> Any:
+        """The request's removal from /admin/reassign_partitions."""
+        return self._refused_write(v)
+
+    def _step_metadata(self, v: _StepView) -> Any:
+        """UpdateMetadata to every live broker."""
+        v.enc.broadcast_metadata(v.t, B(True))
+        return False
+
+    def delete_delivery(self, enc: Encoder, s: SymState, b: int, k: int, name: str, args: tuple,
                         extra: Any, budget: str | None) -> Instance:
         """Step 9's StopReplica with delete delivered: the broker no longer hosts the replica (its
         fields those of a fresh replica); the controller's replica is already NonExistent."""
-        from .z3_admin import _fresh_replica_if
-        from .z3_replication import Instance
-
+        ctl = _controller(enc)
         q = s.inbox[b].slots[k]
         t = s.clone()
         if budget:
             t.budget[budget] = s.budget[budget] - 1
-        enc.ops.accepted(s, t, b, k)
+        ctl.accepted(s, t, b, k)
         enc.pop(t, b, k)
         for p in range(self.P):
             if b not in self.U[p]:
                 continue
             c = q.partition == p
-            t.replicas[p][b] = _fresh_replica_if(c, t.replicas[p][b])
+            t.replicas[p][b] = fresh_replica_if(c, t.replicas[p][b])
             row = t.ops.reassign.hosted[p]
             row[b] = z3.And(row[b], z3.Not(c))
             t.ops.reassign.assigned[p][b] = {m: z3.And(x, z3.Not(c)) for m, x in t.ops.reassign.assigned[p][b].items()}
         guard = z3.And(s.alive[b], s.inbox[b].length > k, q.kind == REQ_STOP, s.ops.reassign.req_del[b][k],
-                       enc.ops.accepts(s, b, k), extra)
+                       ctl.accepts(s, b, k), extra)
         return Instance(name, args, f"{name}: StopReplica (delete)", guard, t)
 
-    def instances(self, enc: Encoding, s: SymState) -> list[Instance]:
+    def instances(self, enc: Encoder, s: SymState) -> list[Instance]:
         """The reassignment steps of the active controller and the deliveries of a deleting
-        StopReplica (RequestReassignment is added by z3_operations, in the model's order)."""
+        StopReplica (RequestReassignment is added by operations.py, in the model's order)."""
+        ctl = _controller(enc)
         out: list[Instance] = []
-        for e in enc.ops.active_epochs():
+        for e in ctl.active_epochs():
             for p in range(self.P):
                 out += self.step_instances(enc, s, e, p)
-        for e in enc.ops.stale_epochs():
+        for e in ctl.stale_epochs():
             for p in range(self.P):
                 out += self.stale_step_instances(enc, s, e, p)
         for b in enc.brokers():
@@ -719,12 +795,37 @@ class Reassignment:
         return z3.And(parts) if parts else B(True)
 
 
+
+StepMethod = Callable[[Reassignment, "_StepView"], Any]
+
+
+def _step_method(name: str) -> StepMethod:
+    """The method performing the step called ``name`` in specs/protocol.toml: ``_step_`` followed
+    by the name with ``-`` as ``_`` (step "bump-epoch" is :meth:`Reassignment._step_bump_epoch`),
+    as model/controller.py finds its step functions."""
+    f = getattr(Reassignment, "_step_" + name.replace("-", "_"), None)
+    if f is None:
+        raise RuntimeError(f"specs/protocol.toml names the reassignment step {name!r}, which "
+                           "invariants/symbolic/reassignment.py does not encode")
+    return f  # type: ignore[no-any-return]
+
+
+#: the method of step n (1..LAST_STEP), in the order of specs/protocol.toml
+_STEP_METHODS: dict[int, StepMethod] = {n: _step_method(name) for n, name in enumerate(REASSIGNMENT_STEPS, start=1)}
+
 def isr_of(s: SymState, p: int) -> dict[int, Any]:
     return dict(s.zk[p].isr)
 
 
-def _unfenced(enc: Encoding, t: SymState, p: int) -> z3.BoolRef:
+def _unfenced(enc: Encoder, t: SymState, p: int) -> z3.BoolRef:
     return as_bool(enc.unfenced(t, p))
 
 
-__all__ = ["SymReassign", "Reassignment", "list_table", "universe", "targets_of"]
+def _controller(enc: Encoder) -> ControllerContext:
+    """The acting controller, which the encoding always has when it encodes reassignments."""
+    assert enc.ops is not None, "reassignments are encoded only with the controller operations"
+    return enc.ops
+
+
+__all__ = ["SymReassign", "Reassignment", "list_table", "universe", "targets_of", "STEP_START", "STEP_CAUGHT_UP",
+           "STEP_AR_IN_MEMORY", "STEP_AR_IN_ZK", "STEP_CLEAR_REQUEST", "LAST_STEP"]

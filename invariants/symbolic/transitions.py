@@ -14,13 +14,13 @@ partition exists, is queued for deletion, the broker is in AR, the reassignment'
 kinds of claim are checked with z3, for every value of every fact and every refusal:
 
 - **validity**: every move an operation makes is in its table (``model/tables.py``, read through
-  :mod:`.z3_types`), from every pair state that satisfies the operation's guards and the
+  :mod:`.types`), from every pair state that satisfies the operation's guards and the
   **context invariants** below — or the source state and the moves that break it;
 - **preservation**: each context invariant holds in the initial contexts and is preserved by every
   operation and by every change other actors (administrators, other controllers, brokers) can
   make to the facts — or a counterexample to induction.
 
-Both the programs and the facts are transcriptions of the code; tests/invariants/test_z3_transitions.py
+Both the programs and the facts are transcriptions of the code; tests/invariants/test_symbolic_transitions.py
 checks them against it: every step the explicit checker takes in a set of configurations must be a
 behaviour some program allows (same moves, same resulting states and facts), and every reachable
 pair must satisfy the invariants.
@@ -35,12 +35,15 @@ from typing import Any
 
 import z3
 
+from isrcheck.model import controller as C
 from isrcheck.model.state import NO_LEADER, Controller, State
+from isrcheck.model.tables import PARTITION_VALID_PREVIOUS, REPLICA_VALID_PREVIOUS
 from isrcheck.model.tables import PartitionState as P
 from isrcheck.model.tables import ReplicaState as R
+from isrcheck.specs.protocol import REASSIGNMENT_STEPS, step_number
 
-from .z3_types import fresh_name, partition_move_ok, replica_move_ok, state_label
-from .z3_verdicts import Obligation, Progress, Verdict, new_solver, no_progress, timed_check, verdict_of
+from .types import fresh_name, partition_move_ok, replica_move_ok, state_label
+from .verdicts import Obligation, Progress, Verdict, new_solver, no_progress, timed_check, verdict_of
 
 # ============================================================================ facts about a pair
 BOOL_FACTS = (
@@ -58,7 +61,10 @@ BOOL_FACTS = (
     "started",  # this controller has started deleting (deletion_started)
     "complete",  # every replica of the queued partitions is deleted in its context (deletion_complete)
 )
-STEPS = range(13)  # c.reassign_step: the next step to perform, 0 for none
+STEPS = range(len(REASSIGNMENT_STEPS) + 1)  # c.reassign_step: the next step to perform, 0 for none
+STEP_START = step_number("start")
+STEP_AR_IN_MEMORY = step_number("ar-in-memory")  # from the next step on the controller's view of AR is RAR
+LAST_STEP = len(REASSIGNMENT_STEPS)
 
 OWN_FACTS = ("step", "in_old", "in_new", "live")  # changed only by this controller's own operations
 
@@ -78,8 +84,8 @@ class Env:
     def in_view(self, z: bool) -> Any:
         f = self.facts
         if z:
-            return z3.If(self.step >= 7, f["in_new"], f["in_ar"])
-        return f["in_new"] if self.step >= 7 else f["in_ar"]
+            return z3.If(self.step > STEP_AR_IN_MEMORY, f["in_new"], f["in_ar"])
+        return f["in_new"] if self.step > STEP_AR_IN_MEMORY else f["in_ar"]
 
 
 # ---------------------------------------------------------------------------- conditions
@@ -154,6 +160,12 @@ class Step(Cond):
 
     def __str__(self) -> str:
         return "step " + "|".join(map(str, self.steps))
+
+
+def steps_from(first: str, last: str) -> Step:
+    """The reassignment steps from the one called ``first`` to the one called ``last`` (names of
+    specs/protocol.toml), both included."""
+    return Step(*range(step_number(first), step_number(last) + 1))
 
 
 @dataclass(frozen=True)
@@ -448,13 +460,20 @@ def _startup(phase_any: str, b_in: str) -> tuple:
     )),)
 
 
-def _reassign(step: int, body: tuple = (), post: dict[str, Any] | None = None, **kw: Any) -> Program:
-    nxt = {1: 2, 12: 0}.get(step, step + 1)
-    p: dict[str, Any] = {"step": Const(nxt)}
+def _reassign(name: str, body: tuple = (), post: dict[str, Any] | None = None, **kw: Any) -> Program:
+    """The program of the reassignment step called ``name`` (after start; model/controller.py's
+    function ``_`` + the name): the step after it is due next, none after the last."""
+    step = step_number(name)
+    p: dict[str, Any] = {"step": Const(0 if step == LAST_STEP else step + 1)}
     p.update(post or {})
-    guard = Step(0, 1) if step == 1 else Step(step)
-    return Program(f"ReassignPartition step {step}", "ReassignPartition", f"_step{step}", body, guard=guard,
-                   post=p, step=step, **kw)
+    return Program(f"ReassignPartition step {step}", "ReassignPartition", "_" + name.replace("-", "_"), body,
+                   guard=Step(step), post=p, step=step, **kw)
+
+
+def _fenced_then(name: str) -> dict[str, Any]:
+    """The post-value of the step number of a step a refused write ends (controller.Fenced):
+    none, else the step called ``name``."""
+    return {"step": IfV(FreeV("fenced"), Const(0), Const(step_number(name)))}
 
 
 PROGRAMS: tuple[Program, ...] = (
@@ -481,7 +500,8 @@ PROGRAMS: tuple[Program, ...] = (
         When(All(Not(F("deleting")), F("in_ar"), F("live")), (MoveR(ON_R),)),
         When(All(Not(F("deleting")), PS(OFF_P, NEW_P)), (MoveP(ON_P, Free("no eligible leader, or fenced")),)),
     ), guard=F("exists"), context="fresh", free=("pending",),
-        post={"step": IfV(FreeV("pending"), Const(1), Const(0)), "in_old": Const(False), "in_new": Const(False)}),
+        post={"step": IfV(FreeV("pending"), Const(STEP_START), Const(0)), "in_old": Const(False),
+              "in_new": Const(False)}),
     Program("ElectPreferredLeader", "ElectPreferredLeader", "on_preferred_replica_election", (
         When(All(ELECTABLE, Step(0), PS(ON_P, OFF_P)), (MoveP(ON_P, Free("no eligible leader, or fenced")),)),
     )),
@@ -511,26 +531,27 @@ PROGRAMS: tuple[Program, ...] = (
         When(RS(DS_R), (MoveR(DOK_R),)),
     )),
     Program(
-        "ReassignPartition step 1", "ReassignPartition", "_step1_start", (),
-        guard=All(Step(0, 1), F("exists"), Not(F("deleting"))),
-        free=("dropped", "in_target"), step=1,
-        post={"step": IfV(FreeV("dropped"), Const(0), Const(2)),
+        f"ReassignPartition step {STEP_START}", "ReassignPartition", "_start", (),
+        guard=All(Step(0, STEP_START), F("exists"), Not(F("deleting"))),
+        free=("dropped", "in_target"), step=STEP_START,
+        post={"step": IfV(FreeV("dropped"), Const(0), Const(STEP_START + 1)),
               "in_old": IfV(FreeV("dropped"), FactV("in_old"), FactV("in_ar")),
               "in_new": IfV(FreeV("dropped"), FactV("in_new"), FreeV("in_target")),
               "in_ar": IfV(FreeV("dropped"), FactV("in_ar"), OrV(FactV("in_ar"), FreeV("in_target")))}),
-    _reassign(2, free=("fenced",), post={"step": IfV(FreeV("fenced"), Const(0), Const(3))}),
-    _reassign(3, (When(All(F("in_new"), Not(F("in_old"))), (MoveR(NEW_R, F("zk_leader_is_b")),)),)),
-    _reassign(4),
-    _reassign(5, (When(F("in_new"), (MoveR(ON_R),)),)),
-    _reassign(6),
-    _reassign(7, (When(Not(F("leader_in_new_live")), (MoveP(ON_P, Free("no eligible leader, or fenced")),)),),
-              free=("fenced",), post={"step": IfV(FreeV("fenced"), Const(0), Const(8))}),
-    _reassign(8, (When(All(F("in_old"), Not(F("in_new"))), (MoveR(OFF_R, Free("fenced ISR write")), Stop(Not(Ok())))),),
-              post={"step": IfV(CondV(Stopped()), Const(0), Const(9))}),
-    _reassign(9, (When(All(F("in_old"), Not(F("in_new"))), (MoveR(DS_R), MoveR(DOK_R), MoveR(NE_R))),)),
-    _reassign(10, post={"in_ar": FactV("in_new")}),
-    _reassign(11),
-    _reassign(12, post={"in_old": Const(False), "in_new": Const(False)}),
+    _reassign("bump-epoch", free=("fenced",), post=_fenced_then("new-replicas")),
+    _reassign("new-replicas", (When(All(F("in_new"), Not(F("in_old"))), (MoveR(NEW_R, F("zk_leader_is_b")),)),)),
+    _reassign("caught-up"),
+    _reassign("online", (When(F("in_new"), (MoveR(ON_R),)),)),
+    _reassign("ar-in-memory"),
+    _reassign("leader", (When(Not(F("leader_in_new_live")), (MoveP(ON_P, Free("no eligible leader, or fenced")),)),),
+              free=("fenced",), post=_fenced_then("old-offline")),
+    _reassign("old-offline", (When(All(F("in_old"), Not(F("in_new"))),
+                                   (MoveR(OFF_R, Free("fenced ISR write")), Stop(Not(Ok())))),),
+              post={"step": IfV(CondV(Stopped()), Const(0), Const(step_number("old-deleted")))}),
+    _reassign("old-deleted", (When(All(F("in_old"), Not(F("in_new"))), (MoveR(DS_R), MoveR(DOK_R), MoveR(NE_R))),)),
+    _reassign("ar-in-zk", post={"in_ar": FactV("in_new")}),
+    _reassign("clear-request"),
+    _reassign("metadata", post={"in_old": Const(False), "in_new": Const(False)}),
 )
 
 ENV_PROGRAMS: tuple[Program, ...] = (
@@ -553,7 +574,7 @@ AXIOMS: tuple[tuple[str, Cond], ...] = (
 )
 
 # ---------------------------------------------------------------------------- the context invariants
-REASSIGNING = Step(2, 3, 4, 5, 6, 7, 8, 9)
+REASSIGNING = steps_from("bump-epoch", "old-deleted")
 
 INVARIANTS: tuple[tuple[str, Cond], ...] = (
     ("NotCreatedMeansNoReplicas: a NonExistentPartition has only NonExistentReplicas",
@@ -569,13 +590,13 @@ INVARIANTS: tuple[tuple[str, Cond], ...] = (
     ("NoDeletionDuringReassignment: during steps 2-9 no replica is in ReplicaDeletionStarted/Successful",
      Implies(REASSIGNING, Not(RS(DS_R, DOK_R)))),
     ("NewTargetReplicasNonExistentUntilStep3: before step 3, a replica of RAR - OAR is NonExistentReplica",
-     Implies(All(Step(2, 3), F("in_new"), Not(F("in_old"))), RS(NE_R))),
+     Implies(All(steps_from("bump-epoch", "new-replicas"), F("in_new"), Not(F("in_old"))), RS(NE_R))),
     ("TargetReplicasExistFromStep4: at steps 4-6 a replica of RAR exists",
-     Implies(All(Step(4, 5, 6), F("in_new")), Not(RS(NE_R)))),
+     Implies(All(steps_from("caught-up", "ar-in-memory"), F("in_new")), Not(RS(NE_R)))),
     ("OldReplicasExistUntilStep8: during steps 2-8 a replica of OAR - RAR exists",
-     Implies(All(Step(2, 3, 4, 5, 6, 7, 8), F("in_old"), Not(F("in_new"))), Not(RS(NE_R)))),
+     Implies(All(steps_from("bump-epoch", "old-offline"), F("in_old"), Not(F("in_new"))), Not(RS(NE_R)))),
     ("OldReplicasOfflineAtStep9: at step 9 a replica of OAR - RAR is OfflineReplica",
-     Implies(All(Step(9), F("in_old"), Not(F("in_new"))), RS(OFF_R))),
+     Implies(All(steps_from("old-deleted", "old-deleted"), F("in_old"), Not(F("in_new"))), RS(OFF_R))),
 )
 
 CROSS_PAIR = {"DeletedPartitionIsOffline"}
@@ -688,7 +709,6 @@ class _Run:
             new = z3.If(z3.And(active, z3.Not(refused)), m.target, src)
             e.ok = z3.If(active, z3.Not(refused), e.ok)
         else:
-            from isrcheck.model.tables import PARTITION_VALID_PREVIOUS, REPLICA_VALID_PREVIOUS
             table = PARTITION_VALID_PREVIOUS if m.machine == "partition" else REPLICA_VALID_PREVIOUS
             legal = src in table[P(m.target) if m.machine == "partition" else R(m.target)]
             if isinstance(m.refused, Free):
@@ -947,10 +967,9 @@ def pair_env(s: State, c: Controller, p: int, b: int) -> Env:
     zp = s.zk.partitions[p]
     step = c.reassign_step[p]
     old, new = c.reassign_old[p], c.reassign_new[p]
-    view = new if step >= 7 else zp.replicas
+    view = new if step > STEP_AR_IN_MEMORY else zp.replicas
     leader = zp.leader
     deleting = bool(s.zk.deleting >> p & 1)
-    from isrcheck.model import controller as C
     facts = {
         "exists": bool(zp.replicas),
         "deleting": deleting,

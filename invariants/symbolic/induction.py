@@ -13,29 +13,27 @@ some action can break from a state satisfying all the others. What remains is th
 inductive subset of the pool. A safety property that is dropped gets a **counterexample to
 induction**: a state satisfying every other remaining member, the action, and the state after it
 where the property fails. A counterexample to induction is not a reachable violation; bounded
-model checking (:mod:`.z3_replication`) says whether one is.
+model checking (:mod:`.bmc`) says whether one is.
 """
 from __future__ import annotations
 
 import itertools
-
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 import z3
 
 from isrcheck.model.brokersets import render
 from isrcheck.model.records import render_log
-from isrcheck.model.state import LeaderAndIsr, State, StopReplica
+from isrcheck.model.state import ASK_EPOCH_END, FETCHING, TRUNCATE_PENDING, LeaderAndIsr, State, StopReplica
 
-from isrcheck.model.state import ASK_EPOCH_END, FETCHING, TRUNCATE_PENDING
-
-from .z3_epochs import latest as z3_latest
-from .z3_replication import ALWAYS, Encoding, Instance, Unsupported
-from .z3_types import NUM_MAX, REQ_LAI, REQ_NONE, REQ_STOP, REQ_UM, SymLog, SymState
-from .z3_verdicts import Obligation, Progress, Verdict, new_solver, no_progress
+from .epochs import answer_function, latest as cache_latest
+from .instance import Instance, Unsupported
+from .replication import ALWAYS, Encoding
+from .types import NUM_MAX, REQ_LAI, REQ_NONE, REQ_STOP, REQ_UM, SymLog, SymState
+from .verdicts import Obligation, Progress, Verdict, new_solver, no_progress
 
 Pred = Callable[[Encoding, SymState], z3.BoolRef]
 
@@ -406,7 +404,7 @@ def _leader_cache_ends_with_its_epoch(enc: Encoding, s: SymState) -> z3.BoolRef:
     it believes in (kip-320 fences fetches, so a follower only copies records of its own epoch)."""
     out = []
     for p, b, r in _epoch_replicas(enc, s):
-        last = z3_latest(r.ep)
+        last = cache_latest(r.ep)
         out.append(z3.Implies(z3.And(s.alive[b], r.leader == b), last == r.leader_epoch))
         out.append(z3.Implies(z3.And(s.alive[b], r.leader != 0), last <= r.leader_epoch))
     return z3.And(out) if out else z3.BoolVal(True)
@@ -455,7 +453,7 @@ def _queued_requests_not_behind(enc: Encoding, s: SymState) -> z3.BoolRef:
         q = s.inbox[b]
         for i, sl in enumerate(q.slots):
             lai = z3.And(q.length > i, sl.kind == REQ_LAI, sl.partition == p)
-            out.append(z3.Implies(lai, z3.And(sl.leader_epoch >= r.leader_epoch, sl.leader_epoch >= z3_latest(r.ep))))
+            out.append(z3.Implies(lai, z3.And(sl.leader_epoch >= r.leader_epoch, sl.leader_epoch >= cache_latest(r.ep))))
     return z3.And(out) if out else z3.BoolVal(True)
 
 
@@ -522,19 +520,22 @@ def _leader_complete_for_its_epoch(enc: Encoding, s: SymState) -> z3.BoolRef:
 
 def _answer_from_leader(enc: Encoding, s: SymState) -> z3.BoolRef:
     """A pending answer of a follower whose leader still leads in its epoch is the leader's answer
-    to the follower's latest epoch (its end only grows while the leader appends in its own epoch)."""
+    to the follower's latest epoch (its end only grows while the leader appends in its own epoch).
+    Only where epoch queries are fenced by leader epoch (kip-320): an answer was given in the epoch
+    the follower still has."""
+    if not enc.rule.traits.fenced_by_leader_epoch:
+        return z3.BoolVal(True)
+    answer = answer_function(enc.rule.traits)
     out = []
-    from .z3_epochs import end_offset_kip279
-
     for p in range(enc.P):
         reps = s.replicas[p]
         for L, rl in reps.items():
             for f, rf in reps.items():
-                if f == L or rf.ep is None or enc.rule.name != "kip-320":
+                if f == L or rf.ep is None or rl.ep is None:
                     continue
                 cond = z3.And(s.alive[f], s.alive[L], rf.leader == L, rl.leader == L,
                               rf.leader_epoch == rl.leader_epoch, rf.ep.answered)
-                e, o = end_offset_kip279(rl.ep, rl.log.length, z3_latest(rf.ep))
+                e, o = answer(rl.ep, rl.log.length, cache_latest(rf.ep))
                 out.append(z3.Implies(cond, z3.And(rf.ep.answer_epoch == e, z3.If(
                     e == rl.leader_epoch, rf.ep.answer_end <= o,
                     rf.ep.answer_end == o))))
@@ -580,7 +581,7 @@ def _reconciled_followers_are_prefixes(enc: Encoding, s: SymState) -> z3.BoolRef
     for L, rl, f, rf in _epoch_pairs(enc, s):
         cond = z3.And(s.alive[f], s.alive[L], rf.leader == L, rl.leader == L,
                       rf.leader_epoch == rl.leader_epoch, rf.ep.fetch_state == FETCHING)
-        above = [z3.Implies(z3.And(rl.log.length > i, rf.log.length <= i), rl.log.epochs[i] >= z3_latest(rf.ep))
+        above = [z3.Implies(z3.And(rl.log.length > i, rf.log.length <= i), rl.log.epochs[i] >= cache_latest(rf.ep))
                  for i in range(enc.K)]
         out.append(z3.Implies(cond, z3.And(_prefix(enc, rf.log, rl.log), rl.remote_leo[f] <= rf.log.length, *above)))
     return z3.And(out) if out else z3.BoolVal(True)
@@ -686,7 +687,7 @@ def _answers_not_ahead_of_cache(enc: Encoding, s: SymState) -> z3.BoolRef:
     change while the answer waits."""
     out = []
     for p, b, r in _epoch_replicas(enc, s):
-        out.append(z3.Implies(z3.And(r.ep.answered, r.ep.answer_epoch != -1), r.ep.answer_epoch <= z3_latest(r.ep)))
+        out.append(z3.Implies(z3.And(r.ep.answered, r.ep.answer_epoch != -1), r.ep.answer_epoch <= cache_latest(r.ep)))
     return z3.And(out) if out else z3.BoolVal(True)
 
 
@@ -818,9 +819,9 @@ def describe(s: State, enc: Encoding) -> list[str]:
         if reqs:
             parts.append("queue: " + ", ".join(reqs))
         out.append(head + ("; " + "; ".join(parts) if parts else ""))
-    b = s.budget
-    out.append(f"budgets left: crashes {b.crashes}, lossy {b.lossy_crashes}, undetected restarts "
-               f"{b.undetected_restarts}, ISR shrinks {b.isr_shrinks}, delayed deliveries {b.delayed_requests}")
+    left = s.budget
+    out.append(f"budgets left: crashes {left.crashes}, lossy {left.lossy_crashes}, undetected restarts "
+               f"{left.undetected_restarts}, ISR shrinks {left.isr_shrinks}, delayed deliveries {left.delayed_requests}")
     return out
 
 
@@ -845,6 +846,11 @@ def _preference(inst: Instance) -> tuple[int, str]:
     return (len(_PREFERENCE) + (1 if inst.name == "ProcessBrokerChange" else 0), inst.kind)
 
 
+class _Answer(NamedTuple):
+    result: z3.CheckSatResult
+    model: Any  # a z3.ModelRef when ``result`` is sat, else None
+
+
 class _Query:
     """A fixed base of constraints; each check runs on a fresh solver (non-incremental z3
     preprocesses and bit-blasts the problem, much faster here than push/pop)."""
@@ -853,11 +859,11 @@ class _Query:
         self.timeout = timeout
         self.base = base
 
-    def check(self, extra: list[z3.BoolRef]) -> tuple[z3.CheckSatResult, z3.ModelRef | None]:
+    def check(self, extra: list[z3.BoolRef]) -> _Answer:
         sv = new_solver(self.timeout)
         sv.add(*self.base, *extra)
         r = sv.check()
-        return r, (sv.model() if r == z3.sat else None)
+        return _Answer(r, sv.model() if r == z3.sat else None)
 
 
 @dataclass
@@ -884,6 +890,22 @@ class Cti:
         return out
 
 
+def counterexample_to_induction(enc: Encoding, pre: SymState, inst: Instance, model: Any) -> Cti:
+    """The pair of model states (and the action between them) that a satisfying z3 ``model`` of a
+    query on ``inst`` from the symbolic state ``pre`` describes, decoded by the model's own types."""
+    before = pre.decode(model, enc.init_state)
+    after = inst.effect.decode(model, enc.init_state)
+    label = str(enc.action_of(inst, model))
+    return Cti(before, label, inst.kind, after, describe_pair(before, label, after, enc))
+
+
+@dataclass
+class InductionObligation(Obligation):
+    """An ``inductive`` verdict; a refuted one carries its counterexample to induction (``cti``)."""
+
+    cti: Cti | None = None
+
+
 @dataclass
 class InductionResult:
     generation: str
@@ -893,6 +915,7 @@ class InductionResult:
     queries: int
     seconds: float
     per_kind: dict[str, list[str]] = field(default_factory=dict)  # safety property -> kinds that broke it
+    timing: dict[str, float] = field(default_factory=dict)  # action kind -> seconds of its Houdini queries
 
 
 def _init_holds(enc: Encoding, preds: dict[str, Pred]) -> dict[str, bool]:
@@ -902,34 +925,83 @@ def _init_holds(enc: Encoding, preds: dict[str, Pred]) -> dict[str, bool]:
     return {n: solver.check(z3.Not(f(enc, s))) == z3.unsat for n, f in preds.items()}
 
 
-def prove_inductive(cfg: Any, generation_name: str | None = None, timeout: float | None = 300.0,
-                    queue: int | None = None, progress: Progress = no_progress,
-                    candidates: tuple[tuple[str, Pred], ...] | None = None,
-                    per_action: bool | str = True) -> InductionResult:
-    """Houdini over the safety properties and ``candidates`` for the encoding of ``cfg``."""
-    start = time.perf_counter()
+# ---------------------------------------------------------------------------- the phases of prove_inductive
+@dataclass(frozen=True)
+class Encoded:
+    """Phase 1: the encoding, the pool (candidates and safety properties), which members the initial
+    state breaks, and one query per action from a symbolic state ``pre`` (within the bounds, the step
+    not overflowing) with every member's term before and after the step."""
+
+    enc: Encoding
+    preds: dict[str, Pred]
+    false_initially: tuple[str, ...]
+    pre: SymState
+    insts: list[Instance]  # cheap actions first: they drop most candidates before the costly broker changes
+    pre_terms: dict[str, z3.BoolRef]
+    post_terms: list[dict[str, z3.BoolRef]]  # per instance
+    solvers: list[_Query]  # per instance
+
+    @property
+    def generation(self) -> str:
+        return self.enc.rule.name
+
+
+@dataclass(frozen=True)
+class Fixpoint:
+    """Phase 2 (Houdini): the largest inductive subset of the pool and why every other member left it."""
+
+    kept: list[str]  # in pool order
+    dropped: dict[str, Cti | str]  # a counterexample to induction, or "false in the initial state"
+    unknown: dict[str, str]  # members z3 gave up on (neither kept nor dropped)
+    per_kind: dict[str, list[str]]  # member -> the kinds of action that broke it, in the order found
+    timing: dict[str, float]  # action kind -> seconds of its queries
+    queries: int
+
+
+@dataclass(frozen=True)
+class Explained:
+    """Phase 3: for each dropped safety property, the first counterexample to induction given the final
+    invariant (actions in :func:`_preference` order) and every kind of action it is not preserved by."""
+
+    first: dict[str, Cti]
+    per_kind: dict[str, list[str]]
+    queries: int
+
+
+@dataclass(frozen=True)
+class StepCheck:
+    """Phase 4: the transition property EpochsMonotonic against the final invariant."""
+
+    cti: Cti | None  # the first step that lowers an epoch
+    unknown: list[str]  # labels of the instances z3 gave up on
+    queries: int
+
+
+def encode(cfg: Any, generation_name: str | None = None, timeout: float | None = 300.0, queue: int | None = None,
+           candidates: tuple[tuple[str, Pred], ...] | None = None) -> Encoded:
+    """Phase 1 of :func:`prove_inductive` (see :class:`Encoded`)."""
     if cfg.operations.reassignments:
         raise Unsupported("`prove inductive` does not cover reassignments yet (its strengthening candidates "
                           "assume a fixed assignment); `isrcheck bmc` does")
     enc = Encoding(cfg, generation_name, queue, split_broker_change=True)
-    gen = enc.rule.name
     preds: dict[str, Pred] = {n: f for n, f in (candidates_for(enc) if candidates is None else candidates)}
     for name in ALWAYS:
         preds[name] = (lambda n: (lambda e, s: e.properties(s)[n]))(name)
-    dropped: dict[str, Cti | str] = {}
     init = _init_holds(enc, preds)
-    for n, ok in init.items():
-        if not ok:
-            dropped[n] = "false in the initial state"
-    active = [n for n in preds if n not in dropped]
-
     s = enc.fresh("pre")
-    # cheap actions first: they drop most candidates before the costly broker-change queries run
     insts = sorted(enc.instances(s), key=lambda i: i.name == "ProcessBrokerChange")
     pre_terms = {n: preds[n](enc, s) for n in preds}
     post_terms = [{n: preds[n](enc, i.effect) for n in preds} for i in insts]
     base = bounds(enc, s)
     solvers = [_Query(timeout, [base, inst.guard, z3.Not(inst.effect.overflow)]) for inst in insts]
+    return Encoded(enc, preds, tuple(n for n, ok in init.items() if not ok), s, insts, pre_terms, post_terms, solvers)
+
+
+def houdini(e: Encoded, progress: Progress = no_progress) -> Fixpoint:
+    """Phase 2: drop every member some action breaks from a state satisfying all the others, until
+    none is dropped (see :class:`Fixpoint`)."""
+    dropped: dict[str, Cti | str] = {n: "false in the initial state" for n in e.false_initially}
+    active = [n for n in e.preds if n not in dropped]
     timing: dict[str, float] = {}
     queries = 0
     unknown: dict[str, str] = {}
@@ -937,15 +1009,15 @@ def prove_inductive(cfg: Any, generation_name: str | None = None, timeout: float
     changed = True
     while changed:
         changed = False
-        for k, inst in enumerate(insts):
-            sv = solvers[k]
+        for k, inst in enumerate(e.insts):
+            post = e.post_terms[k]
             while True:
                 live = [n for n in active if n not in unknown]
                 if not live:
                     break
-                progress(f"{gen}: {inst.label()}: {len(live)} invariants")
+                progress(f"{e.generation}: {inst.label()}: {len(live)} invariants")
                 t0 = time.perf_counter()
-                r, m = sv.check([pre_terms[n] for n in live] + [z3.Or([z3.Not(post_terms[k][n]) for n in live])])
+                r, m = e.solvers[k].check([e.pre_terms[n] for n in live] + [z3.Or([z3.Not(post[n]) for n in live])])
                 timing[inst.kind] = timing.get(inst.kind, 0.0) + time.perf_counter() - t0
                 queries += 1
                 if r == z3.unsat:
@@ -954,112 +1026,153 @@ def prove_inductive(cfg: Any, generation_name: str | None = None, timeout: float
                     for n in live:
                         unknown.setdefault(n, f"z3 gave up on {inst.label()}")
                     break
-                broken = [n for n in live if z3.is_false(m.eval(post_terms[k][n], model_completion=True))]
-                before = s.decode(m, enc.init_state)
-                after = inst.effect.decode(m, enc.init_state)
-                label = enc.action_of(inst, m)
-                cti = Cti(before, str(label), inst.kind, after, describe_pair(before, str(label), after, enc))
+                broken = [n for n in live if z3.is_false(m.eval(post[n], model_completion=True))]
+                cti = counterexample_to_induction(e.enc, e.pre, inst, m)
                 for n in broken:
                     dropped[n] = cti
                     active.remove(n)
                     per_kind.setdefault(n, []).append(inst.kind)
                 changed = True
     kept = [n for n in active if n not in unknown]
-    # per action: through which actions is each dropped safety property not inductive, given the
-    # final invariant? (the first one found, in this order, is the counterexample shown)
-    lost = [n for n in ALWAYS if n in dropped and isinstance(dropped[n], Cti)]
-    if lost and per_action:
-        inv_terms = [pre_terms[n] for n in kept]
-        order = sorted(range(len(insts)), key=lambda k: _preference(insts[k]))
-        first: dict[str, Cti] = {}
-        per_kind = {}
-        for k in order:
-            inst = insts[k]
-            if per_action != "all" and inst.name == "ProcessBrokerChange":
-                continue
-            todo = list(lost)
-            while todo:
-                progress(f"{gen}: counterexamples through {inst.kind}")
-                r, m = solvers[k].check(inv_terms + [pre_terms[n] for n in todo]
-                                        + [z3.Or([z3.Not(post_terms[k][n]) for n in todo])])
-                queries += 1
-                if r != z3.sat:
-                    break
-                broken = [n for n in todo if z3.is_false(m.eval(post_terms[k][n], model_completion=True))]
-                if not broken:
-                    break
-                before = s.decode(m, enc.init_state)
-                after = inst.effect.decode(m, enc.init_state)
-                label = str(enc.action_of(inst, m))
-                cti = Cti(before, label, inst.kind, after, describe_pair(before, label, after, enc))
-                for n in broken:
-                    first.setdefault(n, cti)
-                    if inst.kind not in per_kind.setdefault(n, []):
-                        per_kind[n].append(inst.kind)
-                    todo.remove(n)
-        for n, cti in first.items():
-            dropped[n] = cti
-    obligations: list[Obligation] = []
-    seconds = time.perf_counter() - start
-    strengthening = [n for n in kept if n not in ALWAYS]
-    scope = (f"every state of {enc.N} brokers with logs of at most {enc.K} records and at most {enc.Q} queued "
-             f"requests per broker, any epochs and remaining budgets")
+    return Fixpoint(kept, dropped, unknown, per_kind, timing, queries)
+
+
+def explain(e: Encoded, fix: Fixpoint, lost: list[str], every_action: bool,
+            progress: Progress = no_progress) -> Explained:
+    """Phase 3: through which actions is each of the ``lost`` safety properties not inductive, given
+    the final invariant? The first one found, in :func:`_preference` order, is the counterexample
+    shown; the broker-change cases are searched only with ``every_action``."""
+    inv_terms = [e.pre_terms[n] for n in fix.kept]
+    order = sorted(range(len(e.insts)), key=lambda k: _preference(e.insts[k]))
+    first: dict[str, Cti] = {}
+    per_kind: dict[str, list[str]] = {}
+    queries = 0
+    for k in order:
+        inst = e.insts[k]
+        if not every_action and inst.name == "ProcessBrokerChange":
+            continue
+        post = e.post_terms[k]
+        todo = list(lost)
+        while todo:
+            progress(f"{e.generation}: counterexamples through {inst.kind}")
+            r, m = e.solvers[k].check(inv_terms + [e.pre_terms[n] for n in todo]
+                                      + [z3.Or([z3.Not(post[n]) for n in todo])])
+            queries += 1
+            if r != z3.sat:
+                break
+            broken = [n for n in todo if z3.is_false(m.eval(post[n], model_completion=True))]
+            if not broken:
+                break
+            cti = counterexample_to_induction(e.enc, e.pre, inst, m)
+            for n in broken:
+                first.setdefault(n, cti)
+                if inst.kind not in per_kind.setdefault(n, []):
+                    per_kind[n].append(inst.kind)
+                todo.remove(n)
+    return Explained(first, per_kind, queries)
+
+
+def check_epochs_monotonic(e: Encoded, kept: list[str]) -> StepCheck:
+    """Phase 4: does any step from a state satisfying the final invariant (``kept``) lower an epoch?"""
+    inv = [e.pre_terms[n] for n in kept]
+    unknown: list[str] = []
+    cti: Cti | None = None
+    queries = 0
+    for k, inst in enumerate(e.insts):
+        r, m = e.solvers[k].check(inv + [z3.Not(e.enc.step_properties(e.pre, inst.effect)["EpochsMonotonic"])])
+        queries += 1
+        if r == z3.sat and cti is None:
+            cti = counterexample_to_induction(e.enc, e.pre, inst, m)
+        elif r not in (z3.sat, z3.unsat):
+            unknown.append(inst.label())
+    return StepCheck(cti, unknown, queries)
+
+
+def _scope(enc: Encoding) -> str:
+    return (f"every state of {enc.N} brokers with logs of at most {enc.K} records and at most {enc.Q} queued "
+            f"requests per broker, any epochs and remaining budgets")
+
+
+def safety_verdicts(e: Encoded, fix: Fixpoint, dropped: dict[str, Cti | str], per_kind: dict[str, list[str]],
+                    seconds: float) -> list[Obligation]:
+    """Phase 5: one verdict per safety property: PROVED when it is in the final invariant, UNKNOWN
+    when z3 gave up on it, REFUTED with its counterexample to induction (or the reason) otherwise."""
+    gen, scope = e.generation, _scope(e.enc)
+    out: list[Obligation] = []
     for name in ALWAYS:
-        if name in kept:
-            ob = Obligation("inductive", name, gen, Verdict.PROVED, seconds, scope,
-                            detail="inductive together with: " + (", ".join(x for x in kept if x != name) or "nothing"))
-        elif name in unknown:
-            ob = Obligation("inductive", name, gen, Verdict.UNKNOWN, seconds, scope, detail=unknown[name])
+        if name in fix.kept:
+            ob = InductionObligation("inductive", name, gen, Verdict.PROVED, seconds, scope,
+                                     detail="inductive together with: "
+                                            + (", ".join(x for x in fix.kept if x != name) or "nothing"))
+        elif name in fix.unknown:
+            ob = InductionObligation("inductive", name, gen, Verdict.UNKNOWN, seconds, scope, detail=fix.unknown[name])
         else:
             why = dropped[name]
-            ob = Obligation("inductive", name, gen, Verdict.REFUTED, seconds, scope)
             if isinstance(why, Cti):
                 kinds = per_kind.get(name, [why.kind])
-                ob.detail = (f"not inductive: counterexample to induction through {why.kind} "
-                             "(a state satisfying the other invariants; bmc tells whether it is reachable)"
-                             + (f"; also not preserved by: {', '.join(k for k in kinds if k != why.kind)}"
-                                if len(kinds) > 1 else ""))
-                ob.lines = why.lines
-                ob.counterexample = why.to_json()
-                ob.cti = why  # type: ignore[attr-defined]
+                detail = (f"not inductive: counterexample to induction through {why.kind} "
+                          "(a state satisfying the other invariants; bmc tells whether it is reachable)"
+                          + (f"; also not preserved by: {', '.join(k for k in kinds if k != why.kind)}"
+                             if len(kinds) > 1 else ""))
+                ob = InductionObligation("inductive", name, gen, Verdict.REFUTED, seconds, scope, detail=detail,
+                                         counterexample=why.to_json(), lines=why.lines, cti=why)
             else:
-                ob.detail = why
-        obligations.append(ob)
-    # the transition property, against the final invariant
-    inv = [pre_terms[n] for n in kept]
-    em_unknown, em_cti = [], None
-    for k, inst in enumerate(insts):
-        sv = solvers[k]
-        r, m = sv.check(inv + [z3.Not(enc.step_properties(s, inst.effect)["EpochsMonotonic"])])
-        queries += 1
-        if r == z3.sat and em_cti is None:
-            before, after = s.decode(m, enc.init_state), inst.effect.decode(m, enc.init_state)
-            label = str(enc.action_of(inst, m))
-            em_cti = Cti(before, label, inst.kind, after, describe_pair(before, label, after, enc))
-        elif r not in (z3.sat, z3.unsat):
-            em_unknown.append(inst.label())
+                ob = InductionObligation("inductive", name, gen, Verdict.REFUTED, seconds, scope, detail=why)
+        out.append(ob)
+    return out
+
+
+def epochs_monotonic_verdict(e: Encoded, check: StepCheck, seconds: float) -> Obligation:
+    """Phase 5, for the transition property (see :func:`check_epochs_monotonic`)."""
+    gen, scope = e.generation, _scope(e.enc)
+    if check.cti is not None:
+        return InductionObligation("inductive", "EpochsMonotonic", gen, Verdict.REFUTED, seconds, scope,
+                                   detail=f"a step from a state satisfying the invariant lowers an epoch "
+                                          f"({check.cti.kind})",
+                                   counterexample=check.cti.to_json(), lines=check.cti.lines, cti=check.cti)
+    if check.unknown:
+        return InductionObligation("inductive", "EpochsMonotonic", gen, Verdict.UNKNOWN, seconds, scope,
+                                   detail="z3 gave up on " + ", ".join(check.unknown))
+    return InductionObligation("inductive", "EpochsMonotonic", gen, Verdict.PROVED, seconds, scope,
+                               detail="every step from a state satisfying the invariant")
+
+
+def prove_inductive(cfg: Any, generation_name: str | None = None, timeout: float | None = 300.0,
+                    queue: int | None = None, progress: Progress = no_progress,
+                    candidates: tuple[tuple[str, Pred], ...] | None = None,
+                    per_action: bool | str = True) -> InductionResult:
+    """Houdini over the safety properties and ``candidates`` for the encoding of ``cfg``.
+
+    The phases: :func:`encode` the pool and one query per action; :func:`houdini` to the largest
+    inductive subset; :func:`explain` each dropped safety property action by action (with
+    ``per_action``; ``"all"`` includes the broker-change cases); :func:`check_epochs_monotonic`
+    against the final invariant; then the verdicts (:func:`safety_verdicts`,
+    :func:`epochs_monotonic_verdict`). Every counterexample to induction is built by
+    :func:`counterexample_to_induction`."""
+    start = time.perf_counter()
+    e = encode(cfg, generation_name, timeout, queue, candidates)
+    fix = houdini(e, progress)
+    dropped, per_kind, queries = dict(fix.dropped), fix.per_kind, fix.queries
+    lost = [n for n in ALWAYS if n in dropped and isinstance(dropped[n], Cti)]
+    if lost and per_action:
+        why = explain(e, fix, lost, per_action == "all", progress)
+        dropped.update(why.first)
+        per_kind, queries = why.per_kind, queries + why.queries
+    safety_seconds = time.perf_counter() - start
+    em = check_epochs_monotonic(e, fix.kept)
     seconds = time.perf_counter() - start
-    if em_cti is not None:
-        ob = Obligation("inductive", "EpochsMonotonic", gen, Verdict.REFUTED, seconds, scope,
-                        detail=f"a step from a state satisfying the invariant lowers an epoch ({em_cti.kind})")
-        ob.lines, ob.counterexample = em_cti.lines, em_cti.to_json()
-        ob.cti = em_cti  # type: ignore[attr-defined]
-    elif em_unknown:
-        ob = Obligation("inductive", "EpochsMonotonic", gen, Verdict.UNKNOWN, seconds, scope,
-                        detail="z3 gave up on " + ", ".join(em_unknown))
-    else:
-        ob = Obligation("inductive", "EpochsMonotonic", gen, Verdict.PROVED, seconds, scope,
-                        detail="every step from a state satisfying the invariant")
-    obligations.append(ob)
-    res = InductionResult(gen, strengthening, {n: d for n, d in dropped.items() if n not in ALWAYS}, obligations,
-                          queries, seconds, per_kind)
-    res.timing = timing  # type: ignore[attr-defined]
-    return res
+    obligations = safety_verdicts(e, fix, dropped, per_kind, safety_seconds)
+    obligations.append(epochs_monotonic_verdict(e, em, seconds))
+    strengthening = [n for n in fix.kept if n not in ALWAYS]
+    return InductionResult(e.generation, strengthening, {n: d for n, d in dropped.items() if n not in ALWAYS},
+                           obligations, queries + em.queries, seconds, per_kind, fix.timing)
 
 
 __all__ = ["KIP_320_STRENGTHENING", "KIP_320_DURABILITY", "HIGH_WATERMARK_STRENGTHENING", "check_preserved",
            "CANDIDATES", "EPOCH_CANDIDATES", "candidates_for", "prove_inductive", "describe", "describe_pair", "bounds",
-           "InductionResult", "Cti"]
+           "InductionResult", "InductionObligation", "Cti", "counterexample_to_induction", "encode", "houdini",
+           "explain", "check_epochs_monotonic", "safety_verdicts", "epochs_monotonic_verdict", "Encoded", "Fixpoint",
+           "Explained", "StepCheck"]
 
 
 HIGH_WATERMARK_STRENGTHENING = (
@@ -1069,7 +1182,7 @@ HIGH_WATERMARK_STRENGTHENING = (
     "DeadBrokersWithinCrashBudget",
 )
 """What Houdini keeps for the seeds' protocol with crashes (hw-truncation-one-crash); pinned so that a
-single action can be checked quickly (:func:`check_preserved`); tests/invariants/test_z3_induction.py
+single action can be checked quickly (:func:`check_preserved`); tests/invariants/test_symbolic_induction.py
 checks that it is still what Houdini finds and that it holds on reachable states."""
 
 
@@ -1118,18 +1231,15 @@ def check_preserved(cfg: Any, prop: str, kinds: tuple[str, ...] | None = None,
             post = prop_term(enc, inst.effect, prop, preds)
             r, m = q.check([z3.Not(post)])
             if r == z3.sat:
-                before, after = s.decode(m, enc.init_state), inst.effect.decode(m, enc.init_state)
-                label = str(enc.action_of(inst, m))
-                cti = Cti(before, label, inst.kind, after, describe_pair(before, label, after, enc))
+                cti = counterexample_to_induction(enc, s, inst, m)
                 verdict = Verdict.REFUTED
                 break
             if r != z3.unsat:
                 verdict = Verdict.UNKNOWN
-        ob = Obligation("inductive", f"{prop} preserved by {kind}", enc.rule.name, verdict, time.perf_counter() - t0,
-                        scope)
+        ob = InductionObligation("inductive", f"{prop} preserved by {kind}", enc.rule.name, verdict,
+                                 time.perf_counter() - t0, scope)
         if cti is not None:
-            ob.lines, ob.counterexample = cti.lines, cti.to_json()
-            ob.cti = cti  # type: ignore[attr-defined]
+            ob.lines, ob.counterexample, ob.cti = cti.lines, cti.to_json(), cti
         out.append(ob)
     return out
 

@@ -1,4 +1,4 @@
-"""The z3 replication encoding against the model it transcribes (invariants/z3_replication.py).
+"""The z3 replication encoding against the model it transcribes (invariants/symbolic/replication.py).
 
 - one step: on reachable states of several configurations, the encoding enables exactly the model's
   actions and each action leads to exactly the model's successor (every field compared);
@@ -16,21 +16,19 @@ import pytest
 import z3
 
 from isrcheck.invariants import ALL_PROPERTIES, build_model
-from isrcheck.invariants.z3_replication import (
+from isrcheck.invariants.symbolic.bmc import bmc
+from isrcheck.invariants.symbolic.generations import GENERATIONS, PLANNED_GENERATIONS, generation
+from isrcheck.invariants.symbolic.instance import Unsupported
+from isrcheck.invariants.symbolic.replication import (
     ALWAYS,
-    GENERATIONS,
-    PLANNED_GENERATIONS,
     TRANSITION,
     Encoding,
-    Unsupported,
-    bmc,
     concrete,
     evaluate,
-    generation,
     unsupported_reason,
 )
-from isrcheck.invariants.z3_types import numval
-from isrcheck.invariants.z3_verdicts import Verdict
+from isrcheck.invariants.symbolic.types import numval
+from isrcheck.invariants.symbolic.verdicts import Verdict
 from isrcheck.model.actions import Action, apply, enabled_actions
 from isrcheck.model.checker import Checker
 from isrcheck.model.config import from_mapping
@@ -244,7 +242,7 @@ def test_unsupported_configurations_are_refused_in_one_line(raw, fragment):
 
 
 def test_generations():
-    """Every generation is encoded (tests/invariants/test_z3_generations.py checks the epoch ones);
+    """Every generation is encoded (tests/invariants/test_symbolic_generations.py checks the epoch ones);
     high-watermark replicas carry no epoch cache, so its encoding is what it was."""
     assert set(GENERATIONS) == {"high-watermark", "kip-101", "kip-279", "kip-320"} and not PLANNED_GENERATIONS
     enc = Encoding(from_mapping({}))

@@ -1,4 +1,4 @@
-"""Leader selectors against their contracts (invariants/z3_selectors.py).
+"""Leader selectors against their contracts (invariants/symbolic/selectors.py).
 
 - z3 proves every clause for the encoding of model/selectors.py, for every input;
 - the encoding is the code: hypothesis compares them on random inputs over up to 8 brokers;
@@ -13,7 +13,7 @@ import z3
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from isrcheck.invariants.z3_selectors import (
+from isrcheck.invariants.symbolic.selectors import (
     CONTRACTS,
     ENCODINGS,
     ORDER,
@@ -23,8 +23,8 @@ from isrcheck.invariants.z3_selectors import (
     prove_selectors,
     violated_clauses,
 )
-from isrcheck.invariants.z3_types import SymElection, SymSelectorInput, bv_bit
-from isrcheck.invariants.z3_verdicts import EXIT_UNKNOWN, Obligation, Verdict, exit_code, verdict_of
+from isrcheck.invariants.symbolic.types import SymElection, SymSelectorInput, bv_bit
+from isrcheck.invariants.symbolic.verdicts import EXIT_UNKNOWN, Obligation, Verdict, exit_code, verdict_of
 from isrcheck.model.brokersets import mask_of
 from isrcheck.model.config import Config
 from isrcheck.model.protocol import Protocol

@@ -23,19 +23,18 @@ import pytest
 import z3
 
 from isrcheck.invariants import ALL_PROPERTIES, build_model
-from isrcheck.invariants.z3_replication import (
+from isrcheck.invariants.symbolic.bmc import bmc
+from isrcheck.invariants.symbolic.generations import GENERATIONS, generation
+from isrcheck.invariants.symbolic.replication import (
     ALWAYS,
-    GENERATIONS,
     TRANSITION,
     Encoding,
-    bmc,
     concrete,
     evaluate,
-    generation,
     unsupported_reason,
 )
-from isrcheck.invariants.z3_types import numval
-from isrcheck.invariants.z3_verdicts import Verdict
+from isrcheck.invariants.symbolic.types import numval
+from isrcheck.invariants.symbolic.verdicts import Verdict
 from isrcheck.model.action_text import parse_all
 from isrcheck.model.actions import apply, enabled_actions
 from isrcheck.model.checker import Checker
@@ -53,23 +52,23 @@ slow = pytest.mark.skipif(not os.environ.get("ISRCHECK_SLOW"),
 
 
 def _leader_crash(g: str) -> dict:
-    return {"brokers": 3, "replication_factor": 3, "max_records": 2, "truncation": g, "faults": {"crashes": 1}}
+    return {"brokers": 3, "replication_factor": 3, "max_records": 2, "generation": g, "faults": {"crashes": 1}}
 
 
 def _lossy_divergence(g: str) -> dict:
-    return {"brokers": 2, "replication_factor": 2, "max_records": 2, "truncation": g,
+    return {"brokers": 2, "replication_factor": 2, "max_records": 2, "generation": g,
             "faults": {"lossy_crashes": 1, "crashes": 1}}
 
 
 MODELS: dict[str, dict] = {f"leader-crash-{g}": _leader_crash(g) for g in KIPS}
 MODELS.update({f"lossy-divergence-{g}": _lossy_divergence(g) for g in KIPS})
 MODELS["unclean-election-kip-320"] = {"brokers": 3, "replication_factor": 2, "max_records": 2,
-                                      "unclean_leader_election": True, "truncation": "kip-320",
+                                      "unclean_leader_election": True, "generation": "kip-320",
                                       "faults": {"crashes": 1, "isr_shrinks": 1}}
 MODELS["two-partitions-kip-320"] = {"brokers": 3, "partitions": 2, "replication_factor": 2, "max_records": 1,
-                                    "truncation": "kip-320", "faults": {"crashes": 1}}
+                                    "generation": "kip-320", "faults": {"crashes": 1}}
 MODELS["clean-election-isr-shrink-kip-320"] = {"brokers": 3, "replication_factor": 2, "max_records": 2,
-                                               "truncation": "kip-320", "faults": {"crashes": 1, "isr_shrinks": 1}}
+                                               "generation": "kip-320", "faults": {"crashes": 1, "isr_shrinks": 1}}
 QUEUE = 4  # lossy-divergence queues four requests at a broker (the default capacity is 3)
 
 
@@ -156,7 +155,7 @@ def test_one_step_agrees_with_the_model(name):
 @pytest.mark.parametrize("name", ["controlled-shutdown-kip-320", "preferred-election-kip-320",
                                   "failover-misses-crash-kip-320"])
 def test_one_step_agrees_with_operations_under_kip_320(name):
-    """The epoch machinery composes with the controller operations (invariants/z3_operations.py): a
+    """The epoch machinery composes with the controller operations (invariants/symbolic/operations.py): a
     graceful stop forgets the reconciliation like a crash, elections make followers ask."""
     from isrcheck import manifest
 
@@ -238,17 +237,17 @@ def test_the_default_cache_capacity_holds_every_reachable_cache(name):
 def test_every_generation_is_encoded():
     assert set(GENERATIONS) == {"high-watermark", *KIPS}
     for g in KIPS:
-        assert unsupported_reason(from_mapping({"truncation": g})) == ""
+        assert unsupported_reason(from_mapping({"generation": g})) == ""
         enc = Encoding(from_mapping({}), g)
-        assert enc.rule.name == g and enc.cfg.truncation == g and enc.E == 3
-        assert generation(g).matches(Protocol(from_mapping({"truncation": g})))
+        assert enc.rule.name == g and enc.cfg.generation == g and enc.E == 3
+        assert generation(g).matches(Protocol(from_mapping({"generation": g})))
         assert not generation(g).matches(Protocol(from_mapping({})))
 
     class Variant(Protocol):
         def may_join_isr(self, leader_replica, fetch_offset):
             return True
 
-    assert not generation("kip-320").matches(Variant(from_mapping({"truncation": "kip-320"})))
+    assert not generation("kip-320").matches(Variant(from_mapping({"generation": "kip-320"})))
 
 
 # ---------------------------------------------------------------------------- bounded model checking
@@ -277,12 +276,12 @@ def bmc_lengths(cfg, depth: int, **kw) -> dict[str, int]:
     return {o.property: o.counterexample["length"] for o in res.obligations if o.verdict == Verdict.REFUTED}
 
 
-SMALL = [({"brokers": 2, "replication_factor": 2, "max_records": 1, "truncation": g, "faults": {"crashes": 1}}, 6)
+SMALL = [({"brokers": 2, "replication_factor": 2, "max_records": 1, "generation": g, "faults": {"crashes": 1}}, 6)
          for g in KIPS]
 SMALL.append((MODELS["unclean-election-kip-320"], 4))  # NoCommittedWriteLost in 4, as under high-watermark
 
 
-@pytest.mark.parametrize("raw, depth", SMALL, ids=[f"{r['truncation']}-{r['brokers']}b-d{d}" for r, d in SMALL])
+@pytest.mark.parametrize("raw, depth", SMALL, ids=[f"{r['generation']}-{r['brokers']}b-d{d}" for r, d in SMALL])
 def test_bmc_agrees_with_the_explicit_checker(raw, depth):
     cfg = from_mapping(raw)
     assert bmc_lengths(cfg, depth) == explicit_lengths(cfg, depth)

@@ -16,7 +16,8 @@ Everything the symbolic checks say about the model goes through here, in both di
   ``State`` (:meth:`SymState.decode`), so that counterexamples are printed, and checked, by the
   model's own code.
 
-Nothing outside ``invariants/`` imports z3.
+This module imports nothing else of the package (every other module of ``invariants/symbolic/``
+builds on it). Nothing outside ``invariants/`` imports z3.
 """
 from __future__ import annotations
 
@@ -324,6 +325,10 @@ def ite(c: z3.BoolRef | bool, a: Any, b: Any) -> Any:
     return z3.If(c, a, b)
 
 
+def imin(a: z3.ArithRef, b: z3.ArithRef) -> z3.ArithRef:
+    return z3.If(a <= b, a, b)
+
+
 def conj(*xs: z3.BoolRef | bool) -> z3.BoolRef | bool:
     """And, keeping Python booleans where it can (so that impossible branches are not built)."""
     rest = []
@@ -434,7 +439,7 @@ class SymRequest:
     isr: dict[int, z3.BoolRef]  # over every broker 1..N (the request's ISR; assigned ones matter)
     leader_epoch: z3.ArithRef
     zk_version: z3.ArithRef
-    # the AR a delivered LeaderAndIsr carries, as a z3_reassignment list number (reassignments
+    # the AR a delivered LeaderAndIsr carries, as a reassignment.py list number (reassignments
     # only, set by Encoding.pop; not a leaf: the queued numbers live in SymReassign.req_list)
     replicas: Any = None
 
@@ -480,7 +485,7 @@ class SymState:
     ghost: tuple[SymGhost, ...]
     budget: dict[str, z3.ArithRef]
     overflow: z3.BoolRef  # a step needed more inbox slots than ``queue``
-    # the controller side of operations and failover (z3_operations.SymOps), None when not encoded
+    # the controller side of operations and failover (operations.SymOps), None when not encoded
     ops: Any = None
     # not a leaf: set on a successor when the step that built it asked a controller state machine
     # for a move its table forbids (the model raises IllegalTransition: OnlyValidTransitions)
@@ -834,9 +839,24 @@ class SymState:
         return self.ops.decode(model, st) if self.ops is not None else st
 
 
+def fresh_replica_if(c: z3.BoolRef, r: SymReplica) -> SymReplica:
+    """``r``, or (when ``c``) the fields of world.fresh_replica: what an unhosted replica holds."""
+    def z(x: Any) -> Any:
+        return ite(c, z3.BoolVal(False), x) if z3.is_bool(x) else ite(c, numval(0), x)
+
+    log = SymLog(z(r.log.length), tuple(z(x) for x in r.log.ids), tuple(z(x) for x in r.log.epochs))
+    ep = None
+    if r.ep is not None:
+        ep = SymEpochs.of_leaves([z(x) for x in r.ep.leaves()], len(r.ep.epochs))
+    return SymReplica(log, z(r.hw), z(r.checkpoint), z(r.leader), ite(c, numval(-1), r.leader_epoch),
+                      {m: z(x) for m, x in r.isr.items()}, z(r.zk_version), {m: z(x) for m, x in r.remote_leo.items()},
+                      {j: z(x) for j, x in r.pending.items()}, ep)
+
+
 __all__ = [
     "NO_LEADER", "SymSelectorInput", "SymElection", "SymState", "SymLog", "SymReplica", "SymRequest",
     "SymInbox", "SymZkPartition", "SymGhost", "SymEpochs", "bv_bit", "bv_member", "bv_subset", "election_tuple",
     "partition_move_ok", "replica_move_ok", "check_partition_move", "check_replica_move", "state_in", "state_label", "mask_width", "fresh_name",
-    "num", "numval", "as_int", "NUM_BITS", "NUM_MAX", "ite", "conj", "disj", "negate", "as_bool", "first_of",
+    "num", "numval", "as_int", "NUM_BITS", "NUM_MAX", "ite", "imin", "conj", "disj", "negate", "as_bool", "first_of",
+    "fresh_replica_if",
 ]

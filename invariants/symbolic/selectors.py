@@ -6,7 +6,7 @@ Three pieces, kept apart on purpose:
   operator interface (:class:`PyOps` for concrete Python values, :class:`Z3Ops` for z3 terms), so
   the very same clause is evaluated on the real code's answers and proved about the encoding;
 - **encodings** (:data:`ENCODINGS`): each selector of ``model/selectors.py`` transcribed into z3,
-  operation for operation, as a function of a :class:`~isrcheck.invariants.z3_types.SymSelectorInput`;
+  operation for operation, as a function of a :class:`~isrcheck.invariants.symbolic.types.SymSelectorInput`;
 - **agreement**: :func:`crosscheck` runs the real Python selector and the z3 encoding on the same
   concrete input and compares every output, so the encoding cannot drift from the code unnoticed.
 
@@ -30,8 +30,8 @@ import z3
 from isrcheck.model.brokersets import members, render
 from isrcheck.model.selectors import SELECTORS, Election, NoEligibleLeader, Selector, SelectorInput
 
-from .z3_types import SymElection, SymSelectorInput, bv_bit, bv_member, bv_subset, election_tuple
-from .z3_verdicts import Obligation, Progress, Verdict, new_solver, no_progress, timed_check, verdict_of
+from .types import SymElection, SymSelectorInput, bv_bit, bv_member, bv_subset, election_tuple
+from .verdicts import Obligation, Progress, Verdict, new_solver, no_progress, timed_check, verdict_of
 
 SelectFn = Callable[[Selector, SelectorInput], Election]
 """The variant hook's signature: ``Protocol.select(selector, inp)``."""
@@ -470,7 +470,7 @@ def describe_output(out: tuple[bool, int, int, int, bool], problem: str = "") ->
     if problem:
         return problem
     if not ok:
-        return "NoEligibleLeader"
+        return NoEligibleLeader.__name__
     return (f"picked {leader}{' (unclean)' if unclean else ''}, new ISR {render(isr)}, "
             f"LeaderAndIsr to {render(receivers)}")
 

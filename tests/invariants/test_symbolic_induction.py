@@ -1,4 +1,4 @@
-"""Inductive invariants of the replication encoding (invariants/z3_induction.py).
+"""Inductive invariants of the replication encoding (invariants/symbolic/induction.py).
 
 - without faults, every safety property is proved inductive (with the strengthening Houdini keeps);
 - under the seeds' high-watermark truncation, NoCommittedWriteLost is not inductive: the
@@ -21,7 +21,7 @@ from collections import deque
 import pytest
 
 from isrcheck.invariants import ALL_PROPERTIES, build_model
-from isrcheck.invariants.z3_induction import (
+from isrcheck.invariants.symbolic.induction import (
     CANDIDATES,
     EPOCH_CANDIDATES,
     HIGH_WATERMARK_STRENGTHENING,
@@ -31,8 +31,8 @@ from isrcheck.invariants.z3_induction import (
     check_preserved,
     prove_inductive,
 )
-from isrcheck.invariants.z3_replication import Encoding, concrete, evaluate
-from isrcheck.invariants.z3_verdicts import Verdict
+from isrcheck.invariants.symbolic.replication import Encoding, concrete, evaluate
+from isrcheck.invariants.symbolic.verdicts import Verdict
 from isrcheck.model.config import from_mapping
 from isrcheck.model.records import ids_in
 from z3_states import reachable
@@ -100,7 +100,7 @@ def test_the_pinned_strengthening_holds_on_reachable_states():
 
 
 def test_unknown_generation_and_scope_errors():
-    from isrcheck.invariants.z3_replication import Unsupported
+    from isrcheck.invariants.symbolic.instance import Unsupported
 
     with pytest.raises(Unsupported, match="prove inductive. does not cover reassignments"):
         prove_inductive(from_mapping({"operations": {"reassignments": [{"partition": 0, "target": [2, 3]}]}}))
@@ -121,7 +121,7 @@ def test_houdini_on_three_replicas_with_a_crash():
 
 
 # ---------------------------------------------------------------------------- leader-epoch generations
-KIP320 = {**HW, "truncation": "kip-320"}  # leader-crash-kip-320
+KIP320 = {**HW, "generation": "kip-320"}  # leader-crash-kip-320
 
 
 def test_epoch_candidates_hold_on_reachable_kip_320_states():

@@ -1,6 +1,6 @@
 """Topic creation and deletion in the replication encoding (specs/08-symbolic.md#operations).
 
-``invariants/z3_replication.py`` assumes the topic exists: every assigned broker hosts a replica and
+The base encoding (``replication.py``) assumes the topic exists: every assigned broker hosts a replica and
 the controller's partitions are Online or Offline, its replicas Online or Offline as its view says.
 With ``operations.topic_creation`` neither holds, so this module encodes what the model keeps:
 
@@ -27,13 +27,14 @@ Scope: one controller (no failover), none of the other administrative operations
 configuration, and not creation and deletion together (``unsupported_reason`` says so).
 Every partition and replica move is checked against its table first (``SymState.illegal``), so
 OnlyValidTransitions is encoded (no illegal move is reachable in the covered manifest models).
-The state hangs on :class:`z3_operations.SymOps` (``admin``); the hooks are called by the base
-encoding and by :class:`z3_operations.Operations`.
+The state hangs on :class:`~.operations.SymOps` (``admin``); the hooks are called by the base
+encoding and by :class:`~.operations.Operations`, which hands this plug-in the acting controller
+(:class:`~.instance.ControllerContext`) and through it the encoding (:class:`~.instance.Encoder`).
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Callable
+from typing import Any, Callable
 
 import z3
 
@@ -43,12 +44,9 @@ from isrcheck.model.state import State, StopReplica
 from isrcheck.model.tables import PartitionState as PS
 from isrcheck.model.tables import ReplicaState as RS
 
-from .z3_types import (REQ_LAI, REQ_STOP, as_bool, check_partition_move, check_replica_move, conj, first_of, fresh_name,
-                       ite, negate, num, numval, SymEpochs, SymLog, SymReplica, SymState)
-
-if TYPE_CHECKING:
-    from .z3_operations import Operations
-    from .z3_replication import Instance
+from .instance import ControllerContext, Instance
+from .types import (REQ_LAI, REQ_STOP, as_bool, check_partition_move, check_replica_move, conj, first_of, fresh_name,
+                    fresh_replica_if, ite, negate, num, numval, SymState)
 
 B = z3.BoolVal
 I = numval  # noqa: E741
@@ -173,9 +171,10 @@ class SymAdmin:
 
 # ============================================================================ the operations
 class Admin:
-    """Topic creation for one :class:`z3_operations.Operations` (and its Encoding)."""
+    """Topic creation and deletion for one acting controller (:class:`~.operations.Operations`) and its
+    encoding."""
 
-    def __init__(self, ops: Operations) -> None:
+    def __init__(self, ops: ControllerContext) -> None:
         self.ops = ops
         self.enc = ops.enc
         self._sending_delete = False  # the request being queued is a StopReplica that deletes
@@ -327,8 +326,6 @@ class Admin:
     # ------------------------------------------------------------------ actions
     def create_topic(self, s: SymState, e: int) -> Instance:
         """on_new_partition_creation of the active controller (epoch ``e``)."""
-        from .z3_replication import Instance
-
         enc = self.enc
         t = s.clone()
         a = s.ops.admin
@@ -349,8 +346,6 @@ class Admin:
     # ------------------------------------------------------------------ topic deletion
     def request_deletion(self, s: SymState) -> Instance:
         """RequestTopicDeletion: queue every existing partition (/admin/delete_topics)."""
-        from .z3_replication import Instance
-
         a = s.ops.admin
         t = s.clone()
         ta = t.ops.admin
@@ -383,8 +378,6 @@ class Admin:
     def start_deletion(self, s: SymState, e: int) -> Instance:
         """start_topic_deletion: replicas -> Offline -> DeletionStarted (their broker believed alive)
         or DeletionIneligible, then the partition -> Offline."""
-        from .z3_replication import Instance
-
         t = s.clone()
         with self.ops.acting_as(I(e)):
             for p in range(self.enc.P):
@@ -403,8 +396,6 @@ class Admin:
 
     def complete_deletion(self, s: SymState, e: int) -> Instance:
         """complete_topic_deletion: replicas and partitions -> NonExistent, the znodes deleted."""
-        from .z3_replication import Instance
-
         t = s.clone()
         a = s.ops.admin
         with self.ops.acting_as(I(e)):
@@ -432,8 +423,6 @@ class Admin:
                         budget: str | None) -> Instance:
         """A StopReplica that deletes: the replica is gone (None) and the controller's replica moves
         DeletionStarted -> DeletionSuccessful."""
-        from .z3_replication import Instance
-
         enc = self.enc
         q = s.inbox[b].slots[k]
         t = s.clone()
@@ -445,7 +434,7 @@ class Admin:
             if b not in enc.AR[p]:
                 continue
             c = q.partition == p
-            t.replicas[p][b] = _fresh_replica_if(c, t.replicas[p][b])
+            t.replicas[p][b] = fresh_replica_if(c, t.replicas[p][b])
             ta = t.ops.admin
             ta.hosted = tuple({m: (ite(c, B(False), x) if (r == p and m == b) else x) for m, x in h.items()}
                               for r, h in enumerate(ta.hosted))
@@ -473,21 +462,6 @@ class Admin:
                         out.append(self.delete_delivery(s, b, k, "DeliverDelayedRequest", (b, k),
                                                         s.budget["delayed_requests"] > 0, "delayed_requests"))
         return out
-
-
-# ============================================================================ small helpers
-def _fresh_replica_if(c: z3.BoolRef, r: SymReplica) -> SymReplica:
-    """``r``, or (when ``c``) the fields of world.fresh_replica: what an unhosted replica holds."""
-    def z(x: Any) -> Any:
-        return ite(c, B(False), x) if z3.is_bool(x) else ite(c, I(0), x)
-
-    log = SymLog(z(r.log.length), tuple(z(x) for x in r.log.ids), tuple(z(x) for x in r.log.epochs))
-    ep = None
-    if r.ep is not None:
-        ep = SymEpochs.of_leaves([z(x) for x in r.ep.leaves()], len(r.ep.epochs))
-    return SymReplica(log, z(r.hw), z(r.checkpoint), z(r.leader), ite(c, I(-1), r.leader_epoch),
-                      {m: z(x) for m, x in r.isr.items()}, z(r.zk_version), {m: z(x) for m, x in r.remote_leo.items()},
-                      {j: z(x) for j, x in r.pending.items()}, ep)
 
 
 __all__ = ["SymAdmin", "Admin", "needs_admin", "admin_unsupported"]

@@ -3,18 +3,22 @@
 :class:`Encoding` transcribes, step for step, what ``model/broker.py``, ``model/controller.py`` (broker
 change, elections, taking replicas offline) and ``model/actions.py`` do in a configuration without
 reassignment, topic creation or deletion (preferred elections, controlled shutdown and controller
-failover are :mod:`z3_operations`, hooked in through ``self.ops``): produce, fetch (one step, answering the
+failover are :mod:`.operations`, hooked in through ``self.ops``): produce, fetch (one step, answering the
 leader's HW from before the fetch), HW advance and acknowledgement, ISR shrink and expansion by
 conditional writes, controller requests in per-broker FIFO queues (LeaderAndIsr, StopReplica,
 UpdateMetadata), the controller's broker-change handling with the OfflinePartition selector,
 becoming leader or follower, HW checkpoints, crashes (whole or lossy), restarts (noticed or not).
-Every action of the explicit model in such a configuration is an :class:`Instance` here, with the
-same name and arguments, so that a bounded model checking trace is replayed by the model itself
-(:func:`bmc` checks each one that way) and its length is comparable with the explicit checker's.
+Every action of the explicit model in such a configuration is an :class:`~.instance.Instance` here,
+with the same name and arguments, so that a bounded model checking trace is replayed by the model
+itself (:func:`~.bmc.bmc` checks each one that way) and its length is comparable with the explicit
+checker's.
 
-The follower truncation rule is a parameter (:class:`TruncationRule`): the seeds' "high-watermark"
-rule (truncate to the HW on a leader change), and "kip-101", "kip-279", "kip-320" (the leader-epoch
-cache, OffsetsForLeaderEpoch as the model's two actions, KIP-320's fencing; ``z3_epochs.py``).
+The follower truncation rule is a plug-in (:class:`~.instance.TruncationRule`, looked up in
+:data:`~.generations.GENERATIONS`, one per generation of specs/protocol.toml, chosen and deciding by
+the generation's traits): the seeds' high-watermark rule (truncate to the HW on a leader change),
+and the leader-epoch generations kip-101, kip-279, kip-320 (the leader-epoch cache,
+OffsetsForLeaderEpoch as the model's two actions, KIP-320's fencing; ``epochs.py``). The plug-ins see the encoding as an
+:class:`~.instance.Encoder`, which :class:`Encoding` implements.
 
 Bounds: the shape is concrete (brokers, assignment); logs hold at most ``max_records`` records (a
 proved invariant: a record keeps its offset in every copy), request queues at most ``queue``
@@ -26,22 +30,23 @@ from __future__ import annotations
 
 import dataclasses
 import itertools
-import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
 from typing import Any
 
 import z3
 
-from isrcheck.model.actions import Action, apply, enabled_actions
+from isrcheck.model.actions import Action
 from isrcheck.model.config import Config
 from isrcheck.model.kafka import initial_state
 from isrcheck.model.protocol import Protocol
 from isrcheck.model.state import State
 
-from .z3_epochs import LeaderEpochTruncation
-from .z3_reassignment import universe
-from .z3_types import (
+from .admin import admin_unsupported
+from .generations import GENERATIONS, generation
+from .instance import Instance, Unsupported
+from .operations import Operations, needs_operations
+from .reassignment import universe
+from .types import (
     NUM_MAX,
     REQ_LAI,
     REQ_NONE,
@@ -53,6 +58,7 @@ from .z3_types import (
     disj,
     first_of,
     fresh_name,
+    imin,
     ite,
     num,
     numval,
@@ -72,152 +78,25 @@ DEFAULT_QUEUE = 3
 requests, and a step that would need more is reported (``overflow``), never silently cut."""
 
 
-class Unsupported(ValueError):
-    """A configuration or generation the encoding does not cover; the message is one line."""
-
-
-# ============================================================================ generations
-class TruncationRule:
-    """What a protocol generation does where the generations differ (05-replication.md#protocol-generations).
-
-    ``become_follower`` is ``Protocol.become_follower`` as z3 terms; ``may_join_isr`` is
-    ``Protocol.may_join_isr``; ``fetch_allowed`` is an extra condition on Fetch (KIP-320 fences
-    fetches by leader epoch). ``matches(protocol)`` says whether a model protocol implements this
-    rule, so that BMC results can be compared with the explicit checker's.
-    """
-
-    name = ""
-    description = ""
-
-    def become_follower(self, enc: Encoding, r: SymReplica, req: SymRequest) -> SymReplica:
-        raise NotImplementedError
-
-    def may_join_isr(self, enc: Encoding, rl: SymReplica, offset: z3.ArithRef) -> z3.BoolRef:
-        return offset >= rl.hw
-
-    def fetch_allowed(self, enc: Encoding, rf: SymReplica, rl: SymReplica) -> z3.BoolRef:
-        return B(True)
-
-    def matches(self, protocol: Protocol) -> bool:
-        return False
-
-    # hooks where the leader-epoch generations touch the epoch cache (no-ops under high-watermark;
-    # see invariants/z3_epochs.py)
-    uses_leader_epochs = False
-
-    def initial_slots(self, cfg: Config) -> int:
-        """Leader-epoch cache entries per replica (0: no cache, no reconciliation state)."""
-        return 0
-
-    def on_become_leader(self, enc: Encoding, t: SymState, old: SymReplica, new: SymReplica, req: SymRequest,
-                         was: z3.BoolRef) -> None:
-        pass
-
-    def on_produce(self, enc: Encoding, t: SymState, old: SymReplica, new: SymReplica) -> None:
-        pass
-
-    def on_fetch(self, enc: Encoding, t: SymState, old: SymReplica, new: SymReplica, offset: z3.ArithRef) -> None:
-        pass
-
-    def on_cut(self, enc: Encoding, old: SymReplica, new: SymReplica, crashed: bool) -> None:
-        pass
-
-    def isr_removal_receiver(self, m: int, removed: int, new_leader: z3.ArithRef) -> Any:
-        """Protocol.isr_removal_receivers: is assigned replica ``m`` told (0.8: only the new leader)?"""
-        return new_leader == m
-
-    def extra_instances(self, enc: Encoding, s: SymState, b: int, p: int) -> list[Instance]:
-        """Actions of follower ``b`` of partition ``p`` that only this generation has."""
-        return []
-
-
-class HighWatermarkTruncation(TruncationRule):
-    """The seeds' rule (Kafka 0.8 to 0.10): on a change of leader, truncate the log to the HW."""
-
-    name = "high-watermark"
-    description = "truncate to the local HW on a leader change (the seeds, Kafka 0.8-0.10)"
-
-    def become_follower(self, enc: Encoding, r: SymReplica, req: SymRequest) -> SymReplica:
-        changed = r.leader != req.leader
-        log = enc.log_ite(changed, enc.trunc(r.log, r.hw), r.log)
-        return enc.follower_replica(log, imin(r.hw, log.length), r.checkpoint, req.leader, req.leader_epoch)
-
-    def matches(self, protocol: Protocol) -> bool:
-        return (protocol.config.truncation == self.name
-                and type(protocol).become_follower is Protocol.become_follower
-                and type(protocol).may_join_isr is Protocol.may_join_isr)
-
-
-class EpochTruncation(LeaderEpochTruncation, TruncationRule):
-    """kip-101, kip-279, kip-320: the leader-epoch cache and OffsetsForLeaderEpoch (z3_epochs.py)."""
-
-
-GENERATIONS: dict[str, TruncationRule] = {
-    "high-watermark": HighWatermarkTruncation(),
-    "kip-101": EpochTruncation("kip-101", "leader epochs: the follower truncates to the end offset the leader "
-                                          "gives for its latest epoch (Kafka 0.11)"),
-    "kip-279": EpochTruncation("kip-279", "the follower walks back epoch by epoch until leader and follower "
-                                          "agree (Kafka 2.0)"),
-    "kip-320": EpochTruncation("kip-320", "fetches and epoch queries carry the leader epoch and are fenced; "
-                                          "reconcile on every epoch change (Kafka 2.1)"),
-}
-
-PLANNED_GENERATIONS: dict[str, str] = {}
-"""Generations the model has (config key ``truncation``) and this encoding does not yet (none now)."""
-
-
-def generation(name: str) -> TruncationRule:
-    if name in GENERATIONS:
-        return GENERATIONS[name]
-    if name in PLANNED_GENERATIONS:
-        raise Unsupported(f"generation {name!r} is not encoded symbolically yet (the explicit checker covers it); "
-                          f"encoded: {', '.join(GENERATIONS)}")
-    raise Unsupported(f"unknown generation {name!r}; known: {', '.join(GENERATIONS)} "
-                      f"(planned: {', '.join(PLANNED_GENERATIONS)})")
-
-
 # ============================================================================ small helpers
-def imin(a: z3.ArithRef, b: z3.ArithRef) -> z3.ArithRef:
-    return z3.If(a <= b, a, b)
-
-
-
-
-
-
 def count_true(bs: Sequence[z3.BoolRef]) -> z3.ArithRef:
     return z3.Sum([z3.If(b, I(1), I(0)) for b in bs]) if bs else I(0)
 
 
-
-@dataclass
-class Instance:
-    """One action of the model with concrete arguments (``args``; a LossyCrash's kept lengths are
-    symbolic, in ``extra``), as a guard on a state and the state after it."""
-
-    name: str
-    args: tuple
-    kind: str  # the group in induction reports, e.g. "DeliverRequest: LeaderAndIsr, becomes follower"
-    guard: z3.BoolRef
-    effect: SymState
-    extra: dict[str, Any] = field(default_factory=dict)
-
-    def label(self) -> str:
-        return f"{self.name}({', '.join(map(str, self.args))})"
-
-    @property
-    def illegal(self) -> z3.BoolRef:
-        """When the model's step raises IllegalTransition (the effect is then meaningless)."""
-        return as_bool(self.effect.illegal)
-
-
 # ============================================================================ the encoding
 class Encoding:
+    """The replication encoding of one configuration (an :class:`~.instance.Encoder`).
+
+    It consults two plug-ins, as the model consults its ``Protocol``: ``rule``, the generation's
+    :class:`~.instance.TruncationRule` (from :data:`~.generations.GENERATIONS`), and ``ops``, the
+    controller operations (:class:`~.operations.Operations`, None when the configuration has none),
+    which are handed this encoding and call back only through :class:`~.instance.Encoder`."""
+
     def __init__(self, cfg: Config, generation_name: str | None = None, queue: int | None = None,
                  split_broker_change: bool = False, epoch_slots: int | None = None) -> None:
-        if generation_name is not None and generation_name != cfg.truncation:
-            cfg = dataclasses.replace(cfg, truncation=generation(generation_name).name)
-        self.rule = generation(cfg.truncation)
+        if generation_name is not None and generation_name != cfg.generation:
+            cfg = dataclasses.replace(cfg, generation=generation(generation_name).generation)
+        self.rule = generation(cfg.generation)
         reason = unsupported_reason(cfg)
         if reason:
             raise Unsupported(reason)
@@ -226,7 +105,7 @@ class Encoding:
         self.P = cfg.partitions
         self.AR = tuple(cfg.replicas_of(p) for p in range(cfg.partitions))
         # every broker that can ever be assigned each partition: the per-replica entries range over
-        # it (the initial AR unless reassignments add brokers, z3_reassignment.universe)
+        # it (the initial AR unless reassignments add brokers, reassignment.universe)
         self.U = tuple(universe(cfg, p) for p in range(cfg.partitions))
         self.K = cfg.max_records
         # two controllers' requests interleave (an UpdateMetadata of one epoch is not absorbed by a
@@ -242,14 +121,12 @@ class Encoding:
             5 if cfg.operations.reassignments and cfg.faults.controller_failovers
             else 2 if cfg.operations.topic_deletions or cfg.operations.reassignments
             else 1 if cfg.faults.controller_failovers
-            else 1 if cfg.faults.lossy_crashes and cfg.truncation != "high-watermark" else 0)
+            else 1 if cfg.faults.lossy_crashes and cfg.generation.traits.leader_epochs else 0)
         self.periodic = cfg.hw_checkpoint == "periodic"
         self.E = self.rule.initial_slots(cfg) if epoch_slots is None else epoch_slots  # epoch-cache entries
         self.protocol = Protocol(cfg)
         self.init_state = initial_state(self.protocol)
-        # administrative operations and controller failover (z3_operations), when the configuration has them
-        from .z3_operations import Operations, needs_operations
-
+        # administrative operations and controller failover (operations.py), when the configuration has them
         self.ops: Operations | None = Operations(self) if needs_operations(cfg) else None
         # induction splits ProcessBrokerChange by which assigned brokers came or left (smaller
         # queries); bounded model checking keeps one symbolic case (fewer choices per step)
@@ -402,7 +279,7 @@ class Encoding:
     # ------------------------------------------------------------------ the controller's view of AR
     def in_assignment(self, t: SymState, p: int, b: int) -> z3.BoolRef | bool:
         """controller.assignment(p) holds ``b``: constant without reassignments (the universe is AR),
-        else a lookup in z3_reassignment's list table (RAR from step 7 on)."""
+        else a lookup in reassignment.py's list table (RAR from step 7 on)."""
         if self.ops is None or self.ops.reassign is None:
             return b in self.AR[p]
         R = self.ops.reassign
@@ -456,7 +333,7 @@ class Encoding:
         self.write_leader_isr(t, p, new_leader, minus, c)
         for m in self.U[p]:
             told = self.rule.isr_removal_receiver(m, b, new_leader)
-            if isinstance(self.rule, LeaderEpochTruncation):  # every remaining replica of the controller's AR
+            if self.rule.traits.isr_removal_tells_replicas:  # every remaining replica of the controller's AR
                 told = conj(self.in_assignment(t, p, m), told)
             self.send(t, m, REQ_LAI, p, conj(c, told, t.c_live[m]))
         self.broadcast_metadata(t, c)
@@ -484,7 +361,7 @@ class Encoding:
         guard.append(z3.Or([s.c_live[b] != s.alive[b] for b in self.brokers()]))
         any_came = disj(list(came.values()))
         any_left = disj(list(left.values()))
-        admin = self.ops.admin if self.ops is not None else None  # topic creation (z3_admin)
+        admin = self.ops.admin if self.ops is not None else None  # topic creation (admin.py)
         t.c_live = dict(s.alive)
         # on_broker_startup(new)
         for b in self.brokers():
@@ -590,9 +467,9 @@ class Encoding:
                 rr.leader = ite(rr.leader != b, I(0), rr.leader)
 
             stop_guard = z3.And(q.kind == REQ_STOP, q.partition == p)
-            if self.ops is not None and self.ops.admin is not None:  # a deleting one: z3_admin
+            if self.ops is not None and self.ops.admin is not None:  # a deleting one: admin.py
                 stop_guard = z3.And(stop_guard, z3.Not(self.ops.admin.is_delete(s, b, k)))
-            if reassign is not None:  # a deleting one (step 9): z3_reassignment
+            if reassign is not None:  # a deleting one (step 9): reassignment.py
                 stop_guard = z3.And(stop_guard, z3.Not(s.ops.reassign.req_del[b][k]))
             make("StopReplica", stop_guard, stop)
             lai = z3.And(q.kind == REQ_LAI, q.partition == p)
@@ -911,8 +788,8 @@ NOT_ENCODED = {
 def unsupported_reason(cfg: Config) -> str:
     """Why ``cfg`` is outside the fragment the encoding covers ('' when it is inside)."""
     o, f = cfg.operations, cfg.faults
-    if cfg.truncation not in GENERATIONS:
-        return (f"the symbolic encoding does not cover truncation = {cfg.truncation!r} (encoded: "
+    if cfg.generation not in GENERATIONS:
+        return (f"the symbolic encoding does not cover generation = {cfg.generation.value!r} (encoded: "
                 f"{', '.join(GENERATIONS)}); `isrcheck check` does")
     if cfg.detect_restarts:
         return "the symbolic encoding does not cover bounce detection (detect_restarts)"
@@ -920,248 +797,12 @@ def unsupported_reason(cfg: Config) -> str:
         return ("the symbolic encoding covers reassignments only without topic creation, deletion, preferred "
                 "elections and controlled shutdown")
     if o.topic_deletions or o.topic_creation:
-        from .z3_admin import admin_unsupported
-
         reason = admin_unsupported(cfg)
         if reason:
             return reason
     if cfg.max_records > 6:
         return "the symbolic encoding covers at most 6 records (max_records)"
     return ""
-
-
-# ============================================================================ bounded model checking
-@dataclass
-class BmcResult:
-    depth: int
-    obligations: list[Any]
-    witnessed: dict[str, int | None]
-    overflow_depth: int | None
-    seconds: float
-
-
-def _decode_trace(enc: Encoding, m: z3.ModelRef, acts: list[z3.ArithRef],
-                  steps: list[list[Instance]]) -> list[Action]:
-    out = []
-    for t, a in enumerate(acts):
-        k = as_int(m, a)
-        out.append(enc.action_of(steps[t][k], m))
-    return out
-
-
-def replay(enc: Encoding, actions: Sequence[Action], start: State | None = None) -> list[State]:
-    """Run a BMC trace through the model itself; every action must be enabled."""
-    s = enc.init_state if start is None else start
-    states = [s]
-    for i, a in enumerate(actions):
-        if a not in enabled_actions(enc.protocol, s):
-            raise RuntimeError(f"the encoding disagrees with the model: step {i + 1}, {a}, is not enabled "
-                               f"in the model (please report)")
-        s = apply(enc.protocol, s, a)
-        states.append(s)
-    return states
-
-
-class Unroller:
-    """States s_0 .. s_d as fresh constants, s_0 the initial state, each step one action.
-
-    The constraints are kept as a list: each query gets a fresh solver (z3's non-incremental mode
-    preprocesses and bit-blasts the whole problem, several times faster here than incremental
-    solving)."""
-
-    def __init__(self, enc: Encoding, init: bool = True, merged: bool = False, start: State | None = None) -> None:
-        self.enc = enc
-        self.merged = merged
-        self.states = [enc.fresh("s0")]
-        first = enc.init_state if start is None else start
-        self.constraints: list[z3.BoolRef] = [self.states[0].pin(first)] if init else []
-        self.acts: list[z3.BitVecRef] = []
-        self.steps: list[list[Instance]] = []
-        # per step: the chosen action is one the model refuses (IllegalTransition); a path goes on
-        # only through legal steps, so these are assumed false but where a query asks for one
-        self.illegal: list[z3.BoolRef | bool] = []
-
-    def extend(self) -> None:
-        enc = self.enc
-        t = len(self.acts)
-        s = self.states[-1]
-        insts = enc.actions(s) if self.merged else enc.instances(s)
-        nxt = enc.fresh(f"s{t + 1}")
-        act = z3.BitVec(fresh_name(f"act{t}"), 8)
-        cs = self.constraints
-        cs.append(z3.ULT(act, len(insts)))
-        cur = s.leaves()
-        effects = [i.effect.leaves() for i in insts]
-        for k, inst in enumerate(insts):
-            cs.append(z3.Implies(act == k, inst.guard))
-        self.illegal.append(disj([conj(act == k, i.effect.illegal) for k, i in enumerate(insts)]))
-        for j, leaf in enumerate(nxt.leaves()):
-            term = cur[j]
-            for k in reversed(range(len(insts))):
-                e = effects[k][j]
-                if not e.eq(cur[j]):
-                    term = z3.If(act == k, e, term)
-            cs.append(leaf == term)
-        self.states.append(nxt)
-        self.acts.append(act)
-        self.steps.append(insts)
-
-    def can_be_illegal(self, t: int) -> bool:
-        """Whether step ``t`` (0-based) may be an illegal one at all (some instance can be)."""
-        return self.illegal[t] is not False
-
-    def check(self, goal: z3.BoolRef, timeout: float | None,
-              illegal_last: bool = False) -> tuple[z3.CheckSatResult, z3.ModelRef | None, str]:
-        """Is ``goal`` reachable along legal steps (``illegal_last``: legal steps, then an illegal one)?"""
-        from .z3_verdicts import new_solver
-
-        solver = new_solver(timeout)
-        solver.add(*self.constraints)
-        legal = self.illegal[:-1] if illegal_last else self.illegal
-        solver.add(*[z3.Not(x) for x in legal if x is not False])
-        if illegal_last:
-            solver.add(as_bool(self.illegal[-1]))
-        solver.add(goal)
-        r = solver.check()
-        return r, (solver.model() if r == z3.sat else None), ("" if r != z3.unknown else solver.reason_unknown())
-
-
-__all__ = ["Encoding", "Instance", "TruncationRule", "GENERATIONS", "PLANNED_GENERATIONS", "Unsupported",
-           "unsupported_reason", "generation", "ALWAYS", "REASSIGNMENT_PROPERTIES", "TRANSITION", "STEP_FAULTS", "NOT_ENCODED",
-           "Unroller", "replay"]
-
-
-def _property_holds(name: str, states: Sequence[State]) -> bool:
-    from .properties import ALL_PROPERTIES
-
-    prop = next(p for p in ALL_PROPERTIES if p.name == name)
-    if prop.kind == "transition":
-        return prop.check(states[-2], states[-1])
-    return prop.check(states[-1])
-
-
-def _refused(enc: Encoding, s: State, a: Action) -> bool:
-    """Whether the model refuses ``a`` in ``s`` with IllegalTransition (OnlyValidTransitions)."""
-    from isrcheck.model.tables import IllegalTransition
-
-    try:
-        apply(enc.protocol, s, a)
-    except IllegalTransition:
-        return True
-    return False
-
-
-def bmc(cfg: Config, depth: int, generation_name: str | None = None, timeout: float | None = None,
-        queue: int | None = None, progress: Callable[[str], None] = lambda _: None,
-        stop_at_first: bool = False, init_state: State | None = None) -> BmcResult:
-    """Bounded model checking: for each property, the shortest violation within ``depth`` steps.
-
-    Every counterexample is replayed by the model (it must be enabled step by step and break the
-    property concretely), so a REFUTED verdict never rests on the encoding alone.
-    """
-    from .z3_verdicts import Obligation, Verdict
-
-    enc = Encoding(cfg, generation_name, queue)
-    start = time.perf_counter()
-    un = Unroller(enc, start=init_state)
-    names = list(enc.always()) + list(TRANSITION) + list(enc.step_faults())
-    remaining = list(names)
-    found: dict[str, tuple[int, list[Action], list[State], float]] = {}
-    unknown_at: int | None = None
-    overflow_at: int | None = None
-    witnessed: dict[str, int | None] = {"WriteCommitted": None} if cfg.max_records else {}
-    last_depth = -1
-    for d in range(depth + 1):
-        if d:
-            progress(f"depth {d}/{depth}: unrolling")
-            un.extend()
-        s = un.states[d]
-        progress(f"depth {d}/{depth}: {len(remaining)} properties open")
-        props = enc.properties(s)
-        if d:
-            props.update(enc.step_properties(un.states[d - 1], s))
-        while True:
-            open_ = [n for n in remaining if n in props]
-            if not open_:
-                break
-            q_start = time.perf_counter()
-            goal = z3.Or(s.overflow, *[z3.Not(props[n]) for n in open_])
-            r, m, _ = un.check(goal, timeout)
-            if r == z3.unsat:
-                break
-            if r != z3.sat:
-                unknown_at = d
-                break
-            assert m is not None
-            if z3.is_true(m.eval(s.overflow, model_completion=True)):
-                overflow_at = d
-                break
-            broken = [n for n in open_ if z3.is_false(m.eval(props[n], model_completion=True))]
-            actions = _decode_trace(enc, m, un.acts, un.steps)
-            states = replay(enc, actions, init_state)
-            if stop_at_first:
-                broken = broken[:1] if broken else broken
-            for n in broken:
-                if _property_holds(n, states):
-                    raise RuntimeError(f"the encoding disagrees with the model: {n} is broken after "
-                                       f"{', '.join(map(str, actions))} in the encoding but not in the model "
-                                       f"(please report)")
-                found[n] = (d, actions, states, time.perf_counter() - q_start)
-                remaining.remove(n)
-            if stop_at_first:
-                break
-        fault = next((n for n in remaining if n in STEP_FAULTS), None)
-        if (d and fault and unknown_at is None and overflow_at is None and not (stop_at_first and found)
-                and un.can_be_illegal(d - 1)):
-            q_start = time.perf_counter()
-            r, m, _ = un.check(B(True), timeout, illegal_last=True)
-            if r == z3.sat:
-                assert m is not None
-                actions = _decode_trace(enc, m, un.acts, un.steps)
-                states = replay(enc, actions[:-1], init_state)
-                if not _refused(enc, states[-1], actions[-1]):
-                    raise RuntimeError(f"the encoding disagrees with the model: {actions[-1]} after "
-                                       f"{', '.join(map(str, actions[:-1]))} is an illegal move in the encoding "
-                                       f"but not in the model (please report)")
-                found[fault] = (d, actions, [*states, None], time.perf_counter() - q_start)
-                remaining.remove(fault)
-            elif r != z3.unsat:
-                unknown_at = d
-        if unknown_at is not None or overflow_at is not None:
-            break
-        if stop_at_first and found:
-            last_depth = d - 1
-            break
-        if "WriteCommitted" in witnessed and witnessed["WriteCommitted"] is None:
-            if un.check(enc.write_committed(s), timeout)[0] == z3.sat:
-                witnessed["WriteCommitted"] = d
-        last_depth = d
-    seconds = time.perf_counter() - start
-    gen = enc.rule.name
-    obligations: list[Obligation] = []
-    for n in names:
-        if n in found:
-            d, actions, states, secs = found[n]
-            ob = Obligation("bmc", n, gen, Verdict.REFUTED, secs, f"executions of at most {depth} steps",
-                            detail=f"shortest violation: {d} steps")
-            ob.counterexample = {"length": d, "actions": [str(a) for a in actions]}
-            ob.lines = [f"{i + 1:>3}. {a}" for i, a in enumerate(actions)]
-            ob.trace = list(zip([None, *actions], states))  # type: ignore[attr-defined]
-            if init_state is not None:
-                ob.detail += " from the given state"
-        elif stop_at_first and found and unknown_at is None and overflow_at is None:
-            ob = Obligation("bmc", n, gen, Verdict.PROVED, seconds, f"every execution of at most {last_depth} steps",
-                            detail=f"not checked beyond {last_depth} steps (stopped at the first violation, "
-                                   f"like `isrcheck check`)")
-        elif last_depth >= 0 and (unknown_at is None and overflow_at is None):
-            ob = Obligation("bmc", n, gen, Verdict.PROVED, seconds, f"every execution of at most {depth} steps")
-        else:
-            reason = (f"request queues overflow the encoding's capacity ({enc.Q}) at depth {overflow_at}"
-                      if overflow_at is not None else f"z3 gave up at depth {unknown_at}")
-            scope = f"holds for every execution of at most {last_depth} steps" if last_depth >= 0 else ""
-            ob = Obligation("bmc", n, gen, Verdict.UNKNOWN, seconds, scope, detail=reason)
-        obligations.append(ob)
-    return BmcResult(depth, obligations, witnessed, overflow_at, seconds)
 
 
 # ============================================================================ concrete evaluation (tests, tools)
@@ -1177,7 +818,7 @@ def evaluate(terms: Sequence[z3.ExprRef]) -> list[int | bool]:
     if not terms:
         return []
     parts = []
-    widths = []
+    widths: list[int | None] = []
     for t in terms:
         if z3.is_bool(t):
             parts.append(z3.If(t, z3.BitVecVal(1, 1), z3.BitVecVal(0, 1)))
@@ -1200,3 +841,7 @@ def evaluate(terms: Sequence[z3.ExprRef]) -> list[int | bool]:
             out.append(x - (1 << n) if x >= 1 << (n - 1) else x)
     out.reverse()
     return out
+
+
+__all__ = ["Encoding", "DEFAULT_QUEUE", "unsupported_reason", "ALWAYS", "REASSIGNMENT_PROPERTIES", "TRANSITION",
+           "STEP_FAULTS", "NOT_ENCODED", "concrete", "evaluate"]

@@ -1,5 +1,5 @@
-"""The reassignment state inside the replication encoding (invariants/z3_reassignment.py via
-z3_operations.SymOps.reassign), with one controller and with a deposed one carrying on.
+"""The reassignment state inside the replication encoding (invariants/symbolic/reassignment.py via
+operations.SymOps.reassign), with one controller and with a deposed one carrying on.
 
 On sampled reachable states of reassignment and reassignment-broker-crash:
 
@@ -30,8 +30,9 @@ import pytest
 import z3
 
 from isrcheck import manifest
-from isrcheck.invariants import z3_replication as R
-from isrcheck.invariants.z3_replication import Encoding, Unsupported, concrete, evaluate
+from isrcheck.invariants.symbolic import replication as R
+from isrcheck.invariants.symbolic.instance import Unsupported
+from isrcheck.invariants.symbolic.replication import Encoding, concrete, evaluate
 from isrcheck.model.actions import Action
 from isrcheck.model.checker import Checker, ModelFault
 from isrcheck.model.state import LeaderAndIsr, StopReplica
@@ -186,7 +187,7 @@ def test_broker_change_over_the_current_assignment(name):
 
 def comparable(enc, t, sym):
     """The model state ``t`` leaf by leaf in the order of ``sym``; None for the encoding's history of
-    records no log holds (as in test_z3_admin)."""
+    records no log holds (as in test_symbolic_admin)."""
     vals = {a.get_id(): v for a, v in sym.values_of(t)}
     held = set()
     for p in range(enc.P):
@@ -281,7 +282,7 @@ def test_encoded_properties_agree_with_the_model(name):
     explicit checker's counterexample, and EpochsMonotonic on their steps (a replica deleted by step
     9 and created again is skipped, as properties.py skips a replica that is None)."""
     from isrcheck.invariants import ALL_PROPERTIES
-    from isrcheck.invariants.z3_replication import ALWAYS, TRANSITION
+    from isrcheck.invariants.symbolic.replication import ALWAYS, TRANSITION
 
     by_name = {p.name: p for p in ALL_PROPERTIES}
     cfg = manifest.get(name).config

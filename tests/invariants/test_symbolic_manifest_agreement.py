@@ -21,9 +21,15 @@ import pytest
 
 from isrcheck import manifest
 from isrcheck.invariants import build_model
-from isrcheck.invariants.z3_replication import (ALWAYS, REASSIGNMENT_PROPERTIES, STEP_FAULTS, TRANSITION, bmc,
-                                                unsupported_reason)
-from isrcheck.invariants.z3_verdicts import Verdict
+from isrcheck.invariants.symbolic.bmc import bmc
+from isrcheck.invariants.symbolic.replication import (
+    ALWAYS,
+    REASSIGNMENT_PROPERTIES,
+    STEP_FAULTS,
+    TRANSITION,
+    unsupported_reason,
+)
+from isrcheck.invariants.symbolic.verdicts import Verdict
 from isrcheck.model.checker import Checker
 
 SHALLOW = 3
@@ -32,7 +38,7 @@ ENCODED = set(ALWAYS) | set(REASSIGNMENT_PROPERTIES) | set(TRANSITION) | set(STE
 DEFAULT = [e for e in manifest.load() if e.gate == "default"]
 COVERED = [e for e in DEFAULT if not unsupported_reason(e.config)]
 # Pinned: the default-gate models outside the symbolic encoding, and why (specs/08-symbolic.md#not-covered).
-# Since the deposed controller's reassignment steps are encoded (z3_reassignment), there is none.
+# Since the deposed controller's reassignment steps are encoded (symbolic/reassignment.py), there is none.
 NOT_COVERED: dict[str, str] = {}
 
 
@@ -112,7 +118,7 @@ def test_the_default_queue_capacity_holds_every_reachable_queue(entry):
     """The encoding's default request-queue capacity is a bound, reported as UNKNOWN when reached; for
     the manifest's models it must never be reached: no reachable state queues more (first 50,000
     states, breadth first)."""
-    from isrcheck.invariants.z3_replication import Encoding
+    from isrcheck.invariants.symbolic.replication import Encoding
 
     longest = [0]
 

@@ -1,4 +1,4 @@
-"""Controller operations against the state-machine tables (invariants/z3_transitions.py).
+"""Controller operations against the state-machine tables (invariants/symbolic/transitions.py).
 
 - the proofs: every operation's moves are in the tables under the context invariants; the
   invariants that are not inductive are exactly the ones expected, and one of those is shown
@@ -14,7 +14,7 @@ from collections import deque
 import pytest
 
 from isrcheck.invariants import build_model
-from isrcheck.invariants.z3_transitions import (
+from isrcheck.invariants.symbolic.transitions import (
     CROSS_PAIR,
     PROGRAMS,
     explains,
@@ -24,7 +24,7 @@ from isrcheck.invariants.z3_transitions import (
     prove_transitions,
     violated_invariants,
 )
-from isrcheck.invariants.z3_verdicts import Verdict
+from isrcheck.invariants.symbolic.verdicts import Verdict
 from isrcheck.model.actions import initial_controller
 from isrcheck.model.checker import Checker
 from isrcheck.model.config import from_mapping

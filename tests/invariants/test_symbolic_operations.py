@@ -1,4 +1,4 @@
-"""Controller operations and controller failover in the z3 replication encoding (invariants/z3_operations.py).
+"""Controller operations and controller failover in the z3 replication encoding (invariants/symbolic/operations.py).
 
 - one step: on sampled reachable states of the manifest models preferred-election, controlled-shutdown,
   controller-failover and failover-misses-crash, and of two mixed configurations (fenced controller
@@ -25,18 +25,18 @@ import z3
 
 from isrcheck import manifest
 from isrcheck.invariants import ALL_PROPERTIES, build_model
-from isrcheck.invariants.z3_operations import needs_operations
-from isrcheck.invariants.z3_replication import (
+from isrcheck.invariants.symbolic.bmc import bmc
+from isrcheck.invariants.symbolic.instance import Unsupported
+from isrcheck.invariants.symbolic.operations import needs_operations
+from isrcheck.invariants.symbolic.replication import (
     ALWAYS,
     TRANSITION,
     Encoding,
-    Unsupported,
-    bmc,
     concrete,
     evaluate,
     unsupported_reason,
 )
-from isrcheck.invariants.z3_verdicts import Verdict
+from isrcheck.invariants.symbolic.verdicts import Verdict
 from isrcheck.model.action_text import parse_all
 from isrcheck.model.actions import apply, enabled_actions
 from isrcheck.model.checker import Checker

@@ -1,0 +1,41 @@
+"""The symbolic checks: the model's rules as z3 terms (specs/08-symbolic.md).
+
+z3 is imported only here (and by the tests). The modules, each importing only the ones listed
+before it:
+
+- ``types``: the one translation between the model's types and z3 terms (broker sets, selector
+  inputs, state-machine tables, a replication State as a SymState and back);
+- ``verdicts``: three-valued verdicts (PROVED, REFUTED, UNKNOWN), obligations, exit codes;
+- ``selectors``: every leader selector against its contract (``isrcheck prove selectors``);
+- ``transitions``: every controller operation against the state-machine tables
+  (``isrcheck prove transitions``);
+- ``instance``: the base of the replication encoding: an action as a guard and an effect
+  (``Instance``), and the interfaces between the encoding and its plug-ins: ``Encoder`` (the
+  encoding as a plug-in sees it), ``ControllerContext`` (the acting controller as the operation
+  plug-ins see it) and ``TruncationRule`` (the hooks of a protocol generation);
+- ``epochs``: the leader-epoch cache and OffsetsForLeaderEpoch (``model/epochs.py``), the
+  ``TruncationRule`` of kip-101, kip-279 and kip-320;
+- ``admin``: topic creation and deletion (controller partition and replica states, hosting);
+- ``reassignment``: the 12-step reassignment (its state, its tables of replica lists, its steps);
+- ``operations``: preferred elections, controlled shutdown and controller failover, and the
+  controller-side state (``SymOps``) under which admin's and reassignment's hang; the plug-in the
+  encoding hands its controller hooks to;
+- ``generations``: the table of protocol generations (``GENERATIONS``), each a ``TruncationRule``;
+- ``replication``: ``Encoding``, the replication protocol as a symbolic transition system, which
+  consults a generation and, when the configuration has them, the operations;
+- ``bmc``: bounded model checking of the encoding, every counterexample replayed by the model
+  (``isrcheck bmc``);
+- ``induction``: inductive invariants by Houdini, with counterexamples to induction
+  (``isrcheck prove inductive``).
+
+Dependency order (``a <- b``: b imports a; nothing imports back, not even under TYPE_CHECKING or
+inside a function)::
+
+    types, verdicts <- selectors, transitions
+    types <- instance <- epochs, admin, reassignment
+    admin, reassignment <- operations
+    epochs <- generations
+    generations, operations <- replication <- bmc (with ..properties), induction
+
+This package imports none of its modules itself: import the one you need.
+"""

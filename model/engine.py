@@ -1,0 +1,229 @@
+"""What the engine sees of a model and what it says about it: the vocabulary every search shares.
+
+The engine is generic (Stateright's ``Model``): initial states, enabled actions, next states and
+named properties; it knows nothing about Kafka. Every way of exploring a model (the checker, the
+parallel checker, the simulator, the Spark pipeline, conformance's exports) speaks these types,
+and :class:`Checks` is the one definition of what counts as a violation:
+
+- a step whose ``next_state`` raises :class:`ModelFault` (an illegal transition);
+- a step that breaks a ``transition`` property, ``check(before, after)``;
+- a state that breaks an ``always`` property;
+
+while a ``sometimes`` property is *witnessed* by a state that satisfies it.
+"""
+from __future__ import annotations
+
+import builtins
+import gc
+from collections.abc import Callable, Hashable, Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal, NamedTuple, Protocol, TypeVar
+
+S = TypeVar("S", bound=Hashable)
+A = TypeVar("A")
+
+Kind = Literal["always", "sometimes", "transition"]
+
+
+class Property(NamedTuple):
+    """A named property. ``always``: holds in every state; ``sometimes``: holds in at least one
+    reachable state (a guard against a vacuous model); ``transition``: holds on every step,
+    ``check(before, after)``."""
+
+    name: str
+    kind: Kind
+    check: Callable[..., bool]
+    spec: str = ""
+    description: str = ""
+
+
+class ModelFault(Exception):
+    """Raised by ``next_state`` when a step itself breaks a property (an illegal transition)."""
+
+    def __init__(self, property_name: str, message: str) -> None:
+        super().__init__(message)
+        self.property_name = property_name
+
+
+class Model(Protocol[S, A]):
+    """What the engine sees of a model. A model may also offer ``state_codec`` (a
+    :class:`~isrcheck.model.codec.StateCodec` of its states), which the parallel workers then use
+    to move states instead of pickle."""
+
+    def init_states(self) -> Sequence[S]: ...
+    def actions(self, state: S) -> Iterable[A]: ...
+    def next_state(self, state: S, action: A) -> S: ...
+    def properties(self) -> Sequence[Property]: ...
+    def fingerprint(self, state: S) -> int: ...
+
+
+class Step(NamedTuple):
+    action: Any  # None for the initial state
+    state: Any  # None when the action raised ModelFault
+
+
+@dataclass
+class Violation:
+    property: str
+    kind: Kind
+    trace: list[Step]
+    message: str = ""
+
+    @builtins.property  # the field above is called ``property``
+    def length(self) -> int:
+        """Number of actions in the counterexample."""
+        return len(self.trace) - 1
+
+
+@dataclass
+class Progress:
+    states: int
+    depth: int
+    queue: int
+    seconds: float
+
+    @property
+    def rate(self) -> float:
+        return self.states / self.seconds if self.seconds > 0 else 0.0
+
+
+Outcome = Literal["success", "safety_failure", "vacuous", "incomplete"]
+
+
+@dataclass
+class CheckResult:
+    outcome: Outcome
+    distinct_states: int
+    depth: int
+    seconds: float
+    transitions: int
+    violations: list[Violation] = field(default_factory=list)
+    unwitnessed: list[str] = field(default_factory=list)  # sometimes-properties never seen
+    coverage: dict[str, int] = field(default_factory=dict)  # action name -> times taken
+    limit_hit: str | None = None  # "depth" | "states" when the search stopped early
+
+    @property
+    def states_per_second(self) -> float:
+        return self.distinct_states / self.seconds if self.seconds > 0 else 0.0
+
+    @property
+    def collision_probability(self) -> float:
+        """Optimistic estimate that two distinct states shared a 64-bit fingerprint."""
+        n = self.distinct_states
+        return min(1.0, n * (n - 1) / 2 / 2.0**64)
+
+
+def outcome_of(violated: bool, limit_hit: str | None, unwitnessed: bool) -> Outcome:
+    """A run's verdict: a violation wins; then a stopped search proves nothing; then a
+    sometimes-property never witnessed makes the model vacuous."""
+    if violated:
+        return "safety_failure"
+    if limit_hit:
+        return "incomplete"
+    if unwitnessed:
+        return "vacuous"
+    return "success"
+
+
+def result_of(distinct_states: int, depth: int, seconds: float, transitions: int,
+              violations: Iterable[Violation], unwitnessed: Iterable[str], coverage: dict[str, int],
+              limit_hit: str | None) -> CheckResult:
+    """A search's result from its figures: the outcome by :func:`outcome_of`, the violations
+    shortest first, the unwitnessed properties and the coverage sorted by name."""
+    found = sorted(violations, key=lambda v: (v.length, v.property))
+    missing = sorted(unwitnessed)
+    return CheckResult(
+        outcome=outcome_of(bool(found), limit_hit, bool(missing)),
+        distinct_states=distinct_states,
+        depth=depth,
+        seconds=seconds,
+        transitions=transitions,
+        violations=found,
+        unwitnessed=missing,
+        coverage=dict(sorted(coverage.items())),
+        limit_hit=limit_hit,
+    )
+
+
+def action_name(action: Any) -> str:
+    """The name coverage counts an action under: its ``name`` field, else its type's name."""
+    return getattr(action, "name", type(action).__name__)
+
+
+class Checks:
+    """A model's properties sorted by kind, and the verdicts every search asks of them.
+
+    Built once per search; the lists keep the model's order, which is the order violations of
+    one step are reported in.
+    """
+
+    def __init__(self, properties: Iterable[Property]) -> None:
+        props = list(properties)
+        self.always: list[Property] = [p for p in props if p.kind == "always"]
+        self.transition: list[Property] = [p for p in props if p.kind == "transition"]
+        self.sometimes: list[Property] = [p for p in props if p.kind == "sometimes"]
+
+    @classmethod
+    def of(cls, model: Any) -> Checks:
+        return cls(model.properties())
+
+    def safe(self, state: Any) -> bool:
+        """Whether ``state`` keeps every ``always`` property (the hot path's question: no list is
+        built for the common answer, yes)."""
+        for p in self.always:
+            if not p.check(state):
+                return False
+        return True
+
+    def legal(self, before: Any, after: Any) -> bool:
+        """Whether the step ``before -> after`` keeps every ``transition`` property."""
+        for p in self.transition:
+            if not p.check(before, after):
+                return False
+        return True
+
+    def broken_always(self, state: Any) -> list[str]:
+        """Names of the ``always`` properties ``state`` breaks (empty when it is safe)."""
+        return [p.name for p in self.always if not p.check(state)]
+
+    def broken_transition(self, before: Any, after: Any) -> list[str]:
+        """Names of the ``transition`` properties the step ``before -> after`` breaks."""
+        return [p.name for p in self.transition if not p.check(before, after)]
+
+    def witnessed(self, state: Any, pending: Iterable[str]) -> list[str]:
+        """Which of the ``sometimes`` properties named in ``pending`` ``state`` witnesses."""
+        want = set(pending)
+        return [p.name for p in self.sometimes if p.name in want and p.check(state)]
+
+    def sometimes_names(self) -> list[str]:
+        return [p.name for p in self.sometimes]
+
+
+class Search:
+    """What every exhaustive search is asked besides the model: its bounds (``max_depth`` levels,
+    ``max_states`` distinct states; a search they stop is ``incomplete``), whether to stop at the
+    first violation, and where to report progress (every ``progress_every`` seconds)."""
+
+    def __init__(self, max_depth: int | None, max_states: int | None, stop_on_first: bool,
+                 progress: Callable[[Progress], None] | None, progress_every: float) -> None:
+        self.max_depth = max_depth
+        self.max_states = max_states
+        self.stop_on_first = stop_on_first
+        self.progress = progress
+        self.progress_every = progress_every
+
+
+def paused_gc() -> bool:
+    """Pause the cyclic garbage collector for a search; True if the caller must re-enable it.
+
+    States are trees of tuples, freed by reference counting alone; but the collector tracks every
+    NamedTuple, so each full collection would walk every stored state again (in the compiled
+    build that was the largest single cost of a search).
+    """
+    was = gc.isenabled()
+    gc.disable()
+    return was
+
+
+__all__ = ["A", "S", "Kind", "Property", "ModelFault", "Model", "Step", "Violation", "Progress", "Outcome",
+           "CheckResult", "outcome_of", "result_of", "action_name", "Checks", "Search", "paused_gc"]

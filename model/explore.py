@@ -1,0 +1,339 @@
+"""The exploration kit: a breadth-first level, a random walk and a replay, over any :class:`Model`.
+
+Every way of moving through a model is built from these pieces, each written once:
+
+- :func:`expand` computes one breadth-first level (or any batch of it): the Spark pipeline runs it
+  per Arrow batch and in-process on narrow levels;
+- :func:`walk` takes one seeded random walk: the simulator, the pipeline's trace corpus and
+  conformance's sample exports;
+- :func:`replay_fingerprints`, :func:`replay_actions` and :func:`replay_checked` rebuild concrete
+  states along a path: every counterexample of every search, scripted scenarios, conformance replay.
+
+What a violation is comes from :class:`~isrcheck.model.engine.Checks` alone. The two exhaustive
+searches, :class:`~isrcheck.model.checker.Checker` and the parallel workers, keep their innermost
+loop written out in place: it is the hot path, and the two settle a new state differently (in one
+dictionary, or with its owner among the processes; ARCHITECTURE.md "The exploration kit"). They ask
+``Checks`` for every verdict and replay their counterexamples with this module.
+
+**Keys of a level.** The state at position ``rank`` of level ``d`` taking its ``i``-th enabled
+action is step ``(rank, i)``; the checker takes the steps of a level in increasing key order. So a
+level's new states are the successors not seen before, each kept at its smallest key, in key order;
+the checker's first violation is the event with the smallest key (a faulting step, a step that
+breaks a ``transition`` property, or a new state that breaks an ``always`` property where it first
+appears); and when it stops there it has counted every new state with a smaller key, the state of
+that step if new, and the transitions and coverage of every step up to it (:func:`count_until`).
+Batches of one level combine by taking the minimum key per fingerprint.
+"""
+from __future__ import annotations
+
+import random
+from collections import Counter
+from collections.abc import Callable, Container, Iterable, Iterator, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from .engine import Checks, Model, ModelFault, Step, action_name
+
+Key = tuple[int, int]
+
+FAULT = "fault"
+TRANSITION = "transition"
+ALWAYS = "always"
+
+
+# --------------------------------------------------------------------------- a level
+@dataclass
+class Successor:
+    fingerprint: int
+    parent: int | None  # None for an initial state (and so are prank, aidx and action)
+    prank: int | None  # rank of the parent in its level
+    aidx: int | None  # index of the action among the parent's enabled actions
+    action: Any  # the action; its text once expand() returns
+    state: Any
+    broken: list[str]  # always-properties the state breaks
+
+    @property
+    def key(self) -> Key:
+        if self.prank is None or self.aidx is None:
+            raise ValueError("an initial state is not reached by a step: it has no key")
+        return (self.prank, self.aidx)
+
+
+@dataclass
+class Event:
+    """A step that is itself a violation (``fault``: it raised ModelFault; ``transition``: it broke
+    a transition property)."""
+
+    kind: str
+    prop: str
+    message: str
+    parent: int
+    prank: int
+    aidx: int
+    action: str
+
+    @property
+    def key(self) -> Key:
+        return (self.prank, self.aidx)
+
+
+@dataclass
+class Expansion:
+    successors: dict[int, Successor] = field(default_factory=dict)  # fingerprint -> first occurrence
+    events: list[Event] = field(default_factory=list)
+    coverage: Counter[str] = field(default_factory=Counter)
+    transitions: int = 0
+    witnessed: set[str] = field(default_factory=set)
+    witness_keys: dict[str, Key] = field(default_factory=dict)  # property -> smallest key of a kept witness
+
+
+def initial_level(model: Model[Any, Any], checks: Checks) -> tuple[list[Successor], set[str]]:
+    """Level 0: the distinct initial states (in the model's order) with the always-properties each
+    breaks, and the sometimes-properties they witness."""
+    rows: list[Successor] = []
+    seen: set[int] = set()
+    witnessed: set[str] = set()
+    pending = checks.sometimes_names()
+    for s in model.init_states():
+        fp = model.fingerprint(s)
+        if fp in seen:
+            continue
+        seen.add(fp)
+        witnessed.update(checks.witnessed(s, pending))
+        rows.append(Successor(fp, None, None, None, None, s, checks.broken_always(s)))
+    return rows, witnessed
+
+
+def expand(
+    model: Model[Any, Any],
+    rows: Iterable[tuple[int, int, Any]],
+    *,
+    skip: Container[int] = (),
+    unwitnessed: Iterable[str] = (),
+    checks: Checks | None = None,
+    action_text: Callable[[Any], str] = str,
+) -> Expansion:
+    """Expand ``rows`` of ``(fingerprint, rank, state)`` (see the module docstring on keys).
+
+    Successors whose fingerprint is in ``skip`` (states of earlier levels) are dropped; the others
+    are kept once each, at their smallest key, with the always-properties they break. Events are
+    every faulting step and every (step, transition property) that breaks. ``unwitnessed`` names
+    the sometimes-properties still to witness; ``witnessed`` says which of them a kept successor
+    satisfies, and ``witness_keys`` the smallest key of such a successor (where a checker that
+    stops inside the level has witnessed it by then).
+    """
+    checks = checks or Checks.of(model)
+    fingerprint = model.fingerprint
+    actions = model.actions
+    next_state = model.next_state
+    out = Expansion()
+    succ = out.successors
+    coverage = out.coverage
+    events = out.events
+    transitions = 0
+    for fp, rank, s in rows:
+        for i, a in enumerate(actions(s)):
+            try:
+                t = next_state(s, a)
+            except ModelFault as e:
+                events.append(Event(FAULT, e.property_name, str(e), fp, rank, i, action_text(a)))
+                continue
+            transitions += 1
+            coverage[action_name(a)] += 1
+            for name in checks.broken_transition(s, t):
+                events.append(Event(TRANSITION, name, "", fp, rank, i, action_text(a)))
+            tfp = fingerprint(t)
+            if tfp in skip:
+                continue
+            prev = succ.get(tfp)
+            if prev is not None and prev.key <= (rank, i):
+                continue
+            succ[tfp] = Successor(tfp, fp, rank, i, a, t, [])  # action text filled in below
+    out.transitions = transitions
+    pending = set(unwitnessed)
+    for x in (sorted_new(out) if pending else succ.values()):
+        x.action = action_text(x.action)
+        x.broken = checks.broken_always(x.state)
+        if pending:
+            for name in checks.witnessed(x.state, pending):
+                out.witnessed.add(name)
+                out.witness_keys[name] = x.key
+                pending.discard(name)
+    return out
+
+
+def count_until(model: Model[Any, Any], rows: Iterable[tuple[int, int, Any]], cutoff: Key) -> tuple[int, Counter[str]]:
+    """Transitions and coverage of the steps a checker takes in this level before stopping at
+    ``cutoff``: every step with a smaller key, and the cutoff step itself unless it faulted.
+    ``rows`` must hold every state of the level with ``rank <= cutoff[0]`` (others are ignored)."""
+    coverage: Counter[str] = Counter()
+    transitions = 0
+    for _fp, rank, s in rows:
+        if rank > cutoff[0]:
+            continue
+        for i, a in enumerate(model.actions(s)):
+            if (rank, i) > cutoff:
+                break
+            try:
+                model.next_state(s, a)
+            except ModelFault:
+                continue
+            transitions += 1
+            coverage[action_name(a)] += 1
+    return transitions, coverage
+
+
+def first_event_key(events: Iterable[Event], new: Iterable[Successor]) -> Key | None:
+    """The smallest key of a violation: an event, or a new state that breaks an always-property."""
+    keys = [e.key for e in events]
+    keys += [s.key for s in new if s.broken]
+    return min(keys) if keys else None
+
+
+def sorted_new(expansion: Expansion) -> list[Successor]:
+    """A level's new states in key order (the next level's ranks)."""
+    return sorted(expansion.successors.values(), key=lambda x: x.key)
+
+
+def nth_action(model: Model[Any, Any], state: Any, aidx: int) -> Any:
+    """The ``aidx``-th enabled action of ``state`` (actions come in a fixed order)."""
+    acts = list(model.actions(state))
+    if not 0 <= aidx < len(acts):
+        raise RuntimeError(f"replay: the state has {len(acts)} enabled actions, not {aidx + 1}")
+    return acts[aidx]
+
+
+# --------------------------------------------------------------------------- a walk
+@dataclass
+class PathStep:
+    """One step of a path with its verdict: ``broken`` names the properties it breaks, ``kind``
+    says which verdict ended the path there (``fault``, ``transition``, ``always``; "" if none)."""
+
+    action: Any  # None for the initial state
+    state: Any  # None when the action raised ModelFault
+    broken: list[str]
+    fault: str = ""  # the ModelFault message
+    kind: str = ""
+
+    def step(self) -> Step:
+        return Step(self.action, self.state)
+
+
+def walk(model: Model[Any, Any], rng: random.Random, max_depth: int, checks: Checks | None = None, *,
+         skip_faults: bool = False) -> Iterator[PathStep]:
+    """One random walk, a function of ``rng``'s state: the initial state, then at each step the
+    enabled actions in random order and the first one that changes the state.
+
+    A step that leaves the state as it is (a follower fetching when there is nothing new) is
+    checked but not taken, so a walk does not spin in place: it ends when no action changes the
+    state (quiescence), after ``max_depth`` steps, or at the first step that breaks a property
+    (yielded, with ``kind`` set, as the walk's last step). With ``skip_faults`` a faulting action is
+    passed over like one that changes nothing (for paths that only need to be legal).
+    """
+    checks = checks if checks is not None else Checks.of(model)
+    inits = list(model.init_states())
+    state = inits[0] if len(inits) == 1 else rng.choice(inits)
+    first = PathStep(None, state, checks.broken_always(state))
+    if first.broken:
+        first.kind = ALWAYS
+        yield first
+        return
+    yield first
+    for _ in range(max_depth):
+        enabled = list(model.actions(state))
+        rng.shuffle(enabled)
+        taken: PathStep | None = None
+        for a in enabled:
+            try:
+                t = model.next_state(state, a)
+            except ModelFault as e:
+                if skip_faults:
+                    continue
+                taken = PathStep(a, None, [e.property_name], str(e), FAULT)
+                break
+            bad = checks.broken_transition(state, t)
+            if bad:
+                taken = PathStep(a, t, bad + checks.broken_always(t), kind=TRANSITION)
+                break
+            if t != state:
+                broken = checks.broken_always(t)
+                taken = PathStep(a, t, broken, kind=ALWAYS if broken else "")
+                break
+        if taken is None:
+            return
+        yield taken
+        if taken.kind:
+            return
+        state = taken.state
+
+
+# --------------------------------------------------------------------------- a replay
+def replay_fingerprints(model: Model[Any, Any], chain: Sequence[int]) -> list[Step]:
+    """Rebuild concrete states along a chain of fingerprints by replaying actions."""
+    fingerprint = model.fingerprint
+    state = next(s for s in model.init_states() if fingerprint(s) == chain[0])
+    steps = [Step(None, state)]
+    for want in chain[1:]:
+        for a in model.actions(state):
+            try:
+                t = model.next_state(state, a)
+            except ModelFault:
+                continue
+            if fingerprint(t) == want:
+                steps.append(Step(a, t))
+                state = t
+                break
+        else:  # pragma: no cover - would mean a fingerprint collision or a non-deterministic model
+            raise RuntimeError("could not replay the counterexample: the model is not deterministic")
+    return steps
+
+
+def replay_actions(model: Model[Any, Any], actions: Sequence[Any], init: Any = None) -> list[Step]:
+    """Run a scripted list of actions from an initial state; every action must be enabled."""
+    state = init if init is not None else model.init_states()[0]
+    steps = [Step(None, state)]
+    for i, a in enumerate(actions):
+        enabled = list(model.actions(state))
+        if a not in enabled:
+            raise ValueError(f"step {i + 1}: {a} is not enabled")
+        state = model.next_state(state, a)
+        steps.append(Step(a, state))
+    return steps
+
+
+def replay_checked(model: Model[Any, Any], chain: Sequence[int], checks: Checks | None = None) -> list[PathStep]:
+    """The path through the states with fingerprints ``chain``, each step with its verdict."""
+    return verdicts(replay_fingerprints(model, chain), checks if checks is not None else Checks.of(model))
+
+
+def verdicts(steps: Sequence[Step], checks: Checks) -> list[PathStep]:
+    """Each step of a concrete path with the properties it breaks: a transition property on the
+    step into it, then an always-property of the state reached."""
+    out: list[PathStep] = []
+    prev = None
+    for st in steps:
+        if st.state is None:
+            out.append(PathStep(st.action, None, [], kind=FAULT))
+            break
+        broken = checks.broken_always(st.state)
+        bad: list[str] = checks.broken_transition(prev, st.state) if prev is not None else []
+        kind = TRANSITION if bad else ALWAYS if broken else ""
+        out.append(PathStep(st.action, st.state, bad + broken, kind=kind))
+        prev = st.state
+    return out
+
+
+def parent_chain(parents: dict[int, int | None], fp: int) -> list[int]:
+    """The fingerprints from an initial state to ``fp``, following a parent map."""
+    chain: list[int] = []
+    cur: int | None = fp
+    while cur is not None:
+        chain.append(cur)
+        cur = parents[cur]
+    chain.reverse()
+    return chain
+
+
+__all__ = ["Key", "FAULT", "TRANSITION", "ALWAYS", "Successor", "Event", "Expansion", "initial_level", "expand",
+           "count_until", "first_event_key", "sorted_new", "nth_action", "PathStep", "walk", "replay_fingerprints",
+           "replay_actions", "replay_checked", "verdicts", "parent_chain"]

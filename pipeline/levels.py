@@ -1,0 +1,95 @@
+"""What a level of a pipeline exploration yields, and where a checker would stop inside it.
+
+Shared by the in-process levels (:mod:`.explore`) and the Spark levels (:mod:`.explore_spark`),
+which compute the same :class:`LevelOutcome` by the key rules of :mod:`isrcheck.model.explore`.
+:class:`LevelJob` is what a Spark level needs of the run it belongs to.
+"""
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from isrcheck.model.explore import FAULT, Key, Successor
+
+from .session import LazySession
+from .store import RunStore
+
+
+class LevelJob(Protocol):
+    """The run a level belongs to (the :class:`~.explore.Explorer`), as a Spark level sees it."""
+
+    spec_json: str
+    run_id: str
+    store: RunStore
+    session: LazySession
+    max_states: int | None
+    broadcast_limit: int
+    partition_rows: int
+
+
+@dataclass
+class LevelStats:
+    depth: int  # the level produced
+    frontier: int  # states expanded to produce it (the previous level); 0 for level 0
+    new: int  # states of this level
+    visited: int  # distinct states after it
+    transitions: int
+    engine: str  # "init" | "local" | "spark"
+    seconds: float
+    coverage: dict[str, int] = field(default_factory=dict)
+    witnessed: list[str] = field(default_factory=list)
+
+
+@dataclass
+class Stop:
+    """Where the Checker would stop inside a level: the first violation's key and what it counted."""
+
+    key: Key
+    counted_new: int  # new states the Checker has added by then
+    violations: list[dict[str, Any]]  # descriptors, see _violation
+    transitions: int
+    coverage: Counter[str]
+    witnessed: set[str] = field(default_factory=set)  # sometimes-properties witnessed in the level by then
+    limit: str | None = None  # "states": the stop is --max-states, not a violation
+
+
+@dataclass
+class LevelOutcome:
+    new: int
+    transitions: int
+    coverage: Counter[str]
+    witnessed: set[str]
+    stop: Stop | None = None
+    fingerprints: list[int] | None = None  # new fingerprints (in-process only)
+    frontier: list[tuple[int, int, Any]] | None = None  # new (fp, rank, state) (in-process only)
+
+
+def descriptor(prop: str, kind: str, message: str, parent: int | None, fingerprint: int | None = None,
+               aidx: int | None = None, fault: bool = False) -> dict[str, Any]:
+    """A violation as data: replayed into a trace by :func:`rebuild_violation`."""
+    return {"property": prop, "kind": kind, "message": message, "parent": parent,
+            "fingerprint": fingerprint, "aidx": aidx, "fault": fault}
+
+
+def stop_from(before: int, at: list[Successor], events: list[Any], cutoff: Key, visited_before: int,
+              counted: tuple[int, Counter[str]], witnessed: set[str] | None = None, limit: str | None = None) -> Stop:
+    """The :class:`Stop` at ``cutoff``: ``before`` new states have smaller keys, ``at`` holds the
+    new state at the cutoff itself (if the step there made one), ``events`` the level's events."""
+    violations = []
+    for e in events:
+        if e.key == cutoff:
+            violations.append(descriptor(e.prop, "transition", e.message, e.parent, aidx=e.aidx,
+                                         fault=e.kind == FAULT))
+    for s in at:
+        for name in s.broken:
+            violations.append(descriptor(name, "always", "", s.parent, fingerprint=s.fingerprint))
+    return Stop(cutoff, visited_before + before + len(at), violations, counted[0], counted[1], witnessed or set(), limit)
+
+
+def states_limit(max_states: int | None, visited_before: int, new_count: int) -> int | None:
+    """The Checker's ``max_states`` stop inside a level: the position (in key order) of the new state
+    after which it holds ``max_states`` states, or None when the level ends first."""
+    if max_states is None or new_count == 0 or visited_before + new_count < max_states:
+        return None
+    return max(0, max_states - visited_before - 1)
