@@ -48,12 +48,13 @@ from isrcheck import __version__
 from isrcheck.invariants import build_model
 from isrcheck.model.actions import Action
 from isrcheck.model.checker import ModelFault
-from isrcheck.model.config import Config, ConfigError, from_mapping
+from isrcheck.model.config import Config
 from isrcheck.model.observe import observe
 from isrcheck.specs.actions import VocabularyError, action_json, action_text, actions as vocabulary, check_action
 from isrcheck.specs.observation import ObservationError
 from isrcheck.specs.observation import validate as validate_observation
 
+from .headers import header_config, short
 from .observations import field_paths, flatten, parse_path, unflatten
 from .sides import acked_of
 from .traces import parse_json
@@ -156,11 +157,6 @@ def write_log(log: EventLog, path: str | Path) -> None:
 
 
 # ---------------------------------------------------------------------------- reading
-def _short(v: Any) -> str:
-    t = repr(v)
-    return t if len(t) <= 50 else t[:47] + "..."
-
-
 def _is_int(v: Any) -> bool:
     return isinstance(v, int) and not isinstance(v, bool)
 
@@ -178,7 +174,7 @@ class _FactChecker:
             raise EventLogError(f"{where}: facts must be an object of path: value")
         for p in facts:
             if p not in self.paths:
-                raise EventLogError(f"{where}: unknown fact {_short(p)} (paths look like partitions[0].isr, "
+                raise EventLogError(f"{where}: unknown fact {short(p)} (paths look like partitions[0].isr, "
                                     f"replicas[2,0].log, acked[0]; brokers 1..{self.cfg.brokers}, "
                                     f"partitions 0..{self.cfg.partitions - 1})")
         if complete:
@@ -197,7 +193,7 @@ class _FactChecker:
         for p, ids in enumerate(acked or []):
             if not isinstance(ids, list) or not all(_is_int(x) and x >= 1 for x in ids) or ids != sorted(set(ids)):
                 raise EventLogError(f"{where}: acked[{p}] must be distinct record ids >= 1 in ascending order, "
-                                    f"got {_short(ids)}")
+                                    f"got {short(ids)}")
 
 
 def _path_of(schema_path: str, partitions: int) -> str:
@@ -215,9 +211,9 @@ def _check_header(h: Any, where: str) -> tuple[Config, dict[str, Any]]:
     if not isinstance(h, dict):
         raise EventLogError(f"{where}: the header must be a JSON object")
     if h.get("format") != FORMAT:
-        raise EventLogError(f"{where}: not an isrcheck event log (format {_short(h.get('format'))}, expected {FORMAT!r})")
+        raise EventLogError(f"{where}: not an isrcheck event log (format {short(h.get('format'))}, expected {FORMAT!r})")
     if h.get("version") != VERSION or isinstance(h.get("version"), bool):
-        raise EventLogError(f"{where}: event log version {_short(h.get('version'))} is not supported "
+        raise EventLogError(f"{where}: event log version {short(h.get('version'))} is not supported "
                             f"(this isrcheck reads version {VERSION})")
     extra = sorted(set(h) - _HEADER_KEYS)
     if extra:
@@ -227,17 +223,9 @@ def _check_header(h: Any, where: str) -> tuple[Config, dict[str, Any]]:
         raise EventLogError(f"{where}: the header lacks {', '.join(missing)}")
     if h["tool"] != "isrcheck" or not isinstance(h["tool_version"], str):
         raise EventLogError(f"{where}: tool must be \"isrcheck\" with a tool_version string")
-    if not isinstance(h["config"], dict):
-        raise EventLogError(f"{where}: config must be an object")
-    try:
-        cfg = from_mapping(h["config"])
-    except ConfigError as e:
-        raise EventLogError(f"{where}: config: {e}") from None
-    if h["generation"] != cfg.generation:
-        raise EventLogError(f"{where}: generation {_short(h['generation'])} disagrees with the configuration's "
-                            f"generation {cfg.generation.value!r}")
+    cfg = header_config(h, where, EventLogError)
     if h["facts"] not in ("delta", "partial"):
-        raise EventLogError(f"{where}: facts must be \"delta\" or \"partial\", got {_short(h['facts'])}")
+        raise EventLogError(f"{where}: facts must be \"delta\" or \"partial\", got {short(h['facts'])}")
     silent = h.get("silent", [])
     names = vocabulary()
     if not isinstance(silent, list) or not all(isinstance(x, str) for x in silent):
@@ -247,7 +235,7 @@ def _check_header(h: Any, where: str) -> tuple[Config, dict[str, Any]]:
             raise EventLogError(f"{where}: silent names unknown action {x!r}")
     k = h.get("max_silent", 0)
     if not _is_int(k) or not 0 <= k <= 64:
-        raise EventLogError(f"{where}: max_silent must be an integer in 0..64, got {_short(k)}")
+        raise EventLogError(f"{where}: max_silent must be an integer in 0..64, got {short(k)}")
     seed = h.get("seed")
     if seed is not None and not _is_int(seed):
         raise EventLogError(f"{where}: seed must be an integer or null")
@@ -272,14 +260,14 @@ def _check_event(raw: Any, where: str, cfg: Config, facts: _FactChecker, line: i
         raise EventLogError(f"{where}: unknown key {extra[0]!r}")
     seq = raw.get("seq")
     if not _is_int(seq):
-        raise EventLogError(f"{where}: seq must be an integer, got {_short(seq)}")
+        raise EventLogError(f"{where}: seq must be an integer, got {short(seq)}")
     where = f"{where} (seq {seq})"
     t = raw.get("t")
     if t is not None and not _is_int(t):
-        raise EventLogError(f"{where}: t must be an integer, got {_short(t)}")
+        raise EventLogError(f"{where}: t must be an integer, got {short(t)}")
     kind = raw.get("kind", "action")
     if kind not in KINDS:
-        raise EventLogError(f"{where}: kind must be \"action\" or \"observation\", got {_short(kind)}")
+        raise EventLogError(f"{where}: kind must be \"action\" or \"observation\", got {short(kind)}")
     action: tuple[str, tuple | None] | None = None
     if kind == "observation":
         if raw.get("action") is not None:
@@ -288,7 +276,7 @@ def _check_event(raw: Any, where: str, cfg: Config, facts: _FactChecker, line: i
         a = raw.get("action")
         if isinstance(a, dict) and set(a) == {"name"}:
             if a["name"] not in vocabulary():
-                raise EventLogError(f"{where}: unknown action {_short(a['name'])}: not in specs/actions.toml")
+                raise EventLogError(f"{where}: unknown action {short(a['name'])}: not in specs/actions.toml")
             action = (a["name"], None)
         elif a is not None:
             try:

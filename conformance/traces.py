@@ -33,12 +33,13 @@ from typing import Any
 
 from isrcheck import __version__
 from isrcheck.model.checker import Step
-from isrcheck.model.config import Config, ConfigError, from_mapping
+from isrcheck.model.config import Config
 from isrcheck.model.observe import observe
 from isrcheck.specs.actions import VocabularyError, action_json, check_action
 from isrcheck.specs.observation import ObservationError
 from isrcheck.specs.observation import validate as validate_observation
 
+from .headers import header_config, short
 from .sides import acked_of
 
 __all__ = ["FORMAT", "VERSION", "KINDS", "Trace", "TraceError", "TraceStep", "dumps_itf", "dumps_jsonl",
@@ -183,20 +184,15 @@ def parse_json(text: str) -> Any:
     return json.loads(text, object_pairs_hook=_no_dupes, parse_constant=_bad_constant)
 
 
-def _short(v: Any) -> str:
-    t = repr(v)
-    return t if len(t) <= 50 else t[:47] + "..."
-
-
 def _check_header(h: Any, where: str) -> tuple[Config, dict[str, Any]]:
     if not isinstance(h, dict):
         raise TraceError(f"{where}: the header must be a JSON object")
     fmt = h.get("format")
     if fmt != FORMAT:
-        raise TraceError(f"{where}: not an isrcheck trace (format {_short(fmt)}, expected {FORMAT!r})")
+        raise TraceError(f"{where}: not an isrcheck trace (format {short(fmt)}, expected {FORMAT!r})")
     ver = h.get("version")
     if ver != VERSION or isinstance(ver, bool):
-        raise TraceError(f"{where}: trace format version {_short(ver)} is not supported (this isrcheck reads version {VERSION})")
+        raise TraceError(f"{where}: trace format version {short(ver)} is not supported (this isrcheck reads version {VERSION})")
     extra = sorted(set(h) - _HEADER_KEYS)
     if extra:
         raise TraceError(f"{where}: unknown header key {extra[0]!r}")
@@ -206,27 +202,19 @@ def _check_header(h: Any, where: str) -> tuple[Config, dict[str, Any]]:
     if h["tool"] != "isrcheck" or not isinstance(h["tool_version"], str):
         raise TraceError(f"{where}: tool must be \"isrcheck\" with a tool_version string")
     if h["kind"] not in KINDS:
-        raise TraceError(f"{where}: kind must be one of {', '.join(KINDS)}, got {_short(h['kind'])}")
+        raise TraceError(f"{where}: kind must be one of {', '.join(KINDS)}, got {short(h['kind'])}")
     for k in ("model", "property"):
         if h.get(k) is not None and not isinstance(h[k], str):
             raise TraceError(f"{where}: {k} must be a string or null")
     seed = h.get("seed")
     if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int)):
-        raise TraceError(f"{where}: seed must be an integer or null, got {_short(seed)}")
+        raise TraceError(f"{where}: seed must be an integer or null, got {short(seed)}")
     if not isinstance(h.get("description", ""), str):
         raise TraceError(f"{where}: description must be a string")
     steps = h["steps"]
     if isinstance(steps, bool) or not isinstance(steps, int) or steps < 0:
         raise TraceError(f"{where}: steps must be an integer >= 0")
-    if not isinstance(h["config"], dict):
-        raise TraceError(f"{where}: config must be an object")
-    try:
-        cfg = from_mapping(h["config"])
-    except ConfigError as e:
-        raise TraceError(f"{where}: config: {e}") from None
-    if h["generation"] != cfg.generation:
-        raise TraceError(f"{where}: generation {_short(h['generation'])} disagrees with the configuration's "
-                         f"generation {cfg.generation.value!r}")
+    cfg = header_config(h, where, TraceError)
     return cfg, h
 
 
@@ -236,7 +224,7 @@ def _check_acked(v: Any, partitions: int, where: str) -> list[list[int]]:
     for p, ids in enumerate(v):
         if (not isinstance(ids, list) or not all(isinstance(x, int) and not isinstance(x, bool) and x >= 1 for x in ids)
                 or ids != sorted(set(ids))):
-            raise TraceError(f"{where}: acked[{p}] must be distinct record ids >= 1 in ascending order, got {_short(ids)}")
+            raise TraceError(f"{where}: acked[{p}] must be distinct record ids >= 1 in ascending order, got {short(ids)}")
     return v
 
 
@@ -248,11 +236,11 @@ def _check_step(raw: Any, index: int, cfg: Config, where: str) -> TraceStep:
         extra, missing = sorted(keys - _STEP_KEYS), sorted(_STEP_KEYS - keys)
         raise TraceError(f"{where}: " + (f"unknown key {extra[0]!r}" if extra else f"missing {', '.join(missing)}"))
     if raw["index"] != index or isinstance(raw["index"], bool):
-        raise TraceError(f"{where}: index {_short(raw['index'])} out of sequence (expected {index})")
+        raise TraceError(f"{where}: index {short(raw['index'])} out of sequence (expected {index})")
     act = raw["action"]
     if index == 0:
         if act is not None:
-            raise TraceError(f"{where}: the initial state (index 0) has no action; got {_short(act)}")
+            raise TraceError(f"{where}: the initial state (index 0) has no action; got {short(act)}")
         action = None
     else:
         try:
@@ -325,13 +313,13 @@ def _from_itf(v: Any, where: str) -> Any:
         if "#bigint" in v:
             s = v["#bigint"]
             if set(v) != {"#bigint"} or not isinstance(s, str) or not _BIGINT.match(s):
-                raise TraceError(f"{where}: malformed #bigint {_short(v)}")
+                raise TraceError(f"{where}: malformed #bigint {short(v)}")
             return int(s)
         special = sorted(k for k in v if k.startswith("#"))
         if special:
             raise TraceError(f"{where}: ITF value {special[0]!r} is not used by isrcheck traces")
         return {k: _from_itf(x, where) for k, x in v.items()}
-    raise TraceError(f"{where}: unexpected value {_short(v)}")
+    raise TraceError(f"{where}: unexpected value {short(v)}")
 
 
 def _loads_itf(doc: Any, source: str) -> Trace:
@@ -344,7 +332,7 @@ def _loads_itf(doc: Any, source: str) -> Trace:
         raise TraceError(f"{source}: #meta.format must be \"ITF\"")
     cfg, h = _check_header(meta["isrcheck"], f"{source}: #meta.isrcheck")
     if doc.get("vars") != _ITF_VARS:
-        raise TraceError(f"{source}: vars must be {_ITF_VARS}, got {_short(doc.get('vars'))}")
+        raise TraceError(f"{source}: vars must be {_ITF_VARS}, got {short(doc.get('vars'))}")
     states = doc.get("states")
     if not isinstance(states, list):
         raise TraceError(f"{source}: states must be a list")
@@ -365,7 +353,7 @@ def _loads_itf(doc: Any, source: str) -> Trace:
         taken = st["mbt::actionTaken"]
         want = "init" if action is None else (action.get("name") if isinstance(action, dict) else None)
         if taken != want:
-            raise TraceError(f"{where}: mbt::actionTaken {_short(taken)} disagrees with the action {_short(want)}")
+            raise TraceError(f"{where}: mbt::actionTaken {short(taken)} disagrees with the action {short(want)}")
         raw = {"index": i, "action": action, "observation": _from_itf(st["observation"], where),
                "acked": _from_itf(st["acked"], where)}
         steps.append(_check_step(raw, i, cfg, where))
