@@ -54,7 +54,7 @@ from isrcheck.specs.actions import VocabularyError, action_json, action_text, ac
 from isrcheck.specs.observation import ObservationError
 from isrcheck.specs.observation import validate as validate_observation
 
-from .headers import header_config, short
+from .headers import check_envelope, header_config, short
 from .observations import field_paths, flatten, parse_path, unflatten
 from .sides import acked_of
 from .traces import parse_json
@@ -210,19 +210,9 @@ def _path_of(schema_path: str, partitions: int) -> str:
 def _check_header(h: Any, where: str) -> tuple[Config, dict[str, Any]]:
     if not isinstance(h, dict):
         raise EventLogError(f"{where}: the header must be a JSON object")
-    if h.get("format") != FORMAT:
-        raise EventLogError(f"{where}: not an isrcheck event log (format {short(h.get('format'))}, expected {FORMAT!r})")
-    if h.get("version") != VERSION or isinstance(h.get("version"), bool):
-        raise EventLogError(f"{where}: event log version {short(h.get('version'))} is not supported "
-                            f"(this isrcheck reads version {VERSION})")
-    extra = sorted(set(h) - _HEADER_KEYS)
-    if extra:
-        raise EventLogError(f"{where}: unknown header key {extra[0]!r}")
-    missing = sorted(k for k in ("tool", "tool_version", "config", "generation", "facts", "initial") if k not in h)
-    if missing:
-        raise EventLogError(f"{where}: the header lacks {', '.join(missing)}")
-    if h["tool"] != "isrcheck" or not isinstance(h["tool_version"], str):
-        raise EventLogError(f"{where}: tool must be \"isrcheck\" with a tool_version string")
+    check_envelope(h, where, EventLogError, what="event log", fmt=FORMAT, version=VERSION,
+                   version_name="event log version", keys=_HEADER_KEYS,
+                   required=("tool", "tool_version", "config", "generation", "facts", "initial"))
     cfg = header_config(h, where, EventLogError)
     if h["facts"] not in ("delta", "partial"):
         raise EventLogError(f"{where}: facts must be \"delta\" or \"partial\", got {short(h['facts'])}")

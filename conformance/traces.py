@@ -39,7 +39,7 @@ from isrcheck.specs.actions import VocabularyError, action_json, check_action
 from isrcheck.specs.observation import ObservationError
 from isrcheck.specs.observation import validate as validate_observation
 
-from .headers import header_config, short
+from .headers import check_envelope, header_config, short
 from .sides import acked_of
 
 __all__ = ["FORMAT", "VERSION", "KINDS", "Trace", "TraceError", "TraceStep", "dumps_itf", "dumps_jsonl",
@@ -187,20 +187,9 @@ def parse_json(text: str) -> Any:
 def _check_header(h: Any, where: str) -> tuple[Config, dict[str, Any]]:
     if not isinstance(h, dict):
         raise TraceError(f"{where}: the header must be a JSON object")
-    fmt = h.get("format")
-    if fmt != FORMAT:
-        raise TraceError(f"{where}: not an isrcheck trace (format {short(fmt)}, expected {FORMAT!r})")
-    ver = h.get("version")
-    if ver != VERSION or isinstance(ver, bool):
-        raise TraceError(f"{where}: trace format version {short(ver)} is not supported (this isrcheck reads version {VERSION})")
-    extra = sorted(set(h) - _HEADER_KEYS)
-    if extra:
-        raise TraceError(f"{where}: unknown header key {extra[0]!r}")
-    missing = sorted(k for k in ("tool", "tool_version", "kind", "generation", "config", "steps") if k not in h)
-    if missing:
-        raise TraceError(f"{where}: the header lacks {', '.join(missing)}")
-    if h["tool"] != "isrcheck" or not isinstance(h["tool_version"], str):
-        raise TraceError(f"{where}: tool must be \"isrcheck\" with a tool_version string")
+    check_envelope(h, where, TraceError, what="trace", fmt=FORMAT, version=VERSION,
+                   version_name="trace format version", keys=_HEADER_KEYS,
+                   required=("tool", "tool_version", "kind", "generation", "config", "steps"))
     if h["kind"] not in KINDS:
         raise TraceError(f"{where}: kind must be one of {', '.join(KINDS)}, got {short(h['kind'])}")
     for k in ("model", "property"):
