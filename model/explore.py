@@ -126,6 +126,7 @@ def expand(
     fingerprint = model.fingerprint
     actions = model.actions
     next_state = model.next_state
+    legal = checks.legal
     out = Expansion()
     succ = out.successors
     coverage = out.coverage
@@ -140,8 +141,9 @@ def expand(
                 continue
             transitions += 1
             coverage[action_name(a)] += 1
-            for name in checks.broken_transition(s, t):
-                events.append(Event(TRANSITION, name, "", fp, rank, i, action_text(a)))
+            if not legal(s, t):
+                for name in checks.broken_transition(s, t):
+                    events.append(Event(TRANSITION, name, "", fp, rank, i, action_text(a)))
             tfp = fingerprint(t)
             if tfp in skip:
                 continue
@@ -153,7 +155,7 @@ def expand(
     pending = set(unwitnessed)
     for x in (sorted_new(out) if pending else succ.values()):
         x.action = action_text(x.action)
-        x.broken = checks.broken_always(x.state)
+        x.broken = [] if checks.safe(x.state) else checks.broken_always(x.state)
         if pending:
             for name in checks.witnessed(x.state, pending):
                 out.witnessed.add(name)
