@@ -8,7 +8,7 @@ NATIVE := $(VENV)/.compiled
 NATIVE_SOURCES := $(wildcard model/*.py) invariants/properties.py peers/kafka_specification/model.py setup.py isrcheck/native.py
 
 .DEFAULT_GOAL := install
-.PHONY: install check test gate-all bench bench-peer bench-impl bench-spark system-deps clean
+.PHONY: install check test gate-all bench bench-peer bench-liveness bench-impl bench-spark system-deps clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -48,6 +48,10 @@ bench: $(STAMP) $(NATIVE)
 ## bench-peer: the transcription of the public TLA+ specification against TLC's recorded figures
 bench-peer: $(STAMP) $(NATIVE)
 	$(PY) benchmarks/bench_peer.py
+
+## bench-liveness: time and memory of the liveness checker (graph, components against networkx, verdicts)
+bench-liveness: $(STAMP) $(NATIVE)
+	$(PY) benchmarks/bench_liveness.py
 
 ## bench-spark: Spark exploration against the single-process checker
 bench-spark: $(STAMP) system-deps

@@ -4,7 +4,8 @@
 
     {"format": "isrcheck-trace", "version": 1, "tool": "isrcheck", "tool_version": "0.1.0",
      "kind": "counterexample", "model": "hw-truncation-one-crash", "property": "NoCommittedWriteLost",
-     "generation": "high-watermark", "seed": null, "config": {...}, "steps": 9, "description": "..."}
+     "generation": "high-watermark", "seed": null, "config": {...}, "steps": 9, "description": "...",
+     "loop": null}
     {"index": 0, "action": null, "observation": {...}, "acked": [[]]}
     {"index": 1, "action": {"name": "Produce", "args": [1, 0]}, "observation": {...}, "acked": [[]]}
     ...
@@ -16,10 +17,18 @@ JSON arrays, records JSON objects; each state has ``"#meta": {"index": i}`` and 
 ``action`` (a variant: ``{"tag": "None", ...}`` first, then ``{"tag": "Some", "value": {"name", "args"}}``),
 ``observation`` and ``acked``. The header above sits in ``#meta`` under ``"isrcheck"``.
 
+**Lassos.** A liveness counterexample is a *lasso*: a finite path whose end repeats forever. The
+header's ``loop`` (``null`` for a trace that is not a lasso) is the index of the state where the
+loop starts: the last state equals the state at ``loop`` and the behaviour goes round the loop
+again and again; ``loop == steps`` (the last index) means the behaviour stutters at its last state
+forever. ITF carries the same index in its top-level ``"loop"`` field (ADR-015), written only for a
+lasso. Files written before ``loop`` existed have no such key and load as ``loop = None``.
+
 Loading (:func:`load_trace`, :func:`loads_trace`) is strict and never evaluates anything: JSON is
 parsed (no NaN, no duplicate keys), then the header, every action (specs/actions.toml: name, arity,
 argument types against the configuration's bounds) and every observation (specs/observation.toml)
-are validated. Any problem is a one-line :class:`TraceError` naming the file, the line or state,
+are validated, and a lasso's ``loop`` (in range, and the last observation equal to the one at
+``loop``). Any problem is a one-line :class:`TraceError` naming the file, the line or state,
 and the problem.
 """
 from __future__ import annotations
@@ -51,7 +60,7 @@ KINDS = ("counterexample", "sample", "cover", "regression", "path")
 ITF_DESCRIPTION = "https://apalache-mc.org/docs/adr/015adr-trace.html"
 MAX_BYTES = 64 * 1024 * 1024
 _HEADER_KEYS = {"format", "version", "tool", "tool_version", "kind", "model", "property", "generation", "seed",
-                "config", "steps", "description"}
+                "config", "steps", "description", "loop"}
 _STEP_KEYS = {"index", "action", "observation", "acked"}
 _ITF_VARS = ["mbt::actionTaken", "action", "observation", "acked"]
 
@@ -79,6 +88,9 @@ class Trace:
     description: str = ""
     tool_version: str = __version__
     source: str = ""  # the file it was read from, for messages
+    #: a lasso's loop start: the index in ``steps`` the last state equals (``len(steps) - 1``: the
+    #: behaviour stutters at the last state); None for a trace that is not a lasso
+    loop: int | None = None
 
     @property
     def generation(self) -> str:
@@ -89,6 +101,11 @@ class Trace:
         return [s.action for s in self.steps[1:] if s.action is not None]
 
     @property
+    def stutters(self) -> bool:
+        """A lasso whose loop is the last state alone: the behaviour stays there forever."""
+        return self.loop is not None and self.loop == len(self.steps) - 1
+
+    @property
     def label(self) -> str:
         return self.source or self.model or "trace"
 
@@ -96,19 +113,23 @@ class Trace:
         return {"format": FORMAT, "version": VERSION, "tool": "isrcheck", "tool_version": self.tool_version,
                 "kind": self.kind, "model": self.model, "property": self.prop, "generation": self.generation,
                 "seed": self.seed, "config": self.config.to_dict(), "steps": len(self.steps) - 1,
-                "description": self.description}
+                "description": self.description, "loop": self.loop}
 
 
 def trace_from_steps(steps: Sequence[Step], config: Config, *, kind: str = "path", model: str | None = None,
-                     property: str | None = None, seed: int | None = None, description: str = "") -> Trace:
-    """A trace from the model's steps (a counterexample's, a simulation's, a covering path's)."""
+                     property: str | None = None, seed: int | None = None, description: str = "",
+                     loop: int | None = None) -> Trace:
+    """A trace from the model's steps (a counterexample's, a simulation's, a covering path's, a
+    liveness lasso's: then ``loop`` is the index of the step where the loop starts)."""
     out = []
     for i, st in enumerate(steps):
         if st.state is None:  # a violation's last step that raised: nothing to observe
             break
         action = None if st.action is None else (st.action.name, tuple(st.action.args))
         out.append(TraceStep(i, action, observe(st.state), acked_of(st.state)))
-    return Trace(config, out, kind=kind, model=model, prop=property, seed=seed, description=description)
+    if loop is not None and not 0 <= loop < len(out):
+        raise TraceError(f"loop {loop} is outside the trace's {len(out)} state(s)")
+    return Trace(config, out, kind=kind, model=model, prop=property, seed=seed, description=description, loop=loop)
 
 
 # ---------------------------------------------------------------------------- writing
@@ -149,6 +170,8 @@ def dumps_itf(trace: Trace) -> str:
                      "source": f"isrcheck {trace.model or ''}".strip(),
                      "description": trace.description or f"isrcheck {trace.kind}", "isrcheck": trace.header()},
            "vars": list(_ITF_VARS), "states": states}
+    if trace.loop is not None:
+        doc["loop"] = trace.loop
     return json.dumps(doc, separators=(",", ":")) + "\n"
 
 
@@ -203,6 +226,11 @@ def _check_header(h: Any, where: str) -> tuple[Config, dict[str, Any]]:
     steps = h["steps"]
     if isinstance(steps, bool) or not isinstance(steps, int) or steps < 0:
         raise TraceError(f"{where}: steps must be an integer >= 0")
+    loop = h.get("loop")
+    if loop is not None and (isinstance(loop, bool) or not isinstance(loop, int)):
+        raise TraceError(f"{where}: loop must be an integer or null, got {short(loop)}")
+    if loop is not None and not 0 <= loop <= steps:
+        raise TraceError(f"{where}: loop {loop} is out of range (0..{steps}, the trace's state indices)")
     cfg = header_config(h, where, TraceError)
     return cfg, h
 
@@ -257,8 +285,30 @@ def _finish(cfg: Config, h: dict[str, Any], steps: list[TraceStep], source: str)
         raise TraceError(f"{source}: the trace has no initial state")
     if h["steps"] != len(steps) - 1:
         raise TraceError(f"{source}: the header announces {h['steps']} step(s), the file has {len(steps) - 1}")
+    loop = h.get("loop")
+    if loop is not None and loop < len(steps) - 1:
+        first, last = steps[loop], steps[-1]
+        if last.observation != first.observation:
+            raise TraceError(f"{source}: not a lasso: the last observation (step {last.index}) differs from the "
+                             f"observation at loop {loop}{_first_difference(first.observation, last.observation)}")
+        if last.acked != first.acked:
+            raise TraceError(f"{source}: not a lasso: acked at the last step ({last.index}) differs from acked at "
+                             f"loop {loop}")
     return Trace(cfg, steps, kind=h["kind"], model=h.get("model"), prop=h.get("property"), seed=h.get("seed"),
-                 description=h.get("description", ""), tool_version=h["tool_version"], source=source)
+                 description=h.get("description", ""), tool_version=h["tool_version"], source=source, loop=loop)
+
+
+def _first_difference(a: Any, b: Any, path: str = "") -> str:
+    """``" (at partitions[0].leader)"``: where two observations first differ, for a message."""
+    if isinstance(a, dict) and isinstance(b, dict) and set(a) == set(b):
+        for k in a:
+            if a[k] != b[k]:
+                return _first_difference(a[k], b[k], f"{path}.{k}" if path else k)
+    elif isinstance(a, list) and isinstance(b, list) and len(a) == len(b):
+        for i, (x, y) in enumerate(zip(a, b)):
+            if x != y:
+                return _first_difference(x, y, f"{path}[{i}]")
+    return f" (at {path})" if path else ""
 
 
 def _loads_jsonl(text: str, source: str) -> Trace:
@@ -320,6 +370,14 @@ def _loads_itf(doc: Any, source: str) -> Trace:
     if meta.get("format", "ITF") != "ITF":
         raise TraceError(f"{source}: #meta.format must be \"ITF\"")
     cfg, h = _check_header(meta["isrcheck"], f"{source}: #meta.isrcheck")
+    if "loop" in doc:
+        loop = doc["loop"]
+        if isinstance(loop, bool) or not isinstance(loop, int):
+            raise TraceError(f"{source}: the ITF loop must be an integer, got {short(loop)}")
+        if loop != h.get("loop"):
+            raise TraceError(f"{source}: the ITF loop {loop} disagrees with #meta.isrcheck's loop {short(h.get('loop'))}")
+    elif h.get("loop") is not None:
+        raise TraceError(f"{source}: #meta.isrcheck has loop {h['loop']} but the ITF document has no top-level loop")
     if doc.get("vars") != _ITF_VARS:
         raise TraceError(f"{source}: vars must be {_ITF_VARS}, got {short(doc.get('vars'))}")
     states = doc.get("states")

@@ -110,7 +110,8 @@ class ImplConfig:
 _MODEL_KEYS = {"brokers", "partitions", "replication_factor", "max_records", "min_insync_replicas",
                "unclean_leader_election", "hw_checkpoint", "stale_controller", "assignment", "faults",
                "operations", "name", "description", GENERATION_KEY, *GENERATION_ALIASES, "acks",
-               "detect_restarts", "fenced_controller_writes"}
+               "detect_restarts", "fenced_controller_writes",
+               "unfair"}  # the checker's fairness assumptions: nothing the implementation runs
 _IMPL_INT_KEYS = {"replica_lag_time_max_ms": (1, 600_000), "fetch_interval_ms": (0, 60_000),
                   "hw_checkpoint_interval_ms": (1, 600_000), "log_flush_interval_ms": (1, 600_000),
                   "controller_recheck_ms": (1, 600_000), "replica_fetch_wait_max_ms": (0, 60_000)}

@@ -414,6 +414,11 @@ def on_broker_startup(tx: Tx, new: frozenset[int]) -> None:
             elif state != T.NON_EXISTENT_REPLICA:
                 tx.replica_to(p, b, T.ONLINE_REPLICA)
     tx.elect_offline_and_new()
+    # a reassignment still waiting for a target replica on a broker that came starts over: the
+    # LeaderAndIsr that would create that replica was lost while the broker was down
+    for p, r in list(tx.ctx.reassign.items()):
+        if r.step == STEP_CAUGHT_UP and any(b in new for b in r.rar):
+            tx.ctx.reassign[p] = Reassignment(STEP_START)
 
 
 def op_create_topic(tx: Tx) -> str:

@@ -237,8 +237,8 @@ ALL_PROPERTIES: tuple[Property, ...] = (
              "Every partition and replica state change is in its state machine's table."),
     Property("WriteCommitted", "sometimes", _write_committed, "06-properties.md#writecommitted",
              "Some write is acknowledged."),
-    Property("ReassignmentCompletes", "sometimes", _make_reassignment_completes(Config()),
-             "06-properties.md#reassignmentcompletes",
+    Property("ReassignmentCanComplete", "sometimes", _make_reassignment_completes(Config()),
+             "06-properties.md#reassignmentcancomplete",
              "A requested reassignment finishes with AR equal to its target."),
     Property("ControllerFailoverHappens", "sometimes", _controller_failover_happens,
              "06-properties.md#controllerfailoverhappens", "A new controller takes over."),
@@ -262,7 +262,7 @@ def applicable_properties(cfg: Config) -> list[Property]:
     if cfg.max_records > 0:
         out.append(_BY_NAME["WriteCommitted"])
     if any(r.target != cfg.replicas_of(r.partition) for r in cfg.operations.reassignments):
-        out.append(_BY_NAME["ReassignmentCompletes"]._replace(check=_make_reassignment_completes(cfg)))
+        out.append(_BY_NAME["ReassignmentCanComplete"]._replace(check=_make_reassignment_completes(cfg)))
     if cfg.faults.controller_failovers > 0:
         out.append(_BY_NAME["ControllerFailoverHappens"])
     if cfg.operations.topic_deletions > 0:

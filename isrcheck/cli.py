@@ -19,6 +19,8 @@ from rich.markup import escape
 from isrcheck import __version__, manifest, render
 from isrcheck import native as _native
 from isrcheck.invariants import ALL_PROPERTIES, build_model
+from isrcheck.invariants import liveness as live
+from isrcheck.model.liveness import LivenessError
 from isrcheck.model.checker import Checker
 from isrcheck.model.parallel import search
 from isrcheck.model.config import ConfigError
@@ -30,9 +32,9 @@ from isrcheck.specs.actions import ActionSyntaxError
 from isrcheck.specs.manifest import ManifestError, select
 from isrcheck.specs.protocol import GENERATION_NAMES
 
-USER_ERRORS = (ConfigError, ManifestError, ScenarioError, ActionSyntaxError, VariantError)
+USER_ERRORS = (ConfigError, ManifestError, ScenarioError, ActionSyntaxError, VariantError, LivenessError)
 
-_DESCRIPTIONS = {p.name: p.description for p in ALL_PROPERTIES}
+_DESCRIPTIONS = {p.name: p.description for p in ALL_PROPERTIES} | dict(live.LIVENESS_DESCRIPTIONS)
 
 
 class _Main(click.Group):
@@ -99,23 +101,28 @@ def main() -> None:
               help="Force broker-symmetry reduction on or off (default: the model's choice, on where sound).")
 @click.option("--keep-going", is_flag=True, help="Do not stop at the first violation; report one per property.")
 @click.option("--property", "only", multiple=True, metavar="NAME",
-              help="Check only this safety property (repeatable; the sometimes-properties always stay).")
+              help="Check only this property (repeatable; the sometimes-properties always stay). A liveness "
+                   "property's name checks it under fairness.")
+@click.option("--liveness/--no-liveness", "liveness", default=None,
+              help="Also check every liveness property that applies, under weak fairness of the healing actions "
+                   "(default: those pinned for the model in specs/models.toml).")
 @click.option("--variant", metavar="MODULE:ATTR",
               help="A protocol variant: a Protocol subclass (or a function config -> Protocol) to check instead.")
 @click.option("--workers", type=click.IntRange(min=1, max=64), default=1, show_default=True,
-              help="Worker processes (the result, traces included, is the same as with one).")
+              help="Worker processes for the safety search (the result, traces included, is the same as with one).")
 @click.option("--peer", metavar="MODULE",
               help="Check the transcription of the public TLA+ specification instead: truncate-to-hw, "
                    "kip-101, kip-279, kip-320-first-try or kip-320.")
 @click.option("--replicas", type=int, default=None, metavar="N", help="With --peer: the number of replicas (default 2).")
 def check(name: str | None, config_file: str | None, overrides: tuple[str, ...], as_json: bool,
           max_depth: int | None, max_states: int | None, symmetry: bool | None, keep_going: bool,
-          only: tuple[str, ...], variant: str | None, workers: int, peer: str | None = None,
+          only: tuple[str, ...], liveness: bool | None, variant: str | None, workers: int, peer: str | None = None,
           replicas: int | None = None) -> None:
     """Explore every reachable state of model NAME (see `isrcheck list`) or of --config FILE."""
     if peer is not None or replicas is not None:
-        if peer is None or name is not None or config_file is not None or overrides or variant:
-            click.echo("error: --peer MODULE takes no NAME, --config, --set or --variant; --replicas needs --peer", err=True)
+        if peer is None or name is not None or config_file is not None or overrides or variant or liveness:
+            click.echo("error: --peer MODULE takes no NAME, --config, --set, --variant or --liveness; "
+                       "--replicas needs --peer", err=True)
             _exit(2)
         from isrcheck.cli_peer import check_peer
 
@@ -124,16 +131,32 @@ def check(name: str | None, config_file: str | None, overrides: tuple[str, ...],
     target = manifest.resolve(name, config_file, overrides)
     symmetry = target.symmetry if symmetry is None else symmetry
     _warn_symmetry(target.config, symmetry)
-    properties = list(only) if only else (list(target.properties) if target.properties else None)
+    safety_only = [n for n in only if n not in live.LIVENESS_NAMES]
+    liveness_only = [n for n in only if n in live.LIVENESS_NAMES]
+    if only:
+        properties: list[str] | None = safety_only
+    else:
+        properties = list(target.properties) if target.properties else None
+    wanted = _liveness_wanted(target, liveness, liveness_only, bool(only))
     protocol = load_variant(variant)(target.config) if variant else None
     model = build_model(target.config, protocol=protocol, symmetry=symmetry, properties=properties)
+    live_props = live.applicable_liveness(target.config, wanted) if wanted != [] else []  # bad names fail early
     if protocol is not None:
         target = dataclasses.replace(target, label=f"{target.label} [{variant}]")
     with render.progress_status(_show_progress(as_json), f"checking {target.label}") as progress:
         result = search(model, workers=workers, max_depth=max_depth, max_states=max_states,
                         stop_on_first=not keep_going, progress=progress)
+        lres = None
+        if live_props:
+            if progress is not None:
+                progress.set_label(f"liveness of {target.label}")
+            lres = live.check(target.config, [p.name for p in live_props], protocol=protocol, max_states=max_states,
+                              max_depth=max_depth, progress=progress)
     if as_json:
-        _emit_json(render.result_to_json(target.label, target.config, result))
+        out = render.result_to_json(target.label, target.config, result)
+        if lres is not None:
+            out["liveness"] = render.liveness_to_json(lres)
+        _emit_json(out)
     else:
         console = render.make_console()
         console.print(f"[bold]{escape(target.label)}[/bold]  {escape(render.config_line(target.config))}"
@@ -141,8 +164,32 @@ def check(name: str | None, config_file: str | None, overrides: tuple[str, ...],
         for v in result.violations:
             render.print_wide(console, render.violation_table(v, _DESCRIPTIONS.get(v.property, "")))
             console.print()
-        _print(console, render.check_summary(target.label, result))
-    _exit(0 if result.outcome == "success" else 1)
+        if lres is not None:
+            for lv in lres.verdicts:
+                if lv.violation is not None:
+                    render.print_wide(console, render.violation_table(lv.violation, _DESCRIPTIONS.get(lv.property, "")))
+                    console.print()
+        _print(console, render.check_summary(target.label, result, safety_selected=not only or bool(safety_only)))
+        if lres is not None:
+            _print(console, render.liveness_summary(target.label, lres))
+    live_ok = lres is None or all(v.holds for v in lres.verdicts)
+    _exit(0 if result.outcome == "success" and live_ok else 1)
+
+
+def _liveness_wanted(target: Any, flag: bool | None, named: list[str], chosen: bool) -> list[str] | None:
+    """Which liveness properties a check asks for: those named with --property, else every
+    applicable one (--liveness, returned as None), none (--no-liveness, or --property naming only
+    safety properties), or by default those the manifest pins for the model."""
+    if named:
+        if flag is False:
+            raise ConfigError("--no-liveness contradicts --property " + ", ".join(named))
+        return named
+    if flag is True:
+        return None
+    if flag is False or target.entry is None or chosen:
+        return []
+    # the pins of the model, less those an override (--set) made meaningless
+    return [e.property for e in target.entry.liveness if live.applies(e.property, target.config)]
 
 
 # ---------------------------------------------------------------------------- simulate
@@ -223,6 +270,9 @@ def list_models(as_json: bool) -> None:
             {
                 "name": e.name, "description": e.description, "gate": e.gate, "expect": e.expect,
                 "property": e.property, "length": e.length, "states": e.states, "symmetry": e.symmetry,
+                "liveness": {x.property: "holds" if x.holds else {"length": x.length, "loop": x.loop,
+                                                                    "expected": x.expected}
+                             for x in e.liveness},
                 "config": e.config.to_dict(),
             }
             for e in entries
@@ -242,9 +292,21 @@ def _gate_row_json(row: dict[str, Any]) -> dict[str, Any]:
             "states": r.distinct_states, "depth": r.depth, "seconds": round(r.seconds, 6),
             "unwitnessed": list(r.unwitnessed),
         }
+    lres = row.get("liveness")
+    if found is not None and lres is not None:
+        found["liveness"] = {
+            v.property: ("unknown" if v.holds is None else "holds" if v.holds else
+                         {"length": v.violation.length, "loop": v.violation.loop, "instance": v.lasso.instance})
+            for v in lres.verdicts}
+        found["liveness_graph"] = {"states": lres.states, "edges": lres.edges, "bytes": lres.bytes,
+                                   "seconds": round(lres.seconds, 6)}
+    expected: dict[str, Any] = {"outcome": e.expect, "property": e.property, "length": e.length, "states": e.states}
+    if e.liveness:
+        expected["liveness"] = {x.property: "holds" if x.holds else
+                                {"length": x.length, "loop": x.loop, "expected": x.expected} for x in e.liveness}
     return {
         "model": e.name,
-        "expected": {"outcome": e.expect, "property": e.property, "length": e.length, "states": e.states},
+        "expected": expected,
         "found": found,
         "verdict": "FAIL" if row["mismatches"] else "PASS",
         "mismatches": row["mismatches"],
@@ -274,10 +336,14 @@ def gate(names: tuple[str, ...], everything: bool, as_json: bool) -> None:
                                     properties=list(e.properties) if e.properties else None)
                 result = Checker(model, progress=progress).run()
                 mismatches = manifest.compare(e, result)
+                lres = None
+                if e.liveness:
+                    lres = live.check(e.config, [x.property for x in e.liveness], progress=progress)
+                    mismatches += manifest.compare_liveness(e, lres)
             except Exception as ex:  # noqa: BLE001 - one broken model must not hide the others
-                result = None
+                result = lres = None
                 mismatches = [f"crashed: {type(ex).__name__}: {ex} (run `isrcheck check {e.name}` for the traceback)"]
-            rows.append({"entry": e, "result": result, "mismatches": mismatches})
+            rows.append({"entry": e, "result": result, "liveness": lres, "mismatches": mismatches})
     seconds = time.perf_counter() - start
     failed = [r for r in rows if r["mismatches"]]
     if as_json:

@@ -1,6 +1,7 @@
 """``isrcheck conform``, ``isrcheck validate`` and ``isrcheck traces``: the conformance commands.
 
     isrcheck traces export MODEL --out FILE [--format jsonl|itf] [--samples N --seed S --max-depth D]
+    isrcheck traces export MODEL --out FILE --property NAME   (a safety counterexample or a liveness lasso)
     isrcheck traces show TRACE
     isrcheck conform TRACE... [--against trace|model|both] [--ignore PATH]
     isrcheck conform --model NAME [--model NAME ...] [--cover edges|states|depth --depth K]
@@ -26,17 +27,19 @@ from isrcheck import manifest, render
 from isrcheck.conformance import report
 from isrcheck.conformance.cover import GraphTooLarge, cover
 from isrcheck.conformance.eventlog import EventLogError, load_log, record_simulator, validate_log, write_log
-from isrcheck.conformance.export import export
+from isrcheck.conformance.export import ExportError, export
 from isrcheck.conformance.replay import conform_trace
 from isrcheck.conformance.selflog import validate_selflogs
 from isrcheck.conformance.traces import TraceError, load_trace, trace_from_steps, write_trace
 from isrcheck.model.config import ConfigError
+from isrcheck.model.liveness import LivenessError
 from isrcheck.specs.actions import VocabularyError, action_text
 from isrcheck.specs.manifest import ManifestError
 
 __all__ = ["conform", "traces", "validate"]
 
-_ERRORS = (TraceError, EventLogError, VocabularyError, ConfigError, ManifestError, GraphTooLarge)
+_ERRORS = (TraceError, EventLogError, VocabularyError, ConfigError, ManifestError, GraphTooLarge, ExportError,
+           LivenessError)
 
 
 def _one_line(e: BaseException) -> str:
@@ -270,16 +273,32 @@ def traces() -> None:
 @click.option("--seed", type=int, default=0, show_default=True, help="Seed of the random paths.")
 @click.option("--max-depth", type=click.IntRange(min=1, max=10_000), default=30, show_default=True,
               help="Longest random path, in actions.")
+@click.option("--property", "prop", metavar="NAME", default=None,
+              help="Write this property's counterexample only: a safety property's shortest one, or a "
+                   "liveness property's lasso (loop marked in the file); an error if it holds.")
 @_user_errors
 def export_cmd(name: str, out: str, fmt: str | None, overrides: tuple[str, ...], samples: int, seed: int,
-               max_depth: int) -> None:
+               max_depth: int, prop: str | None) -> None:
     """Write MODEL's shortest counterexample to --out; when every property holds, write --samples
-    seeded random paths instead."""
+    seeded random paths instead. With --property NAME, write NAME's counterexample (for a liveness
+    property a lasso: a path whose end repeats forever); exit 2 when NAME holds."""
     tg = manifest.resolve(name, None, overrides)
-    res = export(tg, out, fmt, n=samples, seed=seed, max_depth=max_depth)
+    res = export(tg, out, fmt, n=samples, seed=seed, max_depth=max_depth, property=prop)
     for f, t in zip(res.files, res.traces):
-        what = f"{t.prop} counterexample" if res.kind == "counterexample" else "sample path"
+        if res.kind == "lasso":
+            what = f"{t.prop} lasso, {_loop_text(t)}"
+        elif res.kind == "counterexample":
+            what = f"{t.prop} counterexample"
+        else:
+            what = "sample path"
         click.echo(f"wrote {f}: {what}, {len(t.steps) - 1} step(s)")
+
+
+def _loop_text(t: Any) -> str:
+    """How a lasso trace goes on forever: ``loop back to step N`` or ``stutters at the last state``."""
+    if t.stutters:
+        return "stutters at the last state"
+    return f"loop back to step {t.loop}" + (" (the initial state)" if t.loop == 0 else "")
 
 
 @traces.command("show", short_help="Validate a trace file and list its actions.")
@@ -293,6 +312,9 @@ def show_cmd(path: str, as_json: bool) -> None:
         _emit({**t.header(), "actions": [action_text(n, a) for n, a in t.actions]})
         return
     click.echo(f"{path}: {t.kind} of {t.model or 'a configuration'}, generation {t.generation}, "
-               f"{len(t.steps) - 1} step(s)" + (f", breaks {t.prop}" if t.prop else ""))
+               f"{len(t.steps) - 1} step(s)" + (f", breaks {t.prop}" if t.prop else "")
+               + (f", a lasso: {_loop_text(t)}" if t.loop is not None else ""))
     for s in t.steps[1:]:
         click.echo(f"  {s.index:3d}  {action_text(*s.action)}")  # type: ignore[misc]
+    if t.loop is not None:
+        click.echo(f"       then {_loop_text(t)}, forever")

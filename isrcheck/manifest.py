@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from isrcheck.invariants import property_names
+from isrcheck.invariants.liveness import LIVENESS_NAMES
 from isrcheck.model.config import Config, ConfigError, apply_overrides, from_mapping, parse_override
 from isrcheck.specs import manifest as models
 from isrcheck.specs.manifest import ModelEntry, Target
@@ -28,6 +29,9 @@ class _ModelReader:
 
     def property_names(self) -> list[str]:
         return property_names()
+
+    def liveness_names(self) -> list[str]:
+        return list(LIVENESS_NAMES)
 
 
 MODEL_READER = _ModelReader()
@@ -114,3 +118,25 @@ def compare(entry: ModelEntry[Any], result: Any) -> list[str]:
             f"update states for {entry.name!r} in specs/models.toml and give the reason in the commit message"
         )
     return out
+
+
+def compare_liveness(entry: ModelEntry[Any], result: Any) -> list[str]:
+    """How a liveness result (a LivenessResult) differs from the entry's ``[model.liveness]`` pins."""
+    found = {v.property: v for v in result.verdicts}
+    out: list[str] = []
+    for want in entry.liveness:
+        v = found.get(want.property)
+        if v is None or v.holds is None:
+            out.append(f"liveness {want.property}: no verdict (the graph is incomplete)")
+            continue
+        if want.holds and not v.holds:
+            out.append(f"liveness {want.property}: expected to hold, found broken ({v.lasso.instance}) by a lasso of "
+                       f"{v.violation.length} steps, loop from {v.violation.loop}")
+        elif not want.holds and v.holds:
+            out.append(f"liveness {want.property}: expected broken in {want.length} (loop from {want.loop}), found it holds")
+        elif not want.holds:
+            if v.violation.length != want.length or v.violation.loop != want.loop:
+                out.append(f"liveness {want.property}: expected a lasso of {want.length} steps looping from {want.loop}, "
+                           f"found {v.violation.length} looping from {v.violation.loop}")
+    return out
+

@@ -41,6 +41,7 @@ COMPILED_MODULES: tuple[str, ...] = (
     "isrcheck.model.explore",
     "isrcheck.model.checker",
     "isrcheck.model.parallel",
+    "isrcheck.model.liveness",
     "isrcheck.invariants.properties",
     "isrcheck.peers.kafka_specification.model",
 )

@@ -34,6 +34,7 @@ from isrcheck.model.state import (
 from isrcheck.model.tables import PartitionState, ReplicaState
 
 CHANGED = "bold yellow"
+LOOP_MARK = "\u21ba"  # the row where a lasso's loop starts
 DEAD = "red"
 OUTCOME_STYLE = {
     "success": "bold green",
@@ -237,12 +238,34 @@ def trace_to_json(trace: Sequence[Step]) -> list[dict[str, Any]]:
 
 
 def violation_to_json(v: Violation) -> dict[str, Any]:
-    return {
+    out = {
         "property": v.property,
         "kind": v.kind,
         "message": v.message,
         "length": v.length,
         "trace": trace_to_json(v.trace),
+    }
+    if v.kind == "liveness":
+        out["loop"] = v.loop  # the step the last one goes back to (== length: it stutters there)
+    return out
+
+
+def liveness_to_json(result: Any) -> dict[str, Any]:
+    """A LivenessResult as plain data (the ``liveness`` object of ``check --json``)."""
+    return {
+        "fairness": list(result.fairness),
+        "complete": result.complete,
+        "states": result.states,
+        "edges": result.edges,
+        "bytes": result.bytes,
+        "seconds": _round(result.seconds),
+        "verdicts": [
+            {"property": v.property,
+             "verdict": "unknown" if v.holds is None else ("holds" if v.holds else "broken"),
+             "instance": v.lasso.instance if v.lasso is not None else None,
+             "violation": violation_to_json(v.violation) if v.violation is not None else None}
+            for v in result.verdicts
+        ],
     }
 
 
@@ -331,10 +354,11 @@ def _headers(s: State) -> list[str]:
     return heads
 
 
-def trace_table(trace: Sequence[Step], title: str = "", caption: str = "") -> Table:
+def trace_table(trace: Sequence[Step], title: str = "", caption: str = "", loop: int | None = None) -> Table:
     """One row per step: the action, each partition's AR/leader/ISR/epoch/acknowledged writes (from
     ZooKeeper and the ghost), and each replica's log, LEO and HW. Changed cells are highlighted,
-    a dead broker's cells are red."""
+    a dead broker's cells are red. ``loop`` (a lasso's): the row where the loop starts is marked,
+    and a last row says the behaviour goes back there, or stutters, forever."""
     first = next(st.state for st in trace if st.state is not None)
     heads = _headers(first)
     table = Table(title=title or None, caption=caption or None, box=box.SIMPLE_HEAD, pad_edge=False,
@@ -361,8 +385,15 @@ def trace_table(trace: Sequence[Step], title: str = "", caption: str = "") -> Ta
             elif dead[i]:
                 style = DEAD
             row.append(Text(c, style=style))
-        table.add_row(str(n), action, *row)
+        number = str(n)
+        if loop is not None and n == loop:
+            number = f"{LOOP_MARK} {n}"
+        table.add_row(Text(number, style="bold magenta" if loop is not None and n == loop else ""), action, *row)
         prev = cells
+    if loop is not None:
+        last = len(trace) - 1
+        what = "(stutters forever)" if loop == last else f"(back to step {loop}, forever)"
+        table.add_row(Text(LOOP_MARK, style="bold magenta"), Text(what, style="bold magenta"))
     return table
 
 
@@ -382,6 +413,12 @@ def print_wide(console: Console, renderable: RenderableType) -> None:
 
 
 def violation_title(v: Violation) -> str:
+    if v.kind == "liveness" and v.loop is not None:
+        stem = v.loop
+        cycle = v.length - v.loop
+        shape = ("then it stutters forever" if cycle == 0
+                 else f"then a loop of {cycle} step{'s' if cycle != 1 else ''} repeats forever")
+        return f"Lasso: {v.property} broken: a stem of {stem} step{'s' if stem != 1 else ''}, {shape}"
     what = "illegal transition" if v.kind == "transition" and v.trace and v.trace[-1].state is None else "violated"
     return f"Counterexample: {v.property} {what} after {v.length} step{'s' if v.length != 1 else ''}"
 
@@ -391,7 +428,9 @@ def violation_table(v: Violation, description: str = "") -> Table:
     if v.message:
         caption = f"{caption}\n{v.message}" if caption else v.message
     caption = (caption + "\n" if caption else "") + "yellow: changed since the previous step; red: broker down"
-    return trace_table(v.trace, title=violation_title(v), caption=caption)
+    if v.kind == "liveness":
+        caption += f"; {LOOP_MARK}: where the loop starts"
+    return trace_table(v.trace, title=violation_title(v), caption=caption, loop=v.loop)
 
 
 # ============================================================================ summaries
@@ -420,7 +459,7 @@ def _grid() -> Table:
     return grid
 
 
-def _verdict_line(label: str, result: Any, simulated: bool) -> Text:
+def _verdict_line(label: str, result: Any, simulated: bool, safety_selected: bool = True) -> Text:
     line = Text(f"{label}: ")
     line.append_text(outcome_text(result.outcome, simulated))
     if result.outcome == "safety_failure" and result.violations:
@@ -434,13 +473,16 @@ def _verdict_line(label: str, result: Any, simulated: bool) -> Text:
         line.append(f" - stopped at the {getattr(result, 'limit_hit', None) or 'search'} limit; nothing is proved")
     elif simulated:
         line.append(" (simulation: this proves nothing)")
+    elif not safety_selected:
+        line.append(" - no safety property was selected; the sometimes-properties were witnessed")
     else:
-        line.append(" - every property holds")
+        line.append(" - every safety property holds")
     return line
 
 
-def check_summary(label: str, result: CheckResult) -> list[RenderableType]:
-    """Coverage, figures and the verdict (last, so it is the line a user sees)."""
+def check_summary(label: str, result: CheckResult, safety_selected: bool = True) -> list[RenderableType]:
+    """Coverage, figures and the verdict (last, so it is the line a user sees). ``safety_selected``
+    False: --property named only liveness properties, so no safety verdict is claimed."""
     out: list[RenderableType] = [coverage_table(result.coverage)]
     grid = _grid()
     grid.add_row("distinct states", f"{result.distinct_states:,}")
@@ -454,7 +496,31 @@ def check_summary(label: str, result: CheckResult) -> list[RenderableType]:
         grid.add_row("never witnessed", Text(", ".join(result.unwitnessed), style="magenta"))
     out.append(grid)
     out.append(Text())
-    out.append(_verdict_line(label, result, simulated=False))
+    out.append(_verdict_line(label, result, simulated=False, safety_selected=safety_selected))
+    return out
+
+
+def liveness_summary(label: str, result: Any) -> list[RenderableType]:
+    """The fairness assumed, the graph's cost and one line per liveness property."""
+    out: list[RenderableType] = []
+    grid = _grid()
+    grid.add_row("fairness", "; ".join(result.fairness) or "none")
+    per_gib = (2**30 / (result.bytes / max(result.states, 1))) if result.bytes else 0
+    grid.add_row("liveness graph", f"{result.states:,} states, {result.edges:,} edges, "
+                 f"{result.bytes / 2**20:.1f} MiB (~{per_gib / 1e6:.1f} M states/GiB), {result.seconds:.2f} s")
+    out.append(grid)
+    for v in result.verdicts:
+        line = Text(f"{label}: ")
+        if v.holds is None:
+            line.append("LIVENESS UNKNOWN", style="bold yellow")
+            line.append(f" - {v.property}: the graph was cut by a limit; nothing is proved")
+        elif v.holds:
+            line.append("HOLDS", style="bold green")
+            line.append(f" - {v.property}")
+        else:
+            line.append("LIVENESS FAILURE", style="bold red")
+            line.append(f" - {v.property} broken ({v.lasso.instance}), lasso of {v.violation.length} steps")
+        out.append(line)
     return out
 
 
@@ -486,23 +552,48 @@ def manifest_table(entries: Sequence[Any]) -> Table:
     table.add_column("property", no_wrap=True)
     table.add_column("length", justify="right")
     table.add_column("states", justify="right")
+    table.add_column("liveness", no_wrap=True)
     table.add_column("description", overflow="fold")
     for e in entries:
+        pins = getattr(e, "liveness", ())
+        held = sum(1 for x in pins if x.holds)
+        live = Text(f"{held} hold" if held else "", style="green")
+        if len(pins) - held:
+            live.append((", " if held else "") + f"{len(pins) - held} broken", style="red")
         table.add_row(
             e.name, e.gate,
             Text(e.expect, style="green" if e.expect == "success" else "red"),
             e.property or "", "" if e.length is None else str(e.length),
             "" if e.states is None else f"{e.states:,}",
+            live,
             e.description,
         )
     return table
 
 
 def expectation(entry: Any) -> str:
-    """A manifest entry's expectation, short: ``success``, ``success, 245 states``, ``NoCommittedWriteLost in 8``."""
+    """A manifest entry's expectation, short: ``success``, ``success, 245 states``, ``NoCommittedWriteLost in 8``,
+    then one line per pinned liveness verdict."""
     if entry.expect == "safety_failure":
-        return f"{entry.property} in {entry.length}"
-    return "success" if entry.states is None else f"success, {entry.states:,} states"
+        text = f"{entry.property} in {entry.length}"
+    else:
+        text = "success" if entry.states is None else f"success, {entry.states:,} states"
+    for x in getattr(entry, "liveness", ()):
+        text += "\n" + x.text()
+    return text
+
+
+def _liveness_found(lres: Any) -> str:
+    out = []
+    for v in lres.verdicts:
+        if v.holds is None:
+            out.append(f"{v.property} unknown")
+        elif v.holds:
+            out.append(f"{v.property} holds")
+        else:
+            n, loop = v.violation.length, v.violation.loop
+            out.append(f"{v.property} broken in {n} ({'stutters' if loop == n else f'loop from {loop}'})")
+    return "\n".join(out)
 
 
 def found_text(result: Any) -> Text:
@@ -534,10 +625,13 @@ def gate_table(rows: Sequence[dict[str, Any]]) -> Table:
             if entry.expect == "success" and entry.states is None and result.outcome == "success":
                 states.append("*", style="dim")
                 unpinned = True
+        found = found_text(result)
+        if row.get("liveness") is not None:
+            found.append("\n" + _liveness_found(row["liveness"]))
         table.add_row(
             entry.name,
             expectation(entry),
-            found_text(result),
+            found,
             states,
             "-" if result is None else f"{result.seconds:.2f}",
             Text("PASS", style="bold green") if not row["mismatches"] else Text("FAIL", style="bold red"),

@@ -75,6 +75,9 @@ class Config:
     detect_restarts: bool = False  # the controller notices a quick restart (Kafka 2.2+)
     fenced_controller_writes: bool = False  # ZooKeeper refuses a deposed controller's writes (2.1+)
     assignment: tuple[tuple[int, ...], ...] = ()
+    #: healing actions whose weak fairness liveness checks do not assume: an action name (every
+    #: instance) or one instance's text, "Restart(3)" (specs/06-properties.md, "Liveness")
+    unfair: tuple[str, ...] = ()
     faults: Faults = field(default_factory=Faults)
     operations: Operations = field(default_factory=Operations)
 
@@ -99,6 +102,7 @@ class Config:
         d = dataclasses.asdict(self)
         d["generation"] = self.generation.value
         d["assignment"] = [list(a) for a in self.assignment]
+        d["unfair"] = list(self.unfair)
         d["operations"]["reassignments"] = [
             {"partition": r.partition, "target": list(r.target)} for r in self.operations.reassignments
         ]
@@ -177,6 +181,8 @@ def from_mapping(raw: dict[str, Any]) -> Config:
     else:
         assignment = default_assignment(brokers, partitions, rf)
 
+    unfair = _unfair(raw.get("unfair", []), brokers, partitions)
+
     f = _table("faults", raw.get("faults", {}))
     _unknown("faults.", set(f), _FAULT_KEYS)
     faults = Faults(**{k: _int(f"faults.{k}", v, 0, 16) for k, v in f.items()})
@@ -216,9 +222,36 @@ def from_mapping(raw: dict[str, Any]) -> Config:
         detect_restarts=detect_restarts,
         fenced_controller_writes=fenced_writes,
         assignment=assignment,
+        unfair=unfair,
         faults=faults,
         operations=ops,
     )
+
+
+def _unfair(value: Any, brokers: int, partitions: int) -> tuple[str, ...]:
+    """The ``unfair`` list: each entry a fair action's name or one of its instances, as text."""
+    from isrcheck.specs.actions import ActionSyntaxError, VocabularyError, action_text, check_action, fair_actions
+    from isrcheck.specs.actions import read_text
+
+    if not isinstance(value, list) or not all(isinstance(x, str) for x in value):
+        raise ConfigError(f"unfair must be a list of action names or instances such as 'Restart(3)', got {value!r}")
+    fair = fair_actions()
+    out: list[str] = []
+    for text in value:
+        if "(" not in text:
+            if text not in fair:
+                raise ConfigError(f"unfair: {text!r} is not a fair action (fair: {', '.join(fair)})")
+            out.append(text)
+            continue
+        try:
+            name, args = read_text(text)
+            check_action({"name": name, "args": list(args)}, brokers, partitions)
+        except (ActionSyntaxError, VocabularyError) as e:
+            raise ConfigError(f"unfair: {e}") from None
+        if name not in fair:
+            raise ConfigError(f"unfair: {name!r} is not a fair action (fair: {', '.join(fair)})")
+        out.append(action_text(name, args))
+    return tuple(out)
 
 
 def _generation(raw: dict[str, Any]) -> Generation:

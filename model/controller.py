@@ -232,6 +232,19 @@ def on_broker_startup(w: World, c: ControllerWork, new: int) -> None:
             elif state != RS.NON_EXISTENT:
                 replica_to(w, c, p, b, RS.ONLINE)
     _elect_offline_and_new(w, c)
+    resume_reassignments_on(c, new)
+
+
+def resume_reassignments_on(c: ControllerWork, new: int) -> None:
+    """Restart, from its first step, every reassignment still waiting for a target replica on a
+    broker that came (onPartitionReassignment called again, as onBrokerStartup does): the
+    LeaderAndIsr that would create the replica was dropped while the broker was down, and a
+    NewReplica moving to OnlineReplica sends none, so without the restart it would wait forever.
+    Only a reassignment waiting at the caught-up step: one whose step 2 or 3 is still to come sends
+    that LeaderAndIsr itself."""
+    for p, step in enumerate(c.reassign_step):
+        if step == STEP_CAUGHT_UP and any(new >> b & 1 for b in c.reassign_new[p]):
+            c.reassign_step[p] = STEP_START
 
 
 def _elect_offline_and_new(w: World, c: ControllerWork) -> None:

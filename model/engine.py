@@ -22,7 +22,7 @@ from typing import Any, Literal, NamedTuple, Protocol, TypeVar
 S = TypeVar("S", bound=Hashable)
 A = TypeVar("A")
 
-Kind = Literal["always", "sometimes", "transition"]
+Kind = Literal["always", "sometimes", "transition", "liveness"]
 
 
 class Property(NamedTuple):
@@ -68,6 +68,9 @@ class Violation:
     kind: Kind
     trace: list[Step]
     message: str = ""
+    #: liveness only: the index in ``trace`` where the loop starts (the last state equals it, or
+    #: the behaviour stutters at the last state when ``loop == len(trace) - 1``)
+    loop: int | None = None
 
     @builtins.property  # the field above is called ``property``
     def length(self) -> int:

@@ -270,13 +270,21 @@ def walk(model: Model[Any, Any], rng: random.Random, max_depth: int, checks: Che
 
 
 # --------------------------------------------------------------------------- a replay
-def replay_fingerprints(model: Model[Any, Any], chain: Sequence[int]) -> list[Step]:
-    """Rebuild concrete states along a chain of fingerprints by replaying actions."""
+def replay_fingerprints(model: Model[Any, Any], chain: Sequence[int],
+                        allowed: Callable[[int, Any], bool] | None = None) -> list[Step]:
+    """Rebuild concrete states along a chain of fingerprints by replaying actions.
+
+    ``allowed(i, action)``, if given, says which actions may take step ``i`` (1-based), when
+    more than one action leads to the same state and the caller needs a particular one.
+    """
     fingerprint = model.fingerprint
     state = next(s for s in model.init_states() if fingerprint(s) == chain[0])
     steps = [Step(None, state)]
-    for want in chain[1:]:
+    for i in range(1, len(chain)):
+        want = chain[i]
         for a in model.actions(state):
+            if allowed is not None and not allowed(i, a):
+                continue
             try:
                 t = model.next_state(state, a)
             except ModelFault:

@@ -7,6 +7,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from isrcheck.specs.actions import fair_actions
+
 from .actions import Action, apply, enabled_actions, initial_controller
 from .brokersets import mask_of
 from .checker import ModelFault, Property
@@ -81,6 +83,10 @@ class KafkaModel:
         self.config = protocol.config
         self._properties = list(properties)
         self.symmetry = symmetry
+        unfair = set(protocol.config.unfair)
+        #: the healing actions assumed weakly fair (specs/actions.toml), less those the config drops
+        self.fair_names = frozenset(fair_actions()) - unfair
+        self._unfair_instances = frozenset(u for u in unfair if "(" in u)
 
     def init_states(self) -> list[State]:
         return [initial_state(self.protocol)]
@@ -101,6 +107,26 @@ class KafkaModel:
     def state_codec(self) -> StateCodec:
         """The binary codec of :class:`State` (the parallel workers move states with it)."""
         return kafka_state_codec()
+
+    def fair_key(self, action: Action) -> Action | None:
+        """The fairness instance of ``action`` (the action itself, as in ``WF_vars(Fetch(2, 0))``),
+        or None when no fairness is assumed for it."""
+        if action.name not in self.fair_names:
+            return None
+        if self._unfair_instances and str(action) in self._unfair_instances:
+            return None
+        return action
+
+    def fairness_assumptions(self) -> list[str]:
+        """The fairness this model assumes, in words, for the output of a liveness check."""
+        fair = [a for a in fair_actions() if a in self.fair_names]
+        out = [f"weak fairness of every instance of {', '.join(fair)}"] if fair else ["no fairness"]
+        dropped = [u for u in self.config.unfair if "(" not in u]
+        if dropped:
+            out.append(f"not assumed for {', '.join(dropped)} (unfair)")
+        if self._unfair_instances:
+            out.append(f"not assumed for the instances {', '.join(sorted(self._unfair_instances))} (unfair)")
+        return out
 
     def fingerprint(self, state: State) -> int:
         if self.symmetry:

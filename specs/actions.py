@@ -33,7 +33,7 @@ from .protocol import STEP_INFO
 
 __all__ = [
     "ACTORS", "ARG_TYPES", "ActionSpec", "ActionSyntaxError", "VocabularyError",
-    "action_arity", "action_json", "action_text", "actions", "arg_problem", "check_action", "entry_problems",
+    "action_arity", "action_json", "fair_actions", "action_text", "actions", "arg_problem", "check_action", "entry_problems",
     "load_actions", "read_json", "read_text",
 ]
 
@@ -56,6 +56,7 @@ class ActionSpec:
     actor: str
     args: tuple[tuple[str, str], ...]  # (name, type) in order
     budget: str | None
+    fairness: str | None = None  # "weak": a healing action, weakly fair when liveness is checked
 
     @property
     def arity(self) -> int:
@@ -71,7 +72,7 @@ def load_actions() -> dict[str, dict[str, Any]]:
 def actions() -> dict[str, ActionSpec]:
     """Name -> :class:`ActionSpec`, in the file's order."""
     return {name: ActionSpec(name, a["actor"], tuple((x["name"], x["type"]) for x in a.get("args", [])),
-                             a.get("budget"))
+                             a.get("budget"), a.get("fairness"))
             for name, a in load_actions().items()}
 
 
@@ -81,7 +82,7 @@ def action_arity(name: str) -> int:
 
 
 _ANCHOR = re.compile(r"^0[0-7]-[a-z-]+\.md#[a-z0-9-]+$")
-_ENTRY_KEYS = {"name", "actor", "args", "summary", "spec", "budget"}
+_ENTRY_KEYS = {"name", "actor", "args", "summary", "spec", "budget", "fairness"}
 
 
 def entry_problems(entry: Mapping[str, Any]) -> list[str]:
@@ -104,7 +105,16 @@ def entry_problems(entry: Mapping[str, Any]) -> list[str]:
         out.append(f"{name}: summary must be one non-empty line")
     if not isinstance(entry.get("spec"), str) or not _ANCHOR.match(entry["spec"]):
         out.append(f"{name}: spec must look like '05-replication.md#fetch'")
+    if entry.get("fairness", "weak") != "weak":
+        out.append(f"{name}: fairness must be \"weak\" when given")
+    if "fairness" in entry and (entry.get("actor") in ("admin",) or "budget" in entry):
+        out.append(f"{name}: a budgeted action or an administrator's request is never fair")
     return out
+
+
+def fair_actions() -> tuple[str, ...]:
+    """The healing actions (``fairness = "weak"``), in the file's order."""
+    return tuple(name for name, a in actions().items() if a.fairness == "weak")
 
 
 # ---------------------------------------------------------------------------- argument kinds

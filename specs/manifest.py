@@ -18,7 +18,8 @@ from typing import Any, Generic, Protocol, TypeVar
 
 from . import load as load_data
 
-__all__ = ["EXPECTS", "GATES", "MANIFEST", "ManifestError", "ModelEntry", "Reader", "Target", "UnknownModel",
+__all__ = ["EXPECTS", "GATES", "MANIFEST", "LivenessExpect", "ManifestError", "ModelEntry", "Reader", "Target",
+           "UnknownModel",
            "get", "load", "parse_entry", "parse_manifest", "select"]
 
 MANIFEST = "models.toml"
@@ -26,7 +27,8 @@ GATES = ("default", "all")
 EXPECTS = ("success", "safety_failure")
 
 _REQUIRED = ("name", "description", "gate", "expect", "config")
-_KNOWN = frozenset(_REQUIRED) | {"property", "length", "states", "symmetry", "properties"}
+_KNOWN = frozenset(_REQUIRED) | {"property", "length", "states", "symmetry", "properties", "liveness"}
+_LIVENESS_KEYS = frozenset({"length", "loop", "expected"})
 
 C = TypeVar("C")
 C_co = TypeVar("C_co", covariant=True)
@@ -50,6 +52,31 @@ class Reader(Protocol[C_co]):
     def property_names(self) -> Sequence[str]:
         ...
 
+    def liveness_names(self) -> Sequence[str]:
+        """The liveness properties a ``[model.liveness]`` table may name."""
+        ...
+
+
+@dataclass(frozen=True)
+class LivenessExpect:
+    """What a liveness check of an entry must find for one property: ``"holds"``, or a lasso of
+    ``length`` actions whose loop starts at step ``loop`` (``loop == length``: it stutters at the
+    last state). ``expected`` says why a failure is what the model should show (it follows from an
+    assumption the configuration makes, such as a broker that never returns), as opposed to a
+    weakness of the protocol."""
+
+    property: str
+    holds: bool
+    length: int | None = None
+    loop: int | None = None
+    expected: str | None = None
+
+    def text(self) -> str:
+        if self.holds:
+            return f"{self.property} holds"
+        shape = "stutters" if self.loop == self.length else f"loop from {self.loop}"
+        return f"{self.property} broken in {self.length} ({shape}){' [expected]' if self.expected else ''}"
+
 
 @dataclass(frozen=True)
 class ModelEntry(Generic[C]):
@@ -63,6 +90,7 @@ class ModelEntry(Generic[C]):
     symmetry: bool | None  # None: wherever sound
     config: C
     properties: tuple[str, ...] | None = None  # check only these safety properties (None: all)
+    liveness: tuple[LivenessExpect, ...] = ()  # the liveness verdicts pinned ([model.liveness])
     raw_config: Mapping[str, Any] = field(default_factory=dict, compare=False, hash=False, repr=False)
     reader: Reader[C] | None = field(default=None, compare=False, hash=False, repr=False)
 
@@ -157,6 +185,7 @@ def parse_entry(raw: Any, index: int, reader: Reader[C], source: str = MANIFEST)
             if x not in reader.property_names():
                 raise _fail(source, where, f"unknown property {x!r} in properties")
         only = tuple(only)
+    liveness = _liveness(source, where, raw.get("liveness"), reader)
     raw_config = raw["config"]
     if not isinstance(raw_config, dict):
         raise _fail(source, where, "config must be a table ([model.config])")
@@ -164,8 +193,43 @@ def parse_entry(raw: Any, index: int, reader: Reader[C], source: str = MANIFEST)
         config = reader.config(raw_config)
     except ValueError as e:
         raise _fail(source, where, f"config: {e}") from None
-    return ModelEntry(name, description, gate, expect, prop, length, states, symmetry, config, only, raw_config,
-                      reader)
+    return ModelEntry(name, description, gate, expect, prop, length, states, symmetry, config, only, liveness,
+                      raw_config, reader)
+
+
+def _liveness(source: str, where: str, raw: Any, reader: Reader[Any]) -> tuple[LivenessExpect, ...]:
+    """The ``[model.liveness]`` table: property name -> ``"holds"`` or ``{length, loop, expected?}``."""
+    if raw is None:
+        return ()
+    if not isinstance(raw, dict) or not raw:
+        raise _fail(source, where, "liveness must be a table of property = \"holds\" or {length, loop}")
+    known = list(reader.liveness_names())
+    out = []
+    for name, value in raw.items():
+        if name not in known:
+            hint = difflib.get_close_matches(str(name), known, n=1)
+            more = f" (did you mean {hint[0]!r}?)" if hint else f" (known: {', '.join(known)})"
+            raise _fail(source, where, f"unknown liveness property {name!r}{more}")
+        if value == "holds":
+            out.append(LivenessExpect(name, True))
+            continue
+        if not isinstance(value, dict):
+            raise _fail(source, where, f"liveness.{name} must be \"holds\" or {{length, loop}}, got {value!r}")
+        extra = sorted(set(value) - _LIVENESS_KEYS)
+        if extra or "length" not in value or "loop" not in value:
+            raise _fail(source, where, f"liveness.{name} needs length and loop (and may give expected), "
+                                       f"got keys {sorted(value)}")
+        length = value["length"]
+        if isinstance(length, bool) or not isinstance(length, int) or length < 0:
+            raise _fail(source, where, f"liveness.{name}.length must be an integer >= 0, got {length!r}")
+        loop = value["loop"]
+        if isinstance(loop, bool) or not isinstance(loop, int) or not 0 <= loop <= length:
+            raise _fail(source, where, f"liveness.{name}.loop must be an integer in 0..{length}, got {loop!r}")
+        expected = value.get("expected")
+        if expected is not None and (not isinstance(expected, str) or not expected.strip()):
+            raise _fail(source, where, f"liveness.{name}.expected must be a non-empty reason, got {expected!r}")
+        out.append(LivenessExpect(name, False, length, loop, expected))
+    return tuple(out)
 
 
 def parse_manifest(doc: Mapping[str, Any], reader: Reader[C], source: str = MANIFEST) -> list[ModelEntry[C]]:

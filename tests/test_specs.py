@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from isrcheck.invariants import ALL_PROPERTIES
+from isrcheck.invariants.liveness import LIVENESS_NAMES, liveness_property
 from isrcheck.model.actions import APPLY
 from isrcheck.model.config import Config, Faults, Operations
 from isrcheck.model.vocabulary import GENERATED, extract, regenerate, render_state_machines
@@ -124,7 +125,7 @@ def test_every_property_has_a_heading_with_exactly_its_name() -> None:
 
 
 def test_every_property_heading_is_a_property() -> None:
-    names = {p.name for p in ALL_PROPERTIES}
+    names = {p.name for p in ALL_PROPERTIES} | set(LIVENESS_NAMES)
     extra = [h for level, h in headings(read("06-properties.md"))
              if level == 2 and re.fullmatch(r"[A-Z][A-Za-z]+", h) and h not in names]
     assert not extra, f"headings that look like properties but are not in ALL_PROPERTIES: {extra}"
@@ -134,6 +135,17 @@ def test_every_property_heading_is_a_property() -> None:
 def test_property_spec_link_resolves(prop) -> None:
     assert prop.spec == f"06-properties.md#{slug(prop.name)}"
     assert slug(prop.name) in anchors(read("06-properties.md"))
+
+
+@pytest.mark.parametrize("name", LIVENESS_NAMES)
+def test_liveness_property_has_a_heading_and_its_spec_link_resolves(name: str) -> None:
+    from isrcheck.model.config import Reassignment
+
+    cfg = Config(operations=Operations(reassignments=(Reassignment(0, (1, 2)),)))
+    prop = liveness_property(name, cfg)
+    assert name in {h for level, h in headings(read("06-properties.md")) if level == 2}
+    assert prop.spec == f"06-properties.md#{slug(name)}"
+    assert slug(name) in anchors(read("06-properties.md"))
 
 
 # ---------------------------------------------------------------------------- actions

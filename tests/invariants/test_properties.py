@@ -51,12 +51,12 @@ def test_property_names_are_stable_and_unique():
     assert set(names) == {
         "LeaderInIsr", "IsrSubsetOfReplicas", "HighWatermarkBelowLogEnd", "StrongIsr", "NoCommittedWriteLost",
         "LogMatching", "ConsistentRead", "OneLeaderPerEpoch", "ReassignmentRecoverable", "EpochsMonotonic",
-        "OnlyValidTransitions", "WriteCommitted", "ReassignmentCompletes", "ControllerFailoverHappens",
+        "OnlyValidTransitions", "WriteCommitted", "ReassignmentCanComplete", "ControllerFailoverHappens",
         "TopicDeleted"}
     assert BY_NAME["EpochsMonotonic"].kind == "transition"
     assert BY_NAME["OnlyValidTransitions"].kind == "transition"
     assert {p.name for p in ALL_PROPERTIES if p.kind == "sometimes"} == {
-        "WriteCommitted", "ReassignmentCompletes", "ControllerFailoverHappens", "TopicDeleted"}
+        "WriteCommitted", "ReassignmentCanComplete", "ControllerFailoverHappens", "TopicDeleted"}
 
 
 @pytest.mark.parametrize("name", ALWAYS)
@@ -217,11 +217,11 @@ def test_TopicDeleted(kafka):
 
 
 def _reassignment_completes(cfg):
-    (p,) = [p for p in applicable_properties(cfg) if p.name == "ReassignmentCompletes"]
+    (p,) = [p for p in applicable_properties(cfg) if p.name == "ReassignmentCanComplete"]
     return p
 
 
-def test_ReassignmentCompletes(kafka):
+def test_ReassignmentCanComplete(kafka):
     d = kafka(brokers=3, replication_factor=2, max_records=0, assignment=[[1, 2]],
               operations={"reassignments": [{"partition": 0, "target": [2, 3]}]})
     prop = _reassignment_completes(d.cfg)
@@ -241,7 +241,7 @@ def test_ReassignmentCompletes(kafka):
     assert prop.check(d.s)
 
 
-def test_ReassignmentCompletes_in_ALL_PROPERTIES_is_not_the_topic_deletion_check(kafka):
+def test_ReassignmentCanComplete_in_ALL_PROPERTIES_is_not_the_topic_deletion_check(kafka):
     """Regression: the catalogue entry used to carry the TopicDeleted check."""
     d = kafka(brokers=2, replication_factor=2, max_records=0, operations={"topic_deletions": 1})
     d.do("RequestTopicDeletion")
@@ -249,7 +249,7 @@ def test_ReassignmentCompletes_in_ALL_PROPERTIES_is_not_the_topic_deletion_check
     d.deliver_all(1, 2)
     d.do("CompleteTopicDeletion", 1)
     # no reassignment was ever requested, yet the catalogue's check says one completed
-    assert not BY_NAME["ReassignmentCompletes"].check(d.s)
+    assert not BY_NAME["ReassignmentCanComplete"].check(d.s)
 
 
 # ---------------------------------------------------------------------------- applicable_properties
@@ -268,18 +268,18 @@ def test_applicable_properties_always_include_every_safety_property():
     ({"max_records": 0, "faults": {"controller_failovers": 1}}, "ControllerFailoverHappens"),
     ({"max_records": 0, "operations": {"topic_deletions": 1}}, "TopicDeleted"),
     ({"max_records": 0, "brokers": 3, "replication_factor": 2, "assignment": [[1, 2]],
-      "operations": {"reassignments": [{"partition": 0, "target": [2, 3]}]}}, "ReassignmentCompletes"),
-], ids=["WriteCommitted", "ControllerFailoverHappens", "TopicDeleted", "ReassignmentCompletes"])
+      "operations": {"reassignments": [{"partition": 0, "target": [2, 3]}]}}, "ReassignmentCanComplete"),
+], ids=["WriteCommitted", "ControllerFailoverHappens", "TopicDeleted", "ReassignmentCanComplete"])
 def test_applicable_properties_add_a_sometimes_property_only_when_possible(raw, name):
     assert _names(**raw).count(name) == 1
-    others = {"WriteCommitted", "ControllerFailoverHappens", "TopicDeleted", "ReassignmentCompletes"} - {name}
+    others = {"WriteCommitted", "ControllerFailoverHappens", "TopicDeleted", "ReassignmentCanComplete"} - {name}
     assert not others & set(_names(**raw))
 
 
 def test_reassignment_to_the_current_assignment_cannot_complete_anything():
     names = _names(brokers=3, replication_factor=2, max_records=0, assignment=[[1, 2]],
                    operations={"reassignments": [{"partition": 0, "target": [1, 2]}]})
-    assert "ReassignmentCompletes" not in names
+    assert "ReassignmentCanComplete" not in names
 
 
 # ---------------------------------------------------------------------------- with the checker

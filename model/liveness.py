@@ -1,0 +1,580 @@
+"""Liveness under weak fairness: does every behaviour make progress, not only stay safe?
+
+A liveness property here is a *leads-to*, ``P ~> Q`` (TLA+'s ``[](P => <>Q)``): whenever ``P``
+holds, ``Q`` holds then or later. ``<>Q`` is the case ``P = TRUE`` in the initial state. A
+property has *instances* (one per partition, per broker and partition, per record, ...); its
+``masks(state)`` gives two bitmasks over them, the instances whose premise holds and those whose
+goal holds, so one pass over the graph serves them all.
+
+Fairness is weak fairness of action *instances* (``WF_vars(Fetch(2, 0))`` for each follower and
+partition, as a TLA+ specification writes ``\\A r : WF_vars(Fetch(r))``): the model's
+``fair_key(action)`` names the instance an action belongs to, or ``None`` for an action that
+need never happen (a crash, a client's write, an administrator's request). As in TLA+, an action is
+*enabled* only if taking it changes the state (``ENABLED <<A>>_vars``), and a behaviour may stutter
+forever wherever no fair action is enabled: a state where nothing fair can happen is a loop of its own.
+
+**The algorithm.** The reachable graph is built once (breadth first, so every state knows a shortest
+path from an initial state) and kept as flat arrays: edges in compressed rows, a label per edge (its
+fair instance, or -1). Its strongly connected components are found once (an iterative Tarjan). For
+one instance of ``P ~> Q``, a counterexample is a *lasso*: a path to a state where ``P`` and not
+``Q`` hold, then ``not Q`` forever along a fair cycle. Cycles avoiding ``Q`` live inside a component
+of the graph restricted to ``not Q``, a refinement of the full graph's components; only the full
+graph's non-trivial components need recomputing. Under weak fairness a component ``D`` holds a fair
+cycle iff every instance enabled in *all* of its states is taken on some edge inside ``D`` (a cycle
+through all of ``D`` then satisfies every fairness condition; a component failing the test contains
+no fair cycle at all, so no further splitting is needed, unlike strong fairness). A multi-source
+shortest-path search from the premise states (each starting at its breadth-first depth) through
+``not Q`` states finds the shortest stem to such a component; the loop is then built inside it
+greedily, walking to the nearest edge or state that discharges a pending fairness obligation and
+back. The stem is shortest; the loop is short but not always minimal.
+
+Memory: fingerprints (8 bytes), depth and parent (4 + 4), a row offset (8) and two masks per
+property (8 + 8) per state, plus a dictionary from fingerprint to index (about 100 bytes per state
+in CPython, with its integer objects); 8 bytes per edge (target and label). :attr:`Graph.bytes`
+reports what a run used.
+
+The Kafka models' graphs are acyclic (every perturbation is budgeted, and no healing step returns
+to an earlier state), so their counterexamples end where the behaviour stutters; the cycle search
+is general, and tested on models with cycles.
+"""
+from __future__ import annotations
+
+import gc
+import heapq
+import sys
+import time
+from array import array
+from collections import deque
+from collections.abc import Callable, Hashable, Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, NamedTuple, Protocol
+
+from .engine import Model, ModelFault, Progress, Step, Violation, paused_gc
+from .explore import replay_fingerprints
+
+NO_LABEL = -1
+
+
+class LeadsTo(NamedTuple):
+    """``P ~> Q`` for each of ``instances``: ``masks(state)`` returns (premise bits, goal bits),
+    bit ``i`` standing for ``instances[i]``."""
+
+    name: str
+    instances: tuple[str, ...]
+    masks: Callable[[Any], tuple[int, int]]
+    spec: str = ""
+    description: str = ""
+
+
+class FairModel(Model[Any, Any], Protocol):
+    """A model that says which actions are weakly fair."""
+
+    def fair_key(self, action: Any) -> Hashable | None:
+        """The fairness instance ``action`` belongs to, or None if it need never be taken."""
+        ...
+
+
+class LivenessError(ValueError):
+    """A liveness check that cannot run (too many instances, a bad request); one line."""
+
+
+# ---------------------------------------------------------------------------- the graph
+class Graph:
+    """The reachable graph as flat arrays (see the module docstring for the layout)."""
+
+    def __init__(self, properties: Sequence[LeadsTo]) -> None:
+        self.index: dict[int, int] = {}
+        self.fps = array("q")
+        self.depth = array("i")
+        self.parent = array("i")
+        self.offsets = array("q", [0])
+        self.dst = array("i")
+        self.label = array("i")
+        self.keys: list[Hashable] = []  # label -> fairness instance
+        self.premise = [array("Q") for _ in properties]
+        self.goal = [array("Q") for _ in properties]
+        self.complete = True
+        self.seconds = 0.0
+
+    @property
+    def states(self) -> int:
+        return len(self.fps)
+
+    @property
+    def edges(self) -> int:
+        return len(self.dst)
+
+    @property
+    def bytes(self) -> int:
+        """Bytes held by the graph: its arrays and the fingerprint index, with the index's integer
+        objects (a fingerprint and a state number per entry; ``sys.getsizeof`` of a dict counts
+        only its table)."""
+        arrays = [self.fps, self.depth, self.parent, self.offsets, self.dst, self.label, *self.premise, *self.goal]
+        n = len(self.index)
+        ints = n * (sys.getsizeof(1 << 62) + sys.getsizeof(max(n, 1 << 10)))
+        return sys.getsizeof(self.index) + ints + sum(a.itemsize * len(a) for a in arrays)
+
+    def out(self, v: int) -> range:
+        return range(self.offsets[v], self.offsets[v + 1])
+
+    def fair_enabled(self, v: int) -> set[int]:
+        """The fair instances enabled at ``v`` (self-loops are left out when the graph is built)."""
+        lab = self.label
+        return {lab[k] for k in self.out(v) if lab[k] != NO_LABEL}
+
+    def chain(self, v: int) -> list[int]:
+        """State indices of a shortest path from an initial state to ``v``."""
+        out = [v]
+        parent = self.parent
+        while parent[v] >= 0:
+            v = parent[v]
+            out.append(v)
+        out.reverse()
+        return out
+
+
+def build_graph(model: FairModel, properties: Sequence[LeadsTo], *, max_states: int | None = None,
+                max_depth: int | None = None, progress: Callable[[Progress], None] | None = None,
+                progress_every: float = 0.5) -> Graph:
+    """Explore ``model`` breadth first, keeping every edge that changes the state.
+
+    A step raising :class:`ModelFault` is left out (the safety search reports it). With
+    ``max_states`` or ``max_depth`` the graph may be cut short: :attr:`Graph.complete` is then
+    False and no verdict can be drawn from it (a state left unexpanded would look like one where
+    nothing can happen).
+    """
+    for p in properties:
+        if len(p.instances) > 64:
+            raise LivenessError(f"{p.name}: {len(p.instances)} instances; at most 64 are supported")
+    resume = paused_gc()  # as in the checker: states are trees of tuples, freed by reference counting
+    try:
+        return _build(model, properties, max_states, max_depth, progress, progress_every)
+    finally:
+        if resume:
+            gc.enable()
+
+
+def _build(model: FairModel, properties: Sequence[LeadsTo], max_states: int | None, max_depth: int | None,
+           progress: Callable[[Progress], None] | None, progress_every: float) -> Graph:
+    g = Graph(properties)
+    index, fps, depth, parent = g.index, g.fps, g.depth, g.parent
+    offsets, dst, label = g.offsets, g.dst, g.label
+    premise, goal = g.premise, g.goal
+    labels: dict[Hashable, int] = {}
+    fingerprint, actions, next_state, fair_key = model.fingerprint, model.actions, model.next_state, model.fair_key
+    masks = [p.masks for p in properties]
+    start = last = time.perf_counter()
+
+    def add(state: Any, fp: int, d: int, par: int) -> int:
+        v = len(fps)
+        index[fp] = v
+        fps.append(fp)
+        depth.append(d)
+        parent.append(par)
+        for k, m in enumerate(masks):
+            pm, gm = m(state)
+            premise[k].append(pm)
+            goal[k].append(gm)
+        return v
+
+    queue: deque[Any] = deque()
+    for s in model.init_states():
+        fp = fingerprint(s)
+        if fp not in index:
+            add(s, fp, 0, -1)
+            queue.append(s)
+    v = 0
+    while queue:
+        s = queue.popleft()
+        d = depth[v]
+        fp = fps[v]
+        if max_depth is not None and d >= max_depth:
+            g.complete = False
+            offsets.append(len(dst))
+            v += 1
+            continue
+        for a in actions(s):
+            try:
+                t = next_state(s, a)
+            except ModelFault:
+                continue
+            tfp = fingerprint(t)
+            if tfp == fp:
+                continue  # a step that changes nothing: stuttering, never a fair step
+            w = index.get(tfp)
+            if w is None:
+                if max_states is not None and len(fps) >= max_states:
+                    g.complete = False
+                    continue
+                w = add(t, tfp, d + 1, v)
+                queue.append(t)
+            key = fair_key(a)
+            if key is None:
+                lab = NO_LABEL
+            else:
+                lab = labels.get(key, -2)
+                if lab == -2:
+                    lab = len(g.keys)
+                    labels[key] = lab
+                    g.keys.append(key)
+            dst.append(w)
+            label.append(lab)
+        offsets.append(len(dst))
+        v += 1
+        if progress is not None:
+            now = time.perf_counter()
+            if now - last >= progress_every:
+                last = now
+                progress(Progress(len(fps), d, len(queue), now - start))
+    g.seconds = time.perf_counter() - start
+    if progress is not None:
+        progress(Progress(len(fps), depth[-1] if len(depth) else 0, 0, g.seconds))
+    return g
+
+
+# ---------------------------------------------------------------------------- components
+def components(g: Graph, nodes: Iterable[int], inside: Callable[[int], bool] | None = None) -> list[list[int]]:
+    """Strongly connected components of the subgraph induced by ``nodes`` (an iterative Tarjan).
+
+    ``inside(v)`` says whether ``v`` belongs to the subgraph (None: every node of ``g``). Every
+    node of ``nodes`` is in exactly one component; a component of one node has no edge inside
+    (self-loops are not stored).
+    """
+    offsets, dst = g.offsets, g.dst
+    index: dict[int, int] = {}
+    low: dict[int, int] = {}
+    on_stack: set[int] = set()
+    stack: list[int] = []
+    out: list[list[int]] = []
+    counter = 0
+    for root in nodes:
+        if root in index:
+            continue
+        work = [(root, offsets[root])]
+        index[root] = low[root] = counter
+        counter += 1
+        stack.append(root)
+        on_stack.add(root)
+        while work:
+            v, k = work[-1]
+            end = offsets[v + 1]
+            descended = False
+            while k < end:
+                w = dst[k]
+                k += 1
+                if inside is not None and not inside(w):
+                    continue
+                if w not in index:
+                    work[-1] = (v, k)
+                    index[w] = low[w] = counter
+                    counter += 1
+                    stack.append(w)
+                    on_stack.add(w)
+                    work.append((w, offsets[w]))
+                    descended = True
+                    break
+                if w in on_stack and index[w] < low[v]:
+                    low[v] = index[w]
+            if descended:
+                continue
+            work.pop()
+            if work:
+                u = work[-1][0]
+                if low[v] < low[u]:
+                    low[u] = low[v]
+            if low[v] == index[v]:
+                comp = []
+                while True:
+                    w = stack.pop()
+                    on_stack.discard(w)
+                    comp.append(w)
+                    if w == v:
+                        break
+                out.append(comp)
+    return out
+
+
+def is_fair(g: Graph, comp: Sequence[int], members: set[int] | None = None) -> bool:
+    """Whether component ``comp`` holds a fair cycle: every instance enabled in all its states is
+    taken on an edge inside it. A single state qualifies iff no fair instance is enabled there."""
+    if len(comp) == 1:
+        v = comp[0]
+        lab = g.label
+        return all(lab[k] == NO_LABEL for k in g.out(v))
+    members = members if members is not None else set(comp)
+    always: set[int] | None = None
+    for v in comp:
+        en = g.fair_enabled(v)
+        always = en if always is None else always & en
+        if not always:
+            return True
+    assert always is not None
+    dst, lab = g.dst, g.label
+    for v in comp:
+        for k in g.out(v):
+            if lab[k] in always and dst[k] in members:
+                always.discard(lab[k])
+                if not always:
+                    return True
+    return False
+
+
+# ---------------------------------------------------------------------------- verdicts
+@dataclass
+class Lasso:
+    """A counterexample to ``P ~> Q``: ``chain`` (state indices) runs from an initial state to the
+    loop's end; ``chain[loop]`` is where the loop starts and the last state equals it again.
+    ``loop == len(chain) - 1`` means the behaviour stutters forever at its last state."""
+
+    instance: str
+    chain: list[int]
+    loop: int
+    premise_at: int  # index into chain of the state where the premise held
+    #: the label of each step of the loop (``chain[loop + i] -> chain[loop + i + 1]``): the fair
+    #: instance the loop takes there, so the replay shows that action and not another one
+    #: reaching the same state
+    loop_labels: list[int] = field(default_factory=list)
+
+    @property
+    def stutters(self) -> bool:
+        return self.loop == len(self.chain) - 1
+
+
+@dataclass
+class LivenessVerdict:
+    property: str
+    holds: bool | None  # None: the graph was incomplete, nothing can be said
+    violation: Violation | None = None
+    lasso: Lasso | None = None
+
+
+@dataclass
+class LivenessResult:
+    verdicts: list[LivenessVerdict]
+    states: int
+    edges: int
+    bytes: int
+    seconds: float  # graph and verdicts
+    fairness: list[str] = field(default_factory=list)  # the assumptions, as the model words them
+    complete: bool = True
+
+    @property
+    def broken(self) -> list[LivenessVerdict]:
+        return [v for v in self.verdicts if v.holds is False]
+
+
+class _Components:
+    """The full graph's components, found once and shared by every property instance."""
+
+    def __init__(self, g: Graph) -> None:
+        self.nontrivial = [c for c in components(g, range(g.states)) if len(c) > 1]
+        self.in_nontrivial = bytearray(g.states)
+        for c in self.nontrivial:
+            for v in c:
+                self.in_nontrivial[v] = 1
+
+
+def _fair_bad(g: Graph, comps: _Components, goal: array, bit: int) -> dict[int, list[int]]:
+    """Every state that lies in a fair component of the ``not Q`` subgraph -> that component."""
+    bad: dict[int, list[int]] = {}
+    lab = g.label
+    offsets = g.offsets
+    in_nt = comps.in_nontrivial
+    for v in range(g.states):
+        if in_nt[v] or goal[v] >> bit & 1:
+            continue
+        fair = True
+        for k in range(offsets[v], offsets[v + 1]):
+            if lab[k] != NO_LABEL:
+                fair = False
+                break
+        if fair:
+            bad[v] = [v]
+    for c in comps.nontrivial:
+        sub = [v for v in c if not goal[v] >> bit & 1]
+        if not sub:
+            continue
+        members = set(sub)
+        for d in components(g, sub, members.__contains__):
+            ms = set(d)
+            if is_fair(g, d, ms):
+                for v in d:
+                    bad[v] = d
+    return bad
+
+
+def _stem(g: Graph, premise: array, goal: array, bit: int, bad: dict[int, list[int]]) -> tuple[list[int], int] | None:
+    """The shortest path from an initial state through a premise state, then ``not Q`` states only,
+    into ``bad``: (state indices, position of the premise state), or None.
+
+    Among stems of equal length the one whose premise holds earliest wins, so the message's "the
+    premise holds at step N" names the first step that obliges the goal.
+    """
+    best: dict[int, tuple[int, int]] = {}  # state -> (length so far, depth of the premise state)
+    pred: dict[int, int] = {}
+    heap: list[tuple[int, int, int]] = []
+    depth = g.depth
+    for v in range(g.states):
+        if premise[v] >> bit & 1 and not goal[v] >> bit & 1:
+            best[v] = (depth[v], depth[v])
+            pred[v] = -1
+            heap.append((depth[v], depth[v], v))
+    heapq.heapify(heap)
+    offsets, dst = g.offsets, g.dst
+    while heap:
+        dv, at, v = heapq.heappop(heap)
+        if (dv, at) != best[v]:
+            continue
+        if v in bad:
+            tail = [v]
+            while pred[tail[-1]] >= 0:
+                tail.append(pred[tail[-1]])
+            tail.reverse()
+            head = g.chain(tail[0])
+            return head + tail[1:], len(head) - 1
+        for k in range(offsets[v], offsets[v + 1]):
+            w = dst[k]
+            if goal[w] >> bit & 1:
+                continue
+            cand = (dv + 1, at)
+            old = best.get(w)
+            if old is None or cand < old:
+                best[w] = cand
+                pred[w] = v
+                heapq.heappush(heap, (dv + 1, at, w))
+    return None
+
+
+def _walk_to(g: Graph, start: int, members: set[int], done: Callable[[int, int], bool]) -> list[int]:
+    """Breadth first inside ``members`` from ``start`` to the first edge ``k`` into ``w`` with
+    ``done(label, w)``; the path's edges (indices into the edge arrays)."""
+    pred: dict[int, int] = {start: -1}  # state -> the edge that first reached it
+    queue = deque([start])
+    dst, lab, offsets = g.dst, g.label, g.offsets
+    while queue:
+        v = queue.popleft()
+        for k in range(offsets[v], offsets[v + 1]):
+            w = dst[k]
+            if w not in members:
+                continue
+            if done(lab[k], w):
+                path = [k]
+                u = v
+                while u != start:
+                    e = pred[u]
+                    path.append(e)
+                    u = _source(g, e)
+                path.reverse()
+                return path
+            if w not in pred:
+                pred[w] = k
+                queue.append(w)
+    raise AssertionError("the component is not strongly connected")  # pragma: no cover
+
+
+def _source(g: Graph, k: int) -> int:
+    """The state edge ``k`` leaves (rows are sorted, so a binary search over the offsets)."""
+    offsets = g.offsets
+    lo, hi = 0, len(offsets) - 2
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        if offsets[mid] <= k:
+            lo = mid
+        else:
+            hi = mid - 1
+    return lo
+
+
+def _loop(g: Graph, entry: int, comp: Sequence[int]) -> list[int]:
+    """A fair cycle in ``comp`` from ``entry`` back to it (its edges, indices into the edge arrays);
+    empty when the behaviour may stutter at ``entry`` (no fair instance enabled there)."""
+    pending = g.fair_enabled(entry)
+    if not pending:
+        return []
+    members = set(comp)
+    edges: list[int] = []
+
+    # an edge discharges a pending instance by taking it, its target state by not enabling one
+    def discharges(label: int, w: int) -> bool:
+        return label in pending or not pending <= g.fair_enabled(w)
+
+    cur = entry
+    while pending:
+        for k in _walk_to(g, cur, members, discharges):
+            pending.discard(g.label[k])
+            cur = g.dst[k]
+            pending &= g.fair_enabled(cur)
+            edges.append(k)
+    if cur != entry or not edges:
+        edges += _walk_to(g, cur, members, lambda label, w: w == entry)
+    return edges
+
+
+def lasso_for(g: Graph, prop: LeadsTo, k: int, comps: _Components | None = None) -> Lasso | None:
+    """The first instance of ``prop`` (property number ``k`` of the graph) with a counterexample,
+    by shortest stem, or None when every instance holds."""
+    comps = comps or _Components(g)
+    best: Lasso | None = None
+    premise, goal = g.premise[k], g.goal[k]
+    for bit, name in enumerate(prop.instances):
+        bad = _fair_bad(g, comps, goal, bit)
+        if not bad:
+            continue
+        found = _stem(g, premise, goal, bit, bad)
+        if found is None:
+            continue
+        stem, at = found
+        entry = stem[-1]
+        cycle = _loop(g, entry, bad[entry])
+        lasso = Lasso(name, stem + [g.dst[e] for e in cycle], len(stem) - 1, at, [g.label[e] for e in cycle])
+        if best is None or (len(stem), len(lasso.chain)) < (best.loop + 1, len(best.chain)):
+            best = lasso
+    return best
+
+
+def check_liveness(model: FairModel, properties: Sequence[LeadsTo], *, max_states: int | None = None,
+                   max_depth: int | None = None, fairness: Sequence[str] = (),
+                   progress: Callable[[Progress], None] | None = None) -> LivenessResult:
+    """Build the graph of ``model`` and give each property a verdict with, when broken, its
+    shortest-stem lasso as concrete steps."""
+    start = time.perf_counter()
+    g = build_graph(model, properties, max_states=max_states, max_depth=max_depth, progress=progress)
+    verdicts: list[LivenessVerdict] = []
+    if not g.complete:
+        verdicts = [LivenessVerdict(p.name, None) for p in properties]
+    else:
+        comps = _Components(g)
+        for k, p in enumerate(properties):
+            lasso = lasso_for(g, p, k, comps)
+            if lasso is None:
+                verdicts.append(LivenessVerdict(p.name, True))
+                continue
+            steps = lasso_steps(model, g, lasso)
+            message = (f"{lasso.instance}: the premise holds at step {lasso.premise_at}; the goal never holds after "
+                       + ("it: the behaviour stutters at the last state, where no fair action is enabled"
+                          if lasso.stutters else f"it: the loop from step {lasso.loop} repeats forever"))
+            verdicts.append(LivenessVerdict(p.name, False, Violation(p.name, "liveness", steps, message, lasso.loop),
+                                            lasso))
+    return LivenessResult(verdicts, g.states, g.edges, g.bytes, time.perf_counter() - start, list(fairness), g.complete)
+
+
+def lasso_steps(model: FairModel, g: Graph, lasso: Lasso) -> list[Step]:
+    """The lasso as concrete states, replayed from an initial state.
+
+    The stem may take any action between two of its states. A loop step takes an action of the
+    fair instance the loop relies on there (or, for an unlabelled step, an action of no fair
+    instance), so the printed loop is fair as printed.
+    """
+    fair_key, loop, labels, keys = model.fair_key, lasso.loop, lasso.loop_labels, g.keys
+
+    def allowed(i: int, action: Any) -> bool:
+        if i <= loop:
+            return True
+        label = labels[i - loop - 1]
+        return fair_key(action) == (None if label == NO_LABEL else keys[label])
+
+    return replay_fingerprints(model, [g.fps[v] for v in lasso.chain], allowed)
+
+
+__all__ = ["LeadsTo", "FairModel", "LivenessError", "Graph", "build_graph", "components", "is_fair", "Lasso",
+           "LivenessVerdict", "LivenessResult", "lasso_for", "check_liveness", "lasso_steps", "NO_LABEL"]
