@@ -22,6 +22,7 @@ from isrcheck.invariants.liveness import LIVENESS_NAMES
 from isrcheck.invariants.liveness import check as check_liveness_of
 from isrcheck.model.checker import Checker, CheckResult, Step
 from isrcheck.model.explore import walk
+from isrcheck.model.protocol import Protocol
 from isrcheck.model.config import Config, ConfigError
 from isrcheck.specs.manifest import Target
 
@@ -39,15 +40,16 @@ def _name(target: Target[Config]) -> str | None:
     return target.entry.name if target.entry else None
 
 
-def _check(target: Target[Config], properties: list[str] | None = None) -> CheckResult:
+def _check(target: Target[Config], properties: list[str] | None = None, protocol: Protocol | None = None) -> CheckResult:
     props = properties if properties is not None else (list(target.properties) if target.properties else None)
-    model = build_model(target.config, symmetry=target.symmetry, properties=props)
+    model = build_model(target.config, protocol=protocol, symmetry=target.symmetry, properties=props)
     return Checker(model).run()
 
 
-def counterexample(target: Target[Config], result: CheckResult | None = None) -> Trace | None:
+def counterexample(target: Target[Config], result: CheckResult | None = None,
+                   protocol: Protocol | None = None) -> Trace | None:
     """The shortest counterexample of ``target`` as a trace, or None when every property holds."""
-    result = result if result is not None else _check(target)
+    result = result if result is not None else _check(target, protocol=protocol)
     if not result.violations:
         return None
     v = result.violations[0]
@@ -58,10 +60,11 @@ def counterexample(target: Target[Config], result: CheckResult | None = None) ->
                             property=v.property, description=desc)
 
 
-def property_counterexample(target: Target[Config], property_name: str) -> Trace | None:
+def property_counterexample(target: Target[Config], property_name: str,
+                            protocol: Protocol | None = None) -> Trace | None:
     """The shortest counterexample of the one safety property ``property_name`` (the checker runs
     with only that property, and the target's symmetry), or None when it holds."""
-    result = _check(target, [property_name])
+    result = _check(target, [property_name], protocol)
     broken = [v for v in result.violations if v.property == property_name]
     if not broken:
         return None
@@ -69,7 +72,7 @@ def property_counterexample(target: Target[Config], property_name: str) -> Trace
     return counterexample(target, result)
 
 
-def lasso(target: Target[Config], property_name: str) -> Trace | None:
+def lasso(target: Target[Config], property_name: str, protocol: Protocol | None = None) -> Trace | None:
     """The counterexample to the liveness property ``property_name`` on ``target``'s configuration,
     as a lasso trace (``loop`` set), or None when the property holds under the model's fairness.
 
@@ -80,7 +83,7 @@ def lasso(target: Target[Config], property_name: str) -> Trace | None:
         raise ExportError(f"unknown liveness property {property_name!r} (known: {', '.join(LIVENESS_NAMES)})")
     cfg = target.config
     try:
-        result = check_liveness_of(cfg, [property_name])
+        result = check_liveness_of(cfg, [property_name], protocol=protocol)
     except ConfigError as e:
         raise ExportError(str(e)) from None
     verdict = result.verdicts[0]
@@ -106,21 +109,23 @@ def lasso(target: Target[Config], property_name: str) -> Trace | None:
                             description=desc, loop=loop)
 
 
-def random_path(config: Config, rng: random.Random, max_depth: int) -> list[Step]:
+def random_path(config: Config, rng: random.Random, max_depth: int, protocol: Protocol | None = None) -> list[Step]:
     """One random walk through the model (no symmetry), avoiding steps that change nothing."""
-    model = build_model(config, symmetry=False, properties=[])
+    model = build_model(config, protocol=protocol, symmetry=False, properties=[])
     return [ps.step() for ps in walk(model, rng, max_depth, skip_faults=True)]
 
 
-def sample_paths(config: Config, n: int, seed: int, max_depth: int) -> list[list[Step]]:
+def sample_paths(config: Config, n: int, seed: int, max_depth: int,
+                 protocol: Protocol | None = None) -> list[list[Step]]:
     rng = random.Random(seed)
-    return [random_path(config, rng, max_depth) for _ in range(n)]
+    return [random_path(config, rng, max_depth, protocol) for _ in range(n)]
 
 
-def samples(target: Target[Config], n: int, seed: int, max_depth: int) -> list[Trace]:
+def samples(target: Target[Config], n: int, seed: int, max_depth: int,
+            protocol: Protocol | None = None) -> list[Trace]:
     name = target.entry.name if target.entry else None
     out = []
-    for i, steps in enumerate(sample_paths(target.config, n, seed, max_depth), start=1):
+    for i, steps in enumerate(sample_paths(target.config, n, seed, max_depth, protocol), start=1):
         out.append(trace_from_steps(steps, target.config, kind="sample", model=name, seed=seed,
                                     description=f"random path {i} of {n} (seed {seed}, at most {max_depth} steps)"))
     return out
@@ -144,20 +149,21 @@ def numbered(path: str | Path, i: int) -> Path:
 
 
 def export(target: Target[Config], out: str | Path, fmt: str | None = None, n: int = 1, seed: int = 0,
-           max_depth: int = 30, property: str | None = None) -> ExportResult:
+           max_depth: int = 30, property: str | None = None, protocol: Protocol | None = None) -> ExportResult:
     """Write the counterexample of ``target``, or (when every property holds) ``n`` sample paths.
 
     With ``property``: write that property's counterexample only, the lasso of a liveness property
     (one of ``LIVENESS_NAMES``) or the shortest counterexample of a safety property; raise
     :class:`ExportError` when it holds or does not apply (no samples are written then).
+    ``protocol``: a variant's Protocol (``--variant``) instead of the configuration's.
     """
     if property is not None:
-        return _export_property(target, out, fmt, property)
-    ce = counterexample(target)
+        return _export_property(target, out, fmt, property, protocol)
+    ce = counterexample(target, protocol=protocol)
     if ce is not None:
         write_trace(ce, out, fmt)
         return ExportResult([str(out)], "counterexample", [ce])
-    traces = samples(target, n, seed, max_depth)
+    traces = samples(target, n, seed, max_depth, protocol)
     files = []
     for i, t in enumerate(traces, start=1):
         path = out if n == 1 else numbered(out, i)
@@ -166,9 +172,10 @@ def export(target: Target[Config], out: str | Path, fmt: str | None = None, n: i
     return ExportResult(files, "sample", traces)
 
 
-def _export_property(target: Target[Config], out: str | Path, fmt: str | None, name: str) -> ExportResult:
+def _export_property(target: Target[Config], out: str | Path, fmt: str | None, name: str,
+                     protocol: Protocol | None = None) -> ExportResult:
     if name in LIVENESS_NAMES:
-        t = lasso(target, name)
+        t = lasso(target, name, protocol)
         if t is None:
             raise ExportError(f"{name} holds on {target.label} under the model's fairness assumptions: "
                               "there is no lasso to export")
@@ -179,7 +186,7 @@ def _export_property(target: Target[Config], out: str | Path, fmt: str | None, n
         raise ExportError(f"{name} is a 'sometimes' property: only the absence of a witness breaks it, "
                           "which no trace can show")
     try:
-        t = property_counterexample(target, name)
+        t = property_counterexample(target, name, protocol)
     except ConfigError as e:  # an unknown name: say that liveness names are accepted too
         raise ExportError(f"{e}; liveness: {', '.join(LIVENESS_NAMES)}") from None
     if t is None:

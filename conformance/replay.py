@@ -192,8 +192,9 @@ def conform_actions(config: Config, actions: Iterable[tuple[str, tuple]], *, lab
 
 
 def conform_trace(trace: Trace, *, against: str = "trace", ignore: Sequence[str] = (), seed: int = 0,
-                  validate: bool = True) -> ConformResult:
-    """Replay a loaded trace on the implementation (see the module's docstring for ``against``)."""
+                  validate: bool = True, protocol: Protocol | None = None) -> ConformResult:
+    """Replay a loaded trace on the implementation (see the module's docstring for ``against``);
+    ``protocol`` (a variant's) is the model side's, when the model is replayed."""
     expected = [(s.observation, s.acked) for s in trace.steps]
     return conform_actions(trace.config, trace.actions, label=trace.label, expected=expected, against=against,
-                           ignore=ignore, seed=seed, validate=validate)
+                           ignore=ignore, seed=seed, validate=validate, protocol=protocol)

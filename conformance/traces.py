@@ -11,11 +11,18 @@
     ...
 
 **ITF** (``.itf.json``, the Informal Trace Format of Apalache and Quint, ADR-015): one JSON object
-``{"#meta": {...}, "vars": [...], "states": [...]}``. Integers are ``{"#bigint": "12"}``, lists are
-JSON arrays, records JSON objects; each state has ``"#meta": {"index": i}`` and the variables
+``{"#meta": {...}, "vars": [...], "states": [...]}`` that ITF clients such as itf-py load. Integers
+are ``{"#bigint": "12"}``, sequences JSON arrays, records JSON objects, sets ``{"#set": [...]}`` (the
+observation's set fields: those specs/observation.toml marks ``sorted`` and ``unique``, such as
+``isr`` and ``live_brokers``; and each partition's ``acked`` record ids), tuples ``{"#tup": [...]}``
+(an action's arguments). Each state has ``"#meta": {"index": i}`` and the variables
 ``mbt::actionTaken`` (the action's name, ``"init"`` first, as Quint's model-based testing writes it),
-``action`` (a variant: ``{"tag": "None", ...}`` first, then ``{"tag": "Some", "value": {"name", "args"}}``),
-``observation`` and ``acked``. The header above sits in ``#meta`` under ``"isrcheck"``.
+``action`` (a variant: ``{"tag": "Init", "value": "U_OF_UNIT"}`` first, then
+``{"tag": "Step", "value": {"name": ..., "args": {"#tup": [...]}}}``), ``observation`` and ``acked``.
+The header above sits in ``#meta`` under ``"isrcheck"``, and ``#meta["isrcheck-itf"]`` is ``2``, the
+version of this encoding. Files without that key use the first encoding, which the reader still
+accepts (strictly, as written then): the action variant tagged ``"None"``/``"Some"`` (tags that
+itf-py cannot load: ``None`` is a Python keyword), sets and tuples as plain arrays.
 
 **Lassos.** A liveness counterexample is a *lasso*: a finite path whose end repeats forever. The
 header's ``loop`` (``null`` for a trace that is not a lasso) is the index of the state where the
@@ -37,6 +44,7 @@ import json
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -45,7 +53,7 @@ from isrcheck.model.checker import Step
 from isrcheck.model.config import Config
 from isrcheck.model.observe import observe
 from isrcheck.specs.actions import VocabularyError, action_json, check_action
-from isrcheck.specs.observation import ObservationError
+from isrcheck.specs.observation import ObservationError, load_schema
 from isrcheck.specs.observation import validate as validate_observation
 
 from .headers import check_envelope, header_config, short
@@ -63,6 +71,10 @@ _HEADER_KEYS = {"format", "version", "tool", "tool_version", "kind", "model", "p
                 "config", "steps", "description", "loop"}
 _STEP_KEYS = {"index", "action", "observation", "acked"}
 _ITF_VARS = ["mbt::actionTaken", "action", "observation", "acked"]
+ITF_ENCODING = 2  # #meta["isrcheck-itf"]; absent: the first encoding (None/Some, no #set or #tup)
+_ITF_ENCODING_KEY = "isrcheck-itf"
+_UNIT = "U_OF_UNIT"  # Apalache's value of the unit type: the payload of a variant that carries nothing
+_LIST = re.compile(r"^list\[(.+)\]$")
 
 
 class TraceError(ValueError):
@@ -156,20 +168,48 @@ def _itf(v: Any) -> Any:
     raise TypeError(f"cannot encode {type(v).__name__} in ITF")
 
 
+@lru_cache(maxsize=1)
+def _schema_types() -> tuple[str, dict[str, dict[str, tuple[str, bool]]]]:
+    """The observation schema as (root, {object: {field: (type, is_set)}}); a set is a list field
+    the schema keeps ``sorted`` and ``unique`` (its order carries no meaning)."""
+    schema = load_schema()
+    objs = {o["name"]: {f["name"]: (f["type"], bool(f.get("sorted") and f.get("unique")))
+                        for f in o.get("field", [])} for o in schema["object"]}
+    return schema["root"], objs
+
+
+def _itf_typed(v: Any, t: str, is_set: bool) -> Any:
+    """``v`` (of schema type ``t``) in ITF: set fields as ``#set``, the rest as :func:`_itf`."""
+    objs = _schema_types()[1]
+    m = _LIST.match(t)
+    if m and isinstance(v, list):
+        items = [_itf_typed(x, m.group(1), False) for x in v]
+        return {"#set": items} if is_set else items
+    if t in objs and isinstance(v, Mapping):
+        return {k: _itf_typed(x, *objs[t].get(k, ("?", False))) for k, x in v.items()}
+    return _itf(v)
+
+
+def _itf_action(action: tuple[str, tuple] | None) -> dict[str, Any]:
+    if action is None:
+        return {"tag": "Init", "value": _UNIT}
+    js = action_json(*action)
+    return {"tag": "Step", "value": {"name": js["name"], "args": {"#tup": _itf(js["args"])}}}
+
+
 def dumps_itf(trace: Trace) -> str:
+    root = _schema_types()[0]
     states = []
     for s in trace.steps:
-        if s.action is None:
-            action: dict[str, Any] = {"tag": "None", "value": {}}
-        else:
-            action = {"tag": "Some", "value": _itf(action_json(*s.action))}
         states.append({"#meta": {"index": s.index},
                        "mbt::actionTaken": "init" if s.action is None else s.action[0],
-                       "action": action, "observation": _itf(s.observation), "acked": _itf(s.acked)})
-    doc = {"#meta": {"format": "ITF", "format-description": ITF_DESCRIPTION,
-                     "source": f"isrcheck {trace.model or ''}".strip(),
-                     "description": trace.description or f"isrcheck {trace.kind}", "isrcheck": trace.header()},
-           "vars": list(_ITF_VARS), "states": states}
+                       "action": _itf_action(s.action), "observation": _itf_typed(s.observation, root, False),
+                       "acked": [{"#set": _itf(ids)} for ids in s.acked]})
+    doc: dict[str, Any] = {"#meta": {"format": "ITF", "format-description": ITF_DESCRIPTION,
+                                     "source": f"isrcheck {trace.model or ''}".strip(),
+                                     "description": trace.description or f"isrcheck {trace.kind}",
+                                     "isrcheck": trace.header(), _ITF_ENCODING_KEY: ITF_ENCODING},
+                           "vars": list(_ITF_VARS), "states": states}
     if trace.loop is not None:
         doc["loop"] = trace.loop
     return json.dumps(doc, separators=(",", ":")) + "\n"
@@ -361,6 +401,43 @@ def _from_itf(v: Any, where: str) -> Any:
     raise TraceError(f"{where}: unexpected value {short(v)}")
 
 
+def _from_itf_typed(v: Any, t: str, is_set: bool, where: str) -> Any:
+    """Encoding 2: ``v`` of schema type ``t`` back to plain JSON; a set field must be ``#set``
+    (its items come back in ascending order), and ``#set`` is refused anywhere else."""
+    objs = _schema_types()[1]
+    m = _LIST.match(t)
+    if m and is_set:
+        if not isinstance(v, dict) or set(v) != {"#set"} or not isinstance(v["#set"], list):
+            raise TraceError(f"{where}: a set must be {{\"#set\": [...]}}, got {short(v)}")
+        items = [_from_itf_typed(x, m.group(1), False, f"{where}[{i}]") for i, x in enumerate(v["#set"])]
+        if all(isinstance(x, int) and not isinstance(x, bool) for x in items):
+            items.sort()  # duplicates stay, for the schema's "distinct" check to name
+        return items
+    if m and isinstance(v, list):
+        return [_from_itf_typed(x, m.group(1), False, f"{where}[{i}]") for i, x in enumerate(v)]
+    if t in objs and isinstance(v, dict) and not any(k.startswith("#") for k in v):
+        return {k: _from_itf_typed(x, *objs[t][k], f"{where}.{k}") if k in objs[t] else _from_itf(x, f"{where}.{k}")
+                for k, x in v.items()}
+    return _from_itf(v, where)
+
+
+def _itf_action_v2(act: Any, i: int, where: str) -> Any:
+    """Encoding 2's action variant back to ``None`` or ``{"name", "args"}`` (checked afterwards)."""
+    if not isinstance(act, dict) or set(act) != {"tag", "value"} or act["tag"] not in ("Init", "Step"):
+        raise TraceError(f"{where}: action must be a variant {{\"tag\": \"Init\"|\"Step\", \"value\": ...}}")
+    if act["tag"] == "Init":
+        if i > 0:
+            raise TraceError(f"{where}: only the initial state has no action (tag Init)")
+        if act["value"] != _UNIT:
+            raise TraceError(f"{where}: the Init variant carries {_UNIT!r}, got {short(act['value'])}")
+        return None
+    val = act["value"]
+    if (not isinstance(val, dict) or set(val) != {"name", "args"} or not isinstance(val["args"], dict)
+            or set(val["args"]) != {"#tup"} or not isinstance(val["args"]["#tup"], list)):
+        raise TraceError(f"{where}: a Step carries {{\"name\": ..., \"args\": {{\"#tup\": [...]}}}}, got {short(val)}")
+    return {"name": _from_itf(val["name"], where), "args": _from_itf(val["args"]["#tup"], where)}
+
+
 def _loads_itf(doc: Any, source: str) -> Trace:
     if not isinstance(doc, dict) or set(doc) - {"#meta", "vars", "states", "params", "loop"}:
         raise TraceError(f"{source}: not an ITF trace (expected an object with #meta, vars and states)")
@@ -369,6 +446,10 @@ def _loads_itf(doc: Any, source: str) -> Trace:
         raise TraceError(f"{source}: not an isrcheck trace (its ITF #meta has no \"isrcheck\" header)")
     if meta.get("format", "ITF") != "ITF":
         raise TraceError(f"{source}: #meta.format must be \"ITF\"")
+    encoding = meta.get(_ITF_ENCODING_KEY, 1)  # absent: the first encoding
+    if _ITF_ENCODING_KEY in meta and (type(encoding) is not int or encoding != ITF_ENCODING):
+        raise TraceError(f"{source}: #meta.{_ITF_ENCODING_KEY} must be {ITF_ENCODING} (or absent: the first "
+                         f"encoding), got {short(encoding)}")
     cfg, h = _check_header(meta["isrcheck"], f"{source}: #meta.isrcheck")
     if "loop" in doc:
         loop = doc["loop"]
@@ -392,17 +473,31 @@ def _loads_itf(doc: Any, source: str) -> Trace:
         if not isinstance(m, dict) or m.get("index") != i:
             raise TraceError(f"{where}: #meta.index must be {i}")
         act = st["action"]
-        if not isinstance(act, dict) or set(act) != {"tag", "value"} or act["tag"] not in ("None", "Some"):
-            raise TraceError(f"{where}: action must be a variant {{\"tag\": \"None\"|\"Some\", \"value\": ...}}")
-        action = None if act["tag"] == "None" else _from_itf(act["value"], where)
+        if encoding == ITF_ENCODING:
+            action = _itf_action_v2(act, i, where)
+        else:
+            if not isinstance(act, dict) or set(act) != {"tag", "value"} or act["tag"] not in ("None", "Some"):
+                hint = (f" (tags Init and Step need #meta.{_ITF_ENCODING_KEY} = {ITF_ENCODING})"
+                        if isinstance(act, dict) and act.get("tag") in ("Init", "Step") else "")
+                raise TraceError(f"{where}: action must be a variant {{\"tag\": \"None\"|\"Some\", \"value\": ...}}"
+                                 + hint)
+            action = None if act["tag"] == "None" else _from_itf(act["value"], where)
         if i > 0 and action is None:
             raise TraceError(f"{where}: only the initial state has no action")
         taken = st["mbt::actionTaken"]
         want = "init" if action is None else (action.get("name") if isinstance(action, dict) else None)
         if taken != want:
             raise TraceError(f"{where}: mbt::actionTaken {short(taken)} disagrees with the action {short(want)}")
-        raw = {"index": i, "action": action, "observation": _from_itf(st["observation"], where),
-               "acked": _from_itf(st["acked"], where)}
+        if encoding == ITF_ENCODING:
+            acked = st["acked"]
+            if not isinstance(acked, list):
+                raise TraceError(f"{where}: acked must be a list of sets of record ids")
+            raw = {"index": i, "action": action,
+                   "observation": _from_itf_typed(st["observation"], _schema_types()[0], False, f"{where}: observation"),
+                   "acked": [_from_itf_typed(x, "list[int]", True, f"{where}: acked[{p}]") for p, x in enumerate(acked)]}
+        else:
+            raw = {"index": i, "action": action, "observation": _from_itf(st["observation"], where),
+                   "acked": _from_itf(st["acked"], where)}
         steps.append(_check_step(raw, i, cfg, where))
     return _finish(cfg, h, steps, source)
 

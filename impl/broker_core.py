@@ -362,7 +362,7 @@ class BrokerCore:
                     self._send(frm, FetchResponse(p, self.id, m.offset, self._epoch_error(m.leader_epoch, r),
                                                   leader_epoch=m.leader_epoch))
                 else:
-                    self._send(frm, FetchResponse(p, self.id, m.offset, "", tuple(r.log[m.offset:]), r.hw, r.leo,
+                    self._send(frm, FetchResponse(p, self.id, m.offset, "", self._served(r, m.offset), r.hw, r.leo,
                                                   m.leader_epoch))
         elif t.name == "register":
             self._register()
@@ -578,6 +578,11 @@ class BrokerCore:
             return
         self._answer_fetch(p, r, reply)
 
+    def _served(self, r: Replica, offset: int) -> tuple[Record, ...]:
+        """The records a fetch from ``offset`` gets: the log from there, at most ``max_fetch_records`` of them."""
+        limit = self.cfg.max_fetch_records
+        return tuple(r.log[offset:offset + limit] if limit else r.log[offset:])
+
     def _epoch_error(self, follower_epoch: int, r: Replica) -> str:
         """kip-320: a fetch or epoch query is served only with the leader's own leader epoch."""
         if not self.fenced or follower_epoch == r.leader_epoch:
@@ -602,7 +607,7 @@ class BrokerCore:
             r.parked[m.follower] = (frm, m)
             self._out.append(SetTimer("fetch-wait", self.fetch_wait_ms, (p, m.follower)))
             return
-        self._send(frm, FetchResponse(p, self.id, m.offset, "", tuple(r.log[m.offset:]), answered_hw, r.leo,
+        self._send(frm, FetchResponse(p, self.id, m.offset, "", self._served(r, m.offset), answered_hw, r.leo,
                                       m.leader_epoch))
 
     def _release_parked(self, p: int, r: Replica, error: str = "") -> None:
@@ -613,7 +618,7 @@ class BrokerCore:
             if err:
                 self._send(frm, FetchResponse(p, self.id, m.offset, err, leader_epoch=m.leader_epoch))
             else:
-                self._send(frm, FetchResponse(p, self.id, m.offset, "", tuple(r.log[m.offset:]), r.hw, r.leo,
+                self._send(frm, FetchResponse(p, self.id, m.offset, "", self._served(r, m.offset), r.hw, r.leo,
                                               m.leader_epoch))
         r.parked = {}
 

@@ -3,10 +3,15 @@
 A configuration written for the model configures the implementation too: the protocol keys
 (``brokers``, ``partitions``, ``replication_factor``, ``min_insync_replicas``,
 ``unclean_leader_election``, ``hw_checkpoint``, ``stale_controller``, ``assignment``) mean the same
-here. So do the protocol keys ``generation`` (its former name ``truncation`` is accepted as an
+here, and so does ``max_fetch_records`` (the most records one fetch response carries; 0: no
+limit). So do the protocol keys ``generation`` (its former name ``truncation`` is accepted as an
 alias, never together with it), ``acks``, ``detect_restarts`` (the controller notices a quick
 restart by the registration's czxid, Kafka 2.2+) and ``fenced_controller_writes`` (every controller
-write is a multi conditional on ``/controller_epoch``, Kafka 2.1+). Every protocol generation of
+write is a multi conditional on ``/controller_epoch``, Kafka 2.1+), and the designer's option
+``fenced_reassignment_steps`` (a deposed controller abandons its reassignment instead of
+performing the next step). ``controller_connections = "per-controller"`` gives each controller its
+own connection to a broker: the step-mode simulator then lets a request overtake those of other
+controllers in the broker's inbox without spending ``faults.delayed_requests``. Every protocol generation of
 specs/protocol.toml is implemented: ``"high-watermark"`` (the seeds'), ``"kip-101"``, ``"kip-279"``
 and ``"kip-320"`` (leader-epoch caches and the OffsetsForLeaderEpoch exchange, see
 :mod:`.epoch_cache` and :mod:`.broker_core`); ``acks = "1"`` acknowledges on the leader's append.
@@ -49,6 +54,7 @@ from isrcheck.specs.protocol import (
 )
 
 ACKS = ("all", "1")
+CONTROLLER_CONNECTIONS = ("shared", "per-controller")
 #: the protocol generations this implementation has (all of specs/protocol.toml)
 IMPLEMENTED_GENERATIONS: tuple[Generation, ...] = GENERATIONS
 
@@ -63,6 +69,7 @@ class ImplConfig:
     partitions: int = 1
     replication_factor: int = 3
     max_records: int = 2
+    max_fetch_records: int = 0  # the most records a fetch response carries (0: no limit)
     min_insync_replicas: int = 1
     unclean_leader_election: bool = False
     hw_checkpoint: str = "periodic"
@@ -70,7 +77,9 @@ class ImplConfig:
     generation: Generation = DEFAULT_GENERATION
     acks: str = "all"
     detect_restarts: bool = False
+    controller_connections: str = "shared"
     fenced_controller_writes: bool = False
+    fenced_reassignment_steps: bool = False
     assignment: tuple[tuple[int, ...], ...] = ()
     faults: Mapping[str, int] = field(default_factory=dict)
     operations: Mapping[str, Any] = field(default_factory=dict)
@@ -107,10 +116,12 @@ class ImplConfig:
         return from_mapping({**to_mapping(self), **changes})
 
 
-_MODEL_KEYS = {"brokers", "partitions", "replication_factor", "max_records", "min_insync_replicas",
+_MODEL_KEYS = {"brokers", "partitions", "replication_factor", "max_records", "max_fetch_records",
+               "min_insync_replicas",
                "unclean_leader_election", "hw_checkpoint", "stale_controller", "assignment", "faults",
                "operations", "name", "description", GENERATION_KEY, *GENERATION_ALIASES, "acks",
-               "detect_restarts", "fenced_controller_writes",
+               "detect_restarts", "fenced_controller_writes", "controller_connections",
+               "fenced_reassignment_steps",
                "unfair"}  # the checker's fairness assumptions: nothing the implementation runs
 _IMPL_INT_KEYS = {"replica_lag_time_max_ms": (1, 600_000), "fetch_interval_ms": (0, 60_000),
                   "hw_checkpoint_interval_ms": (1, 600_000), "log_flush_interval_ms": (1, 600_000),
@@ -167,6 +178,7 @@ def from_mapping(raw: Mapping[str, Any]) -> ImplConfig:
     partitions = _int(raw, "partitions", 1, 1, 64)
     rf = _int(raw, "replication_factor", min(3, brokers), 1, brokers)
     max_records = _int(raw, "max_records", 2, 0, 1_000_000)
+    max_fetch_records = _int(raw, "max_fetch_records", 0, 0, 1_000_000)
     min_isr = _int(raw, "min_insync_replicas", 1, 1, rf)
     unclean = _bool(raw, "unclean_leader_election", False)
     stale = _bool(raw, "stale_controller", True)
@@ -180,7 +192,11 @@ def from_mapping(raw: Mapping[str, Any]) -> ImplConfig:
     if acks not in ACKS:
         raise ConfigError(f"acks must be \"all\" or \"1\", got {acks!r}")
     detect = _bool(raw, "detect_restarts", False)
+    connections = raw.get("controller_connections", "shared")
+    if connections not in CONTROLLER_CONNECTIONS:
+        raise ConfigError(f"controller_connections must be \"shared\" or \"per-controller\", got {connections!r}")
     fenced = _bool(raw, "fenced_controller_writes", False)
+    fenced_steps = _bool(raw, "fenced_reassignment_steps", False)
     topic = raw.get("topic", "isrcheck")
     if not isinstance(topic, str) or not topic or not all(c.isalnum() or c in "._-" for c in topic):
         raise ConfigError(f"topic must be a non-empty name of letters, digits, '.', '_' or '-', got {topic!r}")
@@ -206,17 +222,23 @@ def from_mapping(raw: Mapping[str, Any]) -> ImplConfig:
             (("replica_lag_time_max_ms", 500), ("fetch_interval_ms", 5), ("hw_checkpoint_interval_ms", 200),
              ("log_flush_interval_ms", 100), ("controller_recheck_ms", 200), ("replica_fetch_wait_max_ms", 100))}
     return ImplConfig(brokers=brokers, partitions=partitions, replication_factor=rf, max_records=max_records,
+                      max_fetch_records=max_fetch_records,
                       min_insync_replicas=min_isr, unclean_leader_election=unclean, hw_checkpoint=hw_checkpoint,
                       stale_controller=stale, acks=acks, detect_restarts=detect,
-                      fenced_controller_writes=fenced, assignment=assignment_t, faults=dict(faults),
+                      controller_connections=connections,
+                      fenced_controller_writes=fenced, fenced_reassignment_steps=fenced_steps,
+                      assignment=assignment_t, faults=dict(faults),
                       operations=dict(operations), generation=generation, topic=topic, **ints)
 
 
 def to_mapping(cfg: ImplConfig) -> dict[str, Any]:
     out = {k: getattr(cfg, k) for k in ("brokers", "partitions", "replication_factor", "max_records",
+                                        "max_fetch_records",
                                         "min_insync_replicas", "unclean_leader_election", "hw_checkpoint",
                                         "stale_controller", "generation", "acks", "detect_restarts",
-                                        "fenced_controller_writes", "topic", *_IMPL_INT_KEYS)}
+                                        "controller_connections",
+                                        "fenced_controller_writes", "fenced_reassignment_steps", "topic",
+                                        *_IMPL_INT_KEYS)}
     out["generation"] = cfg.generation.value
     out["assignment"] = [list(a) for a in cfg.assignment]
     out["faults"] = dict(cfg.faults)

@@ -559,11 +559,17 @@ def reassignment_enabled(tx: Tx, p: int, active: bool) -> str:
 
 def op_reassign(tx: Tx, p: int, active: bool = True) -> str:
     """Perform the next step of ``p``'s reassignment. A step answers False when the reassignment ends
-    there (nothing to do, or a refused write); after the last one the controller forgets it."""
+    there (nothing to do, or a refused write); after the last one the controller forgets it. With
+    ``fenced_reassignment_steps`` a controller the snapshot shows deposed abandons it instead."""
     why = reassignment_enabled(tx, p, active)
     if why:
         return f"{NOT_ENABLED}: {why}"
     ctx = tx.ctx
+    if tx.cfg.fenced_reassignment_steps and not active:
+        # the snapshot's /controller_epoch is not ours: a deposed controller forgets the
+        # reassignment (step, OAR, RAR) and performs nothing; the new controller resumed it
+        ctx.reassign.pop(p, None)
+        return "abandoned: a newer controller holds the epoch"
     r = ctx.reassign.get(p) or Reassignment(STEP_START)
     ctx.reassign[p] = r
     if not _STEPS[r.step](tx, r, p) or r.step == LAST_STEP:

@@ -11,7 +11,10 @@ conformance harness uses; it follows the model's atomicity choices (specs/00-sco
 - controller requests wait in one FIFO inbox per broker and are handled by ``DeliverRequest`` /
   ``DeliverDelayedRequest``; a request to a stopped broker is lost, and the inbox is lost when the
   broker stops; an UpdateMetadata is not queued behind a request of the same controller epoch
-  (item 9: it could not change anything more);
+  (item 9: it could not change anything more); with ``controller_connections = "per-controller"``
+  each controller has its own connection, so ``DeliverDelayedRequest`` of the oldest request of its
+  controller in the inbox (every request ahead of it from other controllers) is enabled without
+  spending ``faults.delayed_requests`` (:meth:`Simulator.overtakes_other_controllers`);
 - a fetch is one step: the request, the leader's handling (including its conditional ISR write in
   the store) and the response are delivered within ``Fetch``; a broker's answer to a deleting
   StopReplica reaches the controller that sent it within the delivery;
@@ -340,6 +343,18 @@ class Simulator:
         self.events.append(f"  broker {b} handles {_short(item.msg)}")
         self._run(proc, proc.core.handle(Receive(item.frm, item.msg), self.now))
 
+    def overtakes_other_controllers(self, b: int, index: int) -> bool:
+        """With one connection per controller (``controller_connections = "per-controller"``): whether
+        the request at ``index`` of broker ``b``'s inbox is the oldest one its controller sent there,
+        so that it may be handled before the requests ahead of it (all from other controllers)."""
+        if self.cfg.controller_connections != "per-controller":
+            return False
+        queue = self.inbox[b]
+        if not 0 < index < len(queue):
+            return False
+        frm = queue[index].frm
+        return all(queue[k].frm != frm for k in range(index))
+
     # ------------------------------------------------------------------ message control
     def delay(self, b: int, index: int = 0) -> None:
         """Move the request at ``index`` of broker ``b``'s inbox to the back."""
@@ -590,6 +605,9 @@ class Simulator:
                 out.append(("DeliverRequest", (b,)))
                 if self.budget.has("faults.delayed_requests"):
                     out += [("DeliverDelayedRequest", (b, k)) for k in range(1, len(self.inbox[b]))]
+                else:
+                    out += [("DeliverDelayedRequest", (b, k)) for k in range(1, len(self.inbox[b]))
+                            if self.overtakes_other_controllers(b, k)]
             for p, r in sorted(core.replicas.items()):
                 if r.leader == b:
                     if (self.produced.get(p, 0) < cfg.max_records and snap.part(p).exists
@@ -660,13 +678,23 @@ class Simulator:
                  "RequestPreferredElection": "operations.preferred_elections",
                  "RequestTopicDeletion": "operations.topic_deletions"}
 
+    def spends_budget(self, name: str, args: tuple) -> str | None:
+        """The budget ``name(*args)`` spends now (a key of ``_BUDGETED``), or None.
+
+        With ``controller_connections = "per-controller"`` a ``DeliverDelayedRequest`` that only
+        overtakes other controllers' requests is free: they came over other connections.
+        """
+        if name == "DeliverDelayedRequest" and self.overtakes_other_controllers(*args):
+            return None
+        return self._BUDGETED.get(name)
+
     def step(self) -> tuple[str, tuple] | None:
         """Take one scheduled step; None when nothing is enabled."""
         choices = self.enabled()
         if not choices:
             return None
         name, args = self.rng.choice(choices)
-        key = self._BUDGETED.get(name)
+        key = self.spends_budget(name, args)
         if key is not None:
             self.budget.spend(key)
         self.apply(name, args)

@@ -25,7 +25,8 @@ from isrcheck.model.checker import Checker
 from isrcheck.model.parallel import search
 from isrcheck.model.config import ConfigError
 from isrcheck.model.simulate import simulate as run_simulation
-from isrcheck.variants import VariantError, load_variant
+from isrcheck.invariants.variants import (VariantError, VariantFailure, debug_option, debug_requested, load_variant,
+                               report_failure, variant_option)
 from isrcheck.model.symmetry import symmetry_allowed
 from isrcheck.scenario import ScenarioError, broken_properties, load_scenario, replay
 from isrcheck.specs.actions import ActionSyntaxError
@@ -43,6 +44,9 @@ class _Main(click.Group):
     def invoke(self, ctx: click.Context) -> Any:
         try:
             return super().invoke(ctx)
+        except VariantFailure as e:  # the variant's code raised while the model ran: not a violation
+            report_failure(e, debug_requested(ctx))
+            ctx.exit(2)
         except USER_ERRORS as e:
             click.echo(f"error: {' '.join(str(e).split())}", err=True)
             ctx.exit(2)
@@ -81,11 +85,13 @@ _json_opt = click.option("--json", "as_json", is_flag=True, help="Print one JSON
 @click.group(cls=_Main, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, "--version", prog_name="isrcheck",
                       message="%(prog)s %(version)s, " + _native.describe())
+@debug_option
 def main() -> None:
     """Model checker for Kafka's ZooKeeper-era controller and ISR replication protocol.
 
     Exit status: 0 every property holds; 1 a property is broken, or the run proved nothing
-    (vacuous or incomplete); 2 bad usage or input.
+    (vacuous or incomplete); 2 bad usage or input, or a --variant's code raised (--debug: also
+    the action path to where it raised).
     """
 
 
@@ -106,8 +112,7 @@ def main() -> None:
 @click.option("--liveness/--no-liveness", "liveness", default=None,
               help="Also check every liveness property that applies, under weak fairness of the healing actions "
                    "(default: those pinned for the model in specs/models.toml).")
-@click.option("--variant", metavar="MODULE:ATTR",
-              help="A protocol variant: a Protocol subclass (or a function config -> Protocol) to check instead.")
+@variant_option
 @click.option("--workers", type=click.IntRange(min=1, max=64), default=1, show_default=True,
               help="Worker processes for the safety search (the result, traces included, is the same as with one).")
 @click.option("--peer", metavar="MODULE",
@@ -201,12 +206,16 @@ def _liveness_wanted(target: Any, flag: bool | None, named: list[str], chosen: b
 @click.option("--walks", type=click.IntRange(min=1), default=1000, metavar="N", show_default=True, help="Number of random walks.")
 @click.option("--max-depth", type=click.IntRange(min=1), default=100, metavar="N", show_default=True,
               help="At most this many steps per walk.")
+@variant_option
 @_json_opt
 def simulate(name: str | None, config_file: str | None, overrides: tuple[str, ...], seed: int, walks: int,
-             max_depth: int, as_json: bool) -> None:
+             max_depth: int, variant: str | None, as_json: bool) -> None:
     """Random walks through model NAME or --config FILE: finds bugs, proves nothing."""
     target = manifest.resolve(name, config_file, overrides)
-    model = build_model(target.config, symmetry=target.symmetry)
+    protocol = load_variant(variant)(target.config) if variant else None
+    model = build_model(target.config, protocol=protocol, symmetry=target.symmetry)
+    if protocol is not None:
+        target = dataclasses.replace(target, label=f"{target.label} [{variant}]")
     with render.progress_status(_show_progress(as_json), f"simulating {target.label}") as progress:
         result = run_simulation(model, seed=seed, walks=walks, max_depth=max_depth, progress=progress)
     if as_json:
@@ -225,14 +234,16 @@ def simulate(name: str | None, config_file: str | None, overrides: tuple[str, ..
 # ---------------------------------------------------------------------------- run
 @main.command(short_help="Replay a scenario file and show its states.")
 @click.argument("scenario", metavar="SCENARIO")
+@variant_option
 @_json_opt
-def run(scenario: str, as_json: bool) -> None:
+def run(scenario: str, variant: str | None, as_json: bool) -> None:
     """Replay the steps of a SCENARIO file and show every state it passes through.
 
-    Exits 1 if a property breaks along the way.
+    With --variant the scenario's steps run on the variant. Exits 1 if a property breaks along the way.
     """
     sc = load_scenario(scenario)
-    model = build_model(sc.config, symmetry=False)
+    protocol = load_variant(variant)(sc.config) if variant else None
+    model = build_model(sc.config, protocol=protocol, symmetry=False)
     steps = replay(model, sc.actions, scenario)
     broken = broken_properties(model, steps)
     if as_json:
@@ -240,13 +251,14 @@ def run(scenario: str, as_json: bool) -> None:
             "scenario": scenario,
             "description": sc.description,
             "model": sc.model_name,
+            "variant": variant,
             "config": sc.config.to_dict(),
             "steps": render.trace_to_json(steps),
             "broken": [{"step": i, "property": name} for i, name in broken],
         })
     else:
         console = render.make_console()
-        title = f"Scenario {scenario}" + (f": {sc.description}" if sc.description else "")
+        title = f"Scenario {scenario}" + (f" [{variant}]" if variant else "") + (f": {sc.description}" if sc.description else "")
         render.print_wide(console, render.trace_table(steps, title=title,
                                          caption=f"{render.config_line(sc.config)}\n"
                                                  "yellow: changed since the previous step; red: broker down"))
@@ -316,49 +328,78 @@ def _gate_row_json(row: dict[str, Any]) -> dict[str, Any]:
 @main.command(short_help="Check the manifest's models against their expectations.")
 @click.argument("names", nargs=-1, metavar="[NAME]...")
 @click.option("--all", "everything", is_flag=True, help="Include the large models (gate = \"all\").")
+@click.option("--variant", metavar="MODULE:ATTR",
+              help="Check the models with this protocol variant (a Protocol subclass, or a function config -> "
+                   "Protocol) and compare with the same pinned expectations: what it breaks shows as FAIL.")
+@click.option("--junit", "junit_file", metavar="FILE",
+              help="Also write a JUnit XML report to FILE: one testcase per model, the mismatches as its failure.")
 @_json_opt
-def gate(names: tuple[str, ...], everything: bool, as_json: bool) -> None:
+def gate(names: tuple[str, ...], everything: bool, variant: str | None, junit_file: str | None,
+         as_json: bool) -> None:
     """Check the manifest's models and compare each with its pinned expectation.
 
     Runs the default set, or every model with --all, or the NAMEs given. Exits 0 only if all match.
+    On a terminal a status line shows the progress; otherwise (CI logs, pipes) one line per model
+    goes to stderr as it finishes, also with --json.
     """
     entries = select(manifest.load(), names, everything)
     if not entries:
         raise ManifestError("no models to check")
+    factory = load_variant(variant) if variant else None  # a variant that cannot load: exit 2 before any run
+    status = _show_progress(as_json)
     rows: list[dict[str, Any]] = []
     start = time.perf_counter()
-    with render.progress_status(_show_progress(as_json), "gate") as progress:
+    with render.progress_status(status, "gate" + (f" [{variant}]" if variant else "")) as progress:
         for i, e in enumerate(entries):
+            counter = f"[{i + 1}/{len(entries)}]"
             if progress is not None:
-                progress.set_label(f"gate [{i + 1}/{len(entries)}] {e.name}")
+                progress.set_label(f"gate {counter} {e.name}")
+            began = time.perf_counter()
             try:
-                model = build_model(e.config, symmetry=e.symmetry,
+                protocol = factory(e.config) if factory is not None else None
+                model = build_model(e.config, protocol=protocol, symmetry=e.symmetry,
                                     properties=list(e.properties) if e.properties else None)
                 result = Checker(model, progress=progress).run()
                 mismatches = manifest.compare(e, result)
                 lres = None
                 if e.liveness:
-                    lres = live.check(e.config, [x.property for x in e.liveness], progress=progress)
+                    lres = live.check(e.config, [x.property for x in e.liveness], protocol=protocol,
+                                      progress=progress)
                     mismatches += manifest.compare_liveness(e, lres)
             except Exception as ex:  # noqa: BLE001 - one broken model must not hide the others
                 result = lres = None
                 mismatches = [f"crashed: {type(ex).__name__}: {ex} (run `isrcheck check {e.name}` for the traceback)"]
-            rows.append({"entry": e, "result": result, "liveness": lres, "mismatches": mismatches})
+            took = time.perf_counter() - began
+            rows.append({"entry": e, "result": result, "liveness": lres, "mismatches": mismatches, "seconds": took})
+            if not status:
+                render.progress_line(f"gate {counter} {e.name} {'FAIL' if mismatches else 'PASS'} {took:.2f} s")
     seconds = time.perf_counter() - start
     failed = [r for r in rows if r["mismatches"]]
+    if junit_file:
+        from isrcheck.junit import Case, write_junit
+
+        cases = [Case(r["entry"].name, r["seconds"],
+                      failures=r["mismatches"] if r["result"] is not None else [],
+                      error="; ".join(r["mismatches"]) if r["result"] is None else None) for r in rows]
+        write_junit(junit_file, "isrcheck gate" + (f" [{variant}]" if variant else ""), "isrcheck.gate", cases,
+                    seconds)
     if as_json:
-        _emit_json({"passed": not failed, "seconds": round(seconds, 6), "models": [_gate_row_json(r) for r in rows]})
+        out = {"passed": not failed, "seconds": round(seconds, 6), "models": [_gate_row_json(r) for r in rows]}
+        if variant:
+            out["variant"] = variant
+        _emit_json(out)
     else:
         console = render.make_console()
         console.print(render.gate_table(rows))
         for r in failed:
             for m in r["mismatches"]:
                 console.print(f"[bold red]FAIL[/bold red] [bold]{r['entry'].name}[/bold]: {escape(m)}", highlight=False)
+        under = f" under variant {escape(variant)}" if variant else ""
         if failed:
             console.print(f"[bold red]gate failed:[/bold red] {len(failed)} of {len(rows)} models differ from "
-                          f"specs/models.toml ({seconds:.1f} s)", highlight=False)
+                          f"specs/models.toml{under} ({seconds:.1f} s)", highlight=False)
         else:
-            console.print(f"[bold green]gate passed:[/bold green] all {len(rows)} models as expected "
+            console.print(f"[bold green]gate passed:[/bold green] all {len(rows)} models as expected{under} "
                           f"({seconds:.1f} s)", highlight=False)
     _exit(1 if failed else 0)
 
@@ -373,6 +414,7 @@ def gate(names: tuple[str, ...], everything: bool, as_json: bool) -> None:
 @click.option("--witnesses", type=click.IntRange(min=0), default=1, show_default=True,
               help="How many shortest witnesses to show for behaviours only one side has.")
 @click.option("--max-states", type=click.IntRange(min=1), metavar="N", help="Stop each exploration after N states.")
+@debug_option
 @_json_opt
 def diff(a: str, b: str, base_model: str | None, config_file: str | None, overrides: tuple[str, ...],
          witnesses: int, max_states: int | None, as_json: bool) -> None:

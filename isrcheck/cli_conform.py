@@ -3,8 +3,8 @@
     isrcheck traces export MODEL --out FILE [--format jsonl|itf] [--samples N --seed S --max-depth D]
     isrcheck traces export MODEL --out FILE --property NAME   (a safety counterexample or a liveness lasso)
     isrcheck traces show TRACE
-    isrcheck conform TRACE... [--against trace|model|both] [--ignore PATH]
-    isrcheck conform --model NAME [--model NAME ...] [--cover edges|states|depth --depth K]
+    isrcheck conform TRACE... [--against trace|model|both] [--ignore PATH] [--junit FILE]
+    isrcheck conform --model NAME [--model NAME ...] [--cover edges|states|depth --depth K] [--junit FILE]
     isrcheck validate LOG | DIR | FILE... [--merged FILE]
     isrcheck validate --record FILE --model NAME [--seed S --steps N --anonymous]
 
@@ -35,6 +35,7 @@ from isrcheck.model.config import ConfigError
 from isrcheck.model.liveness import LivenessError
 from isrcheck.specs.actions import VocabularyError, action_text
 from isrcheck.specs.manifest import ManifestError
+from isrcheck.invariants.variants import load_variant, variant_option
 
 __all__ = ["conform", "traces", "validate"]
 
@@ -99,11 +100,15 @@ def _usage(message: str) -> None:
 @click.option("--keep-going", is_flag=True, help="With --model: replay every path even after a divergence.")
 @click.option("--save-failure", metavar="FILE", help="Write the path to the first divergence as a trace.")
 @click.option("--seed", type=int, default=0, show_default=True, help="Seed of the implementation's simulator.")
+@variant_option
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object on stdout.")
+@click.option("--junit", "junit_file", metavar="FILE",
+              help="Also write a JUnit XML report to FILE: one testcase per trace (or per --model).")
 @_user_errors
 def conform(trace_files: tuple[str, ...], models: tuple[str, ...], config_file: str | None,
             overrides: tuple[str, ...], mode: str, depth: int, against: str, ignore: tuple[str, ...],
-            keep_going: bool, save_failure: str | None, seed: int, as_json: bool) -> None:
+            keep_going: bool, save_failure: str | None, seed: int, as_json: bool, junit_file: str | None = None,
+            variant: str | None = None) -> None:
     """Drive the implementation through every action of each TRACE (JSON lines or ITF, as written by
     `isrcheck traces export`) and compare its observation with the model's after every step; or,
     with --model NAME, through a set of paths covering that model's state graph."""
@@ -111,14 +116,21 @@ def conform(trace_files: tuple[str, ...], models: tuple[str, ...], config_file: 
         _usage("give TRACE files or --model/--config, not both")
     if not trace_files and not models and not config_file:
         _usage("give TRACE files to replay, or --model NAME to cover a model's state graph")
+    if variant and trace_files and against == "trace":
+        _usage("--variant changes the model side: with TRACE files give --against model or --against both")
+    factory = load_variant(variant) if variant else None  # the implementation side stays
     console = render.make_console()
     if trace_files:
         traces = [load_trace(f) for f in trace_files]  # every file is validated before anything runs
-        results = [conform_trace(t, against=against, ignore=ignore, seed=seed) for t in traces]
+        results = [conform_trace(t, against=against, ignore=ignore, seed=seed,
+                                 protocol=factory(t.config) if factory else None) for t in traces]
         failed = [r for r in results if r.divergence is not None]
         if save_failure and failed:
             t = next(t for t, r in zip(traces, results) if r.divergence is not None)
-            _save(t.config, failed[0].actions[: failed[0].divergence.index], save_failure, t.label)  # type: ignore[union-attr]
+            _save(t.config, failed[0].actions[: failed[0].divergence.index], save_failure, t.label,  # type: ignore[union-attr]
+                  factory)
+        if junit_file:
+            _junit(junit_file, "traces", [(r.label, r.seconds, r.divergence, r.skipped, r.steps) for r in results])
         if as_json:
             _emit({"mode": "traces", "ok": not failed and any(r.ok for r in results),
                    "results": [report.conform_json(r) for r in results]})
@@ -140,10 +152,13 @@ def conform(trace_files: tuple[str, ...], models: tuple[str, ...], config_file: 
     for tg in targets:
         with render.progress_status(not as_json and render.is_terminal(console.file), f"covering {tg.label}"):
             rep = cover(tg.config, mode, depth=depth, label=tg.label, seed=seed, keep_going=keep_going,
-                        ignore=ignore)
+                        ignore=ignore, protocol=factory(tg.config) if factory else None)
         reports.append(rep)
         if save_failure and rep.divergence is not None:
-            _save(tg.config, rep.failing_path, save_failure, tg.label)
+            _save(tg.config, rep.failing_path, save_failure, tg.label, factory)
+    if junit_file:
+        _junit(junit_file, f"cover {mode}", [(r.label, r.build_seconds + r.seconds, r.divergence, r.skipped, None)
+                                             for r in reports])
     if as_json:
         _emit({"mode": "cover", "ok": all(r.ok for r in reports), "results": [report.cover_json(r) for r in reports]})
     else:
@@ -159,12 +174,27 @@ def conform(trace_files: tuple[str, ...], models: tuple[str, ...], config_file: 
     raise click.exceptions.Exit(0 if all(r.ok for r in reports) else 1)
 
 
-def _save(config: Any, actions: list[tuple[str, tuple]], path: str, label: str) -> None:
+def _junit(path: str, what: str, rows: list[tuple[str, float, Any, str | None, int | None]]) -> None:
+    """The JUnit report of a conform run: ``rows`` are (label, seconds, divergence, skipped, steps)."""
+    from isrcheck.junit import Case, write_junit
+
+    cases = []
+    for label, seconds, div, skipped, steps in rows:
+        failures = []
+        if div is not None:
+            of = f" of {steps}" if steps is not None else ""
+            failures = [f"diverges at {div.summary()}".replace(f"at step {div.index} ", f"at step {div.index}{of} ", 1)]
+            failures += [f"{d.path}: model {d.expected!r}, implementation {d.actual!r}" for d in div.differences]
+        cases.append(Case(label, seconds, failures=failures, skipped=skipped))
+    write_junit(path, f"isrcheck conform ({what})", "isrcheck.conform", cases)
+
+
+def _save(config: Any, actions: list[tuple[str, tuple]], path: str, label: str, factory: Any = None) -> None:
     from isrcheck.invariants import build_model
     from isrcheck.model.actions import Action
     from isrcheck.model.checker import replay_actions
 
-    model = build_model(config, symmetry=False, properties=[])
+    model = build_model(config, protocol=factory(config) if factory else None, symmetry=False, properties=[])
     steps = replay_actions(model, [Action(n, tuple(a)) for n, a in actions])
     write_trace(trace_from_steps(steps, config, kind="regression", model=label,
                                  description=f"the path to the first divergence of {label}"), path)
@@ -276,14 +306,16 @@ def traces() -> None:
 @click.option("--property", "prop", metavar="NAME", default=None,
               help="Write this property's counterexample only: a safety property's shortest one, or a "
                    "liveness property's lasso (loop marked in the file); an error if it holds.")
+@variant_option
 @_user_errors
 def export_cmd(name: str, out: str, fmt: str | None, overrides: tuple[str, ...], samples: int, seed: int,
-               max_depth: int, prop: str | None) -> None:
+               max_depth: int, prop: str | None, variant: str | None) -> None:
     """Write MODEL's shortest counterexample to --out; when every property holds, write --samples
     seeded random paths instead. With --property NAME, write NAME's counterexample (for a liveness
     property a lasso: a path whose end repeats forever); exit 2 when NAME holds."""
     tg = manifest.resolve(name, None, overrides)
-    res = export(tg, out, fmt, n=samples, seed=seed, max_depth=max_depth, property=prop)
+    protocol = load_variant(variant)(tg.config) if variant else None
+    res = export(tg, out, fmt, n=samples, seed=seed, max_depth=max_depth, property=prop, protocol=protocol)
     for f, t in zip(res.files, res.traces):
         if res.kind == "lasso":
             what = f"{t.prop} lasso, {_loop_text(t)}"

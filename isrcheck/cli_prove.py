@@ -4,13 +4,15 @@ Registered by ``isrcheck/cli.py`` with ``main.add_command(prove)`` and ``main.ad
 
 Verdicts are three-valued (specs/08-symbolic.md): PROVED, REFUTED (with a concrete counterexample)
 or UNKNOWN (z3 gave up, usually at the --timeout per query); an unknown is never reported as
-proved. Exit status: 0 every claim proved; 1 some claim refuted; 3 something unknown and nothing
-refuted; 2 bad usage or input (one line ``error: ...`` on stderr). With ``--json`` exactly one JSON
-object goes to stdout.
+proved. ``prove inductive`` adds NOT INDUCTIVE (a counterexample to induction whose pre-state is
+not known to be reachable), and ``prove transitions`` sets the documented expected refutations
+(specs/expected_refutations.toml) aside. Exit status: 0 every claim proved (but the expected
+refutations); 1 some claim refuted; 3 something unknown or not inductive and nothing refuted; 2 bad
+usage or input (one line ``error: ...`` on stderr), a --variant the encoding cannot read included.
+With ``--json`` exactly one JSON object goes to stdout.
 """
 from __future__ import annotations
 
-import importlib
 import json
 import sys
 import time
@@ -34,10 +36,12 @@ from isrcheck.invariants.symbolic.verdicts import (
 )
 from isrcheck.model.config import Config, ConfigError
 from isrcheck.specs.manifest import ManifestError, Target
+from isrcheck.invariants.variants import VariantFailure, debug_requested, load_variant, report_failure, variant_option
 
-VERDICT_STYLE = {Verdict.PROVED: "bold green", Verdict.REFUTED: "bold red", Verdict.UNKNOWN: "bold yellow"}
-EXIT_HELP = ("Exit status: 0 every claim proved; 1 a claim refuted; 3 something unknown (a query hit "
-             "--timeout) and nothing refuted; 2 bad usage or input.")
+VERDICT_STYLE = {Verdict.PROVED: "bold green", Verdict.REFUTED: "bold red", Verdict.UNKNOWN: "bold yellow",
+                 Verdict.NOT_INDUCTIVE: "bold magenta"}
+EXIT_HELP = ("Exit status: 0 every claim proved (but the expected refutations); 1 a claim refuted; 3 something "
+             "unknown (a query hit --timeout) or not inductive, and nothing refuted; 2 bad usage or input.")
 
 
 class InputError(Exception):
@@ -59,6 +63,9 @@ def _guarded(fn: Callable[..., None]) -> Callable[..., None]:
     def wrapper(*args: Any, **kwargs: Any) -> None:
         try:
             fn(*args, **kwargs)
+        except VariantFailure as e:  # the variant's select() raised: exit 2, one line (not a refutation)
+            report_failure(e, debug_requested(click.get_current_context()))
+            raise click.exceptions.Exit(EXIT_BAD_INPUT) from None
         except (ConfigError, ManifestError, Unsupported, InputError) as e:
             _fail(str(e))
 
@@ -100,7 +107,9 @@ def _summary_table(title: str, obligations: Sequence[Obligation]) -> Table:
     table.add_column("seconds", justify="right", no_wrap=True)
     table.add_column("scope", overflow="fold", style="dim")
     for o in obligations:
-        verdict = Text(o.verdict.value, style=VERDICT_STYLE[o.verdict])
+        verdict = Text(o.verdict.value, style="yellow" if o.expected else VERDICT_STYLE[o.verdict])
+        if o.expected:
+            verdict.append(" (expected)", style="dim")
         if o.method == "exhaustive":
             verdict.append(" (enum)", style="dim")
         table.add_row(o.property, o.generation, verdict, f"{o.seconds:.3f}", o.scope)
@@ -111,7 +120,8 @@ def _print_counterexamples(console: Console, obligations: Sequence[Obligation]) 
     for o in obligations:
         if o.verdict == Verdict.PROVED:
             continue
-        head = Text(f"{o.verdict.value}: ", style=VERDICT_STYLE[o.verdict])
+        head = Text(f"{o.verdict.value}{' (expected)' if o.expected else ''}: ",
+                    style="yellow" if o.expected else VERDICT_STYLE[o.verdict])
         head.append(o.property, style="bold")
         if o.generation:
             head.append(f" [{o.generation}]")
@@ -130,13 +140,26 @@ def _print_counterexamples(console: Console, obligations: Sequence[Obligation]) 
         console.print()
 
 
+def _expected_text(obligations: Sequence[Obligation]) -> str:
+    """``PROVED except the N expected refutations: a, b`` when only expected refutations remain."""
+    from isrcheck.invariants.symbolic.expected import claim_of
+
+    exp = [claim_of(o.property) for o in obligations if o.expected and o.verdict == Verdict.REFUTED]
+    if not exp or overall(obligations) != Verdict.PROVED:
+        return ""
+    return f"PROVED except the {len(exp)} expected refutation{'s' if len(exp) != 1 else ''}: {', '.join(exp)}"
+
+
 def _verdict_line(label: str, obligations: Sequence[Obligation]) -> Text:
     v = overall(obligations)
-    counts = {k: sum(1 for o in obligations if o.verdict == k) for k in Verdict}
+    counts = {k: sum(1 for o in obligations if o.verdict == k and not o.expected) for k in Verdict}
+    expected = sum(1 for o in obligations if o.expected and o.verdict == Verdict.REFUTED)
     line = Text(f"{label}: ")
-    line.append(v.value, style=VERDICT_STYLE[v])
-    line.append(f" - {counts[Verdict.PROVED]} proved, {counts[Verdict.REFUTED]} refuted, "
-                f"{counts[Verdict.UNKNOWN]} unknown")
+    line.append(_expected_text(obligations) or v.value, style=VERDICT_STYLE[v])
+    line.append(f" - {counts[Verdict.PROVED]} proved, {counts[Verdict.REFUTED]} refuted"
+                + (f" (and {expected} expected)" if expected else "")
+                + (f", {counts[Verdict.NOT_INDUCTIVE]} not inductive" if counts[Verdict.NOT_INDUCTIVE] else "")
+                + f", {counts[Verdict.UNKNOWN]} unknown")
     return line
 
 
@@ -159,6 +182,9 @@ def _emit(as_json: bool, payload: dict[str, Any], title: str, obligations: Seque
     code = exit_code(obligations)
     if as_json:
         payload = {**payload, "verdict": overall(obligations).value, "exit_code": code,
+                   "summary": _expected_text(obligations) or overall(obligations).value,
+                   "expected_refutations": [o.property for o in obligations
+                                            if o.expected and o.verdict == Verdict.REFUTED],
                    "obligations": [_obligation_json(o) for o in obligations]}
         click.echo(json.dumps(payload, indent=2, default=str))
     else:
@@ -183,35 +209,43 @@ _timeout_opt = _timeout(60.0)
 # ============================================================================ prove
 @click.group(short_help="Symbolic proofs with z3 (selectors, transitions, inductive invariants).")
 def prove() -> None:
-    """Prove claims about the model with z3: PROVED, REFUTED (with a counterexample) or UNKNOWN.
+    """Prove claims about the model with z3: PROVED, REFUTED (with a counterexample) or UNKNOWN;
+    `prove inductive` also NOT INDUCTIVE (a counterexample to induction not known to be reachable).
 
-    Exit status: 0 every claim proved; 1 a claim refuted; 3 something unknown (a query hit
-    --timeout) and nothing refuted; 2 bad usage or input.
+    Exit status: 0 every claim proved (but the expected refutations of `prove transitions`); 1 a
+    claim refuted; 3 something unknown (a query hit --timeout) or not inductive, and nothing
+    refuted; 2 bad usage or input.
     """
 
 
-def _load_protocol(spec: str) -> tuple[Any, str]:
-    from isrcheck.model.protocol import Protocol
+def _refuse_variant(command: str, variant: str | None) -> None:
+    """The encodings of transitions, inductive and bmc are transcriptions of the model's code, not of
+    a variant's: say so in one line (exit status 2)."""
+    if variant:
+        raise InputError(f"{command} does not take --variant: its z3 encoding transcribes the model's code, "
+                         "not a variant's Python methods; check the variant with `isrcheck check --variant` "
+                         "(`isrcheck prove selectors --variant` checks a variant's select())")
 
-    if ":" not in spec:
-        raise InputError(f"--protocol expects MODULE:CLASS, got {spec!r}")
-    mod_name, _, attr = spec.partition(":")
-    try:
-        mod = importlib.import_module(mod_name)
-    except Exception as e:  # noqa: BLE001 - any import problem is the user's input
-        raise InputError(f"--protocol {spec}: cannot import {mod_name}: {e}") from None
-    cls = getattr(mod, attr, None)
-    if not (isinstance(cls, type) and issubclass(cls, Protocol)):
-        raise InputError(f"--protocol {spec}: {attr} is not a subclass of isrcheck.model.protocol.Protocol")
-    proto = cls(Config())
-    return proto, getattr(cls, "name", attr)
+
+def _variant_refused(command: str) -> Callable[[Any], Any]:
+    def callback(ctx: click.Context, _param: Any, value: str | None) -> str | None:
+        if value:
+            try:
+                _refuse_variant(command, value)
+            except InputError as e:
+                _fail(str(e))
+        return value
+
+    return click.option("--variant", metavar="MODULE:ATTR", expose_value=False, callback=callback,
+                        help=f"Refused: the {command} encoding cannot read a variant's code (exit status 2).")
 
 
 @prove.command(short_help="Every leader selector against its contract, for every input.")
 @click.option("--max-brokers", type=click.IntRange(1, 8), default=8, show_default=True, metavar="N",
               help="Prove for every input over broker ids 1..N (assignments of length 1..N).")
-@click.option("--protocol", "protocol_spec", metavar="MODULE:CLASS",
-              help="A Protocol subclass whose select() to check (a variant); default: the model's.")
+@variant_option
+@click.option("--protocol", "protocol_spec", metavar="MODULE:ATTR", hidden=True,
+              help="The former name of --variant.")
 @click.option("--exhaustive-brokers", type=click.IntRange(1, 4), default=3, show_default=True, metavar="K",
               help="Also run the Python selectors on every input over 1..K brokers.")
 @click.option("--samples", type=click.IntRange(min=0), default=500, show_default=True, metavar="S",
@@ -219,23 +253,28 @@ def _load_protocol(spec: str) -> tuple[Any, str]:
 @_timeout_opt
 @_json_opt
 @_guarded
-def selectors(max_brokers: int, protocol_spec: str | None, exhaustive_brokers: int, samples: int, timeout: float,
-              as_json: bool) -> None:
+def selectors(max_brokers: int, variant: str | None, protocol_spec: str | None, exhaustive_brokers: int,
+              samples: int, timeout: float, as_json: bool) -> None:
     """Prove each leader selector's contract (specs/04-controller.md#leader-selectors).
 
     For the model's selectors, z3 proves every clause of every contract for the encoding of
     model/selectors.py over every input up to --max-brokers brokers; the Python code itself is
     run on every input up to --exhaustive-brokers brokers, and the encoding is compared with the
-    code on --samples random inputs. A variant's select() (--protocol) cannot be read by z3: it is
-    checked on every input up to --exhaustive-brokers and on random inputs up to --max-brokers.
+    code on --samples random inputs. A variant's select() (--variant MODULE:ATTR or
+    path/to/file.py:ATTR) cannot be read by z3: it is checked on every input up to
+    --exhaustive-brokers and on random inputs up to --max-brokers.
     """
     from isrcheck.invariants.symbolic.selectors import prove_selectors
     from isrcheck.model.protocol import Protocol
 
+    if variant and protocol_spec and variant != protocol_spec:
+        raise InputError("give --variant or its former name --protocol, not both")
+    variant = variant or protocol_spec
     select = None
     generation = "kafka-0.8"
-    if protocol_spec:
-        proto, generation = _load_protocol(protocol_spec)
+    if variant:
+        proto = load_variant(variant)(Config())
+        generation = proto.name
         if type(proto).select is not Protocol.select:
             select = proto.select
     start = time.perf_counter()
@@ -279,6 +318,7 @@ def selectors(max_brokers: int, protocol_spec: str | None, exhaustive_brokers: i
               help="Drop the context invariants from the premises: every source state the guards admit.")
 @click.option("--detects-restarts", is_flag=True, help="Bounce detection (Kafka 2.2+): a broker change may "
               "contain a bounced broker.")
+@_variant_refused("prove transitions")
 @_timeout_opt
 @_json_opt
 @_guarded
@@ -289,6 +329,10 @@ def transitions(no_invariants: bool, detects_restarts: bool, timeout: float, as_
     z3 checks every move against model/tables.py from every pair state the operation's guards and
     the context invariants admit, and checks that each context invariant holds initially and is
     preserved by every operation and by other actors (specs/08-symbolic.md#state-machines).
+
+    The refutations documented as expected (specs/expected_refutations.toml: five context
+    invariants that are not inductive) are shown but set aside: with only those, the verdict is
+    "PROVED except the N expected refutations" and the exit status 0.
     """
     from isrcheck.invariants.symbolic.transitions import prove_transitions
 
@@ -297,6 +341,9 @@ def transitions(no_invariants: bool, detects_restarts: bool, timeout: float, as_
     with _progress(_show_progress(as_json), "prove transitions") as progress:
         report = prove_transitions(timeout, generation, progress, with_invariants=not no_invariants,
                                    detects_restarts=detects_restarts)
+    from isrcheck.invariants.symbolic.expected import mark_expected
+
+    mark_expected(report.obligations, "transitions")
 
     def extra(console: Console) -> None:
         for a in report.assumed:
@@ -335,17 +382,25 @@ _queue_opt = click.option("--queue", type=click.IntRange(1, 8), default=None, me
 @_queue_opt
 @click.option("--all-actions", is_flag=True, help="Also search the broker-change cases for counterexamples "
               "to induction of each non-inductive property (slower).")
+@click.option("--reach-states", type=click.IntRange(min=0), default=200_000, show_default=True, metavar="N",
+              help="Search at most N reachable states (explicit checker) for each counterexample's pre-state: "
+                   "REFUTED when found, else NOT INDUCTIVE (0: do not search).")
+@_variant_refused("prove inductive")
 @_timeout(300.0)
 @_json_opt
 @_guarded
 def inductive(name: str | None, config_file: str | None, overrides: tuple[str, ...], generation: str,
-              queue: int | None, all_actions: bool, timeout: float, as_json: bool) -> None:
+              queue: int | None, all_actions: bool, reach_states: int, timeout: float, as_json: bool) -> None:
     """Check which safety properties are inductive for model NAME (default hw-truncation-one-crash).
 
     The replication encoding (one controller, no administrative operations) is checked for every
     state within its bounds: the largest inductive subset of the safety properties and the
     strengthening candidates is computed (Houdini); a property outside it gets a counterexample to
     induction: a pair of states and the action between them (specs/08-symbolic.md).
+
+    Such a property is REFUTED only when the explicit checker reaches the counterexample's
+    pre-state (a search of at most --reach-states states); otherwise it is NOT INDUCTIVE: the
+    proof failed, but no reachable counterexample is known (the property may well hold).
     """
     from isrcheck.invariants.symbolic.induction import prove_inductive
 
@@ -354,6 +409,7 @@ def inductive(name: str | None, config_file: str | None, overrides: tuple[str, .
     with _progress(_show_progress(as_json), f"prove inductive {target.label}") as progress:
         res = prove_inductive(target.config, generation, timeout, queue, progress,
                               per_action="all" if all_actions else True)
+        reach = _classify_ctis(target.config, generation, res.obligations, reach_states, progress)
 
     def extra(console: Console) -> None:
         console.print(Text(target.label, style="bold") + Text(f"  {render.config_line(target.config)}"))
@@ -370,9 +426,51 @@ def inductive(name: str | None, config_file: str | None, overrides: tuple[str, .
 
     _emit(as_json, {"command": "prove inductive", "model": target.label, "generation": res.generation,
                     "config": target.config.to_dict(), "strengthening": res.kept,
-                    "discarded": sorted(res.dropped), "queries": res.queries,
+                    "discarded": sorted(res.dropped), "queries": res.queries, "reachability": reach,
                     "seconds": round(time.perf_counter() - start, 6)},
           f"Inductive invariants ({target.label})", res.obligations, extra)
+
+
+def _classify_ctis(cfg: Config, generation: str | None, obligations: Sequence[Obligation], max_states: int,
+                   progress: Callable[[str], None]) -> dict[str, Any]:
+    """REFUTED stays only for a counterexample to induction whose pre-state the explicit checker
+    reaches; every other refuted ``inductive`` obligation becomes NOT INDUCTIVE (in place). The
+    search's extent, for the JSON output."""
+    import dataclasses
+
+    from isrcheck.invariants.symbolic.reach import search_for
+
+    refuted = [o for o in obligations if o.verdict == Verdict.REFUTED]
+    with_cti = [o for o in refuted if getattr(o, "cti", None) is not None]
+    info: dict[str, Any] = {"max_states": max_states, "searched_states": 0, "complete": False, "reachable": []}
+    if not refuted:
+        return info
+    reach = None
+    if with_cti and max_states > 0:
+        progress(f"searching the reachable states for {len(with_cti)} counterexample pre-state(s)")
+        explicit = cfg if generation is None else dataclasses.replace(cfg, generation=generation)
+        reach = search_for(explicit, [o.cti.before for o in with_cti], max_states)  # type: ignore[attr-defined]
+        info.update(searched_states=reach.searched, complete=reach.complete)
+    for o in refuted:
+        known = reach.reachable(with_cti.index(o)) if reach is not None and o in with_cti else None
+        if known is True:
+            depth = reach.found[with_cti.index(o)]  # type: ignore[union-attr]
+            info["reachable"].append(o.property)
+            o.detail += (f"; REFUTED: the pre-state is reachable (the explicit checker reaches it in {depth} "
+                         f"step(s)), so this step breaks the property in a real run")
+            continue
+        o.verdict = Verdict.NOT_INDUCTIVE
+        if getattr(o, "cti", None) is None:
+            o.detail += "; no counterexample to induction to look for: no reachable counterexample known"
+        elif known is False:
+            o.detail += (f"; the pre-state is not reachable (all {reach.searched:,} reachable states "  # type: ignore[union-attr]
+                         "searched): no reachable counterexample known")
+        elif reach is None:
+            o.detail += "; the pre-state was not searched for (--reach-states 0): no reachable counterexample known"
+        else:
+            o.detail += (f"; the pre-state was not met in the first {reach.searched:,} reachable states "
+                         "(--reach-states): no reachable counterexample known")
+    return info
 
 
 # ============================================================================ bmc
@@ -385,6 +483,7 @@ def inductive(name: str | None, config_file: str | None, overrides: tuple[str, .
 @click.option("--first", "stop_at_first", is_flag=True, help="Stop at the first depth with a violation.")
 @_gen_opt
 @_queue_opt
+@_variant_refused("bmc")
 @_timeout_opt
 @_json_opt
 @_guarded

@@ -22,6 +22,7 @@ from isrcheck.model.config import ConfigError
 from isrcheck.pipeline.errors import PipelineError
 from isrcheck.specs.actions import ActionSyntaxError
 from isrcheck.specs.manifest import ManifestError
+from isrcheck.invariants.variants import VariantFailure, failure_from_text, variant_option
 
 
 def _user_errors() -> tuple[type[BaseException], ...]:
@@ -38,6 +39,14 @@ class _SparkGroup(click.Group):
             return super().invoke(ctx)
         except _user_errors() as e:
             click.echo(f"error: {' '.join(str(e).split())}", err=True)
+            ctx.exit(2)
+        except (VariantFailure, click.exceptions.Exit, click.ClickException, click.exceptions.Abort):
+            raise  # a variant that raised in this process: the main group reports it
+        except Exception as e:
+            line = failure_from_text(str(e))  # a variant that raised on a worker: Spark reports its text
+            if line is None:
+                raise
+            click.echo(f"error: {line}", err=True)
             ctx.exit(2)
 
 
@@ -71,13 +80,14 @@ def _session(master: str | None) -> Iterator[Any]:
         yield spark
 
 
-def _spec(name: str | None, config_file: str | None, overrides: tuple[str, ...], symmetry: bool | None) -> Any:
+def _spec(name: str | None, config_file: str | None, overrides: tuple[str, ...], symmetry: bool | None,
+          variant: str | None = None) -> Any:
     from isrcheck.pipeline.spec import ModelSpec
 
     target = manifest.resolve(name, config_file, overrides)
     label = target.label if target.entry is not None else Path(target.label).stem
     sym = target.symmetry if symmetry is None else symmetry
-    return ModelSpec.of(label, target.config, sym), target
+    return ModelSpec.of(label, target.config, sym, variant), target
 
 
 _model_arg = click.argument("name", required=False, metavar="[MODEL]")
@@ -127,10 +137,12 @@ def _level_table(levels: list[Any]) -> Any:
 @click.option("--stop-after-levels", type=click.IntRange(min=1), metavar="N",
               help="Compute at most N levels now (resume later with --resume).")
 @click.option("--symmetry/--no-symmetry", default=None, help="Force broker-symmetry reduction on or off.")
+@variant_option
 @_json_opt
 def explore(name: str | None, config_file: str | None, overrides: tuple[str, ...], master: str | None,
             out_dir: str | None, resume: bool, spark_threshold: int | None, max_depth: int | None,
-            max_states: int | None, stop_after_levels: int | None, symmetry: bool | None, as_json: bool) -> None:
+            max_states: int | None, stop_after_levels: int | None, symmetry: bool | None, variant: str | None,
+            as_json: bool) -> None:
     """Explore every reachable state of MODEL (or --config FILE) level by level, each level stored as
     Parquet; wide levels run on Spark, narrow ones in-process. The verdict, state count, depth and
     counterexample length are those of `isrcheck check`."""
@@ -143,7 +155,7 @@ def explore(name: str | None, config_file: str | None, overrides: tuple[str, ...
         raise PipelineError("--resume needs --out DIR (the run to continue)")
     if stop_after_levels and not out_dir:
         raise PipelineError("--stop-after-levels needs --out DIR (to resume from)")
-    spec, target = _spec(name, config_file, overrides, symmetry)
+    spec, target = _spec(name, config_file, overrides, symmetry, variant)
     threshold = DEFAULT_SPARK_THRESHOLD if spark_threshold is None else spark_threshold
     temp = None
     if out_dir is None:
@@ -203,18 +215,22 @@ def explore(name: str | None, config_file: str | None, overrides: tuple[str, ...
 @click.option("--grid", "grid_file", required=True, metavar="FILE", help="The grid (TOML; see specs/09-pipeline.md).")
 @_master_opt
 @click.option("--out", "out_dir", metavar="DIR", help="Write the results table as Parquet here.")
+@variant_option
 @_json_opt
-def sweep(grid_file: str, master: str | None, out_dir: str | None, as_json: bool) -> None:
+def sweep(grid_file: str, master: str | None, out_dir: str | None, variant: str | None, as_json: bool) -> None:
     """Check every configuration of a grid (base configuration x lists of values per key); each
     point is one Spark task running the single-process checker. Exit 0 when every point succeeds."""
     _require_spark()
     from isrcheck.pipeline.sweep import load_grid, run_sweep
 
     grid = load_grid(grid_file, lambda name: dict(manifest.get(name).raw_config))
+    from isrcheck.invariants.variants import resolve_variant
+
+    resolve_variant(variant)  # a bad --variant is an input error before Spark starts
     from isrcheck.pipeline.session import session_info
 
     with _session(master) as spark_:
-        rows = run_sweep(spark_, grid, out_dir)
+        rows = run_sweep(spark_, grid, out_dir, variant=variant)
         info = session_info(spark_)
     if as_json:
         _emit_json({"grid": grid_file, "keys": grid.keys, "spark": info, "rows": [
@@ -254,15 +270,17 @@ def sweep(grid_file: str, master: str | None, out_dir: str | None, as_json: bool
 @click.option("--max-depth", type=click.IntRange(min=1), default=100, show_default=True, metavar="N")
 @click.option("--symmetry/--no-symmetry", default=None)
 @click.option("--out", "out_dir", metavar="DIR", help="Write the per-task table as Parquet here.")
+@variant_option
 @_json_opt
 def swarm(name: str | None, config_file: str | None, overrides: tuple[str, ...], master: str | None, walks: int,
-          seed: int, tasks: int, max_depth: int, symmetry: bool | None, out_dir: str | None, as_json: bool) -> None:
+          seed: int, tasks: int, max_depth: int, symmetry: bool | None, out_dir: str | None, variant: str | None,
+          as_json: bool) -> None:
     """Random walks through MODEL (or --config FILE), spread over Spark tasks: finds bugs in models too
     large to exhaust, proves nothing. The same seed and --tasks give the same result."""
     _require_spark()
     from isrcheck.pipeline.swarm import run_swarm
 
-    spec, target = _spec(name, config_file, overrides, symmetry)
+    spec, target = _spec(name, config_file, overrides, symmetry, variant)
     with _session(master) as spark_:
         res = run_swarm(spark_, spec, walks=walks, seed=seed, tasks=tasks, max_depth=max_depth)
         if out_dir:
@@ -317,16 +335,17 @@ def swarm(name: str | None, config_file: str | None, overrides: tuple[str, ...],
 @click.option("--max-states", type=click.IntRange(min=1), default=200_000, show_default=True, metavar="N",
               help="Largest exhaustive search.")
 @click.option("--symmetry/--no-symmetry", default=None)
+@variant_option
 @_json_opt
 def traces(name: str | None, config_file: str | None, overrides: tuple[str, ...], master: str | None, count: int,
            out_dir: str, mode: str, seed: int, max_depth: int, max_states: int, symmetry: bool | None,
-           as_json: bool) -> None:
+           variant: str | None, as_json: bool) -> None:
     """Write COUNT traces of MODEL into the corpus --out DIR, one row per step (schema in
     specs/09-pipeline.md), partitioned by generation, model and mode."""
     _require_spark()
     from isrcheck.pipeline.traces import generate
 
-    spec, _ = _spec(name, config_file, overrides, symmetry)
+    spec, _ = _spec(name, config_file, overrides, symmetry, variant)
     with _session(master) as spark_:
         res = generate(spark_, spec, out_dir, count=count, mode=mode, seed=seed, max_depth=max_depth,
                        max_states=max_states)
@@ -424,10 +443,11 @@ def query(source: str, sql: str, master: str | None, limit: int, as_json: bool) 
 @click.option("--seed", type=int, default=0, show_default=True, help="Seed of the implementation's simulator.")
 @click.option("--batch-size", type=click.IntRange(min=1), default=5000, show_default=True, metavar="N",
               help="Traces per Spark job (progress is shown after each).")
+@variant_option
 @_json_opt
 def conform(corpus: str, master: str | None, out_dir: str | None, models: tuple[str, ...],
             generations: tuple[str, ...], modes: tuple[str, ...], mutant: str | None, seed: int, batch_size: int,
-            as_json: bool) -> None:
+            variant: str | None, as_json: bool) -> None:
     """Replay every trace of CORPUS (written by `isrcheck spark traces`) on the reference implementation,
     comparing its observation with the model's after every step; the traces are spread over Spark
     tasks. Exit 0 when every replayed trace conforms, 1 when one diverges (or nothing was checked)."""
@@ -438,6 +458,9 @@ def conform(corpus: str, master: str | None, out_dir: str | None, models: tuple[
     from isrcheck.pipeline.conform import resolve_mutant, run_conform, summary_text
 
     resolve_mutant(mutant)  # a bad --mutant is an input error before Spark starts
+    from isrcheck.invariants.variants import resolve_variant
+
+    resolve_variant(variant)  # so is a bad --variant (the model side of the replay)
     show = not as_json and render.is_terminal(sys.stderr)
 
     def on_batch(b: Any) -> None:
@@ -449,7 +472,8 @@ def conform(corpus: str, master: str | None, out_dir: str | None, models: tuple[
 
     with _session(master) as spark_:
         run = run_conform(spark_, corpus, out=out_dir, seed=seed, mutant=mutant, batch_size=batch_size,
-                          models=models, generations=generations, modes=modes, on_batch=on_batch)
+                          models=models, generations=generations, modes=modes, on_batch=on_batch,
+                          variant=variant)
     if as_json:
         _emit_json({"corpus": corpus, "ok": run.ok, "traces": run.traces, "steps": run.steps,
                     "verdicts": run.verdicts, "groups": run.groups, "divergences": run.divergences,

@@ -19,11 +19,12 @@ from isrcheck.model.config import Config, ConfigError
 from isrcheck.model.protocol import Protocol
 from isrcheck.model.state import State
 from isrcheck.specs.protocol import GENERATION_KEY, GENERATION_NAMES
-from isrcheck.variants import ProtocolFactory, load_variant
+from isrcheck.invariants.variants import ProtocolFactory, load_variant
 
 #: configuration keys that choose the protocol rather than the bounds
 PROTOCOL_KEYS = (GENERATION_KEY, "acks", "unclean_leader_election", "detect_restarts", "fenced_controller_writes",
-                 "hw_checkpoint", "stale_controller", "min_insync_replicas")
+                 "hw_checkpoint", "stale_controller", "min_insync_replicas", "max_fetch_records",
+                 "fenced_reassignment_steps")
 
 
 @dataclass

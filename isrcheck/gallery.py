@@ -33,11 +33,16 @@ def trace_markdown(trace: Sequence[Step]) -> str:
     """A counterexample as a Markdown table (one partition: the gallery's models have one)."""
     first = trace[0].state
     heads = ["#", "action", "AR", "leader", "ISR", "epoch", "acked"]
+    width = len(heads) + 3 * len(first.brokers)
     for b in range(1, len(first.brokers) + 1):
         heads += [f"b{b} log", "LEO", "HW"]
     rows = ["| " + " | ".join(heads) + " |", "|" + "---|" * len(heads)]
     for i, st in enumerate(trace):
         s = st.state
+        if s is None:  # a step that broke a state machine (OnlyValidTransitions): no successor state
+            cells = [str(i), f"`{st.action}`", "illegal transition"] + [""] * (width - 3)
+            rows.append("| " + " | ".join(cells) + " |")
+            continue
         cells = [str(i), f"`{st.action}`" if st.action is not None else "(initial state)"] + _cell(s, 0)
         for br in s.brokers:
             r = br.replicas[0]
@@ -82,5 +87,7 @@ def render_gallery() -> str:
         if example is not None:
             out += ["", f"Shortest counterexample (`isrcheck check {w.example}`), {example.property} "
                     f"broken after {example.length} steps:", "", trace_markdown(example.trace)]
+            if example.trace[-1].state is None and example.message:  # which move was illegal
+                out += ["", example.message]
         out.append("")
     return "\n".join(out)

@@ -96,6 +96,14 @@ def progress_status(enabled: bool, label: str) -> Iterator[StatusLine | None]:
         yield StatusLine(status, label)
 
 
+def progress_line(text: str) -> None:
+    """One plain progress line on stderr, flushed at once: what a terminal's status line shows,
+    for CI logs and pipes (stderr not a terminal), where a status line would print nothing."""
+    stream = sys.stderr
+    stream.write(text + "\n")
+    stream.flush()
+
+
 def config_line(cfg: Config) -> str:
     """The configuration in one line: the main bounds, then whatever differs from the defaults."""
     parts = [f"brokers={cfg.brokers}", f"partitions={cfg.partitions}",

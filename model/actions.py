@@ -23,6 +23,7 @@ from .state import (
     TRUNCATE_PENDING,
     Budget,
     Controller,
+    Request,
     State,
     budget_with,
     make_controller,
@@ -67,6 +68,10 @@ def enabled_actions(protocol: Protocol, s: State) -> list[Action]:
             if budget.delayed_requests:
                 for k in range(1, len(queue)):
                     out.append(make_action("DeliverDelayedRequest", (b, k)))
+            elif protocol.per_controller_connections:
+                for k in range(1, len(queue)):
+                    if overtakes_other_controllers(queue, k):
+                        out.append(make_action("DeliverDelayedRequest", (b, k)))
         for p, r in enumerate(br.replicas):
             if r is None:
                 continue
@@ -186,8 +191,23 @@ def _deliver(w: World, b: int, index: int) -> None:
     B.handle_request(w, b, req)
 
 
+def overtakes_other_controllers(queue: tuple[Request, ...], index: int) -> bool:
+    """Whether the request at ``index`` is the oldest of its controller in ``queue``: every request
+    before it comes from another controller (another controller epoch), so with one connection per
+    controller it may arrive first without any message being delayed (specs/05-replication.md)."""
+    epoch = queue[index][1]
+    for k in range(index):
+        if queue[k][1] == epoch:
+            return False
+    return True
+
+
 def _deliver_delayed(w: World, b: int, index: int) -> None:
-    _spend(w, "delayed_requests")
+    queue = w.inbox[b - 1]
+    if not 0 < index < len(queue):
+        raise ValueError(f"broker {b}'s queue has no request at position {index} to deliver early")
+    if not (w.protocol.per_controller_connections and overtakes_other_controllers(queue, index)):
+        _spend(w, "delayed_requests")  # it overtakes an older request of its own controller
     _deliver(w, b, index)
 
 

@@ -3,8 +3,9 @@
 Each function is one atomic model step (or a part of one) on a :class:`World`. A fetch is a
 request and its response in one step, as in the public TLA+ specifications: the follower sends
 its log end offset, the leader records it, may expand the ISR and advance its high watermark,
-and answers with the records from that offset and the high watermark it had then — which is
-why a follower's HW lags the leader's by one fetch.
+and answers with the records from that offset (all of them, or at most ``max_fetch_records``) and
+the high watermark it had then — which is why a follower's HW lags the leader's by one fetch. The
+follower takes that HW bounded by its new log end.
 """
 from __future__ import annotations
 
@@ -196,7 +197,11 @@ def fetch(w: World, f: int, p: int) -> None:
                  rl.answer)
     rl = advance_hw(w, leader, p, rl)
     w.set_replica(leader, p, rl)
-    log = rf.log + rl.log[offset:]
+    end = len(rl.log)
+    limit = w.protocol.max_fetch_records
+    if limit and offset + limit < end:  # a partial fetch: at most max_fetch_records from the offset
+        end = offset + limit
+    log = rf.log + rl.log[offset:end]
     epochs = E.after_append(rf.epochs, log, offset) if w.protocol.uses_leader_epochs else rf.epochs
     w.set_replica(f, p, make_replica(log, min(answered_hw, len(log)), rf.checkpoint, rf.leader, rf.leader_epoch,
                                 rf.isr, rf.zk_version, rf.remote_leo, rf.pending, rf.assigned, epochs,

@@ -25,6 +25,7 @@ MAX_PARTITIONS = 4
 MAX_RECORDS = 8
 
 ACKS = ("all", "1")
+CONTROLLER_CONNECTIONS = ("shared", "per-controller")
 
 
 class ConfigError(ValueError):
@@ -66,6 +67,8 @@ class Config:
     partitions: int = 1
     replication_factor: int = 3
     max_records: int = 2
+    #: the most records one fetch returns (0: no limit, the leader's whole suffix in one fetch)
+    max_fetch_records: int = 0
     min_insync_replicas: int = 1
     unclean_leader_election: bool = False
     hw_checkpoint: str = "periodic"  # "periodic" | "every-change"
@@ -73,7 +76,11 @@ class Config:
     generation: Generation = DEFAULT_GENERATION  # the protocol generation (specs/protocol.toml)
     acks: str = "all"  # "all" | "1"
     detect_restarts: bool = False  # the controller notices a quick restart (Kafka 2.2+)
+    #: "shared": one FIFO queue of controller requests per broker; "per-controller": each controller
+    #: has its own connection, so requests of different controllers may arrive in any order
+    controller_connections: str = "shared"
     fenced_controller_writes: bool = False  # ZooKeeper refuses a deposed controller's writes (2.1+)
+    fenced_reassignment_steps: bool = False  # a deposed controller abandons its reassignment (a designer's option)
     assignment: tuple[tuple[int, ...], ...] = ()
     #: healing actions whose weak fairness liveness checks do not assume: an action name (every
     #: instance) or one instance's text, "Restart(3)" (specs/06-properties.md, "Liveness")
@@ -160,6 +167,7 @@ def from_mapping(raw: dict[str, Any]) -> Config:
     if rf > brokers:
         raise ConfigError(f"replication_factor {rf} exceeds brokers {brokers}")
     max_records = _int("max_records", raw.get("max_records", 2), 0, MAX_RECORDS)
+    max_fetch_records = _int("max_fetch_records", raw.get("max_fetch_records", 0), 0, MAX_RECORDS)
     min_isr = _int("min_insync_replicas", raw.get("min_insync_replicas", 1), 1, MAX_BROKERS)
     if min_isr > rf:
         raise ConfigError(f"min_insync_replicas {min_isr} exceeds replication_factor {rf}: no write could commit")
@@ -169,7 +177,10 @@ def from_mapping(raw: dict[str, Any]) -> Config:
     generation = _generation(raw)
     acks = _choice("acks", raw.get("acks", "all"), ACKS)
     detect_restarts = _bool("detect_restarts", raw.get("detect_restarts", False))
+    connections = _choice("controller_connections", raw.get("controller_connections", "shared"),
+                          CONTROLLER_CONNECTIONS)
     fenced_writes = _bool("fenced_controller_writes", raw.get("fenced_controller_writes", False))
+    fenced_steps = _bool("fenced_reassignment_steps", raw.get("fenced_reassignment_steps", False))
 
     if "assignment" in raw:
         assignment_raw = raw["assignment"]
@@ -213,6 +224,7 @@ def from_mapping(raw: dict[str, Any]) -> Config:
         partitions=partitions,
         replication_factor=rf,
         max_records=max_records,
+        max_fetch_records=max_fetch_records,
         min_insync_replicas=min_isr,
         unclean_leader_election=unclean,
         hw_checkpoint=hw_checkpoint,
@@ -220,7 +232,9 @@ def from_mapping(raw: dict[str, Any]) -> Config:
         generation=generation,
         acks=acks,
         detect_restarts=detect_restarts,
+        controller_connections=connections,
         fenced_controller_writes=fenced_writes,
+        fenced_reassignment_steps=fenced_steps,
         assignment=assignment,
         unfair=unfair,
         faults=faults,

@@ -397,8 +397,17 @@ def reassignment_step(w: World, c: ControllerWork, p: int) -> None:
     A step returns False when the reassignment ends there (nothing to do, or given up); a refused
     write (Fenced) ends it too, since a newer controller owns the partition. After the last step
     the controller forgets it; otherwise the next step is due.
+
+    With ``fenced_reassignment_steps`` a controller first compares its epoch with ZooKeeper's
+    (/controller_epoch, read in the same step) and, if it has been deposed, abandons the
+    reassignment instead: it forgets the step, OAR and RAR (its view of AR is ZooKeeper's again)
+    and performs nothing, neither state-machine moves nor requests nor writes. The request stays in
+    /admin/reassign_partitions, where the active controller resumed it at its failover.
     """
     step = c.reassign_step[p]
+    if w.protocol.reassignment_step_fenced(w, c):
+        abandon_reassignment(c, p)
+        return
     try:
         go_on = _REASSIGNMENT_STEPS[step](w, c, p)
     except Fenced:
@@ -407,6 +416,13 @@ def reassignment_step(w: World, c: ControllerWork, p: int) -> None:
         c.reassign_step[p] = 0
     else:
         c.reassign_step[p] = next_reassignment_step(c, step) + 1
+
+
+def abandon_reassignment(c: ControllerWork, p: int) -> None:
+    """Forget partition ``p``'s reassignment (``fenced_reassignment_steps``: a deposed controller)."""
+    c.reassign_step[p] = 0
+    c.reassign_old[p] = ()
+    c.reassign_new[p] = ()
 
 
 def reassignment_step_enabled(zk: Zk, c: Controller, p: int) -> bool:

@@ -68,13 +68,19 @@ class Protocol:
         # build these are struct fields, while a field of the (interpreted) Config dataclass is a
         # dictionary lookup.
         self.max_records: int = config.max_records
+        #: the most records one fetch copies (0: no limit)
+        self.max_fetch_records: int = config.max_fetch_records
         self.min_insync_replicas: int = config.min_insync_replicas
         self.acks_one: bool = config.acks == "1"
         self.periodic_checkpoints: bool = config.hw_checkpoint == "periodic"
         self.topic_creation: bool = config.operations.topic_creation
         self.unclean_leader_election: bool = config.unclean_leader_election
         self._detect_restarts: bool = config.detect_restarts
+        #: each controller has its own connection to a broker (``controller_connections``): a request
+        #: may overtake those of other controllers without spending ``faults.delayed_requests``
+        self.per_controller_connections: bool = config.controller_connections == "per-controller"
         self._fenced_controller_writes: bool = config.fenced_controller_writes
+        self._fenced_reassignment_steps: bool = config.fenced_reassignment_steps
 
     @property
     def generation(self) -> Generation:
@@ -97,6 +103,16 @@ class Protocol:
         controller epoch znode, which a deposed controller fails.
         """
         return self._fenced_controller_writes and c.epoch != w.controller_epoch
+
+    def reassignment_step_fenced(self, w: WorldView, c: ControllerView) -> bool:
+        """Whether this controller abandons its reassignment instead of performing the next step.
+
+        The seeds' design performs the in-memory steps of a reassignment whoever is controller
+        now. With ``fenced_reassignment_steps`` (a designer's option) the controller reads the
+        controller epoch znode before each step and, once deposed, forgets the reassignment; the
+        new controller resumes it from /admin/reassign_partitions.
+        """
+        return self._fenced_reassignment_steps and c.epoch != w.controller_epoch
 
     def detects_restarts(self) -> bool:
         """Whether the controller notices a broker that re-registered before it looked (2.2+)."""

@@ -169,7 +169,12 @@ class World:
         """Queue a controller request for broker ``b``; a dead broker's connection drops it.
 
         An UpdateMetadata is not queued behind a request of the same controller epoch: its only
-        effect on a broker (raising the controller epoch it has seen) is already on its way.
+        effect on a broker (raising the controller epoch it has seen) is already on its way. This
+        holds per controller too (``controller_connections = "per-controller"``): the queued requests
+        of one epoch are one controller's, on one connection that stays in order, so the earlier one
+        still arrives first and raises the broker's epoch just as the UpdateMetadata would (or is
+        rejected where it would be). Only a budgeted delayed delivery, which the UpdateMetadata
+        would need to overtake a request of its own controller, is given up, as with one queue.
         """
         if not self.brokers[b - 1].alive:
             return

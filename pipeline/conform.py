@@ -23,11 +23,8 @@ from __future__ import annotations
 
 import contextlib
 import functools
-import importlib
-import importlib.util
 import json
 import math
-import sys
 import time
 from collections import Counter
 from collections.abc import Callable, Iterator
@@ -65,20 +62,10 @@ _INPUT = ("trace_id", "model", "generation", "mode", "config", "step", "action",
 
 # ---------------------------------------------------------------------------- planted bugs
 def _import_module(module: str) -> Any:
-    if module.endswith(".py") or "/" in module:
-        path = Path(module)
-        if not path.is_file():
-            raise PipelineError(f"--mutant: {module} does not exist")
-        name = f"isrcheck_mutant_{path.stem}"
-        if name in sys.modules:
-            return sys.modules[name]
-        spec = importlib.util.spec_from_file_location(name, path)
-        assert spec is not None and spec.loader is not None
-        mod = importlib.util.module_from_spec(spec)
-        sys.modules[name] = mod
-        spec.loader.exec_module(mod)
-        return mod
-    return importlib.import_module(module)
+    # the one loader of user code (invariants/variants.py), here for a planted bug instead of a variant
+    from isrcheck.invariants.variants import import_user_module
+
+    return import_user_module(module, prefix="isrcheck_mutant", error=PipelineError, what="--mutant:")
 
 
 def load_mutant(text: str) -> Callable[[], contextlib.AbstractContextManager[Any]]:
@@ -103,8 +90,10 @@ def resolve_mutant(text: str | None) -> str | None:
     if text is None:
         return None
     load_mutant(text)
+    from isrcheck.invariants.variants import is_file_path
+
     module, _, attr = text.rpartition(":")
-    if module.endswith(".py") or "/" in module:
+    if is_file_path(module):
         module = str(Path(module).resolve())
     return f"{module}:{attr}"
 
@@ -123,8 +112,11 @@ def diff_text(differences: list[Any]) -> str:
     return "; ".join(parts)
 
 
-def replay_trace(rows: list[dict[str, Any]], seed: int = 0, mutant: str | None = None) -> dict[str, Any]:
-    """Replay one trace (its corpus rows, in step order) on the implementation; one result row."""
+def replay_trace(rows: list[dict[str, Any]], seed: int = 0, mutant: str | None = None,
+                 variant: tuple[str, str] | None = None) -> dict[str, Any]:
+    """Replay one trace (its corpus rows, in step order) on the implementation; one result row.
+    ``variant`` (``(MODULE:ATTR, search path)``, :func:`isrcheck.invariants.variants.resolve_variant`) is the
+    model side's protocol."""
     from isrcheck.conformance.replay import conform_actions
     from isrcheck.model.config import ConfigError, from_mapping
     from isrcheck.specs.actions import VocabularyError, action_text, check_action
@@ -157,7 +149,13 @@ def replay_trace(rows: list[dict[str, Any]], seed: int = 0, mutant: str | None =
         if not stale and json.loads(_json(obs)) != stored[i]:
             stale.append(i)
 
-    r = conform_actions(cfg, actions, label=first["trace_id"], against="model", seed=seed, observer=observer)
+    protocol = None
+    if variant is not None:
+        from isrcheck.invariants.variants import load_variant
+
+        protocol = load_variant(variant[0], search_path=variant[1])(cfg)
+    r = conform_actions(cfg, actions, label=first["trace_id"], against="model", seed=seed, observer=observer,
+                        protocol=protocol)
     out.update(steps=r.steps, matched=r.matched, seconds=time.perf_counter() - start)
     if r.skipped:
         out.update(verdict="skipped", message=r.skipped)
@@ -186,13 +184,14 @@ def _grouped(batches: Iterator[pa.RecordBatch]) -> Iterator[list[dict[str, Any]]
         yield current
 
 
-def conform_task(seed: int, mutant: str | None, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+def conform_task(seed: int, mutant: str | None, batches: Iterator[pa.RecordBatch],
+                 variant: tuple[str, str] | None = None) -> Iterator[pa.RecordBatch]:
     """``mapInArrow`` over corpus rows (one partition): the result rows of its traces."""
     patch = load_mutant(mutant)() if mutant else contextlib.nullcontext()
     out: list[dict[str, Any]] = []
     with patch:
         for rows in _grouped(batches):
-            out.append(replay_trace(rows, seed, mutant))
+            out.append(replay_trace(rows, seed, mutant, variant))
             if len(out) >= 256:
                 yield pa.RecordBatch.from_pylist(out, schema=RESULT_SCHEMA)
                 out = []
@@ -251,7 +250,7 @@ def trace_ids(corpus: Path, models: tuple[str, ...] = (), generations: tuple[str
 def run_conform(spark: Any, corpus: str | Path, *, out: str | Path | None = None, seed: int = 0,
                 mutant: str | None = None, batch_size: int = 5000, models: tuple[str, ...] = (),
                 generations: tuple[str, ...] = (), modes: tuple[str, ...] = (), keep: int = 20,
-                on_batch: Callable[[BatchProgress], None] | None = None) -> ConformRun:
+                on_batch: Callable[[BatchProgress], None] | None = None, variant: str | None = None) -> ConformRun:
     """Replay the traces of ``corpus`` (optionally only some models, generations, modes) in batches of
     ``batch_size`` traces; results as Parquet under ``out/results/`` when ``out`` is given."""
     import pyarrow.parquet as pq
@@ -260,6 +259,9 @@ def run_conform(spark: Any, corpus: str | Path, *, out: str | Path | None = None
     start = time.perf_counter()
     corpus = Path(corpus)
     mutant = resolve_mutant(mutant)
+    from isrcheck.invariants.variants import resolve_variant
+
+    shipped = resolve_variant(variant)  # checked here; loaded again on the workers
     ids = trace_ids(corpus, models, generations, modes)
     if not ids:
         raise PipelineError(f"{corpus}: no traces" + (" match the filters" if models or generations or modes else ""))
@@ -274,7 +276,7 @@ def run_conform(spark: Any, corpus: str | Path, *, out: str | Path | None = None
     for col, values in (("model", models), ("generation", generations), ("mode", modes)):
         if values:
             rows = rows.filter(F.col(col).isin(list(values)))
-    fn = functools.partial(conform_task, seed, mutant)
+    fn = functools.partial(conform_task, seed, mutant, variant=shipped)
     verdicts: Counter[str] = Counter()
     groups: dict[tuple[str, str, str], dict[str, Any]] = {}
     divergences: list[dict[str, Any]] = []

@@ -4,6 +4,11 @@ A :class:`ModelSpec` is the configuration (``Config.to_dict()``) and the symmetr
 its JSON text (a few hundred bytes in the task closure) and call :func:`model_for`, which builds
 the model once per worker process and caches it, so the model, its protocol and its properties are
 always built inside the worker from data, never shipped as Python objects.
+
+A protocol variant (``--variant``) travels as text too: ``variant`` is ``MODULE:ATTR`` with a file
+path made absolute, and ``variant_path`` the driver's current directory, where a worker imports a
+module name from (:func:`isrcheck.invariants.variants.resolve_variant`); both are in the JSON only when set, so
+the spec of the standard protocol is what it always was.
 """
 from __future__ import annotations
 
@@ -29,23 +34,33 @@ class ModelSpec:
     label: str
     config: dict[str, Any]
     symmetry: bool
+    variant: str | None = None
+    variant_path: str | None = None
 
     @classmethod
-    def of(cls, label: str, cfg: Config, symmetry: bool | None) -> ModelSpec:
+    def of(cls, label: str, cfg: Config, symmetry: bool | None, variant: str | None = None) -> ModelSpec:
+        """``variant``: a ``--variant MODULE:ATTR`` as the user gave it (checked and resolved here)."""
         if symmetry is None:
             from isrcheck.model.symmetry import symmetry_allowed
 
             symmetry = symmetry_allowed(cfg)
-        return cls(label, json.loads(config_json(cfg)), bool(symmetry))
+        shipped = None
+        if variant is not None:
+            from isrcheck.invariants.variants import resolve_variant
+
+            shipped = resolve_variant(variant)
+        return cls(label, json.loads(config_json(cfg)), bool(symmetry), *(shipped or (None, None)))
 
     def to_json(self) -> str:
-        return json.dumps({"label": self.label, "config": self.config, "symmetry": self.symmetry},
-                          sort_keys=True, separators=(",", ":"))
+        d: dict[str, Any] = {"label": self.label, "config": self.config, "symmetry": self.symmetry}
+        if self.variant is not None:
+            d.update(variant=self.variant, variant_path=self.variant_path)
+        return json.dumps(d, sort_keys=True, separators=(",", ":"))
 
     @classmethod
     def from_json(cls, text: str) -> ModelSpec:
         d = json.loads(text)
-        return cls(d["label"], d["config"], bool(d["symmetry"]))
+        return cls(d["label"], d["config"], bool(d["symmetry"]), d.get("variant"), d.get("variant_path"))
 
     def build_config(self) -> Config:
         try:
@@ -55,7 +70,13 @@ class ModelSpec:
 
     def build(self) -> StableModel:
         """The model, with fingerprints that are the same in every process (:mod:`.fingerprint`)."""
-        return StableModel(build_model(self.build_config(), symmetry=self.symmetry))
+        cfg = self.build_config()
+        protocol = None
+        if self.variant is not None:
+            from isrcheck.invariants.variants import load_variant
+
+            protocol = load_variant(self.variant, search_path=self.variant_path)(cfg)
+        return StableModel(build_model(cfg, protocol=protocol, symmetry=self.symmetry))
 
     @property
     def generation(self) -> str:

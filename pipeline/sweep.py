@@ -165,7 +165,12 @@ def run_point(task: str) -> dict[str, Any]:
 
     t = json.loads(task)
     cfg = from_mapping(t["config"])
-    model = build_model(cfg, symmetry=t["symmetry"])
+    protocol = None
+    if t.get("variant"):  # a --variant, resolved on the driver (isrcheck.invariants.variants.resolve_variant)
+        from isrcheck.invariants.variants import load_variant
+
+        protocol = load_variant(t["variant"], search_path=t.get("variant_path"))(cfg)
+    model = build_model(cfg, protocol=protocol, symmetry=t["symmetry"])
     start = time.perf_counter()
     r = Checker(model, max_depth=t["max_depth"], max_states=t["max_states"]).run()
     v = r.violations[0] if r.violations else None
@@ -178,16 +183,20 @@ def run_point(task: str) -> dict[str, Any]:
     }
 
 
-def tasks(g: Grid) -> list[str]:
+def tasks(g: Grid, variant: tuple[str, str] | None = None) -> list[str]:
+    extra = {} if variant is None else {"variant": variant[0], "variant_path": variant[1]}
     return [json.dumps({
         "index": i, "point": point_text(p), "config": c.to_dict(), "symmetry": g.symmetry,
-        "max_states": g.max_states, "max_depth": g.max_depth,
+        "max_states": g.max_states, "max_depth": g.max_depth, **extra,
     }) for i, (p, c) in enumerate(zip(g.points, g.configs))]
 
 
-def run_sweep(spark: Any, g: Grid, out: str | Path | None = None) -> list[dict[str, Any]]:
-    """Run every point as its own Spark task; rows in grid order (and as Parquet under ``out``)."""
-    ts = tasks(g)
+def run_sweep(spark: Any, g: Grid, out: str | Path | None = None, variant: str | None = None) -> list[dict[str, Any]]:
+    """Run every point as its own Spark task; rows in grid order (and as Parquet under ``out``).
+    ``variant``: a ``--variant MODULE:ATTR`` every point is checked with."""
+    from isrcheck.invariants.variants import resolve_variant
+
+    ts = tasks(g, resolve_variant(variant))
     rows = spark.sparkContext.parallelize(ts, len(ts)).map(run_point).collect()
     rows.sort(key=lambda r: r["index"])
     for r in rows:

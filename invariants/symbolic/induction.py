@@ -29,7 +29,7 @@ from isrcheck.model.brokersets import render
 from isrcheck.model.records import render_log
 from isrcheck.model.state import ASK_EPOCH_END, FETCHING, TRUNCATE_PENDING, LeaderAndIsr, State, StopReplica
 
-from .epochs import answer_function, latest as cache_latest
+from .epochs import answer_function, last as epoch_last, latest as cache_latest
 from .instance import Instance, Unsupported
 from .replication import ALWAYS, Encoding
 from .types import NUM_MAX, REQ_LAI, REQ_NONE, REQ_STOP, REQ_UM, SymLog, SymState
@@ -712,6 +712,86 @@ def _offline_means_leaderless(enc: Encoding, s: SymState) -> z3.BoolRef:
     return z3.And([z3.Or(s.partition_online[p], s.zk[p].leader == 0) for p in range(enc.P)])
 
 
+# ---------------------------------------------------------------------------- kip-320 reconciliation
+# (specs/08-symbolic.md#the-kip-320-gap: what a fetching follower's log and cache hold relative to its leader's)
+def _cache_last_start(ep: Any) -> z3.ArithRef:
+    return epoch_last(ep, ep.starts)
+
+
+def _empty_epochs_only_at_leaders(enc: Encoding, s: SymState) -> z3.BoolRef:
+    """Only a live leader has a latest cache entry without records (one starting at its log end),
+    apart from the initial ``[e0@0]`` of an empty log: a leader records its epoch before appending,
+    a follower only for records it appends, a truncation or a crash drops entries starting at or
+    beyond the new end, and (with the OfflinePartition selector alone) a live leader is never made a
+    follower. So a follower's latest epoch is that of its last record."""
+    out = []
+    for p, b, r in _epoch_replicas(enc, s):
+        ep = r.ep
+        out.append(z3.Implies(z3.Not(z3.And(s.alive[b], r.leader == b)), z3.Or(
+            ep.length == 0, _cache_last_start(ep) < r.log.length,
+            z3.And(r.log.length == 0, ep.length == 1, ep.epochs[0] == 0))))
+    return z3.And(out) if out else z3.BoolVal(True)
+
+
+def _queued_requests_keep_live_leaders(enc: Encoding, s: SymState) -> z3.BoolRef:
+    """A LeaderAndIsr queued at a live leader for a newer epoch than its own, or queued behind a
+    promotion of its receiver, names the receiver leader too: the controller moves leadership only
+    away from a broker it saw leave, and leaving empties the queue."""
+    out = []
+    for p in range(enc.P):
+        for b, r in s.replicas[p].items():
+            q = s.inbox[b]
+            lai = [z3.And(q.length > i, sl.kind == REQ_LAI, sl.partition == p) for i, sl in enumerate(q.slots)]
+            for j, sl in enumerate(q.slots):
+                behind = [z3.And(lai[i], q.slots[i].leader == b, q.slots[i].leader_epoch > r.leader_epoch)
+                          for i in range(j)]
+                c = z3.And(lai[j], z3.Or(z3.And(s.alive[b], r.leader == b, sl.leader_epoch > r.leader_epoch), *behind))
+                out.append(z3.Implies(c, sl.leader == b))
+    return z3.And(out) if out else z3.BoolVal(True)
+
+
+def _followers_wait_for_their_leader(enc: Encoding, s: SymState) -> z3.BoolRef:
+    """While a promotion of L to epoch E waits in L's queue, a live follower of L in epoch E has not
+    reconciled or fetched yet: it must ask its epoch's end, or it has an empty log (kip-320 fences
+    epoch queries and fetches by the leader's epoch, which L does not have yet)."""
+    if not enc.rule.traits.fenced_by_leader_epoch:
+        return z3.BoolVal(True)
+    out = []
+    for p in range(enc.P):
+        for new, sl in _queued_promotions(enc, s, p):
+            for f, rf in s.replicas[p].items():
+                if rf.ep is None:
+                    continue
+                c = z3.And(new, s.alive[f], rf.leader == sl.leader, rf.leader_epoch == sl.leader_epoch)
+                out.append(z3.Implies(c, z3.Or(rf.ep.fetch_state == ASK_EPOCH_END,
+                                               z3.And(rf.ep.fetch_state == FETCHING, rf.log.length == 0))))
+    return z3.And(out) if out else z3.BoolVal(True)
+
+
+def _records_not_before_their_epoch_start(enc: Encoding, s: SymState) -> z3.BoolRef:
+    """No log holds a record of epoch e at an offset before where any cache says e starts: the
+    leader of e starts it at its log end and appends from there, followers copy at the same offsets."""
+    out = []
+    for p in range(enc.P):
+        logs = [r.log for r in s.replicas[p].values()]
+        for r in s.replicas[p].values():
+            if r.ep is None:
+                continue
+            ep = r.ep
+            for k in range(len(ep.epochs)):
+                for x in logs:
+                    for i in range(enc.K):
+                        out.append(z3.Implies(z3.And(ep.length > k, x.length > i, x.epochs[i] == ep.epochs[k]),
+                                              ep.starts[k] <= i))
+    return z3.And(out) if out else z3.BoolVal(True)
+
+
+def _blank_replicas_fetch_normally(enc: Encoding, s: SymState) -> z3.BoolRef:
+    """A replica blanked by a crash (leader epoch -1) is not reconciling and holds no answer."""
+    return z3.And([z3.Implies(r.leader_epoch == -1, r.ep.fetch_state == FETCHING)
+                   for p, b, r in _epoch_replicas(enc, s)] or [z3.BoolVal(True)])
+
+
 CANDIDATES: tuple[tuple[str, Pred], ...] = (
     ("WellFormed", _well_formed),
     ("RecordsKeepTheirPlace", _records_keep_their_place),
@@ -764,6 +844,11 @@ EPOCH_CANDIDATES: tuple[tuple[str, Pred], ...] = (
     ("AnswersNotAheadOfCache", _answers_not_ahead_of_cache),
     ("AnswersCoverRecordedLeo", _answers_cover_recorded_leo),
     ("OfflineMeansLeaderless", _offline_means_leaderless),
+    ("EmptyEpochsOnlyAtLeaders", _empty_epochs_only_at_leaders),
+    ("QueuedRequestsKeepLiveLeaders", _queued_requests_keep_live_leaders),
+    ("FollowersWaitForTheirLeader", _followers_wait_for_their_leader),
+    ("RecordsNotBeforeTheirEpochStart", _records_not_before_their_epoch_start),
+    ("BlankReplicasFetchNormally", _blank_replicas_fetch_normally),
 )
 """Added to the pool for the leader-epoch generations only: the epoch cache and reconciliation, and
 the Raft-style facts a durability proof through OffsetsForLeaderEpoch needs (specs/08-symbolic.md).
@@ -1168,7 +1253,7 @@ def prove_inductive(cfg: Any, generation_name: str | None = None, timeout: float
                            obligations, queries + em.queries, seconds, per_kind, fix.timing)
 
 
-__all__ = ["KIP_320_STRENGTHENING", "KIP_320_DURABILITY", "HIGH_WATERMARK_STRENGTHENING", "check_preserved",
+__all__ = ["KIP_320_STRENGTHENING", "KIP_320_DURABILITY", "KIP_320_RECONCILIATION", "HIGH_WATERMARK_STRENGTHENING", "check_preserved",
            "CANDIDATES", "EPOCH_CANDIDATES", "candidates_for", "prove_inductive", "describe", "describe_pair", "bounds",
            "InductionResult", "InductionObligation", "Cti", "counterexample_to_induction", "encode", "houdini",
            "explain", "check_epochs_monotonic", "safety_verdicts", "epochs_monotonic_verdict", "Encoded", "Fixpoint",
@@ -1188,14 +1273,20 @@ checks that it is still what Houdini finds and that it holds on reachable states
 
 KIP_320_STRENGTHENING = HIGH_WATERMARK_STRENGTHENING + (
     "LeadersAreInTheirIsr", "PendingAboveHighWatermark",
-    "EpochCacheWellFormed", "LeadersFetchNormally", "SameEpochSamePrefix", "CacheEpochsBounded",
-    "QueuedRequestsOrdered", "UnledEpochsHaveNoRecords", "LeaderCompleteForItsEpoch", "ControllerDeadAreNotLeaders",
+    "EpochCacheWellFormed", "EpochCacheCoversLog", "LeadersFetchNormally", "LeaderCacheEndsWithItsEpoch",
+    "AnswersCoverCommitted", "CommittedHeldByLeader", "SameEpochSamePrefix", "ReconciledFollowersArePrefixes",
+    "RemoteLeoSound", "CacheEpochsBounded", "QueuedRequestsNotBehind", "QueuedRequestsOrdered",
+    "UnledEpochsHaveNoRecords", "LeaderCompleteForItsEpoch", "AnswerFromLeader", "ControllerDeadAreNotLeaders",
     "ControllerDeadAreBlank", "VersionsFollowEpochs", "ZnodeIsrWithinQueuedLeadership", "LiveLeadersLeadTheZnode",
-    "AnswersNotAheadOfCache", "OfflineMeansLeaderless")
+    "CommittedHeldByIsrEvenIfDown", "RemoteLeoSoundEvenIfDown", "AnswersNotAheadOfCache", "AnswersCoverRecordedLeo",
+    "OfflineMeansLeaderless", "EmptyEpochsOnlyAtLeaders", "QueuedRequestsKeepLiveLeaders",
+    "FollowersWaitForTheirLeader", "RecordsNotBeforeTheirEpochStart", "BlankReplicasFetchNormally")
 """What Houdini keeps for kip-320 with one crash and three replicas (leader-crash-kip-320): the
-high-watermark set, two more replica facts and fourteen of the epoch machinery, Raft's log matching
-and five of :data:`KIP_320_DURABILITY` among them; the other candidates of :data:`EPOCH_CANDIDATES`
-hold on reachable states but are not inductive yet (specs/08-symbolic.md#the-kip-320-gap)."""
+high-watermark set, two more replica facts and every candidate of :data:`EPOCH_CANDIDATES` (the
+durability facts :data:`KIP_320_DURABILITY` and the reconciliation facts
+:data:`KIP_320_RECONCILIATION` among them); with it NoCommittedWriteLost is proved inductive
+(specs/08-symbolic.md#the-kip-320-gap). CheckpointBelowLogEnd holds on reachable states but is not
+inductive (truncating to an epoch's end may cut below the checkpoint in an unreachable state)."""
 
 
 KIP_320_DURABILITY = (
@@ -1206,6 +1297,17 @@ the znode's history orders epochs and versions alike; a queued LeaderAndIsr that
 receiver leader bounds the znode's ISR; a live leader is the znode's leader and its ISR view covers
 the znode's; an Offline partition has no leader; acknowledged records and recorded follower LEOs are
 held even by replicas that are down; a pending OffsetsForLeaderEpoch answer cuts neither."""
+
+
+KIP_320_RECONCILIATION = (
+    "EmptyEpochsOnlyAtLeaders", "QueuedRequestsKeepLiveLeaders", "FollowersWaitForTheirLeader",
+    "RecordsNotBeforeTheirEpochStart", "BlankReplicasFetchNormally")
+"""The epoch pool's facts about reconciliation that make the kip-320 pool inductive
+(specs/08-symbolic.md#the-kip-320-gap): only a live leader has a latest cache entry without records;
+a live leader is never sent a request making it a follower; a follower does not reconcile or fetch
+before its new leader has taken the epoch; no record sits before its epoch's start in any cache; a
+replica blanked by a crash is not reconciling. Each is checked on the reachable states
+(tests/invariants/test_symbolic_induction.py)."""
 
 
 def check_preserved(cfg: Any, prop: str, kinds: tuple[str, ...] | None = None,

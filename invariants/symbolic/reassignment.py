@@ -763,6 +763,18 @@ class Reassignment:
         self.set_rstate(t, p, b, move, RS.ONLINE)
         return lai
 
+    def resume_on_startup(self, t: SymState, came: dict[int, Any]) -> None:
+        """on_broker_startup's last part (model/controller.py ``resume_reassignments_on``): a
+        reassignment waiting at step caught-up with a target replica on a broker that came starts
+        over from step start."""
+        r = t.ops.reassign
+        steps = []
+        for p in range(self.P):
+            back = [z3.And(as_bool(came[b]), self.member(p, r.new[p], b)) for b in self.U[p] if b in came]
+            steps.append(z3.If(z3.And(r.step[p] == STEP_CAUGHT_UP, z3.Or(back)), I(STEP_START), r.step[p])
+                         if back else r.step[p])
+        r.step = tuple(steps)
+
     def failed_replica(self, t: SymState, p: int, b: int, left: Any) -> Any:
         """on_broker_failure for an assigned replica: Offline unless NonExistent (StopReplica, ISR
         removal). Returns whether it moves."""

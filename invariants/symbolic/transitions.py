@@ -63,6 +63,7 @@ BOOL_FACTS = (
 )
 STEPS = range(len(REASSIGNMENT_STEPS) + 1)  # c.reassign_step: the next step to perform, 0 for none
 STEP_START = step_number("start")
+STEP_CAUGHT_UP = step_number("caught-up")
 STEP_AR_IN_MEMORY = step_number("ar-in-memory")  # from the next step on the controller's view of AR is RAR
 LAST_STEP = len(REASSIGNMENT_STEPS)
 
@@ -487,12 +488,16 @@ PROGRAMS: tuple[Program, ...] = (
             _failure("some_bounced", "b_bounced", "leader_bounced") + _startup("some_came", "b_came")
             + _failure("some_left", "b_left", "leader_left"),
             free=("some_bounced", "b_bounced", "leader_bounced", "some_came", "b_came", "some_left", "b_left",
-                  "leader_left", "live_after"),
+                  "leader_left", "live_after", "target_came"),
             assumes=(Implies(F("b_bounced"), All(F("some_bounced"), F("b_came"))),
                      Implies(F("some_bounced"), F("some_came")), Implies(F("b_came"), F("some_came")),
                      Implies(F("b_left"), F("some_left")), Not(All(F("b_left"), F("b_came"))),
-                     Implies(F("leader_bounced"), F("some_bounced")), Implies(F("leader_left"), F("some_left"))),
-            post={"live": FreeV("live_after")}),
+                     Implies(F("leader_bounced"), F("some_bounced")), Implies(F("leader_left"), F("some_left")),
+                     Implies(F("target_came"), F("some_came"))),
+            # on_broker_startup resumes a reassignment waiting at caught-up for a target that came
+            post={"live": FreeV("live_after"),
+                  "step": IfV(AndV(CondV(Step(STEP_CAUGHT_UP), before=True), FreeV("target_came")),
+                              Const(STEP_START), FactV("step"))}),
     Program("ControllerFailover", "ControllerFailover", "on_controller_failover", (
         When(F("in_ar"), (When(F("live"), (Set("replica", int(ON_R)),), (Set("replica", int(OFF_R)),)),)),
         When(F("v0"), (Set("partition", int(NEW_P)),),

@@ -5,6 +5,11 @@ counterexample exists within the stated scope), ``REFUTED`` (it produced one, wh
 into concrete model values and shown), or ``UNKNOWN`` (it gave up, usually at the time limit).
 An unknown is never reported as proved: :func:`verdict_of` maps z3's ``unknown`` to ``UNKNOWN``
 and only ``unsat`` to ``PROVED``.
+
+``prove inductive`` adds ``NOT INDUCTIVE``: z3 found a counterexample to induction whose pre-state
+is not known to be reachable (the property may still hold); it is ``REFUTED`` only when the
+explicit checker reaches that pre-state. An obligation may be ``expected`` (a documented refutation,
+specs/expected_refutations.toml): it is shown and kept in the JSON but does not decide the verdict.
 """
 from __future__ import annotations
 
@@ -21,6 +26,8 @@ class Verdict(str, Enum):
     PROVED = "PROVED"
     REFUTED = "REFUTED"
     UNKNOWN = "UNKNOWN"
+    #: a counterexample to induction whose pre-state is not known to be reachable (prove inductive)
+    NOT_INDUCTIVE = "NOT INDUCTIVE"
 
 
 @dataclass
@@ -42,6 +49,7 @@ class Obligation:
     counterexample: Any = None
     lines: list[str] = field(default_factory=list)
     method: str = "z3"  # "z3" (symbolic) or "exhaustive" (concrete enumeration of every input)
+    expected: bool = False  # a documented refutation (specs/expected_refutations.toml): not decisive
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -52,6 +60,7 @@ class Obligation:
             "seconds": round(self.seconds, 6),
             "scope": self.scope,
             "method": self.method,
+            "expected": self.expected,
             "detail": self.detail,
             "counterexample": self.counterexample,
             "counterexample_text": list(self.lines),
@@ -86,12 +95,12 @@ def timed_check(solver: z3.Solver, *assumptions: z3.BoolRef) -> tuple[z3.CheckSa
 
 
 def overall(obligations: Iterable[Obligation]) -> Verdict:
-    """REFUTED if any is refuted; else UNKNOWN if any is unknown; else PROVED."""
-    seen = {o.verdict for o in obligations}
-    if Verdict.REFUTED in seen:
-        return Verdict.REFUTED
-    if Verdict.UNKNOWN in seen:
-        return Verdict.UNKNOWN
+    """REFUTED if any is refuted (the expected refutations aside); else UNKNOWN if any is unknown;
+    else NOT INDUCTIVE if any is not inductive; else PROVED."""
+    seen = {o.verdict for o in obligations if not (o.expected and o.verdict == Verdict.REFUTED)}
+    for v in (Verdict.REFUTED, Verdict.UNKNOWN, Verdict.NOT_INDUCTIVE):
+        if v in seen:
+            return v
     return Verdict.PROVED
 
 
@@ -102,10 +111,11 @@ EXIT_UNKNOWN = 3
 
 
 def exit_code(obligations: Sequence[Obligation]) -> int:
-    """0 when everything is proved, 1 when something is refuted, 3 when something is unknown and
-    nothing is refuted (2 is reserved for bad input)."""
+    """0 when everything is proved (but the expected refutations), 1 when something is refuted, 3
+    when something is unknown or not inductive and nothing is refuted (2 is reserved for bad input)."""
     v = overall(obligations)
-    return {Verdict.PROVED: EXIT_PROVED, Verdict.REFUTED: EXIT_REFUTED, Verdict.UNKNOWN: EXIT_UNKNOWN}[v]
+    return {Verdict.PROVED: EXIT_PROVED, Verdict.REFUTED: EXIT_REFUTED, Verdict.UNKNOWN: EXIT_UNKNOWN,
+            Verdict.NOT_INDUCTIVE: EXIT_UNKNOWN}[v]
 
 
 Progress = Callable[[str], None]

@@ -6,7 +6,7 @@ from pathlib import Path
 
 from isrcheck import diff as D
 from isrcheck.model.config import from_mapping
-from isrcheck.variants import load_variant
+from isrcheck.invariants.variants import load_variant
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "variants" / "eager_election.py"
 SHRINK = ["--set", "brokers=3", "--set", "replication_factor=2", "--set", "max_records=2",

@@ -13,6 +13,8 @@ import conform_mutants as M
 
 MODELS = ["clean-election-isr-shrink", "two-partitions", "controller-failover", "reassignment-broker-crash",
           "topic-deletion", "lossy-undetected-restart", "delayed-requests", "undetected-restart",
+          "deposed-controller-requests",  # one connection per controller
+          "partial-fetch-isr-shrink", "partial-fetch-lossy-leader-kip-320",  # one record per fetch
           # later protocol generations: run when the implementation accepts them (asked of impl)
           "clean-election-isr-shrink-kip-320", "lossy-crash-kip-320", "controller-failover-kip-320",
           "reassignment-with-data-kip-101", "lossy-divergence-kip-279"]

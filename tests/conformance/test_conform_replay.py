@@ -34,7 +34,9 @@ def test_gallery_counterexamples_replay_on_the_implementation(ce_trace, name, ag
 
 
 @pytest.mark.parametrize("name", ["replication", "clean-election", "controller-failover", "lossy-crash",
-                                  "undetected-restart", "topic-deletion", "reassignment-broker-crash"])
+                                  "undetected-restart", "topic-deletion", "reassignment-broker-crash",
+                                  "deposed-controller-requests", "failover-misses-crash-kip-320-per-controller",
+                                  "partial-fetch-isr-shrink", "partial-fetch-lossy-leader-kip-320"])
 def test_seeded_sample_paths_replay(name):
     for t in samples(manifest.resolve(name, None), n=6, seed=11, max_depth=40):
         r = conform_trace(t, against="both")

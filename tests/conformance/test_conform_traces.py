@@ -54,9 +54,15 @@ def test_itf_uses_the_itf_encodings(ce):
     assert doc["#meta"]["format"] == "ITF" and doc["#meta"]["isrcheck"]["generation"] == "high-watermark"
     assert doc["vars"] == ["mbt::actionTaken", "action", "observation", "acked"]
     s0, s1 = doc["states"][0], doc["states"][1]
-    assert s0["#meta"] == {"index": 0} and s0["mbt::actionTaken"] == "init" and s0["action"]["tag"] == "None"
-    assert s1["action"] == {"tag": "Some", "value": {"name": "Produce", "args": [{"#bigint": "1"}, {"#bigint": "0"}]}}
+    assert doc["#meta"]["isrcheck-itf"] == 2
+    assert s0["#meta"] == {"index": 0} and s0["mbt::actionTaken"] == "init"
+    assert s0["action"] == {"tag": "Init", "value": "U_OF_UNIT"}
+    assert s1["action"] == {"tag": "Step", "value": {"name": "Produce",
+                                                     "args": {"#tup": [{"#bigint": "1"}, {"#bigint": "0"}]}}}
     assert s1["observation"]["controller"]["epoch"] == {"#bigint": "1"}
+    assert s1["observation"]["partitions"][0]["isr"] == {"#set": [{"#bigint": "1"}, {"#bigint": "2"}, {"#bigint": "3"}]}
+    assert s1["observation"]["partitions"][0]["replicas"] == [{"#bigint": "1"}, {"#bigint": "2"}, {"#bigint": "3"}]
+    assert s1["acked"] == [{"#set": []}]
     assert s1["observation"]["brokers"][0]["alive"] is True
 
 
@@ -169,8 +175,11 @@ def test_rejects_structure_errors(ce):
 
 def test_rejects_itf_values_we_do_not_write(ce):
     doc = json.loads(dumps_itf(ce))
-    doc["states"][1]["observation"]["controller"]["live_brokers"] = {"#set": []}
+    doc["states"][1]["observation"]["partitions"][0]["replicas"] = {"#set": []}
     _reject(json.dumps(doc), "#set")
+    doc = json.loads(dumps_itf(ce))
+    doc["states"][1]["observation"]["controller"]["live_brokers"] = []
+    _reject(json.dumps(doc), "live_brokers: a set must be")
     doc = json.loads(dumps_itf(ce))
     doc["states"][1]["observation"]["controller"]["epoch"] = {"#bigint": "1x"}
     _reject(json.dumps(doc), "malformed #bigint")

@@ -36,6 +36,10 @@ def test_a_model_configuration_configures_the_implementation():
     ({"assignment": [[1, 1, 2]]}, "assignment[0]"),
     ({"colour": "blue"}, "unknown configuration key"),
     ({"acks": "2"}, "acks"),
+    ({"max_fetch_records": -1}, "max_fetch_records must be in 0..1000000"),
+    ({"max_fetch_records": "1"}, "max_fetch_records must be an integer"),
+    ({"controller_connections": "tcp"}, "controller_connections must be \"shared\" or \"per-controller\""),
+    ({"controller_connections": 1}, "controller_connections must be"),
 ])
 def test_bad_configurations_are_one_line_errors(raw, message):
     with pytest.raises(ConfigError) as info:

@@ -240,6 +240,20 @@ def test_lossy_crash_keeps_only_the_given_prefix():
     assert ids(r3["log"]) == [1, 2, 3] and r3["hw"] == 0  # never checkpointed
 
 
+def test_partial_fetches_copy_at_most_max_fetch_records():
+    sim = Simulator({"brokers": 2, "replication_factor": 2, "max_records": 3, "max_fetch_records": 1,
+                     "faults": {"isr_shrinks": 1}})
+    sim.apply("ShrinkIsr", (1, 0, 2))
+    for _ in range(3):
+        sim.apply("Produce", (1, 0))
+    seen = []
+    for _ in range(4):
+        sim.apply("Fetch", (2, 0))
+        r2 = replica(sim.observe(), 2)
+        seen.append((ids(r2["log"]), r2["hw"], sim.isr_of(0)))
+    assert seen == [([1], 1, (1,)), ([1, 2], 2, (1,)), ([1, 2, 3], 3, (1,)), ([1, 2, 3], 3, (1, 2))]
+
+
 def test_delivery_control_delay_and_drop():
     sim = Simulator({"brokers": 3})
     sim.apply("Crash", (3,))
@@ -250,6 +264,55 @@ def test_delivery_control_delay_and_drop():
     assert list(sim.inbox[1]) == before[1:] + before[:1]
     sim.drop(1, 0)
     assert len(sim.inbox[1]) == len(before) - 1
+
+
+def _deposed_request_then_failover(connections: str, delayed: int = 0) -> Simulator:
+    """Controller 1 elects 2 after the crash of 1 and is deposed: broker 3's inbox holds its
+    LeaderAndIsr and, behind it, the new controller's (as in the model's tests)."""
+    sim = Simulator({"brokers": 3, "replication_factor": 3, "max_records": 0, "controller_connections": connections,
+                     "faults": {"controller_failovers": 1, "crashes": 1, "delayed_requests": delayed}})
+    for name, args in (("Crash", (1,)), ("ProcessBrokerChange", (1,)), ("ControllerFailover", ())):
+        sim.apply(name, args)
+    assert [item.frm for item in sim.inbox[3]] == [("controller", 1), ("controller", 2)]
+    return sim
+
+
+def _broker(sim, b):
+    return next(x for x in sim.observe()["brokers"] if x["id"] == b)
+
+
+def test_per_controller_connections_let_a_deposed_controllers_request_arrive_last():
+    sim = _deposed_request_then_failover("per-controller")
+    assert ("DeliverDelayedRequest", (3, 1)) in sim.enabled()  # no budget: another controller's connection
+    assert sim.spends_budget("DeliverDelayedRequest", (3, 1)) is None
+    sim.rng.choice = lambda options: ("DeliverDelayedRequest", (3, 1))  # the scheduler picks it
+    assert sim.step() == ("DeliverDelayedRequest", (3, 1))
+    assert _broker(sim, 3)["controller_epoch"] == 2 and sim.budget.left["faults.delayed_requests"] == 0
+    before = replica(sim.observe(), 3)
+    sim.apply("DeliverRequest", (3,))  # the deposed controller's request: rejected, older controller
+    assert not sim.inbox[3] and replica(sim.observe(), 3) == before
+
+
+def test_a_shared_inbox_delivers_in_order_unless_the_budget_allows():
+    sim = _deposed_request_then_failover("shared")
+    assert ("DeliverDelayedRequest", (3, 1)) not in sim.enabled()
+    sim = _deposed_request_then_failover("shared", delayed=1)
+    assert ("DeliverDelayedRequest", (3, 1)) in sim.enabled()
+    assert sim.spends_budget("DeliverDelayedRequest", (3, 1)) == "faults.delayed_requests"
+    sim.rng.choice = lambda options: ("DeliverDelayedRequest", (3, 1))
+    sim.step()
+    assert sim.budget.left["faults.delayed_requests"] == 0
+    assert ("DeliverDelayedRequest", (3, 1)) not in sim.enabled()
+
+
+def test_per_controller_connections_keep_each_controllers_own_order():
+    sim = _deposed_request_then_failover("per-controller", delayed=1)
+    sim.inbox[3].append(sim.inbox[3][0])  # a second request of controller 1, behind controller 2's
+    assert sim.spends_budget("DeliverDelayedRequest", (3, 1)) is None
+    assert sim.spends_budget("DeliverDelayedRequest", (3, 2)) == "faults.delayed_requests"
+    sim.budget.left["faults.delayed_requests"] = 0
+    assert [a for a in sim.enabled() if a[0] == "DeliverDelayedRequest" and a[1][0] == 3] == [
+        ("DeliverDelayedRequest", (3, 1))]
 
 
 def test_two_runs_with_the_same_seed_are_identical():

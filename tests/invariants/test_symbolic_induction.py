@@ -9,8 +9,10 @@
 - kip-320 (leader-crash-kip-320): every candidate of the epoch pool holds on reachable states; the
   high-watermark CTI's action (becoming follower) preserves durability; with the former pool a CTI
   went through becoming leader, and with the durability facts (KIP_320_DURABILITY) every action
-  preserves NoCommittedWriteLost from the candidates that hold on reachable states — but those are
-  not all inductive yet, so Houdini still drops it (specs/08-symbolic.md#the-kip-320-gap).
+  preserves NoCommittedWriteLost from the candidates that hold on reachable states; with the
+  reconciliation facts (KIP_320_RECONCILIATION, each checked on reachable states) the whole epoch
+  pool is inductive and Houdini proves NoCommittedWriteLost (specs/08-symbolic.md#the-kip-320-gap);
+  without KIP-320's fetch fencing (the mutant of tests/guards/mutants.py) the invariant is broken.
 The full Houdini runs on the three-replica configurations take minutes: ISRCHECK_SLOW=1.
 """
 from __future__ import annotations
@@ -26,6 +28,7 @@ from isrcheck.invariants.symbolic.induction import (
     EPOCH_CANDIDATES,
     HIGH_WATERMARK_STRENGTHENING,
     KIP_320_DURABILITY,
+    KIP_320_RECONCILIATION,
     KIP_320_STRENGTHENING,
     candidates_for,
     check_preserved,
@@ -223,5 +226,111 @@ def test_houdini_on_kip_320_with_a_crash():
     v = {o.property: o for o in res.obligations}
     for name in ("LeaderInIsr", "HighWatermarkBelowLogEnd", "OneLeaderPerEpoch", "EpochsMonotonic"):
         assert v[name].verdict == Verdict.PROVED, name
-    assert v["NoCommittedWriteLost"].verdict == Verdict.REFUTED  # specs/08-symbolic.md#the-kip-320-gap
+    # specs/08-symbolic.md#the-kip-320-gap: durability is proved with the reconciliation facts
+    assert v["NoCommittedWriteLost"].verdict == Verdict.PROVED, v["NoCommittedWriteLost"].detail
+    assert set(KIP_320_RECONCILIATION) <= set(res.kept)
     assert set(res.kept) == set(KIP_320_STRENGTHENING)
+
+
+def test_reconciliation_facts_hold_on_reachable_kip_320_states():
+    """Each reconciliation fact (KIP_320_RECONCILIATION) holds on states spread over the whole
+    reachable space of leader-crash-kip-320, and on the states where it says something: a promotion
+    is queued, a follower with an empty log, a follower reconciling, a replica blanked by a crash, a
+    leader with an epoch without records."""
+    from isrcheck.model.state import FETCHING, LeaderAndIsr
+
+    cfg = from_mapping(KIP320)
+    enc = Encoding(cfg)
+    states = reachable(cfg, 10 ** 6)
+    assert len(states) > 30000
+
+    def promotion_queued(s):
+        return any(isinstance(q, LeaderAndIsr) and q.leader == i + 1
+                   and q.leader_epoch > s.brokers[i].replicas[0].leader_epoch
+                   for i, qs in enumerate(s.inbox) for q in qs)
+
+    def empty_follower(s):
+        return any(br.alive and not br.replicas[0].log and br.replicas[0].leader not in (0, i + 1)
+                   for i, br in enumerate(s.brokers))
+
+    def reconciling(s):
+        return any(br.replicas[0].fetch_state != FETCHING for br in s.brokers)
+
+    def blanked(s):
+        return any(br.replicas[0].leader_epoch == -1 for br in s.brokers)
+
+    def empty_epoch(s):
+        return any(br.replicas[0].epochs and br.replicas[0].epochs[-1][1] == len(br.replicas[0].log)
+                   and br.replicas[0].epochs[-1][0] > 0 for br in s.brokers)
+
+    picked = states[:: len(states) // 40]
+    for special in (promotion_queued, empty_follower, reconciling, blanked, empty_epoch):
+        some = [s for s in states if special(s)]
+        assert some, special.__name__
+        picked += some[:: max(1, len(some) // 12)]
+    preds = dict(candidates_for(enc))
+    for s in picked:
+        got = evaluate([preds[n](enc, concrete(enc, s)) for n in KIP_320_RECONCILIATION])
+        assert all(got), [n for n, g in zip(KIP_320_RECONCILIATION, got) if not g]
+
+
+def test_kip_320_reconciliation_closes_the_gap():
+    """The fast half of the kip-320 durability proof: from the pinned kip-320 strengthening (the
+    reconciliation facts among it), the steps that used to break the pool (becoming leader or
+    follower, truncating to an epoch's end, fetching) preserve what a fetching follower holds
+    relative to its leader, and durability. The slow test runs Houdini itself."""
+    cfg = from_mapping(KIP320)
+    assert set(KIP_320_RECONCILIATION) | {"ReconciledFollowersArePrefixes", "EpochCacheCoversLog",
+                                          "CommittedHeldByIsrEvenIfDown"} <= set(KIP_320_STRENGTHENING)
+    kinds = ("DeliverRequest: LeaderAndIsr, becomes leader", "DeliverRequest: LeaderAndIsr, becomes follower",
+             "TruncateToEpochEndOffset", "Fetch")
+    for prop in ("ReconciledFollowersArePrefixes", "FollowersWaitForTheirLeader", "NoCommittedWriteLost"):
+        obs = check_preserved(cfg, prop, kinds, assume=KIP_320_STRENGTHENING)
+        assert len(obs) == len(kinds) and {o.verdict for o in obs} == {Verdict.PROVED}, \
+            [(o.property, o.lines) for o in obs if o.verdict != Verdict.PROVED]
+
+
+def _without_fetch_fencing(monkeypatch):
+    """kip-320 without its fencing of fetches and epoch queries by leader epoch (the mutant
+    NoLeaderEpochFencingOfFetch of tests/guards/mutants.py, as an encoding rule)."""
+    import z3
+
+    from isrcheck.invariants.symbolic import replication
+    from isrcheck.invariants.symbolic.generations import EpochTruncation, generation
+
+    class Unfenced(EpochTruncation):
+        def epoch_matches(self, rf, rl):
+            return z3.BoolVal(True)
+
+    monkeypatch.setattr(replication, "generation", lambda name: Unfenced(generation(name).generation))
+
+
+def test_kip_320_without_fetch_fencing_breaks_the_invariant(monkeypatch):
+    """Remove KIP-320's fencing and the pinned invariant is no longer inductive: a follower fetches
+    from, or asks, a leader that has not taken its epoch yet (a counterexample to induction)."""
+    _without_fetch_fencing(monkeypatch)
+    cfg = from_mapping(KIP320)
+    obs = check_preserved(cfg, "FollowersWaitForTheirLeader", ("Fetch", "OffsetsForLeaderEpoch"),
+                          assume=KIP_320_STRENGTHENING)
+    assert {o.verdict for o in obs} == {Verdict.REFUTED}
+    for o in obs:
+        cti = o.cti
+        assert cti is not None and cti.action.startswith(("Fetch(", "OffsetsForLeaderEpoch("))
+        f = int(cti.action.split("(")[1].split(",")[0])
+        rf = cti.before.brokers[f - 1].replicas[0]
+        rl = cti.before.brokers[rf.leader - 1].replicas[0]
+        assert rl.leader == rf.leader and rl.leader_epoch < rf.leader_epoch  # its leader is behind its epoch
+
+
+@pytest.mark.slow
+@slow
+def test_houdini_on_kip_320_without_fetch_fencing(monkeypatch):
+    """Without KIP-320's fencing Houdini no longer proves durability: FollowersWaitForTheirLeader goes
+    first, the reconciliation it supported follows, and NoCommittedWriteLost gets a counterexample to
+    induction (about six minutes on a loaded machine)."""
+    _without_fetch_fencing(monkeypatch)
+    res = prove_inductive(from_mapping(KIP320))
+    v = {o.property: o for o in res.obligations}
+    ncwl = v["NoCommittedWriteLost"]
+    assert ncwl.verdict == Verdict.REFUTED and ncwl.cti is not None, ncwl.detail
+    assert {"FollowersWaitForTheirLeader", "ReconciledFollowersArePrefixes"} <= set(res.dropped)

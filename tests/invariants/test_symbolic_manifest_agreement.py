@@ -42,6 +42,16 @@ COVERED = [e for e in DEFAULT if not unsupported_reason(e.config)]
 NOT_COVERED: dict[str, str] = {
     # a liveness model: the bounce of undetected-restart with detection on (the encoding has no bounces)
     "undetected-restart-detected": "the symbolic encoding does not cover bounce detection (detect_restarts)",
+    # one connection per controller: a delivery out of queue order that spends no budget
+    "deposed-controller-requests":
+        "the symbolic encoding does not cover per-controller connections (controller_connections)",
+    # fetches of one record: the encoding copies the leader's whole suffix
+    "partial-fetch-isr-shrink": "the symbolic encoding does not cover partial fetches (max_fetch_records)",
+    "partial-fetch-lossy-leader-kip-320":
+        "the symbolic encoding does not cover partial fetches (max_fetch_records)",
+    # a deposed controller that abandons its reassignment: the encoding's stale steps always perform
+    "deposed-controller-reassignment-fenced-steps":
+        "the symbolic encoding does not cover fenced reassignment steps (fenced_reassignment_steps)",
 }
 
 

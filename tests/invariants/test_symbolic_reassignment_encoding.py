@@ -165,7 +165,9 @@ def test_broker_change_over_the_current_assignment(name):
     the LeaderAndIsr recipients follow ZooKeeper's current AR, and each LeaderAndIsr carries it."""
     cfg = manifest.get(name).config
     enc = Encoding(cfg)
-    model, states = reachable(cfg, 6000)
+    # enough states to pass a completed reassignment (a broker's start-up restarts one waiting at
+    # step 4, which puts more states before the first completion in breadth-first order)
+    model, states = reachable(cfg, 20000)
     seen, after_move = 0, 0
     for s in states:
         if any(s.controller.reassign_step):

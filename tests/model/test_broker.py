@@ -153,6 +153,47 @@ def test_isr_expands_only_once_the_fetch_offset_reaches_the_leader_hw(kafka, edi
     assert zp.leader_epoch == 0  # an ISR change by the leader keeps the leader epoch
 
 
+def test_partial_fetch_copies_one_record_and_the_follower_catches_up_in_several_fetches(kafka, edit):
+    d = kafka(brokers=2, replication_factor=2, max_records=3, max_fetch_records=1, faults={"isr_shrinks": 1})
+    d.do("ShrinkIsr", 1, 0, 2)
+    for _ in range(3):
+        d.do("Produce", 1, 0)
+    assert edit.replica(d.s, 1).hw == 3  # ISR {1}: committed at once
+    logs, isrs, hws = [], [], []
+    for _ in range(4):
+        d.do("Fetch", 2, 0)
+        f = edit.replica(d.s, 2)
+        logs.append(f.log)
+        isrs.append(d.s.zk.partitions[0].isr)
+        hws.append(f.hw)
+    # one record per fetch, from the follower's LEO
+    assert logs == [(rec(1),), (rec(1), rec(2)), (rec(1), rec(2), rec(3)), (rec(1), rec(2), rec(3))]
+    # it rejoins only with the fetch whose offset reached the leader's HW, the fourth
+    assert isrs == [M(1), M(1), M(1), M(1, 2)]
+    # the HW the response carries (3) is bounded by the follower's new log end
+    assert hws == [1, 2, 3, 3]
+    assert edit.replica(d.s, 1).remote_leo[1] == 3
+
+
+def test_partial_fetch_of_n_records_takes_min_of_n_and_what_is_available(kafka, edit):
+    d = kafka(brokers=2, replication_factor=2, max_records=3, max_fetch_records=2)
+    for _ in range(3):
+        d.do("Produce", 1, 0)
+    d.do("Fetch", 2, 0)
+    assert edit.replica(d.s, 2).log == (rec(1), rec(2))
+    d.do("Fetch", 2, 0)
+    assert edit.replica(d.s, 2).log == (rec(1), rec(2), rec(3))  # only one was left
+    assert edit.replica(d.s, 1).hw == 2  # the leader learned LEO 2 from the second fetch
+
+
+def test_without_a_limit_one_fetch_copies_the_whole_suffix(kafka, edit):
+    d = kafka(brokers=2, replication_factor=2, max_records=3, max_fetch_records=0)
+    for _ in range(3):
+        d.do("Produce", 1, 0)
+    d.do("Fetch", 2, 0)
+    assert edit.replica(d.s, 2).log == (rec(1), rec(2), rec(3))
+
+
 def test_isr_expansion_needs_the_znode_version_to_match(kafka, edit):
     d = kafka(brokers=2, replication_factor=2, max_records=1, faults={"isr_shrinks": 1})
     d.do("ShrinkIsr", 1, 0, 2)

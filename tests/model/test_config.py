@@ -218,6 +218,37 @@ def test_bad_hw_checkpoint(value):
     assert "hw_checkpoint" in msg and "periodic" in msg and "every-change" in msg
 
 
+@pytest.mark.parametrize("value", ["tcp", "per_controller", "", 1, True, ["shared"]])
+def test_bad_controller_connections(value):
+    msg = error_of({"controller_connections": value})
+    assert "controller_connections" in msg and "'shared'" in msg and "'per-controller'" in msg
+
+
+def test_controller_connections_default_and_round_trip():
+    assert from_mapping({}).controller_connections == "shared"
+    cfg = from_mapping({"controller_connections": "per-controller"})
+    assert cfg.controller_connections == "per-controller"
+    assert from_mapping(cfg.to_dict()) == cfg
+
+
+@pytest.mark.parametrize("value", [0, 1, 3, MAX_RECORDS])
+def test_max_fetch_records_good_values(value):
+    cfg = from_mapping({"max_fetch_records": value})
+    assert cfg.max_fetch_records == value
+    assert from_mapping(cfg.to_dict()) == cfg
+
+
+def test_max_fetch_records_defaults_to_no_limit():
+    assert from_mapping({}).max_fetch_records == 0 == Config().max_fetch_records
+
+
+@pytest.mark.parametrize("value, words", [(-1, "between 0 and 8"), (MAX_RECORDS + 1, "between 0 and 8"),
+                                          ("1", "integer"), (True, "integer"), (1.5, "integer"), ([1], "integer")])
+def test_bad_max_fetch_records(value, words):
+    msg = error_of({"max_fetch_records": value})
+    assert msg.startswith("max_fetch_records must be") and words in msg
+
+
 @pytest.mark.parametrize("entry", [{"partition": 0}, {"target": [1]}, {}],
                          ids=["without-target", "without-partition", "empty"])
 def test_reassignment_needs_partition_and_target(entry):

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 
-from isrcheck.model.state import LEADER_AND_ISR, NO_LEADER, STOP_REPLICA, UPDATE_METADATA
+from isrcheck.model.state import LEADER_AND_ISR, NO_LEADER, STOP_REPLICA, UPDATE_METADATA, UpdateMetadata
 from isrcheck.model.tables import IllegalTransition
 from isrcheck.model.tables import PartitionState as PS
 from isrcheck.model.tables import ReplicaState as RS
@@ -166,6 +166,51 @@ def test_deposed_controller_requests_are_rejected_by_brokers_that_saw_the_new_ep
     d.do("DeliverDelayedRequest", 3, i)
     assert edit.replica(d.s, 3).leader == 2 and edit.replica(d.s, 3).leader_epoch == 1
     assert d.s.brokers[2].controller_epoch == 1
+
+
+def _deposed_request_then_failover(kafka, connections: str, delayed: int = 0):
+    """Controller 1 elects 2 after the crash of 1, then loses its session: broker 3's queue holds its
+    LeaderAndIsr and, behind it, the new controller's."""
+    d = kafka(brokers=3, replication_factor=3, max_records=0, controller_connections=connections,
+              faults={"controller_failovers": 1, "crashes": 1, "delayed_requests": delayed})
+    d.do("Crash", 1)
+    d.do("ProcessBrokerChange", 1)
+    d.do("ControllerFailover")
+    queue = d.s.inbox[2]
+    assert [r.controller_epoch for r in queue] == [1, 2] and queue[0][0] == LEADER_AND_ISR
+    return d
+
+
+def test_per_controller_connections_let_a_deposed_controllers_request_arrive_last(kafka, edit):
+    d = _deposed_request_then_failover(kafka, "per-controller")
+    assert d.is_enabled("DeliverDelayedRequest", 3, 1)  # another connection: no budget needed
+    d.do("DeliverDelayedRequest", 3, 1)  # the new controller's request arrives first
+    assert d.s.brokers[2].controller_epoch == 2 and d.s.budget.delayed_requests == 0
+    before = edit.replica(d.s, 3)
+    d.do("DeliverRequest", 3)  # the deposed controller's LeaderAndIsr, now from an older controller
+    assert d.s.inbox[2] == () and edit.replica(d.s, 3) == before  # rejected
+
+
+def test_a_shared_queue_delivers_in_order_unless_the_budget_allows(kafka):
+    d = _deposed_request_then_failover(kafka, "shared")
+    assert not d.is_enabled("DeliverDelayedRequest", 3, 1)
+    d = _deposed_request_then_failover(kafka, "shared", delayed=1)
+    d.do("DeliverDelayedRequest", 3, 1)
+    assert d.s.budget.delayed_requests == 0
+
+
+def test_per_controller_connections_keep_each_controllers_own_order(kafka, edit):
+    d = kafka(brokers=2, replication_factor=2, max_records=0, controller_connections="per-controller",
+              faults={"delayed_requests": 1})
+    um = UpdateMetadata
+    d.state = edit.with_inbox(d.s, 2, um(UPDATE_METADATA, 1), um(UPDATE_METADATA, 2), um(UPDATE_METADATA, 1))
+    d.do("DeliverDelayedRequest", 2, 1)  # overtakes only controller 1's request: free
+    assert d.s.budget.delayed_requests == 1
+    d.state = edit.with_inbox(d.s, 2, um(UPDATE_METADATA, 1), um(UPDATE_METADATA, 2), um(UPDATE_METADATA, 1))
+    d.do("DeliverDelayedRequest", 2, 2)  # overtakes an older request of its own controller: a fault
+    assert d.s.budget.delayed_requests == 0
+    d.state = edit.with_inbox(d.s, 2, um(UPDATE_METADATA, 1), um(UPDATE_METADATA, 2), um(UPDATE_METADATA, 1))
+    assert d.is_enabled("DeliverDelayedRequest", 2, 1) and not d.is_enabled("DeliverDelayedRequest", 2, 2)
 
 
 def test_deposed_controller_cannot_overwrite_a_newer_controllers_znode(kafka):
