@@ -423,6 +423,9 @@ def diff(a: str, b: str, base_model: str | None, config_file: str | None, overri
     A and B are each a protocol generation ({generations}), a variant MODULE:ATTR, a
     configuration file (.toml) or a manifest model. Generations and variants take their bounds
     from --model NAME or --config FILE (with --set overrides).
+
+    Exit status: 0 every property has the same verdict on both sides; 1 some property changes
+    verdict; 2 bad usage or input.
     """
     from isrcheck import diff as D
 

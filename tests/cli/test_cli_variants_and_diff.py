@@ -72,6 +72,16 @@ def test_diff_names_the_property_kip101_fixes_with_a_witness(cli):
     assert doc["only_in"]["high-watermark"]["count"] > 0 and doc["only_in"]["high-watermark"]["witnesses"]
 
 
+def test_diff_exit_status_is_documented_and_kept(cli):
+    """diff's help states its exit status; a diff where nothing changes verdict exits 0 (the one
+    that does, above, exits 1)."""
+    help_text = cli("diff", "--help").output
+    assert "Exit status: 0 every property has the same verdict" in " ".join(help_text.split())
+    same = cli("diff", "kip-320", "kip-320", "--model", "replication")
+    assert same.exit_code == 0, same.output
+    assert "every property has the same verdict on both sides" in same.output
+
+
 def test_diff_of_a_generation_with_itself_finds_nothing():
     base = from_mapping({"brokers": 2, "replication_factor": 2, "max_records": 1, "faults": {"crashes": 1}})
     r = D.diff(D.resolve_side("kip-320", base), D.resolve_side("kip-320", base))
