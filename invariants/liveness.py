@@ -17,6 +17,8 @@ from isrcheck.model.liveness import LeadsTo, LivenessResult, check_liveness
 from isrcheck.model.protocol import Protocol
 from isrcheck.model.state import NO_LEADER, State
 
+from .properties import build_model
+
 Masks = Callable[[State], tuple[int, int]]
 
 
@@ -205,8 +207,6 @@ def check(cfg: Config, names: Sequence[str] | None = None, *, protocol: Protocol
     not Fetch(3, 0)), and a state's representative under a permutation of brokers would take the
     permuted instances, so the reduced graph would mix up whose fairness a loop satisfies.
     """
-    from .properties import build_model
-
     props = applicable_liveness(cfg, names)
     model = build_model(cfg, protocol=protocol, symmetry=False, properties=[])
     return check_liveness(model, props, max_states=max_states, max_depth=max_depth,

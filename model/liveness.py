@@ -448,7 +448,7 @@ def _stem(g: Graph, premise: array, goal: array, bit: int, bad: dict[int, list[i
 def _walk_to(g: Graph, start: int, members: set[int], done: Callable[[int, int], bool]) -> list[int]:
     """Breadth first inside ``members`` from ``start`` to the first edge ``k`` into ``w`` with
     ``done(label, w)``; the path's edges (indices into the edge arrays)."""
-    pred: dict[int, int] = {start: -1}  # state -> the edge that first reached it
+    pred: dict[int, tuple[int, int]] = {start: (-1, -1)}  # state -> (the state before, the edge from it)
     queue = deque([start])
     dst, lab, offsets = g.dst, g.label, g.offsets
     while queue:
@@ -461,28 +461,14 @@ def _walk_to(g: Graph, start: int, members: set[int], done: Callable[[int, int],
                 path = [k]
                 u = v
                 while u != start:
-                    e = pred[u]
+                    u, e = pred[u]
                     path.append(e)
-                    u = _source(g, e)
                 path.reverse()
                 return path
             if w not in pred:
-                pred[w] = k
+                pred[w] = (v, k)
                 queue.append(w)
     raise AssertionError("the component is not strongly connected")  # pragma: no cover
-
-
-def _source(g: Graph, k: int) -> int:
-    """The state edge ``k`` leaves (rows are sorted, so a binary search over the offsets)."""
-    offsets = g.offsets
-    lo, hi = 0, len(offsets) - 2
-    while lo < hi:
-        mid = (lo + hi + 1) // 2
-        if offsets[mid] <= k:
-            lo = mid
-        else:
-            hi = mid - 1
-    return lo
 
 
 def _loop(g: Graph, entry: int, comp: Sequence[int]) -> list[int]:
