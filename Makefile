@@ -8,7 +8,7 @@ NATIVE := $(VENV)/.compiled
 NATIVE_SOURCES := $(wildcard model/*.py) invariants/properties.py peers/kafka_specification/model.py setup.py isrcheck/native.py
 
 .DEFAULT_GOAL := install
-.PHONY: install check test gate-all bench bench-peer bench-liveness bench-impl bench-spark system-deps clean
+.PHONY: install check test gate-all bench bench-peer bench-liveness bench-impl bench-spark bench-simulation system-deps clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -28,9 +28,10 @@ install: $(STAMP) $(NATIVE)
 check: $(STAMP) $(NATIVE)
 	$(VENV)/bin/isrcheck gate
 
-## system-deps: what the tests need outside Python (Debian's ZooKeeper; Java for Spark), as root
+## system-deps: what the tests need outside Python (Debian's ZooKeeper and Chromium; Java for Spark), as root
 system-deps:
 	bash scripts/zookeeper.sh install
+	bash scripts/chromium.sh install
 	@if [ -f scripts/ensure-java.sh ]; then bash scripts/ensure-java.sh; fi
 
 ## test: install with test extras and the system dependencies, run the test suite
@@ -56,6 +57,10 @@ bench-liveness: $(STAMP) $(NATIVE)
 ## bench-spark: Spark exploration against the single-process checker
 bench-spark: $(STAMP) system-deps
 	$(PY) benchmarks/bench_spark.py
+
+## bench-simulation: seeded random-fault campaigns of the implementation, per protocol generation
+bench-simulation: $(STAMP)
+	$(PY) benchmarks/bench_simulation.py
 
 ## bench-impl: produce throughput and failover time of the reference implementation on loopback
 bench-impl: $(STAMP) system-deps

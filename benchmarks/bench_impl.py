@@ -3,6 +3,9 @@ failover time after SIGKILL of the leader and of the controller, and the simulat
 
     python benchmarks/bench_impl.py [--records 2000] [--zookeeper HOST:PORT] [--runs 3]
 
+The last lines give what a frame costs to encode and decode, plain and with its MAC (issue 18);
+``--plain`` runs the whole benchmark with plain frames, for comparison.
+
 Every number is measured on this machine now; nothing is a target. Produce is one client writing
 sequentially (each write waits for its acknowledgement: the latency of a commit across the ISR),
 and several clients writing concurrently. Failover is the time from the SIGKILL until a write
@@ -17,15 +20,30 @@ import sys
 import tempfile
 import threading
 import time
+import timeit
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from isrcheck.impl.client import Client  # noqa: E402
 from isrcheck.impl.cluster import LocalCluster  # noqa: E402
+from isrcheck.impl.frame import FrameDecoder, encode_message  # noqa: E402
+from isrcheck.impl.messages import FetchResponse, LeaderAndIsr, Record  # noqa: E402
 from isrcheck.impl.simulator import Simulator  # noqa: E402
 
 CONFIG = {"replica_lag_time_max_ms": 2000, "controller_recheck_ms": 200}
+
+
+class PlainCluster(LocalCluster):
+    """The same cluster with plain frames (no secret, no MAC): ``--plain``, to measure what the MAC costs
+    end to end. Only here: ``isrcheck cluster up`` always authenticates."""
+
+    def _secret_args(self) -> list[str]:
+        return []
+
+    def client(self, timeout: float = 5.0) -> Client:
+        return Client(self.store_spec, self.topic, timeout=timeout)
 
 
 def produce_sequential(c: LocalCluster, n: int) -> float:
@@ -94,16 +112,35 @@ def simulator_speed(steps: int = 3000) -> float:
     return n / (time.perf_counter() - t)
 
 
+def frame_costs(n: int = 20_000) -> None:
+    """What the MAC costs a frame: encode + decode (header, tag, depth scan, JSON), plain and authenticated."""
+    secret = bytes(32)
+    small = LeaderAndIsr(3, 0, 2, (1, 2, 3), 5, 7, (1, 2, 3), 2)
+    big = FetchResponse(0, 1, 0, "", tuple(Record(i, 1, "x" * 100) for i in range(500)), 0, 500)
+    for name, msg, count in (("LeaderAndIsr", small, n), ("FetchResponse, 500 records", big, max(1, n // 100))):
+        row = []
+        for key in (None, secret):
+            data = encode_message(msg, secret=key)
+            best = min(timeit.repeat(lambda m=msg, k=key: FrameDecoder(secret=k).feed(encode_message(m, secret=k)),
+                                     number=count // 5, repeat=5))  # the least disturbed of five runs
+            row.append(best / (count // 5) * 1e6)
+        print(f"frame encode+decode, {name} ({len(data):,} bytes): plain {row[0]:,.1f} us, "
+              f"with MAC {row[1]:,.1f} us (+{row[1] - row[0]:,.1f} us)")
+
+
 def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--records", type=int, default=2000)
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--zookeeper", default=None, metavar="HOST:PORT")
+    ap.add_argument("--plain", action="store_true", help="frames without MAC (to compare; see PlainCluster)")
     a = ap.parse_args()
     store = f"ZooKeeper {a.zookeeper}" if a.zookeeper else "embedded store server"
-    print(f"isrcheck reference implementation, loopback, 3 brokers, replication factor 3, {store}")
+    frames = "plain frames" if a.plain else "authenticated frames"
+    print(f"isrcheck reference implementation, loopback, 3 brokers, replication factor 3, {store}, {frames}")
     with tempfile.TemporaryDirectory(prefix="isrcheck-bench-") as d:
-        c = LocalCluster(d, brokers=3, zookeeper=a.zookeeper, config=CONFIG, controllers=2, session_timeout=2.0)
+        kind = PlainCluster if a.plain else LocalCluster
+        c = kind(d, brokers=3, zookeeper=a.zookeeper, config=CONFIG, controllers=2, session_timeout=2.0)
         try:
             c.up()
             with c.client() as k:
@@ -123,6 +160,7 @@ def main() -> int:
         finally:
             c.down()
     print(f"simulator (step mode, seeded scheduler): {simulator_speed():,.0f} actions/s")
+    frame_costs()
     return 0
 
 

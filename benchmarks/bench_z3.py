@@ -69,7 +69,10 @@ def main() -> int:
     # induction
     cases = [("replication (no faults)", manifest.get("replication").config),
              ("hw-truncation-one-crash", manifest.get("hw-truncation-one-crash").config),
-             ("leader-crash-kip-320", manifest.get("leader-crash-kip-320").config)]
+             ("leader-crash-kip-320", manifest.get("leader-crash-kip-320").config),
+             ("controller-failover, kip-320, fenced writes",  # specs/08-symbolic.md#the-committed-prefix
+              from_mapping({"brokers": 3, "replication_factor": 2, "max_records": 2, "generation": "kip-320",
+                            "fenced_controller_writes": True, "faults": {"controller_failovers": 1}}))]
     if args.quick:
         cases = [("2 replicas, no faults", from_mapping({"brokers": 2, "replication_factor": 2, "max_records": 1})),
                  ("2 replicas, one crash", from_mapping({"brokers": 2, "replication_factor": 2, "max_records": 2,

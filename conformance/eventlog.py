@@ -51,6 +51,7 @@ from isrcheck.model.checker import ModelFault
 from isrcheck.model.config import Config
 from isrcheck.model.observe import observe
 from isrcheck.specs.actions import VocabularyError, action_json, action_text, actions as vocabulary, check_action
+from isrcheck.specs.inputs import InputError, Kind, check_lines_depth, max_bytes, read_bytes, too_large
 from isrcheck.specs.observation import ObservationError
 from isrcheck.specs.observation import validate as validate_observation
 
@@ -64,7 +65,7 @@ __all__ = ["Event", "EventLog", "EventLogError", "FORMAT", "Recorder", "Validati
 
 FORMAT = "isrcheck-events"
 VERSION = 1
-MAX_BYTES = 256 * 1024 * 1024
+MAX_BYTES = Kind.EVENT_LOG.default  # the default cap; ISRCHECK_MAX_EVENT_LOG_BYTES raises it
 _HEADER_KEYS = {"format", "version", "tool", "tool_version", "source", "generation", "seed", "config", "facts",
                 "silent", "max_silent", "quiet", "settle", "initial", "description"}
 _EVENT_KEYS = {"seq", "t", "kind", "action", "actor", "facts", "note"}
@@ -290,13 +291,17 @@ def _template(cfg: Config) -> dict[str, Any]:
 
 def loads_log(text: str, source: str = "<log>") -> EventLog:
     """Parse and validate an event log given as text. Order is not checked here: :func:`validate_log` does."""
-    if len(text) > MAX_BYTES:
-        raise EventLogError(f"{source}: larger than {MAX_BYTES // (1024 * 1024)} MiB")
+    if len(text) > max_bytes(Kind.EVENT_LOG):
+        raise EventLogError(str(too_large(source, Kind.EVENT_LOG)))
     lines = text.split("\n")
     if lines and lines[-1] == "":
         lines.pop()
     if not lines or not lines[0].lstrip().startswith("{"):
         raise EventLogError(f"{source}: not an isrcheck event log (expected JSON lines)")
+    try:
+        check_lines_depth(lines, source)
+    except InputError as e:
+        raise EventLogError(str(e)) from None
     try:
         head = parse_json(lines[0])
     except ValueError as e:
@@ -319,19 +324,14 @@ def loads_log(text: str, source: str = "<log>") -> EventLog:
 
 
 def load_log(path: str | Path) -> EventLog:
-    p = Path(path)
+    try:  # the bounded reader: a regular file, at most ISRCHECK_MAX_EVENT_LOG_BYTES
+        data = read_bytes(path, Kind.EVENT_LOG)
+    except InputError as e:
+        raise EventLogError(str(e)) from None
     try:
-        if p.stat().st_size > MAX_BYTES:
-            raise EventLogError(f"{path}: larger than {MAX_BYTES // (1024 * 1024)} MiB")
-        text = p.read_bytes().decode("utf-8")
-    except FileNotFoundError:
-        raise EventLogError(f"{path}: no such file") from None
-    except IsADirectoryError:
-        raise EventLogError(f"{path}: is a directory, not a file") from None
+        text = data.decode("utf-8")
     except UnicodeDecodeError:
         raise EventLogError(f"{path}: not UTF-8 text (not an isrcheck event log)") from None
-    except OSError as e:
-        raise EventLogError(f"{path}: cannot read: {e.strerror}") from None
     return loads_log(text, str(path))
 
 

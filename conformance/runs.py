@@ -32,7 +32,7 @@ from .eventlog import EventLog, Recorder
 from .observations import flatten
 
 __all__ = ["AutoRun", "ClusterRun", "SELFLOG_CONFIG", "SETTLE", "SILENT", "SelfLoggedRun", "controlled_shutdowns",
-           "fault_injection", "self_logged_run", "two_partitions"]
+           "fault_injection", "reassignment", "self_logged_run", "two_partitions"]
 
 #: housekeeping a quiet cluster has finished: its HW checkpoints (written every
 #: hw_checkpoint_interval_ms, far below the time a run waits to call the cluster quiet)
@@ -317,6 +317,13 @@ class SelfLoggedRun:
             self.cluster.kill(name)
         return name
 
+    def reassign(self, p: int, target: list[int]) -> None:
+        """Request that partition ``p`` move to ``target`` (logged as ``RequestReassignment``) and wait
+        until the controller has finished: AR is the target and the request is gone."""
+        self.cluster.request_reassignment(self.client, p, target)
+        self.cluster.wait_for(lambda c: list(c.snapshot(p + 1).part(p).replicas) == list(target)
+                              and p not in c.snapshot(p + 1).reassign, self.timeout_s, "the reassignment to complete")
+
     def shutdown(self, b: int) -> None:
         """SIGTERM broker ``b``: a controlled shutdown (the controller moves its leaderships and ISR
         memberships away, then the broker checkpoints and stops); returns once the process is gone."""
@@ -374,6 +381,16 @@ def controlled_shutdowns(run: SelfLoggedRun) -> None:
     run.shutdown(follower)
     run.produce(0)
     run.restart(follower)
+    run.produce(0)
+
+
+def reassignment(run: SelfLoggedRun) -> None:
+    """A write, then a reassignment of partition 0 from [1, 2, 3] to [2, 3] (the leader, broker 1, is
+    moved out), a write on the new replica list, then SIGKILL the new leader and a last write."""
+    run.produce(0)
+    run.reassign(0, [2, 3])
+    run.produce(0)
+    run.crash(run.leader())
     run.produce(0)
 
 

@@ -53,6 +53,7 @@ from isrcheck.model.checker import Step
 from isrcheck.model.config import Config
 from isrcheck.model.observe import observe
 from isrcheck.specs.actions import VocabularyError, action_json, check_action
+from isrcheck.specs.inputs import InputError, Kind, check_json_depth, check_lines_depth, max_bytes, read_bytes, too_large
 from isrcheck.specs.observation import ObservationError, load_schema
 from isrcheck.specs.observation import validate as validate_observation
 
@@ -66,7 +67,7 @@ FORMAT = "isrcheck-trace"
 VERSION = 1
 KINDS = ("counterexample", "sample", "cover", "regression", "path")
 ITF_DESCRIPTION = "https://apalache-mc.org/docs/adr/015adr-trace.html"
-MAX_BYTES = 64 * 1024 * 1024
+MAX_BYTES = Kind.TRACE.default  # the default cap; ISRCHECK_MAX_TRACE_BYTES raises it (specs/inputs.py)
 _HEADER_KEYS = {"format", "version", "tool", "tool_version", "kind", "model", "property", "generation", "seed",
                 "config", "steps", "description", "loop"}
 _STEP_KEYS = {"index", "action", "observation", "acked"}
@@ -243,8 +244,13 @@ def _bad_constant(name: str) -> Any:
 
 
 def parse_json(text: str) -> Any:
-    """``json.loads`` without NaN/Infinity and without duplicate keys; floats are refused later."""
-    return json.loads(text, object_pairs_hook=_no_dupes, parse_constant=_bad_constant)
+    """``json.loads`` without NaN/Infinity and without duplicate keys; floats are refused later. Text
+    nested deeper than the input cap (specs/inputs.py) is refused before the parser recurses."""
+    check_json_depth(text)
+    try:
+        return json.loads(text, object_pairs_hook=_no_dupes, parse_constant=_bad_constant)
+    except RecursionError:  # unreachable below the cap; kept so that no input can show a traceback
+        raise ValueError("nested too deep to parse") from None
 
 
 def _check_header(h: Any, where: str) -> tuple[Config, dict[str, Any]]:
@@ -357,6 +363,10 @@ def _loads_jsonl(text: str, source: str) -> Trace:
         lines.pop()
     if not lines:
         raise TraceError(f"{source}: empty file")
+    try:
+        check_lines_depth(lines, source)
+    except InputError as e:
+        raise TraceError(str(e)) from None
     try:
         header = parse_json(lines[0])
     except ValueError as e:
@@ -504,8 +514,8 @@ def _loads_itf(doc: Any, source: str) -> Trace:
 
 def loads_trace(text: str, source: str = "<trace>") -> Trace:
     """Parse and validate a trace given as text (JSON lines or ITF)."""
-    if len(text) > MAX_BYTES:
-        raise TraceError(f"{source}: larger than {MAX_BYTES // (1024 * 1024)} MiB")
+    if len(text) > max_bytes(Kind.TRACE):
+        raise TraceError(str(too_large(source, Kind.TRACE)))
     stripped = text.lstrip()
     if not stripped:
         raise TraceError(f"{source}: empty file")
@@ -519,7 +529,10 @@ def loads_trace(text: str, source: str = "<trace>") -> Trace:
     if isinstance(head, dict) and "#meta" not in head:
         return _loads_jsonl(text, source)  # a first line that is a whole object: JSON lines (or not ours)
     try:
+        check_json_depth(text, source)
         doc = parse_json(text)
+    except InputError as e:
+        raise TraceError(str(e)) from None
     except ValueError as e:
         raise TraceError(f"{source}: not an isrcheck trace (not JSON lines, and not one JSON document: {e})") from None
     return _loads_itf(doc, source)
@@ -527,17 +540,10 @@ def loads_trace(text: str, source: str = "<trace>") -> Trace:
 
 def load_trace(path: str | Path) -> Trace:
     """Read and validate the trace file at ``path``."""
-    p = Path(path)
-    try:
-        if p.stat().st_size > MAX_BYTES:
-            raise TraceError(f"{path}: larger than {MAX_BYTES // (1024 * 1024)} MiB")
-        data = p.read_bytes()
-    except FileNotFoundError:
-        raise TraceError(f"{path}: no such file") from None
-    except IsADirectoryError:
-        raise TraceError(f"{path}: is a directory, not a file") from None
-    except OSError as e:
-        raise TraceError(f"{path}: cannot read: {e.strerror}") from None
+    try:  # the bounded reader: a regular file, at most ISRCHECK_MAX_TRACE_BYTES
+        data = read_bytes(path, Kind.TRACE)
+    except InputError as e:
+        raise TraceError(str(e)) from None
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError:

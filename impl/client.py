@@ -9,7 +9,9 @@ A :class:`Client` talks to brokers over TCP (frames of :mod:`.frame`) and to the
     records = c.consume(0, offset=0)          # only what is below the leader's HW
     c.reassign(0, [2, 3, 1]); c.status()
 
-Errors are :class:`ClientError` with a one-line message.
+Errors are :class:`ClientError` with a one-line message. With ``secret`` (the cluster's, :mod:`.auth`)
+every frame to and from brokers and the store server carries an HMAC; a cluster started by
+``isrcheck cluster up`` accepts nothing else (``LocalCluster.client()`` passes it).
 """
 from __future__ import annotations
 
@@ -49,15 +51,16 @@ class ClientError(RuntimeError):
 class BrokerConnection:
     """One blocking connection to a broker; requests are answered in order."""
 
-    def __init__(self, host: str, port: int, timeout: float) -> None:
+    def __init__(self, host: str, port: int, timeout: float, secret: bytes | None = None) -> None:
         self.sock = socket.create_connection((host, port), timeout=timeout)
         self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         self.sock.settimeout(timeout)
-        self.decoder = FrameDecoder()
+        self.secret = secret
+        self.decoder = FrameDecoder(secret=secret)
         self.pending: list[Any] = []
 
     def request(self, msg: Any) -> Any:
-        self.sock.sendall(encode_message(msg))
+        self.sock.sendall(encode_message(msg, secret=self.secret))
         rid = getattr(msg, "request_id", None)
         while True:
             while self.pending:
@@ -78,10 +81,12 @@ class BrokerConnection:
 
 
 class Client:
-    def __init__(self, store_spec: str, topic: str = "isrcheck", timeout: float = 5.0) -> None:
+    def __init__(self, store_spec: str, topic: str = "isrcheck", timeout: float = 5.0,
+                 secret: bytes | None = None) -> None:
         self.store_spec = store_spec
         self.topic = topic
         self.timeout = timeout
+        self.secret = secret
         self._store = None
         self._session: Session | None = None
         self._conns: dict[int, BrokerConnection] = {}
@@ -93,7 +98,7 @@ class Client:
     def session(self) -> Session:
         if self._session is None or self._session.expired:
             try:
-                self._store = open_store(self.store_spec, timeout=self.timeout)
+                self._store = open_store(self.store_spec, timeout=self.timeout, secret=self.secret)
                 self._session = self._store.session()
             except StoreError as e:
                 raise ClientError(f"cannot reach the metadata store {self.store_spec}: {e}", "Unreachable") from None
@@ -136,7 +141,7 @@ class Client:
                 addr = self.brokers().get(b)  # type: ignore[assignment]
                 if addr is None:
                     raise ClientError(f"broker {b} is not registered", "Unreachable")
-                conn = BrokerConnection(addr[0], addr[1], self.timeout)
+                conn = BrokerConnection(addr[0], addr[1], self.timeout, self.secret)
                 self._conns[b] = conn
             return conn.request(msg)
         except (OSError, ConnectionError, FrameError) as e:

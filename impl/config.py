@@ -42,6 +42,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Mapping
 
+from isrcheck.specs.inputs import InputError, Kind, read_toml
 from isrcheck.specs.protocol import (
     DEFAULT_GENERATION,
     GENERATION_ALIASES,
@@ -247,15 +248,12 @@ def to_mapping(cfg: ImplConfig) -> dict[str, Any]:
 
 
 def load_file(path: str) -> ImplConfig:
-    import tomllib
-
+    """Read a configuration file through the bounded reader (specs/inputs.py: a regular file, its
+    size and nesting capped), so that ``cluster up --config /dev/zero`` is an error, not a hang."""
     try:
-        with open(path, "rb") as f:
-            raw = tomllib.load(f)
-    except OSError as e:
-        raise ConfigError(f"cannot read {path}: {e.strerror}") from None
-    except tomllib.TOMLDecodeError as e:
-        raise ConfigError(f"{path}: {e}") from None
+        raw = read_toml(path, Kind.CONFIG)
+    except InputError as e:
+        raise ConfigError(str(e)) from None
     return from_mapping(raw)
 
 

@@ -10,7 +10,9 @@ candidates can run; when the active one dies (SIGKILL), its session ends and ano
 with the next epoch.
 
 ``--event-log DIR`` (or ``$ISRCHECK_EVENT_LOG``) makes a controller write its own event log
-(:mod:`.event_log`). It prints ``ready store <port>`` and/or ``ready controller <name> port <port>`` on stdout.
+(:mod:`.event_log`). ``--secret-file FILE`` (the cluster's secret, :mod:`.auth`): the store server
+and the controller send and accept only frames carrying its HMAC. It prints ``ready store <port>``
+and/or ``ready controller <name> port <port>`` on stdout.
 """
 from __future__ import annotations
 
@@ -21,6 +23,7 @@ import os
 import signal
 import sys
 
+from .auth import SecretError, read_secret
 from .config import ConfigError, from_mapping
 from .controller_core import ControllerCore
 from .event_log import ENV, StepLogger, open_writer
@@ -28,18 +31,19 @@ from .messages import Command
 from .runtime import Runtime
 from .store import StoreError
 from .store_remote import StoreServer, open_store
+from .unsafe_settings import warning_lines
 
 
 async def run_coordinator(serve_store: int | None, controller: bool, store_spec: str | None, host: str, port: int,
                           name: str, config: dict, session_timeout: float,
-                          event_log: str | None = None) -> int:
+                          event_log: str | None = None, secret: bytes | None = None) -> int:
     loop = asyncio.get_running_loop()
     done = asyncio.Event()
     loop.add_signal_handler(signal.SIGTERM, done.set)
     loop.add_signal_handler(signal.SIGINT, done.set)
     server = None
     if serve_store is not None:
-        server = StoreServer(host, serve_store)
+        server = StoreServer(host, serve_store, secret=secret)
         p = await server.start()
         print(f"ready store {p}", flush=True)
         if store_spec is None:
@@ -49,10 +53,12 @@ async def run_coordinator(serve_store: int | None, controller: bool, store_spec:
         if store_spec is None:
             raise StoreError("", "a controller needs --store (or --serve-store)")
         cfg = from_mapping(config)
-        store = open_store(store_spec, timeout=10.0)
+        for line in warning_lines(cfg):  # settings the model shows unsafe (impl/unsafe_settings.py)
+            print(line, file=sys.stderr, flush=True)
+        store = open_store(store_spec, timeout=10.0, secret=secret)
         if hasattr(store, "session_timeout"):
             store.session_timeout = session_timeout  # type: ignore[attr-defined]
-        rt = Runtime(None, store, name=name)
+        rt = Runtime(None, store, name=name, secret=secret)
         await rt.open_session()
         actual = await rt.serve(host, port)
         rt.core = ControllerCore(cfg, name=name, autonomous=True, address=(host, actual))
@@ -84,13 +90,16 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--session-timeout", type=float, default=2.0)
     ap.add_argument("--event-log", default=os.environ.get(ENV) or None, metavar="DIR",
                     help=f"a controller writes its own event log to DIR (default: ${ENV})")
+    ap.add_argument("--secret-file", default=None, metavar="FILE",
+                    help="the cluster secret (mode 0600): authenticate every frame with it")
     a = ap.parse_args(argv)
     if a.serve_store is None and not a.controller:
         ap.error("nothing to do: give --serve-store and/or --controller")
     try:
+        secret = read_secret(a.secret_file) if a.secret_file else None
         return asyncio.run(run_coordinator(a.serve_store, a.controller, a.store, a.host, a.port, a.name,
-                                           json.loads(a.config_json), a.session_timeout, a.event_log))
-    except (ConfigError, StoreError, json.JSONDecodeError, OSError) as e:
+                                           json.loads(a.config_json), a.session_timeout, a.event_log, secret))
+    except (ConfigError, StoreError, SecretError, json.JSONDecodeError, OSError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
 

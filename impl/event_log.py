@@ -25,7 +25,9 @@ then one line per step::
   ``{"name", "args"}``, ``{"name"}`` (that kind of step, arguments unknown) or ``null``.
 - ``kind`` is ``"action"`` when the input is exactly one model step, named (a produce appended,
   a lag-based ISR shrink written, a periodic HW checkpoint, a restart, a controller's finished
-  controlled shutdown of a broker, a crash or controller kill injected by the launcher; the launcher's ``"end"`` marks the end of the run, before it takes the
+  controlled shutdown of a broker, a crash or controller kill injected by the launcher, a reassignment
+  request the launcher wrote for an administrator, ``RequestReassignment(p, target)``, with the fact
+  ``partitions[p].reassignment``; the launcher's ``"end"`` marks the end of the run, before it takes the
   cluster down); otherwise ``"observation"``: the facts hold after the process's step,
   but the model's step may already have been counted by another process (the model's Fetch is the
   leader's and the follower's halves in one step) or may span several inputs (a controller's

@@ -11,24 +11,32 @@ and, at start-up, gives back a :class:`~.broker_core.DiskImage`. Two disks share
   (write, fsync, rename), so they are always whole — and a leader-epoch checkpoint may name epochs
   that start beyond what survived of the log: the broker drops those entries when it restarts
   (:meth:`~.broker_core.BrokerCore.recover`), so the cache is "cut to the surviving log".
-- :class:`FileDisk` (a real broker process's): ``<dir>/<p>/00000000000000000000.log`` holds one JSON
-  record per line, ``flush`` is ``fsync``; ``replication-offset-checkpoint`` is rewritten atomically,
-  and so is ``<dir>/<p>/leader-epoch-checkpoint`` (Kafka's format: a version line ``0``, a count
-  line, then ``<epoch> <start offset>`` per entry). On start-up a torn last line (a crash in the
-  middle of a write) is cut off.
+- :class:`FileDisk` (a real broker process's): ``<dir>/<p>/00000000000000000000.log`` holds the
+  records in the checksummed format of :mod:`.segment_format` (a CRC32C per record), ``flush`` is
+  ``fsync``; ``replication-offset-checkpoint`` and ``<dir>/<p>/leader-epoch-checkpoint`` are
+  rewritten atomically in the checksummed text format of :mod:`.checkpoint_format`. On start-up
+  (:meth:`FileDisk.image`) every file is checked before anything is changed: a torn last record (a
+  crash in the middle of an append) is cut off; any other damage, anywhere, is refused with an
+  error naming the file and the byte offset (:class:`~.disk_errors.CorruptFile`), and so is a file
+  in an earlier, unchecksummed format (:class:`~.disk_errors.UnsupportedFormat`).
 
 ``Persist("epochs", p, entries)`` replaces partition ``p``'s whole leader-epoch checkpoint.
 """
 from __future__ import annotations
 
-import json
+import logging
 import os
 import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import BinaryIO
 
+from . import checkpoint_format, segment_format
 from .broker_core import DiskImage
+from .disk_errors import CorruptFile, DiskError, UnsupportedFormat
 from .messages import Persist, Record
+
+log = logging.getLogger("isrcheck.impl")
 
 
 @dataclass
@@ -39,10 +47,6 @@ class Segment:
     @property
     def unflushed(self) -> int:
         return len(self.records) - self.flushed
-
-
-class DiskError(Exception):
-    pass
 
 
 class SimDisk:
@@ -105,30 +109,38 @@ class SimDisk:
 CHECKPOINT_FILE = "replication-offset-checkpoint"
 SEGMENT_FILE = "00000000000000000000.log"
 EPOCH_FILE = "leader-epoch-checkpoint"
+HW_CHECKPOINT = "HW checkpoint"
+EPOCH_CHECKPOINT = "leader-epoch checkpoint"
 
 
 class FileDisk:
-    """A real broker's data directory."""
+    """A real broker's data directory (the formats: :mod:`.segment_format`, :mod:`.checkpoint_format`)."""
 
     def __init__(self, directory: str | os.PathLike[str]) -> None:
         self.dir = Path(directory)
         self.dir.mkdir(parents=True, exist_ok=True)
-        self._files: dict[int, object] = {}
-        self._offsets: dict[int, list[int]] = {}  # byte offset of each record's line
+        self._files: dict[int, BinaryIO] = {}
+        self._offsets: dict[int, list[int]] = {}  # the byte offset of each record in the segment
         self.checkpoints: dict[int, int] = {}
 
     def _seg(self, p: int) -> Path:
         return self.dir / str(p) / SEGMENT_FILE
 
-    def _open(self, p: int):
+    def _open(self, p: int) -> BinaryIO:
         f = self._files.get(p)
         if f is None:
             path = self._seg(p)
             path.parent.mkdir(parents=True, exist_ok=True)
+            if p not in self._offsets:  # not read by image(): check what is there before appending to it
+                found = segment_format.scan(path, path.read_bytes() if path.exists() else b"")
+                self._repair(path, found)
+                self._offsets[p] = list(found.positions)
             f = open(path, "ab+")  # noqa: SIM115 - kept open for the broker's lifetime
             self._files[p] = f
-            if p not in self._offsets:
-                self._offsets[p] = []
+            f.seek(0, os.SEEK_END)
+            if f.tell() == 0:
+                f.write(segment_format.file_header())
+                f.flush()
         return f
 
     def apply(self, op: Persist) -> None:
@@ -139,9 +151,10 @@ class FileDisk:
             f = self._open(p)
             f.seek(0, os.SEEK_END)
             offsets = self._offsets[p]
-            for r in op.payload:
-                offsets.append(f.tell())
-                f.write((json.dumps({"id": r.id, "epoch": r.epoch, "value": r.value}) + "\n").encode())
+            base = f.tell()
+            data, starts = segment_format.encode_records(len(offsets), op.payload)
+            offsets.extend(base + s for s in starts)
+            f.write(data)  # the whole batch in one write: a crash tears at most its end
             f.flush()  # into the page cache: survives a process crash
         elif kind == "truncate":
             f = self._open(p)
@@ -151,18 +164,20 @@ class FileDisk:
                 f.truncate(offsets[n])
                 del offsets[n:]
         elif kind == "flush":
-            f = self._files.get(p)
-            if f is not None:
-                os.fsync(f.fileno())
+            opened = self._files.get(p)
+            if opened is not None:
+                os.fsync(opened.fileno())
         elif kind == "checkpoint":
             self.checkpoints[p] = int(op.payload)
             self._write_checkpoints()
         elif kind == "epochs":
-            self._write_epochs(p, [(int(e), int(s)) for e, s in op.payload])
+            d = self.dir / str(p)
+            d.mkdir(parents=True, exist_ok=True)
+            self._write(d / EPOCH_FILE, [(int(e), int(s)) for e, s in op.payload])
         elif kind == "delete":
-            f = self._files.pop(p, None)
-            if f is not None:
-                f.close()
+            closing = self._files.pop(p, None)
+            if closing is not None:
+                closing.close()
             self._offsets.pop(p, None)
             shutil.rmtree(self.dir / str(p), ignore_errors=True)
             if self.checkpoints.pop(p, None) is not None:
@@ -170,80 +185,60 @@ class FileDisk:
         else:
             raise DiskError(f"unknown disk write {kind!r}")
 
-    def _write_epochs(self, p: int, entries: list[tuple[int, int]]) -> None:
-        d = self.dir / str(p)
-        d.mkdir(parents=True, exist_ok=True)
-        tmp = d / (EPOCH_FILE + ".tmp")
-        with open(tmp, "w") as f:
-            f.write("0\n" + f"{len(entries)}\n" + "".join(f"{e} {s}\n" for e, s in entries))
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, d / EPOCH_FILE)
-
     @staticmethod
-    def _read_epochs(path: Path) -> list[tuple[int, int]]:
-        if not path.exists():
-            return []
-        out: list[tuple[int, int]] = []
-        for line in path.read_text().split("\n")[2:]:
-            parts = line.split()
-            if len(parts) == 2 and all(x.lstrip("-").isdigit() for x in parts):
-                out.append((int(parts[0]), int(parts[1])))
-        return out
+    def _write(path: Path, entries: list[tuple[int, int]]) -> None:
+        if any(a < 0 or b < 0 for a, b in entries):
+            raise DiskError(f"{path}: a checkpoint holds non-negative integers, got {entries}")
+        checkpoint_format.write_atomically(path, checkpoint_format.encode(entries))
 
     def _write_checkpoints(self) -> None:
-        tmp = self.dir / (CHECKPOINT_FILE + ".tmp")
-        lines = [f"{p} {hw}" for p, hw in sorted(self.checkpoints.items())]
-        with open(tmp, "w") as f:
-            f.write("0\n" + f"{len(lines)}\n" + "".join(x + "\n" for x in lines))
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, self.dir / CHECKPOINT_FILE)
+        self._write(self.dir / CHECKPOINT_FILE, sorted(self.checkpoints.items()))
+
+    @staticmethod
+    def _repair(path: Path, found: segment_format.Scan) -> None:
+        """Cut a torn tail, or give an empty (or half-created) segment its file header."""
+        if found.header_missing:
+            if path.exists():
+                path.write_bytes(segment_format.file_header())
+        elif found.torn_bytes:
+            log.warning("log segment %s: cut a torn last record (%d bytes from byte %d)", path, found.torn_bytes,
+                        found.end)
+            with open(path, "r+b") as f:
+                f.truncate(found.end)
 
     def image(self) -> DiskImage:
-        """Read the directory (cutting a torn last record) and remember the record offsets."""
-        logs: dict[int, list[Record]] = {}
+        """Read and check the whole directory, then cut torn tails and remember the record offsets.
+
+        Raises :class:`~.disk_errors.CorruptFile` or :class:`~.disk_errors.UnsupportedFormat`
+        before anything on disk is changed."""
+        scans: dict[int, tuple[Path, segment_format.Scan]] = {}
         epochs: dict[int, list[tuple[int, int]]] = {}
-        for child in sorted(self.dir.iterdir()):
+        for child in sorted(self.dir.iterdir(), key=lambda c: c.name):
             if not child.is_dir() or not child.name.isdigit():
                 continue
             p = int(child.name)
             path = child / SEGMENT_FILE
-            records: list[Record] = []
-            offsets: list[int] = []
-            if path.exists():
-                data = path.read_bytes()
-                pos = 0
-                while pos < len(data):
-                    end = data.find(b"\n", pos)
-                    if end < 0:
-                        break
-                    try:
-                        d = json.loads(data[pos:end])
-                        records.append(Record(int(d["id"]), int(d["epoch"]), str(d.get("value", ""))))
-                    except (ValueError, KeyError, TypeError):
-                        break
-                    offsets.append(pos)
-                    pos = end + 1
-                if pos < len(data):
-                    with open(path, "r+b") as f:
-                        f.truncate(pos)
-            logs[p] = records
-            self._offsets[p] = offsets
-            cache = self._read_epochs(child / EPOCH_FILE)
-            if cache:
-                epochs[p] = cache
-        self.checkpoints = {}
+            scans[p] = (path, segment_format.scan(path, path.read_bytes() if path.exists() else b""))
+            cache_path = child / EPOCH_FILE
+            if cache_path.exists():
+                cache = checkpoint_format.decode(EPOCH_CHECKPOINT, cache_path, cache_path.read_bytes())
+                if cache:
+                    epochs[p] = cache
         cp = self.dir / CHECKPOINT_FILE
-        if cp.exists():
-            lines = cp.read_text().split("\n")
-            for line in lines[2:]:
-                parts = line.split()
-                if len(parts) == 2 and parts[0].isdigit() and parts[1].isdigit():
-                    self.checkpoints[int(parts[0])] = int(parts[1])
+        hw = checkpoint_format.decode(HW_CHECKPOINT, cp, cp.read_bytes()) if cp.exists() else []
+        logs: dict[int, list[Record]] = {}
+        for p, (path, found) in sorted(scans.items()):
+            self._repair(path, found)
+            logs[p] = list(found.records)
+            self._offsets[p] = list(found.positions)
+        self.checkpoints = dict(hw)
         return DiskImage(logs, dict(self.checkpoints), epochs)
 
     def close(self) -> None:
         for f in self._files.values():
             f.close()
         self._files.clear()
+
+
+__all__ = ["CHECKPOINT_FILE", "EPOCH_FILE", "SEGMENT_FILE", "CorruptFile", "DiskError", "FileDisk", "Segment",
+           "SimDisk", "UnsupportedFormat"]

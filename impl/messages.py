@@ -10,8 +10,10 @@ controller that holds that epoch) and ``("client", name)``.
 from __future__ import annotations
 
 import dataclasses
+import reprlib
+import typing
 from dataclasses import dataclass
-from typing import Any, Union
+from typing import Any, Callable, Union
 
 Address = tuple[str, Any]
 
@@ -225,54 +227,131 @@ def to_wire(msg: Any) -> dict[str, Any]:
     return out
 
 
-def _tuple(v: Any) -> Any:
-    if isinstance(v, list):
-        return tuple(_tuple(x) for x in v)
-    return v
+INT_MIN, INT_MAX = -(1 << 63), (1 << 63) - 1  # every integer of a message fits a signed 64-bit field
 
 
-def _check_type(name: str, field: dataclasses.Field, v: Any) -> None:
-    t = str(field.type)
-    ok: bool
-    if t == "int":
-        ok = isinstance(v, int) and not isinstance(v, bool)
-    elif t == "str":
-        ok = isinstance(v, str)
-    elif t == "bool":
-        ok = isinstance(v, bool)
-    else:
-        ok = isinstance(v, (list, tuple))
-    if not ok:
-        raise MessageError(f"{name}.{field.name}: unexpected value {v!r}")
+def short_repr(v: Any) -> str:
+    """A bounded repr for error messages: a refused value may be megabytes of nested lists, and the
+    message goes into a one-line log entry and an ErrorResponse."""
+    return reprlib.repr(v)[:80]
+
+
+class _Invalid(Exception):
+    """A value that does not have its declared type; ``path`` (innermost last, reversed on the way
+    up) says where in the field it sits. Internal: :func:`from_wire` turns it into a MessageError."""
+
+    def __init__(self, value: Any, what: str = "unexpected value") -> None:
+        super().__init__(what)
+        self.value, self.what = value, what
+        self.path: list[str] = []
+
+
+Converter = Callable[[Any], Any]
+_RECORD_KEYS = frozenset({"id", "epoch", "value"})
+
+
+def _int(v: Any) -> int:
+    if type(v) is int and INT_MIN <= v <= INT_MAX:  # not bool: type(True) is bool
+        return v
+    raise _Invalid(v)
+
+
+def _str(v: Any) -> str:
+    if type(v) is str:
+        return v
+    raise _Invalid(v)
+
+
+def _bool(v: Any) -> bool:
+    if type(v) is bool:
+        return v
+    raise _Invalid(v)
+
+
+def _record(v: Any) -> Record:
+    if type(v) is Record:
+        return v
+    if type(v) is dict and "id" in v and "epoch" in v and _RECORD_KEYS.issuperset(v):
+        return Record(_int(v["id"]), _int(v["epoch"]), _str(v.get("value", "")))
+    raise _Invalid(v, "malformed record")
+
+
+def _converter(tp: Any) -> Converter:
+    """A function that returns ``v`` (from JSON) as a value of the annotated type ``tp`` — lists
+    become tuples, record objects :class:`Record` — or raises :class:`_Invalid`. Built once per
+    field type: every element of every message is checked, so a message that reaches a core has
+    exactly the types its class declares and a crafted frame cannot make a core fail."""
+    simple: dict[Any, Converter] = {int: _int, str: _str, bool: _bool, Record: _record}
+    if tp in simple:
+        return simple[tp]
+    if typing.get_origin(tp) is not tuple:
+        raise TypeError(f"no wire converter for {tp!r}")
+    args = typing.get_args(tp)
+    if len(args) == 2 and args[1] is Ellipsis:
+        elem = _converter(args[0])
+
+        def homogeneous(v: Any) -> tuple[Any, ...]:
+            if type(v) is not list and type(v) is not tuple:
+                raise _Invalid(v)
+            out = []
+            try:
+                for x in v:
+                    out.append(elem(x))
+            except _Invalid as e:
+                e.path.append(f"[{len(out)}]")
+                raise
+            return tuple(out)
+
+        return homogeneous
+    elems = [_converter(a) for a in args]
+
+    def fixed(v: Any) -> tuple[Any, ...]:
+        if (type(v) is not list and type(v) is not tuple) or len(v) != len(elems):
+            raise _Invalid(v)
+        out = []
+        try:
+            for conv, x in zip(elems, v):
+                out.append(conv(x))
+        except _Invalid as e:
+            e.path.append(f"[{len(out)}]")
+            raise
+        return tuple(out)
+
+    return fixed
+
+
+def _field_types(cls: type) -> dict[str, tuple[Converter, Any]]:
+    """Per field of a message class: the converter of its type (the annotations resolved) and its default."""
+    hints = typing.get_type_hints(cls)
+    return {f.name: (_converter(hints[f.name]), f.default) for f in dataclasses.fields(cls)}
+
+
+FIELD_TYPES: dict[str, dict[str, tuple[Converter, Any]]] = {
+    name: _field_types(cls) for name, cls in MESSAGE_TYPES.items()}
 
 
 def from_wire(obj: Any) -> Any:
     if not isinstance(obj, dict):
         raise MessageError("a message must be a JSON object")
     name = obj.get("type")
-    cls = MESSAGE_TYPES.get(name) if isinstance(name, str) else None
-    if cls is None:
-        raise MessageError(f"unknown message type {name!r}")
-    fields = {f.name: f for f in dataclasses.fields(cls)}
-    extra = sorted(set(obj) - set(fields) - {"type"})
+    if not isinstance(name, str) or name not in MESSAGE_TYPES:
+        raise MessageError(f"unknown message type {short_repr(name)}")
+    cls = MESSAGE_TYPES[name]
+    fields = FIELD_TYPES[name]
+    extra = sorted(k for k in obj if k not in fields and k != "type")
     if extra:
-        raise MessageError(f"{name}: unknown field {extra[0]!r}")
+        raise MessageError(f"{name}: unknown field {short_repr(extra[0])}")
     kwargs: dict[str, Any] = {}
-    for fname, f in fields.items():
+    for fname, (conv, default) in fields.items():
         if fname not in obj:
-            if f.default is dataclasses.MISSING:
+            if default is dataclasses.MISSING:
                 raise MessageError(f"{name}: missing field {fname!r}")
             continue
-        v = obj[fname]
-        _check_type(name, f, v)
-        if fname == "records":
-            try:
-                v = tuple(Record(int(r["id"]), int(r["epoch"]), str(r.get("value", ""))) for r in v)
-            except (TypeError, KeyError, ValueError):
-                raise MessageError(f"{name}.records: malformed record") from None
-        else:
-            v = _tuple(v)
-        kwargs[fname] = v
+        try:
+            kwargs[fname] = conv(obj[fname])
+        except _Invalid as e:
+            where = f"{name}.{fname}{''.join(reversed(e.path))}"
+            raise MessageError(f"{where}: {e.what} {short_repr(e.value)}") from None
     return cls(**kwargs)
 
 

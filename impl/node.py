@@ -8,7 +8,9 @@ metadata store given by ``SPEC`` (``embedded:HOST:PORT`` for a coordinator's sto
 SIGTERM asks the controller for a controlled shutdown first (``--no-controlled-shutdown`` to
 just stop); SIGKILL is a crash: the page cache keeps what was written, the store session ends.
 ``--event-log DIR`` (or ``$ISRCHECK_EVENT_LOG``) makes it write its own event log (:mod:`.event_log`),
-first line ``Restart(<id>)`` with what it recovered from its disk.
+first line ``Restart(<id>)`` with what it recovered from its disk. ``--secret-file FILE`` (the
+cluster's secret, :mod:`.auth`) makes every frame it sends and accepts, to and from the store server
+too, carry an HMAC; without it, frames are plain.
 """
 from __future__ import annotations
 
@@ -19,8 +21,11 @@ import os
 import signal
 import sys
 
+from .auth import SecretError, read_secret
 from .broker_core import BrokerCore
 from .config import ConfigError, from_mapping
+from .disk_errors import DiskError
+from .unsafe_settings import warning_lines
 from .event_log import ENV, StepLogger, open_writer
 from .log import FileDisk
 from .messages import Command
@@ -30,14 +35,17 @@ from .store_remote import open_store
 
 
 async def run_node(broker_id: int, host: str, port: int, data: str, store_spec: str, config: dict,
-                   session_timeout: float, controlled_shutdown: bool = True, event_log: str | None = None) -> int:
+                   session_timeout: float, controlled_shutdown: bool = True, event_log: str | None = None,
+                   secret: bytes | None = None) -> int:
     cfg = from_mapping(config)
-    store = open_store(store_spec, timeout=10.0)
+    for line in warning_lines(cfg):  # settings the model shows unsafe (impl/unsafe_settings.py)
+        print(line, file=sys.stderr, flush=True)
+    store = open_store(store_spec, timeout=10.0, secret=secret)
     if hasattr(store, "session_timeout"):
         store.session_timeout = session_timeout  # type: ignore[attr-defined]
     disk = FileDisk(data)
-    image = disk.image()
-    rt = Runtime(None, store, disk=disk, feed_now=True, name=f"broker-{broker_id}")
+    image = disk.image()  # a damaged file: DiskError, one line `error: ...`, exit 2, before registering
+    rt = Runtime(None, store, disk=disk, feed_now=True, name=f"broker-{broker_id}", secret=secret)
     await rt.open_session()
     actual = await rt.serve(host, port)
     core = BrokerCore.recover(cfg, broker_id, image, autonomous=True, address=(host, actual))
@@ -78,12 +86,15 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--no-controlled-shutdown", action="store_true")
     ap.add_argument("--event-log", default=os.environ.get(ENV) or None, metavar="DIR",
                     help=f"write this process's own event log to DIR (default: ${ENV})")
+    ap.add_argument("--secret-file", default=None, metavar="FILE",
+                    help="the cluster secret (mode 0600): authenticate every frame with it")
     a = ap.parse_args(argv)
     try:
         config = json.loads(a.config_json)
+        secret = read_secret(a.secret_file) if a.secret_file else None
         return asyncio.run(run_node(a.id, a.host, a.port, a.data, a.store, config, a.session_timeout,
-                                    not a.no_controlled_shutdown, a.event_log))
-    except (ConfigError, StoreError, json.JSONDecodeError, OSError) as e:
+                                    not a.no_controlled_shutdown, a.event_log, secret))
+    except (ConfigError, StoreError, SecretError, DiskError, json.JSONDecodeError, OSError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
 

@@ -13,9 +13,11 @@ effects it returns:
 - ``SetTimer`` / ``CancelTimer`` use the loop's timers (a new timer replaces one of the same name and
   key); ``Persist`` goes to the disk, if any; ``Stop`` ends the process.
 
-Inbound connections speak frames (:mod:`.frame`): a frame that breaks the format gets one
-``ErrorResponse`` and the connection is closed; a well-formed frame that is not a known message gets
-an ``ErrorResponse`` and the connection stays open. Neither disturbs other connections.
+Inbound connections speak frames (:mod:`.frame`): a frame that breaks the format or its limits, or
+(with a cluster secret) lacks a valid MAC, gets one ``ErrorResponse`` and the connection is closed; a
+well-formed frame that is not a known message gets an ``ErrorResponse`` and the connection stays
+open. Either way the process writes exactly one warning line (no traceback) and nothing reaches the
+core; other connections are not disturbed. With ``secret`` every frame sent carries its MAC too.
 """
 from __future__ import annotations
 
@@ -27,6 +29,7 @@ import time
 from typing import Any, Callable
 
 from . import layout as L
+from . import routes
 from .frame import FrameError, MessageError, decode_message, encode_message, read_frame
 from .messages import (
     CancelTimer,
@@ -41,6 +44,7 @@ from .messages import (
     StoreOp,
     StoreResult,
     Timer,
+    short_repr,
 )
 from .store import Session, Store, StoreError
 
@@ -51,9 +55,17 @@ def now_ms() -> int:
     return int(time.monotonic() * 1000)
 
 
+def refused(name: str, peer: Any, why: str) -> None:
+    """The one log line for a refused frame or message: bounded, no traceback, so that garbage on a
+    port cannot grow the log faster than it arrives (a 1.9 KB frame once wrote a 130 KB traceback)."""
+    log.warning("%s: refused a frame from %s: %s", name, peer, why[:200].replace("\n", " "))
+
+
 class Runtime:
-    def __init__(self, core: Any, store: Store, disk: Any = None, feed_now: bool = False, name: str = "") -> None:
+    def __init__(self, core: Any, store: Store, disk: Any = None, feed_now: bool = False, name: str = "",
+                 secret: bytes | None = None) -> None:
         self.core = core
+        self.secret = secret  # the cluster secret: frames are authenticated both ways (.auth)
         self.store = store
         self.disk = disk
         self.feed_now = feed_now  # broker cores take the clock with each input
@@ -202,12 +214,14 @@ class Runtime:
     async def _serve_conn(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         cid = next(self._conn_ids)
         self._conns[cid] = writer
+        peer = writer.get_extra_info("peername")
         try:
             while not self.stopped.is_set():
                 try:
-                    obj = await read_frame(reader)
+                    obj = await read_frame(reader, secret=self.secret)
                 except FrameError as e:
-                    writer.write(encode_message(ErrorResponse(0, f"{e.code}: {e}")))
+                    refused(self.name, peer, f"{e.code}: {e} (connection closed)")
+                    writer.write(encode_message(ErrorResponse(0, f"{e.code}: {e}"), secret=self.secret))
                     await writer.drain()
                     break
                 if obj is None:
@@ -215,14 +229,17 @@ class Runtime:
                 try:
                     msg = decode_message(obj)
                 except MessageError as e:
-                    writer.write(encode_message(ErrorResponse(int(obj.get("request_id", 0) or 0)
-                                                              if isinstance(obj.get("request_id"), int) else 0,
-                                                              f"BadMessage: {e}")))
+                    refused(self.name, peer, f"BadMessage: {e}")
+                    rid = obj.get("request_id")
+                    rid = rid if isinstance(rid, int) and not isinstance(rid, bool) and abs(rid) < 1 << 63 else 0
+                    writer.write(encode_message(ErrorResponse(rid, f"BadMessage: {e}"), secret=self.secret))
                     await writer.drain()
                     continue
                 self.feed(Receive(("conn", cid), msg))
         except (ConnectionError, asyncio.IncompleteReadError, OSError):
             pass
+        except Exception as e:  # noqa: BLE001 - whatever a peer sent, one line and this connection only
+            refused(self.name, peer, f"{type(e).__name__}: {short_repr(e)} (connection dropped)")
         finally:
             self._conns.pop(cid, None)
             writer.close()
@@ -234,7 +251,7 @@ class Runtime:
             w = self._conns.get(key)
             if w is not None and not w.is_closing():
                 try:
-                    w.write(encode_message(msg))
+                    w.write(encode_message(msg, secret=self.secret))
                 except (ConnectionError, RuntimeError):
                     pass
             return
@@ -254,10 +271,10 @@ class Runtime:
             if got is None:
                 return None
             d = L.decode(got[0]) or {}
-            if kind == "broker":
-                return (d["host"], int(d["port"])) if "host" in d else None
+            if kind == "broker":  # routes.route: a nemesis link's port instead, when one is set
+                return routes.route(f"broker-{key}", (d["host"], int(d["port"]))) if "host" in d else None
             addr = d.get("address")
-            return (addr[0], int(addr[1])) if addr else None
+            return routes.route(str(d.get("name", "")), (addr[0], int(addr[1]))) if addr else None
 
         try:
             return await self.read_store(lookup)
@@ -287,7 +304,7 @@ class Runtime:
                     self._tasks.add(reader_task)
                     reader_task.add_done_callback(self._tasks.discard)
                 try:
-                    writer.write(encode_message(msg))
+                    writer.write(encode_message(msg, secret=self.secret))
                     await writer.drain()
                     break
                 except (ConnectionError, OSError, RuntimeError):
@@ -299,14 +316,17 @@ class Runtime:
     async def _read_replies(self, to: tuple[str, Any], reader: asyncio.StreamReader) -> None:
         try:
             while True:
-                obj = await read_frame(reader)
+                obj = await read_frame(reader, secret=self.secret)
                 if obj is None:
                     return
                 try:
                     msg = decode_message(obj)
-                except MessageError:
+                except MessageError as e:
+                    refused(self.name, to, f"BadMessage: {e}")
                     continue
                 self.feed(Receive(to, msg))
-        except (FrameError, ConnectionError, OSError, asyncio.IncompleteReadError):
+        except FrameError as e:
+            refused(self.name, to, f"{e.code}: {e} (connection closed)")
+        except (ConnectionError, OSError, asyncio.IncompleteReadError):
             return
 

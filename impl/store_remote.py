@@ -4,7 +4,11 @@
 TCP connection is one session, which **expires when the connection closes** (so the registration of
 a broker killed with SIGKILL vanishes at once, as a ZooKeeper session would after its timeout).
 Requests and answers are frames (:mod:`.frame`) carrying ``StoreRequest`` / ``StoreResponse``
-objects; fired watches are pushed as ``StoreEvent`` frames.
+objects; fired watches are pushed as ``StoreEvent`` frames. Every request is checked field by field
+(:mod:`.store_wire`) before it runs: a malformed one is answered with a ``BadArguments`` error and the
+connection stays open. With a cluster secret every frame carries a MAC both ways; a frame without a
+valid one is answered with ``Unauthenticated``, the connection closed (and with it the session) and
+nothing in the store changes. Each refused frame or request is one warning line in the log.
 
 :class:`RemoteStore` is the client side: a :class:`~.store.Store` whose sessions are connections,
 usable from any thread (a reader thread collects answers and events).
@@ -14,6 +18,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import itertools
+import logging
 import queue
 import socket
 import threading
@@ -38,6 +43,9 @@ from .store import (
 )
 from .store import Session as SessionBase
 from .store_embedded import EmbeddedSession, EmbeddedStore
+from .store_wire import BadRequest, StoreRequest, parse_request, request_id
+
+log = logging.getLogger("isrcheck.impl")
 
 
 def _b64(data: bytes) -> str:
@@ -45,7 +53,7 @@ def _b64(data: bytes) -> str:
 
 
 def _unb64(s: str) -> bytes:
-    return base64.b64decode(s.encode())
+    return base64.b64decode(s.encode(), validate=True)
 
 
 def _op_to_wire(op: Op) -> dict[str, Any]:
@@ -58,19 +66,6 @@ def _op_to_wire(op: Op) -> dict[str, Any]:
     if isinstance(op, Check):
         return {"op": "check", "path": op.path, "version": op.version}
     raise StoreError("", f"unknown op {op!r}")
-
-
-def _op_from_wire(d: dict[str, Any]) -> Op:
-    kind = d.get("op")
-    if kind == "create":
-        return Create(str(d["path"]), _unb64(d.get("data", "")), bool(d.get("ephemeral", False)))
-    if kind == "set":
-        return SetData(str(d["path"]), _unb64(d.get("data", "")), int(d.get("version", -1)))
-    if kind == "delete":
-        return Delete(str(d["path"]), int(d.get("version", -1)))
-    if kind == "check":
-        return Check(str(d["path"]), int(d["version"]))
-    raise StoreError("", f"unknown op {kind!r}")
 
 
 def _value_to_wire(v: Any) -> Any:
@@ -96,10 +91,12 @@ def _value_from_wire(v: Any) -> Any:
 class StoreServer:
     """Serves an embedded store on ``host:port`` (port 0 picks a free one)."""
 
-    def __init__(self, host: str = "127.0.0.1", port: int = 0, store: EmbeddedStore | None = None) -> None:
+    def __init__(self, host: str = "127.0.0.1", port: int = 0, store: EmbeddedStore | None = None,
+                 secret: bytes | None = None) -> None:
         self.host = host
         self.port = port
         self.store = store or EmbeddedStore()
+        self.secret = secret
         self._server: asyncio.base_events.Server | None = None
 
     async def start(self) -> int:
@@ -114,72 +111,87 @@ class StoreServer:
 
     async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         session: EmbeddedSession = self.store.session()
+        peer = writer.get_extra_info("peername")
+        secret = self.secret
 
         def push(ev: WatchEvent) -> None:
             if not writer.is_closing():
-                writer.write(encode_frame({"type": "StoreEvent", "kind": ev.kind, "path": ev.path}))
+                writer.write(encode_frame({"type": "StoreEvent", "kind": ev.kind, "path": ev.path}, secret=secret))
 
         session.on_event = push
-        writer.write(encode_frame({"type": "StoreHello", "session": session.session_id}))
+        writer.write(encode_frame({"type": "StoreHello", "session": session.session_id}, secret=secret))
         try:
             while True:
                 try:
-                    req = await read_frame(reader)
+                    req = await read_frame(reader, secret=secret)
                 except FrameError as e:
-                    writer.write(encode_frame({"type": "StoreResponse", "id": 0, "error": "BadArguments",
-                                               "message": str(e)}))
+                    _refused(peer, f"{e.code}: {e} (connection closed)")
+                    error = "Unauthenticated" if e.code == "Unauthenticated" else "BadArguments"
+                    writer.write(encode_frame({"type": "StoreResponse", "id": 0, "error": error,
+                                               "message": f"{e.code}: {e}"}, secret=secret))
+                    await writer.drain()
                     break
                 if req is None:
                     break
-                writer.write(encode_frame(self._answer(session, req)))
+                writer.write(encode_frame(self._answer(session, req, peer), secret=secret))
                 await writer.drain()
-        except (ConnectionError, asyncio.IncompleteReadError):
+        except (ConnectionError, asyncio.IncompleteReadError, OSError):
             pass
+        except Exception as e:  # noqa: BLE001 - whatever a peer sent: one line, and this session only
+            _refused(peer, f"{type(e).__name__}: {str(e)[:120]} (connection dropped)")
         finally:
             session.close()  # the connection is the session: its ephemerals go with it
             writer.close()
 
-    def _answer(self, s: EmbeddedSession, req: dict[str, Any]) -> dict[str, Any]:
-        rid = req.get("id", 0)
+    def _answer(self, s: EmbeddedSession, obj: dict[str, Any], peer: Any = None) -> dict[str, Any]:
+        """The response to one decoded request frame: checked first (:mod:`.store_wire`), then run."""
         try:
-            op = req.get("op")
-            path = req.get("path", "")
-            if op == "create":
-                v: Any = s.create(path, _unb64(req.get("data", "")), bool(req.get("ephemeral")),
-                                  bool(req.get("makepath")))
-            elif op == "get":
-                v = s.get(path, bool(req.get("watch")))
-            elif op == "exists":
-                v = s.exists(path, bool(req.get("watch")))
-            elif op == "children":
-                v = s.get_children(path, bool(req.get("watch")))
-            elif op == "set":
-                v = s.set(path, _unb64(req.get("data", "")), int(req.get("version", -1)))
-            elif op == "delete":
-                s.delete(path, int(req.get("version", -1)))
-                v = None
-            elif op == "multi":
-                v = s.multi([_op_from_wire(o) for o in req.get("ops", [])])
-            else:
-                raise StoreError(path, f"unknown store request {op!r}")
+            req = parse_request(obj)
+        except BadRequest as e:
+            _refused(peer, f"BadArguments: {e}")
+            return {"type": "StoreResponse", "id": request_id(obj), "error": e.code, "path": e.path,
+                    "message": str(e)}
+        try:
+            v = self._run(s, req)
         except TransactionFailed as e:
-            return {"type": "StoreResponse", "id": rid, "error": "TransactionFailed", "index": e.index,
+            return {"type": "StoreResponse", "id": req.id, "error": "TransactionFailed", "index": e.index,
                     "cause": e.cause.code, "path": e.cause.path}
         except StoreError as e:
-            return {"type": "StoreResponse", "id": rid, "error": e.code, "path": e.path, "message": str(e)}
-        except (KeyError, TypeError, ValueError) as e:
-            return {"type": "StoreResponse", "id": rid, "error": "BadArguments", "message": f"bad request: {e}"}
-        return {"type": "StoreResponse", "id": rid, "value": _value_to_wire(v)}
+            return {"type": "StoreResponse", "id": req.id, "error": e.code, "path": e.path, "message": str(e)}
+        return {"type": "StoreResponse", "id": req.id, "value": _value_to_wire(v)}
+
+    @staticmethod
+    def _run(s: EmbeddedSession, req: StoreRequest) -> Any:
+        if req.op == "create":
+            return s.create(req.path, req.data, req.ephemeral, req.makepath)
+        if req.op == "get":
+            return s.get(req.path, req.watch)
+        if req.op == "exists":
+            return s.exists(req.path, req.watch)
+        if req.op == "children":
+            return s.get_children(req.path, req.watch)
+        if req.op == "set":
+            return s.set(req.path, req.data, req.version)
+        if req.op == "delete":
+            s.delete(req.path, req.version)
+            return None
+        return s.multi(list(req.ops))
+
+
+def _refused(peer: Any, why: str) -> None:
+    """One bounded warning line per refused frame or request (no traceback)."""
+    log.warning("store: refused a request from %s: %s", peer, why[:200].replace("\n", " "))
 
 
 # ---------------------------------------------------------------------------- client
 class RemoteStore(Store):
-    def __init__(self, host: str, port: int, timeout: float = 10.0) -> None:
+    def __init__(self, host: str, port: int, timeout: float = 10.0, secret: bytes | None = None) -> None:
         self.host, self.port, self.timeout = host, port, timeout
+        self.secret = secret
         self._sessions: list[RemoteSession] = []
 
     def session(self) -> RemoteSession:
-        s = RemoteSession(self.host, self.port, self.timeout)
+        s = RemoteSession(self.host, self.port, self.timeout, self.secret)
         self._sessions.append(s)
         return s
 
@@ -189,8 +201,9 @@ class RemoteStore(Store):
 
 
 class RemoteSession(SessionBase):
-    def __init__(self, host: str, port: int, timeout: float) -> None:
+    def __init__(self, host: str, port: int, timeout: float, secret: bytes | None = None) -> None:
         self.timeout = timeout
+        self.secret = secret
         try:
             self._sock = socket.create_connection((host, port), timeout=timeout)
         except OSError as e:
@@ -205,14 +218,19 @@ class RemoteSession(SessionBase):
         self.on_event: Callable[[WatchEvent], None] | None = None
         self.session_id = 0
         self._hello = threading.Event()
+        self._broken = ""  # why the reader gave up on the connection (a refused frame), for the error
         self._reader = threading.Thread(target=self._read_loop, name="store-client", daemon=True)
         self._reader.start()
         if not self._hello.wait(timeout):
             self.close()
             raise StoreUnavailable("", f"the store at {host}:{port} did not answer")
+        if self._expired:  # the connection ended before or at the hello (a wrong or missing secret)
+            self.close()
+            raise StoreUnavailable("", f"the store at {host}:{port} ended the session at once"
+                                       + (f": {self._broken}" if self._broken else ""))
 
     def _read_loop(self) -> None:
-        dec = FrameDecoder()
+        dec = FrameDecoder(secret=self.secret)
         try:
             while True:
                 data = self._sock.recv(65536)
@@ -234,8 +252,10 @@ class RemoteSession(SessionBase):
                             if slot is not None:
                                 slot.append(obj)
                             self._cond.notify_all()
-        except (OSError, FrameError):
-            pass
+        except FrameError as e:  # e.g. the server's frames carry no MAC, or one made with another secret
+            self._broken = f"{e.code}: {e}"
+        except (OSError, KeyError, TypeError, ValueError):
+            pass  # a connection that breaks the protocol is as good as lost: the session ends
         finally:
             was = self._expired
             self._expired = True
@@ -246,6 +266,7 @@ class RemoteSession(SessionBase):
                 self._events.put(ev)
                 if self.on_event is not None:
                     self.on_event(ev)
+            self._hello.set()  # a constructor still waiting learns at once that there is no session
 
     def _call(self, req: dict[str, Any]) -> Any:
         if self._expired:
@@ -257,7 +278,7 @@ class RemoteSession(SessionBase):
             self._waiting[rid] = slot
         try:
             with self._lock:
-                self._sock.sendall(encode_frame(req))
+                self._sock.sendall(encode_frame(req, secret=self.secret))
         except OSError:
             raise StoreUnavailable(req.get("path", ""), "the store connection is lost") from None
         with self._cond:
@@ -275,7 +296,10 @@ class RemoteSession(SessionBase):
                 cause = ERRORS.get(ans.get("cause", ""), StoreError)(ans.get("path", ""))
                 raise TransactionFailed(int(ans.get("index", 0)), cause)
             raise ERRORS.get(err, StoreError)(ans.get("path", ""), ans.get("message", ""))
-        return _value_from_wire(ans.get("value"))
+        try:
+            return _value_from_wire(ans.get("value"))
+        except (KeyError, TypeError, ValueError):
+            raise StoreUnavailable(req.get("path", ""), "a malformed answer from the store") from None
 
     def create(self, path: str, data: bytes = b"", ephemeral: bool = False, makepath: bool = False) -> str:
         return self._call({"op": "create", "path": path, "data": _b64(data), "ephemeral": ephemeral,
@@ -315,8 +339,9 @@ class RemoteSession(SessionBase):
         return self._expired
 
 
-def open_store(spec: str, timeout: float = 10.0) -> Store:
-    """A store from a spec: ``zookeeper:HOST:PORT[/chroot]`` or ``embedded:HOST:PORT`` (a store server)."""
+def open_store(spec: str, timeout: float = 10.0, secret: bytes | None = None) -> Store:
+    """A store from a spec: ``zookeeper:HOST:PORT[/chroot]`` or ``embedded:HOST:PORT`` (a store server,
+    spoken to with frames authenticated by ``secret`` when given; ZooKeeper does not see it)."""
     kind, _, rest = spec.partition(":")
     if kind == "zookeeper":
         from .store_zookeeper import ZooKeeperStore
@@ -326,5 +351,5 @@ def open_store(spec: str, timeout: float = 10.0) -> Store:
         host, _, port = rest.rpartition(":")
         if not host or not port.isdigit():
             raise StoreError("", f"bad store address {rest!r}: expected HOST:PORT")
-        return RemoteStore(host, int(port), timeout=timeout)
+        return RemoteStore(host, int(port), timeout=timeout, secret=secret)
     raise StoreError("", f"unknown store {spec!r}: expected zookeeper:HOST:PORT or embedded:HOST:PORT")

@@ -16,7 +16,7 @@ from typing import Any, NoReturn
 import click
 from rich.markup import escape
 
-from isrcheck import __version__, manifest, render
+from isrcheck import __version__, manifest, render, resources
 from isrcheck import native as _native
 from isrcheck.invariants import ALL_PROPERTIES, build_model
 from isrcheck.invariants import liveness as live
@@ -24,26 +24,41 @@ from isrcheck.model.liveness import LivenessError
 from isrcheck.model.checker import Checker
 from isrcheck.model.parallel import search
 from isrcheck.model.config import ConfigError
-from isrcheck.model.simulate import simulate as run_simulation
+from isrcheck.specs.inputs import InputError
+from isrcheck.model.simulate import STRATEGIES, simulate as run_simulation
 from isrcheck.invariants.variants import (VariantError, VariantFailure, debug_option, debug_requested, load_variant,
                                report_failure, variant_option)
 from isrcheck.model.symmetry import symmetry_allowed
+from isrcheck.conformance.traces import TraceError
 from isrcheck.scenario import ScenarioError, broken_properties, load_scenario, replay
+from isrcheck.tracefile import check_replay, is_trace_file, scenario_of_trace
 from isrcheck.specs.actions import ActionSyntaxError
 from isrcheck.specs.manifest import ManifestError, select
 from isrcheck.specs.protocol import GENERATION_NAMES
+from isrcheck.usage import usage_line
 
-USER_ERRORS = (ConfigError, ManifestError, ScenarioError, ActionSyntaxError, VariantError, LivenessError)
+USER_ERRORS = (ConfigError, ManifestError, ScenarioError, ActionSyntaxError, VariantError, LivenessError, InputError)
 
 _DESCRIPTIONS = {p.name: p.description for p in ALL_PROPERTIES} | dict(live.LIVENESS_DESCRIPTIONS)
 
 
 class _Main(click.Group):
-    """Turns the project's input errors into ``error: ...`` and exit status 2."""
+    """Turns the project's input errors and click's usage errors (of every command, in any group)
+    into one line ``error: ...`` and exit status 2 (isrcheck/usage.py)."""
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        try:
+            return super().parse_args(ctx, args)
+        except click.UsageError as e:  # the top level's own options, or no command at all
+            click.echo(usage_line(e), err=True)
+            ctx.exit(2)
 
     def invoke(self, ctx: click.Context) -> Any:
         try:
             return super().invoke(ctx)
+        except click.UsageError as e:  # a subcommand's (or its group's) options and arguments
+            click.echo(usage_line(e), err=True)
+            ctx.exit(2)
         except VariantFailure as e:  # the variant's code raised while the model ran: not a violation
             report_failure(e, debug_requested(ctx))
             ctx.exit(2)
@@ -80,6 +95,9 @@ _config_opt = click.option("--config", "config_file", metavar="FILE",
 _set_opt = click.option("--set", "overrides", multiple=True, metavar="KEY=VALUE",
                         help="Override a configuration key, e.g. --set faults.crashes=1 (repeatable).")
 _json_opt = click.option("--json", "as_json", is_flag=True, help="Print one JSON object on stdout.")
+_verbose_opt = click.option("--verbose", "-v", is_flag=True,
+                            help="Below each trace table, every field of the state: the initial state in full, "
+                                 "then every field each step changed (queues, remote LEOs, controller states, ...).")
 
 
 @click.group(cls=_Main, context_settings={"help_option_names": ["-h", "--help"]})
@@ -119,20 +137,23 @@ def main() -> None:
               help="Check the transcription of the public TLA+ specification instead: truncate-to-hw, "
                    "kip-101, kip-279, kip-320-first-try or kip-320.")
 @click.option("--replicas", type=int, default=None, metavar="N", help="With --peer: the number of replicas (default 2).")
+@_verbose_opt
+@resources.memory_option
 def check(name: str | None, config_file: str | None, overrides: tuple[str, ...], as_json: bool,
           max_depth: int | None, max_states: int | None, symmetry: bool | None, keep_going: bool,
           only: tuple[str, ...], liveness: bool | None, variant: str | None, workers: int, peer: str | None = None,
-          replicas: int | None = None) -> None:
+          replicas: int | None = None, verbose: bool = False, max_memory: str | None = None) -> None:
     """Explore every reachable state of model NAME (see `isrcheck list`) or of --config FILE."""
+    ceiling = resources.memory_ceiling(max_memory)  # a bad size: exit 2 before any work
     if peer is not None or replicas is not None:
-        if peer is None or name is not None or config_file is not None or overrides or variant or liveness:
-            click.echo("error: --peer MODULE takes no NAME, --config, --set, --variant or --liveness; "
+        if peer is None or name is not None or config_file is not None or overrides or variant or liveness or verbose:
+            click.echo("error: --peer MODULE takes no NAME, --config, --set, --variant, --liveness or --verbose; "
                        "--replicas needs --peer", err=True)
             _exit(2)
         from isrcheck.cli_peer import check_peer
 
         _exit(check_peer(peer, 2 if replicas is None else replicas, bool(symmetry), only, max_depth, max_states,
-                         keep_going, workers, as_json, _show_progress(as_json)))
+                         keep_going, workers, as_json, _show_progress(as_json), ceiling))
     target = manifest.resolve(name, config_file, overrides)
     symmetry = target.symmetry if symmetry is None else symmetry
     _warn_symmetry(target.config, symmetry)
@@ -148,11 +169,12 @@ def check(name: str | None, config_file: str | None, overrides: tuple[str, ...],
     live_props = live.applicable_liveness(target.config, wanted) if wanted != [] else []  # bad names fail early
     if protocol is not None:
         target = dataclasses.replace(target, label=f"{target.label} [{variant}]")
-    with render.progress_status(_show_progress(as_json), f"checking {target.label}") as progress:
+    with resources.progress(as_json, f"checking {target.label}") as progress:
         result = search(model, workers=workers, max_depth=max_depth, max_states=max_states,
-                        stop_on_first=not keep_going, progress=progress)
+                        stop_on_first=not keep_going, progress=progress, max_memory=ceiling.limit,
+                        progress_every=resources.report_every())
         lres = None
-        if live_props:
+        if live_props and result.limit_hit != "memory":
             if progress is not None:
                 progress.set_label(f"liveness of {target.label}")
             lres = live.check(target.config, [p.name for p in live_props], protocol=protocol, max_states=max_states,
@@ -169,14 +191,20 @@ def check(name: str | None, config_file: str | None, overrides: tuple[str, ...],
         for v in result.violations:
             render.print_wide(console, render.violation_table(v, _DESCRIPTIONS.get(v.property, "")))
             console.print()
+            if verbose:
+                render.print_verbose(console, v.trace, v.loop)
         if lres is not None:
             for lv in lres.verdicts:
                 if lv.violation is not None:
                     render.print_wide(console, render.violation_table(lv.violation, _DESCRIPTIONS.get(lv.property, "")))
                     console.print()
+                    if verbose:
+                        render.print_verbose(console, lv.violation.trace, lv.violation.loop)
         _print(console, render.check_summary(target.label, result, safety_selected=not only or bool(safety_only)))
         if lres is not None:
             _print(console, render.liveness_summary(target.label, lres))
+    if result.limit_hit == "memory":
+        resources.report_limit(ceiling)
     live_ok = lres is None or all(v.holds for v in lres.verdicts)
     _exit(0 if result.outcome == "success" and live_ok else 1)
 
@@ -203,23 +231,37 @@ def _liveness_wanted(target: Any, flag: bool | None, named: list[str], chosen: b
 @_config_opt
 @_set_opt
 @click.option("--seed", type=int, default=0, metavar="N", show_default=True, help="Random seed; a seed always gives the same run.")
-@click.option("--walks", type=click.IntRange(min=1), default=1000, metavar="N", show_default=True, help="Number of random walks.")
+@click.option("--walks", type=click.IntRange(min=1), default=10_000, metavar="N", show_default=True,
+              help="At most this many random walks.")
 @click.option("--max-depth", type=click.IntRange(min=1), default=100, metavar="N", show_default=True,
               help="At most this many steps per walk.")
+@click.option("--strategy", type=click.Choice(STRATEGIES), default="swarm", show_default=True,
+              help="swarm: each walk weights the actions at random and prefers states not reached before; "
+                   "uniform: every state-changing action equally likely.")
+@click.option("--shrink/--no-shrink", default=True, show_default=True,
+              help="After the first violation (found at walk i), walk max(i, N/10) more times, each shorter than "
+                   "the shortest violation so far, and report the shortest.")
 @variant_option
 @_json_opt
+@resources.memory_option
 def simulate(name: str | None, config_file: str | None, overrides: tuple[str, ...], seed: int, walks: int,
-             max_depth: int, variant: str | None, as_json: bool) -> None:
-    """Random walks through model NAME or --config FILE: finds bugs, proves nothing."""
+             max_depth: int, strategy: str, shrink: bool, variant: str | None, as_json: bool,
+             max_memory: str | None = None) -> None:
+    """Random walks through model NAME or --config FILE: finds bugs, proves nothing.
+
+    The defaults find every weakness of the default gate (specs/models.toml) with seed 0."""
+    ceiling = resources.memory_ceiling(max_memory)
     target = manifest.resolve(name, config_file, overrides)
     protocol = load_variant(variant)(target.config) if variant else None
-    model = build_model(target.config, protocol=protocol, symmetry=target.symmetry)
+    model = build_model(target.config, protocol=protocol, symmetry=target.symmetry,
+                        properties=list(target.properties) if target.properties else None)
     if protocol is not None:
         target = dataclasses.replace(target, label=f"{target.label} [{variant}]")
-    with render.progress_status(_show_progress(as_json), f"simulating {target.label}") as progress:
-        result = run_simulation(model, seed=seed, walks=walks, max_depth=max_depth, progress=progress)
+    with resources.progress(as_json, f"simulating {target.label}", "walks left") as progress:
+        result = run_simulation(model, seed=seed, walks=walks, max_depth=max_depth, progress=progress,
+                                progress_every=resources.report_every(), max_memory=ceiling.limit, strategy=strategy, shrink=shrink)
     if as_json:
-        _emit_json(render.simulation_to_json(target.label, target.config, result))
+        _emit_json(render.simulation_to_json(target.label, target.config, result) | {"limit_hit": result.limit_hit})
     else:
         console = render.make_console()
         console.print(f"[bold]{escape(target.label)}[/bold]  {escape(render.config_line(target.config))}  seed={seed}",
@@ -228,6 +270,8 @@ def simulate(name: str | None, config_file: str | None, overrides: tuple[str, ..
             render.print_wide(console, render.violation_table(v, _DESCRIPTIONS.get(v.property, "")))
             console.print()
         _print(console, render.simulation_summary(target.label, result))
+    if result.limit_hit == "memory":
+        resources.report_limit(ceiling)
     _exit(0 if result.outcome == "success" else 1)
 
 
@@ -236,16 +280,41 @@ def simulate(name: str | None, config_file: str | None, overrides: tuple[str, ..
 @click.argument("scenario", metavar="SCENARIO")
 @variant_option
 @_json_opt
-def run(scenario: str, variant: str | None, as_json: bool) -> None:
+@_verbose_opt
+@resources.memory_option
+@resources.steps_option
+def run(scenario: str, variant: str | None, as_json: bool, verbose: bool = False, max_memory: str | None = None,
+        max_steps: int | None = None) -> None:
     """Replay the steps of a SCENARIO file and show every state it passes through.
 
-    With --variant the scenario's steps run on the variant. Exits 1 if a property breaks along the way.
+    SCENARIO may also be a trace file (.jsonl or .itf.json, from `isrcheck traces export`): its
+    actions are replayed and every state must observe as the file stores it. With --variant the
+    steps run on the variant. Exits 1 if a property breaks along the way, or if the memory
+    ceiling stopped the replay (incomplete).
     """
-    sc = load_scenario(scenario)
+    ceiling = resources.memory_ceiling(max_memory)
+    cap = resources.step_cap(max_steps)
+    saved = None
+    if is_trace_file(scenario):
+        sc, saved = scenario_of_trace(scenario)
+    else:
+        sc = load_scenario(scenario)
+    if cap is not None and len(sc.actions) > cap:
+        raise ScenarioError(f"{scenario}: {len(sc.actions):,} steps, more than the limit of {cap:,} (raise it with "
+                            f"--max-steps N or {resources.STEPS_ENV}=N; 0: no limit)")
     protocol = load_variant(variant)(sc.config) if variant else None
     model = build_model(sc.config, protocol=protocol, symmetry=False)
-    steps = replay(model, sc.actions, scenario)
+    steps = replay(model, sc.actions, scenario, max_memory=ceiling.limit)
+    if saved is not None:
+        try:
+            check_replay(saved, steps)
+        except TraceError as e:
+            raise ScenarioError(str(e)) from None
     broken = broken_properties(model, steps)
+    if len(steps) <= len(sc.actions):  # the memory ceiling stopped the replay: show no table
+        _run_incomplete(scenario, sc, variant, as_json, len(steps) - 1, broken)
+        resources.report_limit(ceiling)
+        _exit(1)
     if as_json:
         _emit_json({
             "scenario": scenario,
@@ -262,6 +331,9 @@ def run(scenario: str, variant: str | None, as_json: bool) -> None:
         render.print_wide(console, render.trace_table(steps, title=title,
                                          caption=f"{render.config_line(sc.config)}\n"
                                                  "yellow: changed since the previous step; red: broker down"))
+        if verbose:
+            console.print()
+            render.print_verbose(console, steps)
         if broken:
             for i, name in broken:
                 console.print(f"[bold red]{name}[/bold red] broken at step {i}: {_DESCRIPTIONS.get(name, '')}",
@@ -269,6 +341,23 @@ def run(scenario: str, variant: str | None, as_json: bool) -> None:
         else:
             console.print(f"[green]every property holds at each of the {len(steps)} states[/green]")
     _exit(1 if broken else 0)
+
+
+def _run_incomplete(scenario: str, sc: Any, variant: str | None, as_json: bool, replayed: int,
+                    broken: list[tuple[int, str]]) -> None:
+    """What `run` says when the memory ceiling stopped the replay after ``replayed`` steps: the
+    verdict and the properties broken so far, without the states (printing them needs more memory)."""
+    if as_json:
+        _emit_json({"scenario": scenario, "description": sc.description, "model": sc.model_name, "variant": variant,
+                    "config": sc.config.to_dict(), "outcome": "incomplete", "limit_hit": "memory",
+                    "steps_replayed": replayed, "steps_total": len(sc.actions), "steps": [],
+                    "broken": [{"step": i, "property": name} for i, name in broken]})
+        return
+    console = render.make_console()
+    for i, name in broken:
+        console.print(f"[bold red]{name}[/bold red] broken at step {i}: {_DESCRIPTIONS.get(name, '')}", highlight=False)
+    console.print(f"Scenario {escape(scenario)}: [bold yellow]INCOMPLETE[/bold yellow] - stopped at the memory limit "
+                  f"after {replayed:,} of {len(sc.actions):,} steps; the states are not shown", highlight=False)
 
 
 # ---------------------------------------------------------------------------- list
@@ -290,7 +379,7 @@ def list_models(as_json: bool) -> None:
             for e in entries
         ]})
         return
-    render.make_console().print(render.manifest_table(entries))
+    render.print_manifest(render.make_console(), entries)
 
 
 # ---------------------------------------------------------------------------- gate
@@ -503,6 +592,7 @@ from isrcheck.cli_cluster import cluster  # noqa: E402  (registered after the co
 from isrcheck.cli_conform import conform, traces, validate  # noqa: E402
 from isrcheck.cli_prove import bmc, prove  # noqa: E402
 from isrcheck.cli_spark import spark  # noqa: E402
+from isrcheck.cli_graph import graph as graph_cmd, report as report_cmd  # noqa: E402
 
 main.add_command(cluster)
 main.add_command(spark)
@@ -511,3 +601,5 @@ main.add_command(bmc)
 main.add_command(conform)
 main.add_command(validate)
 main.add_command(traces)
+main.add_command(graph_cmd)
+main.add_command(report_cmd)

@@ -25,8 +25,10 @@ import click
 
 from isrcheck.impl.client import ClientError
 from isrcheck.impl.cluster import ClusterError, LocalCluster
-from isrcheck.impl.config import ConfigError, load_file, to_mapping
+from isrcheck.impl.config import ConfigError, from_mapping, load_file, to_mapping
+from isrcheck.impl.exit_reason import exit_error
 from isrcheck.impl.store import StoreError
+from isrcheck.impl.unsafe_settings import warning_lines
 
 DEFAULT_DIR = os.environ.get("ISRCHECK_CLUSTER_DIR", ".isrcheck-cluster")
 _ERRORS = (ClusterError, ClientError, ConfigError, StoreError, OSError)
@@ -109,6 +111,8 @@ def up(brokers: int, controllers: int, zookeeper: str | None, config_file: str |
     store = c.store_spec
     click.echo(f"cluster up in {c.dir}: {brokers} brokers, {controllers} controller candidates, store {store}")
     _print_status(c)
+    for line in warning_lines(from_mapping(c.config)):  # what the model shows about these settings
+        click.echo(line, err=True)
 
 
 @cluster.command("down")
@@ -129,7 +133,9 @@ def status(as_json: bool, directory: str) -> None:
     if as_json:
         with c.client() as k:
             st = k.status()
-        st["processes"] = {n: {"pid": p["pid"], "port": p["port"], "alive": c.alive(n)} for n, p in c.procs.items()}
+        st["processes"] = {n: {"pid": p["pid"], "port": p["port"], "alive": c.alive(n),
+                               "error": None if c.alive(n) else exit_error(c.dir / f"{n}.log")}
+                           for n, p in c.procs.items()}
         click.echo(json.dumps(st, indent=2, default=str))
         return
     _print_status(c)
@@ -144,6 +150,10 @@ def _print_status(c: LocalCluster) -> None:
     for name, p in sorted(c.procs.items()):
         procs.append(f"{name}:{p['port']}{'' if c.alive(name) else ' (down)'}")
     click.echo("processes: " + ", ".join(procs))
+    for name in sorted(c.procs):  # a process that refused to start says why (impl/exit_reason.py)
+        why = None if c.alive(name) else exit_error(c.dir / f"{name}.log")
+        if why:
+            click.echo(f"{name} is down: {why}")
     click.echo(f"registered brokers: {', '.join(str(b) for b in st['brokers']) or 'none'}")
     if not st["partitions"]:
         click.echo(f"topic {st['topic']!r}: not created (isrcheck cluster create-topic)")
@@ -231,7 +241,7 @@ def reassign(partition: int, replicas: str, wait: bool, directory: str) -> None:
         unknown = [b for b in target if b not in known]
         if unknown:
             _fail(f"--replicas names brokers that are not registered: {unknown}")
-        k.reassign(partition, target)
+        c.request_reassignment(k, partition, target)  # logged as RequestReassignment with --event-log
     click.echo(f"reassignment of partition {partition} to {target} requested")
     if wait:
         c.wait_for(lambda k: list(k.snapshot(partition + 1).part(partition).replicas) == target
@@ -279,5 +289,13 @@ def restart(broker: int, directory: str) -> None:
     info = c.start_broker(broker)
     click.echo(f"{name} restarted on port {info['port']}")
 
+
+from isrcheck.cli_simulate import simulate as _simulate  # noqa: E402  (seeded random faults, in process)
+
+cluster.add_command(_simulate)
+
+from isrcheck.cli_torture import torture as _torture  # noqa: E402  (a nemesis against real processes)
+
+cluster.add_command(_torture)
 
 __all__ = ["cluster"]

@@ -2,7 +2,7 @@
 
     isrcheck traces export MODEL --out FILE [--format jsonl|itf] [--samples N --seed S --max-depth D]
     isrcheck traces export MODEL --out FILE --property NAME   (a safety counterexample or a liveness lasso)
-    isrcheck traces show TRACE
+    isrcheck traces show TRACE [--verbose] [--variant MODULE:ATTR]
     isrcheck conform TRACE... [--against trace|model|both] [--ignore PATH] [--junit FILE]
     isrcheck conform --model NAME [--model NAME ...] [--cover edges|states|depth --depth K] [--junit FILE]
     isrcheck validate LOG | DIR | FILE... [--merged FILE]
@@ -34,13 +34,15 @@ from isrcheck.conformance.traces import TraceError, load_trace, trace_from_steps
 from isrcheck.model.config import ConfigError
 from isrcheck.model.liveness import LivenessError
 from isrcheck.specs.actions import VocabularyError, action_text
+from isrcheck.specs.inputs import InputError, Kind, read_head
 from isrcheck.specs.manifest import ManifestError
 from isrcheck.invariants.variants import load_variant, variant_option
+from isrcheck.tracefile import replay_trace
 
 __all__ = ["conform", "traces", "validate"]
 
 _ERRORS = (TraceError, EventLogError, VocabularyError, ConfigError, ManifestError, GraphTooLarge, ExportError,
-           LivenessError)
+           LivenessError, InputError)
 
 
 def _one_line(e: BaseException) -> str:
@@ -278,10 +280,9 @@ def _is_selflog(path: str) -> bool:
     p = Path(path)
     if p.is_dir():
         return True
-    try:
-        with p.open("rb") as f:
-            head = f.readline(1 << 20)
-    except OSError:
+    try:  # never blocks: a FIFO or device is refused here (and named by the reader that follows)
+        head = read_head(p, Kind.EVENT_LOG, 1 << 20).split(b"\n", 1)[0]
+    except InputError:
         return False
     return b'"isrcheck-selflog"' in head
 
@@ -333,20 +334,38 @@ def _loop_text(t: Any) -> str:
     return f"loop back to step {t.loop}" + (" (the initial state)" if t.loop == 0 else "")
 
 
-@traces.command("show", short_help="Validate a trace file and list its actions.")
+@traces.command("show", short_help="Validate a trace file and show it as check shows a counterexample.")
 @click.argument("path", metavar="TRACE")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object on stdout.")
+@click.option("--verbose", "-v", is_flag=True,
+              help="Below the table, every field of the state: the initial state in full, then every field each "
+                   "step changed.")
+@variant_option
 @_user_errors
-def show_cmd(path: str, as_json: bool) -> None:
-    """Validate TRACE (its schema, actions and observations) and print its header and actions."""
+def show_cmd(path: str, as_json: bool, verbose: bool = False, variant: str | None = None) -> None:
+    """Validate TRACE (its schema, actions and observations), replay its actions on the model of its
+    configuration (or on --variant) and show it as `isrcheck check` shows a counterexample: its header,
+    then the trace table (and with --verbose every field of every state). Every replayed state must
+    observe as the file stores it; otherwise exit 2 naming the step and field."""
     t = load_trace(path)
+    protocol = load_variant(variant)(t.config) if variant else None
+    steps = replay_trace(t, protocol).steps
     if as_json:
-        _emit({**t.header(), "actions": [action_text(n, a) for n, a in t.actions]})
+        _emit({**t.header(), "actions": [action_text(n, a) for n, a in t.actions],
+               "trace": render.trace_to_json(steps)})
         return
+    console = render.make_console()
     click.echo(f"{path}: {t.kind} of {t.model or 'a configuration'}, generation {t.generation}, "
                f"{len(t.steps) - 1} step(s)" + (f", breaks {t.prop}" if t.prop else "")
                + (f", a lasso: {_loop_text(t)}" if t.loop is not None else ""))
-    for s in t.steps[1:]:
-        click.echo(f"  {s.index:3d}  {action_text(*s.action)}")  # type: ignore[misc]
+    caption = render.config_line(t.config)
+    if t.description:
+        caption = f"{t.description}\n{caption}"
+    caption += "\nyellow: changed since the previous step; red: broker down"
     if t.loop is not None:
-        click.echo(f"       then {_loop_text(t)}, forever")
+        caption += f"; {render.LOOP_MARK}: where the loop starts"
+    title = f"Trace {path}" + (f" [{variant}]" if variant else "")
+    render.print_wide(console, render.trace_table(steps, title=title, caption=caption, loop=t.loop))
+    if verbose:
+        console.print()
+        render.print_verbose(console, steps, t.loop)

@@ -11,7 +11,7 @@ import click
 from rich.markup import escape
 from rich.text import Text
 
-from isrcheck import render
+from isrcheck import render, resources
 from isrcheck.model.checker import CheckResult, Violation
 from isrcheck.model.parallel import search
 
@@ -61,8 +61,9 @@ def trace_lines(v: Violation) -> list[str]:
 
 def check_peer(module: str, replicas: int, symmetry: bool, only: Sequence[str], max_depth: int | None,
                max_states: int | None, keep_going: bool, workers: int, as_json: bool,
-               show_progress: bool) -> int:
-    """Run the check and print it; the exit status (0 success, 1 otherwise, 2 bad arguments)."""
+               show_progress: bool, ceiling: resources.Ceiling | None = None) -> int:
+    """Run the check and print it; the exit status (0 success, 1 otherwise, 2 bad arguments).
+    ``ceiling``: the memory ceiling (isrcheck/resources.py), reported in one line when it stops the search."""
     try:
         model = PeerModel(module, replicas, symmetry, properties=list(only) if only else None)
     except PeerModelError as e:
@@ -71,7 +72,8 @@ def check_peer(module: str, replicas: int, symmetry: bool, only: Sequence[str], 
     label = f"peer {module} ({MODULES[module]})"
     with render.progress_status(show_progress, f"checking {label}") as progress:
         result = search(model, workers=workers, max_depth=max_depth, max_states=max_states,
-                        stop_on_first=not keep_going, progress=progress)
+                        stop_on_first=not keep_going, progress=progress,
+                        max_memory=ceiling.limit if ceiling is not None else None)
     if as_json:
         click.echo(json.dumps(result_json(label, model, result), indent=2))
     else:
@@ -88,4 +90,6 @@ def check_peer(module: str, replicas: int, symmetry: bool, only: Sequence[str], 
         console.print(Text(f"TLC's conventions: depth {result.depth + 1} (Init counts as 1)"
                            + "".join(f"; {v.property} trace {v.length + 1} states" for v in result.violations),
                            style="dim"))
+    if result.limit_hit == "memory" and ceiling is not None:
+        resources.report_limit(ceiling)
     return 0 if result.outcome == "success" else 1

@@ -385,31 +385,49 @@ _queue_opt = click.option("--queue", type=click.IntRange(1, 8), default=None, me
 @click.option("--reach-states", type=click.IntRange(min=0), default=200_000, show_default=True, metavar="N",
               help="Search at most N reachable states (explicit checker) for each counterexample's pre-state: "
                    "REFUTED when found, else NOT INDUCTIVE (0: do not search).")
+@click.option("--mutation", default=None, metavar="M",
+              help="Prove the protocol with a documented mutation, in the encoding and in the explicit checker "
+                   "that classifies the counterexamples (specs/08-symbolic.md#a-mutated-protocol): "
+                   "no-truncation-on-becoming-follower.")
 @_variant_refused("prove inductive")
 @_timeout(300.0)
 @_json_opt
 @_guarded
 def inductive(name: str | None, config_file: str | None, overrides: tuple[str, ...], generation: str,
-              queue: int | None, all_actions: bool, reach_states: int, timeout: float, as_json: bool) -> None:
+              queue: int | None, all_actions: bool, reach_states: int, mutation: str | None, timeout: float,
+              as_json: bool) -> None:
     """Check which safety properties are inductive for model NAME (default hw-truncation-one-crash).
 
-    The replication encoding (one controller, no administrative operations) is checked for every
-    state within its bounds: the largest inductive subset of the safety properties and the
-    strengthening candidates is computed (Houdini); a property outside it gets a counterexample to
-    induction: a pair of states and the action between them (specs/08-symbolic.md).
+    The replication encoding (every configuration `bmc` covers: operations, reassignments and
+    controller failover included) is checked for every state within its bounds: the largest
+    inductive subset of the safety properties and the strengthening candidates is computed
+    (Houdini); a property outside it gets a counterexample to induction: a pair of states and the
+    action between them (specs/08-symbolic.md).
 
-    Such a property is REFUTED only when the explicit checker reaches the counterexample's
-    pre-state (a search of at most --reach-states states); otherwise it is NOT INDUCTIVE: the
-    proof failed, but no reachable counterexample is known (the property may well hold).
+    Such a property is REFUTED only when the explicit checker (a search of at most --reach-states
+    states) reaches the counterexample's pre-state, or a state from which an action of its name
+    breaks the property (that run is printed); otherwise it is NOT INDUCTIVE: the proof failed, but
+    no reachable counterexample is known (the property may well hold). --mutation M proves a
+    documented mutated protocol instead, in the encoding and in the explicit checker.
     """
     from isrcheck.invariants.symbolic.induction import prove_inductive
 
     target = _target(name, config_file, overrides, "hw-truncation-one-crash")
     start = time.perf_counter()
+    rule = protocol = None
+    if mutation:
+        import dataclasses
+
+        from isrcheck.invariants.symbolic.mutations import mutation as find_mutation
+
+        cfg = target.config if generation is None else dataclasses.replace(target.config, generation=generation)
+        m = find_mutation(mutation, cfg)
+        rule, protocol = m.rule(cfg), m.protocol(cfg)
     with _progress(_show_progress(as_json), f"prove inductive {target.label}") as progress:
         res = prove_inductive(target.config, generation, timeout, queue, progress,
-                              per_action="all" if all_actions else True)
-        reach = _classify_ctis(target.config, generation, res.obligations, reach_states, progress)
+                              per_action="all" if all_actions else True, rule=rule)
+        reach = _classify_ctis(target.config, generation, res.obligations, reach_states, progress, protocol,
+                               res.per_kind)
 
     def extra(console: Console) -> None:
         console.print(Text(target.label, style="bold") + Text(f"  {render.config_line(target.config)}"))
@@ -425,6 +443,7 @@ def inductive(name: str | None, config_file: str | None, overrides: tuple[str, .
         console.print()
 
     _emit(as_json, {"command": "prove inductive", "model": target.label, "generation": res.generation,
+                    "mutation": mutation,
                     "config": target.config.to_dict(), "strengthening": res.kept,
                     "discarded": sorted(res.dropped), "queries": res.queries, "reachability": reach,
                     "seconds": round(time.perf_counter() - start, 6)},
@@ -432,45 +451,17 @@ def inductive(name: str | None, config_file: str | None, overrides: tuple[str, .
 
 
 def _classify_ctis(cfg: Config, generation: str | None, obligations: Sequence[Obligation], max_states: int,
-                   progress: Callable[[str], None]) -> dict[str, Any]:
-    """REFUTED stays only for a counterexample to induction whose pre-state the explicit checker
-    reaches; every other refuted ``inductive`` obligation becomes NOT INDUCTIVE (in place). The
-    search's extent, for the JSON output."""
+                   progress: Callable[[str], None], protocol: Any = None,
+                   kinds: dict[str, list[str]] | None = None) -> dict[str, Any]:
+    """REFUTED stays only where the explicit checker turns the counterexample to induction into a real
+    run (:func:`isrcheck.invariants.symbolic.reach.classify`); every other refuted ``inductive``
+    obligation becomes NOT INDUCTIVE (in place). The search's extent, for the JSON output."""
     import dataclasses
 
-    from isrcheck.invariants.symbolic.reach import search_for
+    from isrcheck.invariants.symbolic.reach import classify
 
-    refuted = [o for o in obligations if o.verdict == Verdict.REFUTED]
-    with_cti = [o for o in refuted if getattr(o, "cti", None) is not None]
-    info: dict[str, Any] = {"max_states": max_states, "searched_states": 0, "complete": False, "reachable": []}
-    if not refuted:
-        return info
-    reach = None
-    if with_cti and max_states > 0:
-        progress(f"searching the reachable states for {len(with_cti)} counterexample pre-state(s)")
-        explicit = cfg if generation is None else dataclasses.replace(cfg, generation=generation)
-        reach = search_for(explicit, [o.cti.before for o in with_cti], max_states)  # type: ignore[attr-defined]
-        info.update(searched_states=reach.searched, complete=reach.complete)
-    for o in refuted:
-        known = reach.reachable(with_cti.index(o)) if reach is not None and o in with_cti else None
-        if known is True:
-            depth = reach.found[with_cti.index(o)]  # type: ignore[union-attr]
-            info["reachable"].append(o.property)
-            o.detail += (f"; REFUTED: the pre-state is reachable (the explicit checker reaches it in {depth} "
-                         f"step(s)), so this step breaks the property in a real run")
-            continue
-        o.verdict = Verdict.NOT_INDUCTIVE
-        if getattr(o, "cti", None) is None:
-            o.detail += "; no counterexample to induction to look for: no reachable counterexample known"
-        elif known is False:
-            o.detail += (f"; the pre-state is not reachable (all {reach.searched:,} reachable states "  # type: ignore[union-attr]
-                         "searched): no reachable counterexample known")
-        elif reach is None:
-            o.detail += "; the pre-state was not searched for (--reach-states 0): no reachable counterexample known"
-        else:
-            o.detail += (f"; the pre-state was not met in the first {reach.searched:,} reachable states "
-                         "(--reach-states): no reachable counterexample known")
-    return info
+    explicit = cfg if generation is None else dataclasses.replace(cfg, generation=generation)
+    return classify(explicit, obligations, max_states, protocol, kinds or {}, progress)
 
 
 # ============================================================================ bmc

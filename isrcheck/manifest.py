@@ -9,7 +9,6 @@ differs from an entry's expectation (the gate is built on it).
 """
 from __future__ import annotations
 
-import tomllib
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -17,7 +16,8 @@ from typing import Any
 from isrcheck.invariants import property_names
 from isrcheck.invariants.liveness import LIVENESS_NAMES
 from isrcheck.model.config import Config, ConfigError, apply_overrides, from_mapping, parse_override
-from isrcheck.specs import manifest as models
+from isrcheck.specs import inputs, manifest as models
+from isrcheck.specs.inputs import InputError, Kind
 from isrcheck.specs.manifest import ModelEntry, Target
 
 
@@ -48,21 +48,13 @@ def get(name: str) -> ModelEntry[Config]:
 
 
 # ---------------------------------------------------------------------------- configs
-def read_toml(path: str | Path) -> dict[str, Any]:
-    """Read a TOML file; any problem is a one-line :class:`ConfigError`."""
-    p = Path(path)
+def read_toml(path: str | Path, kind: Kind = Kind.CONFIG) -> dict[str, Any]:
+    """Read a TOML file through the bounded reader (specs/inputs.py: a regular file, its size and
+    nesting capped); any problem is a one-line :class:`ConfigError`."""
     try:
-        text = p.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise ConfigError(f"{path}: no such file") from None
-    except IsADirectoryError:
-        raise ConfigError(f"{path}: is a directory, not a file") from None
-    except (OSError, UnicodeDecodeError) as e:
-        raise ConfigError(f"{path}: cannot read: {e}") from None
-    try:
-        return tomllib.loads(text)
-    except tomllib.TOMLDecodeError as e:
-        raise ConfigError(f"{path}: not valid TOML: {e}") from None
+        return inputs.read_toml(path, kind)
+    except InputError as e:
+        raise ConfigError(str(e)) from None
 
 
 def resolve(name: str | None, config_file: str | None, overrides: Sequence[str] = ()) -> Target[Config]:

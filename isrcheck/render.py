@@ -5,6 +5,7 @@ value returned here, and no Python repr ever leaks into it). Nothing here decide
 """
 from __future__ import annotations
 
+import io
 import os
 import sys
 from collections.abc import Iterator, Sequence
@@ -13,9 +14,11 @@ from typing import Any
 
 from rich import box
 from rich.console import Console, RenderableType
+from rich.padding import Padding
 from rich.table import Table
 from rich.text import Text
 
+from isrcheck.invariants.explain import describe, detail
 from isrcheck.model.action_text import to_json as action_to_json
 from isrcheck.model.brokersets import members
 from isrcheck.model.brokersets import render as render_set
@@ -32,8 +35,11 @@ from isrcheck.model.state import (
     State,
 )
 from isrcheck.model.tables import PartitionState, ReplicaState
+from isrcheck.render_changes import verbose_tables
+from isrcheck.tablefit import split_columns
 
 CHANGED = "bold yellow"
+TABLE_WIDTH = 120  # trace tables fit this when the console is not a terminal (see fit_width)
 LOOP_MARK = "\u21ba"  # the row where a lasso's loop starts
 DEAD = "red"
 OUTCOME_STYLE = {
@@ -249,7 +255,7 @@ def violation_to_json(v: Violation) -> dict[str, Any]:
     out = {
         "property": v.property,
         "kind": v.kind,
-        "message": v.message,
+        "message": describe(v),  # never empty: the property and the values that broke it
         "length": v.length,
         "trace": trace_to_json(v.trace),
     }
@@ -308,7 +314,9 @@ def simulation_to_json(model_name: str, config: Config, result: Any) -> dict[str
         "mode": "simulate",
         "outcome": result.outcome,
         "seed": result.seed,
+        "strategy": result.strategy,
         "walks": result.walks,
+        "first_found": result.first_found,  # the walk that found the first violation (then: shrinking)
         "max_depth": result.max_depth,
         "violations": [violation_to_json(v) for v in result.violations],
         "distinct_states": result.distinct_states,
@@ -325,7 +333,7 @@ def simulation_to_json(model_name: str, config: Config, result: Any) -> dict[str
 
 
 # ============================================================================ trace table
-def _state_cells(s: State) -> tuple[list[str], list[bool]]:
+def state_cells(s: State) -> tuple[list[str], list[bool]]:
     """Cell texts for one state, and for each cell whether it belongs to a dead broker."""
     cells: list[str] = []
     dead: list[bool] = []
@@ -349,7 +357,7 @@ def _state_cells(s: State) -> tuple[list[str], list[bool]]:
     return cells, dead
 
 
-def _headers(s: State) -> list[str]:
+def state_headers(s: State) -> list[str]:
     multi = len(s.zk.partitions) > 1
     heads: list[str] = []
     for p in range(len(s.zk.partitions)):
@@ -368,7 +376,7 @@ def trace_table(trace: Sequence[Step], title: str = "", caption: str = "", loop:
     a dead broker's cells are red. ``loop`` (a lasso's): the row where the loop starts is marked,
     and a last row says the behaviour goes back there, or stutters, forever."""
     first = next(st.state for st in trace if st.state is not None)
-    heads = _headers(first)
+    heads = state_headers(first)
     table = Table(title=title or None, caption=caption or None, box=box.SIMPLE_HEAD, pad_edge=False,
                   title_justify="left", caption_justify="left", header_style="bold")
     table.add_column("#", justify="right", style="dim")
@@ -382,9 +390,10 @@ def trace_table(trace: Sequence[Step], title: str = "", caption: str = "", loop:
     for n, st in enumerate(trace):
         action = Text("(initial state)", style="dim") if st.action is None else Text(str(st.action), style="bold")
         if st.state is None:  # a step that broke a state machine: it has no successor state
-            table.add_row(str(n), action, Text("illegal transition (OnlyValidTransitions)", style="bold red"))
+            action.append("\nillegal transition", style="bold red")  # under the action: no column widens
+            table.add_row(str(n), action)
             continue
-        cells, dead = _state_cells(st.state)
+        cells, dead = state_cells(st.state)
         row: list[RenderableType] = []
         for i, c in enumerate(cells):
             style = ""
@@ -405,9 +414,51 @@ def trace_table(trace: Sequence[Step], title: str = "", caption: str = "", loop:
     return table
 
 
+def fit_width(console: Console) -> int:
+    """The width tables are fitted to: the terminal's (or COLUMNS), else at most TABLE_WIDTH (a
+    pipe or CI log, where make_console's wide default only keeps other output from wrapping)."""
+    if console.is_terminal or "COLUMNS" in os.environ:
+        return console.width
+    return min(console.width, TABLE_WIDTH)
+
+
+def _is_trace_table(renderable: RenderableType) -> bool:
+    if not isinstance(renderable, Table) or len(renderable.columns) < 2:
+        return False
+    return [str(c.header) for c in renderable.columns[:2]] == ["#", "action"]
+
+
 def print_wide(console: Console, renderable: RenderableType) -> None:
-    """Print a wide table whole: on a narrow terminal, let lines run past the edge rather than
+    """Print a wide table whole. A trace table wider than fit_width is stacked: panels of whole
+    partition and broker column groups, each repeating the step and action (isrcheck.tablefit).
+    Anything else, or a single group still too wide, lets lines run past the edge rather than
     truncating cells (a counterexample with elided cells would be worse than one that wraps)."""
+    limit = fit_width(console)
+    if isinstance(renderable, Table) and _is_trace_table(renderable):
+        panels = split_columns(console, renderable, limit)
+        if len(panels) > 1:  # title and caption span the panels, at the fitted width
+            if renderable.title:
+                console.print(Text(str(renderable.title), style="table.title"), width=limit)
+            for panel in panels:
+                panel.title = panel.title if panel is not panels[0] else None
+                panel.caption = None
+                _print_whole(console, panel)
+                console.print()
+            if renderable.caption:
+                console.print(Text(str(renderable.caption)), width=limit)
+            return
+    _print_whole(console, renderable)
+
+
+def print_verbose(console: Console, trace: Sequence[Step], loop: int | None = None) -> None:
+    """``--verbose``: below a trace table, every field of the initial state and every field each
+    step changed (isrcheck.render_changes), folded to fit_width."""
+    for item in verbose_tables(trace, loop=loop):
+        console.print(item, width=fit_width(console))
+    console.print()
+
+
+def _print_whole(console: Console, renderable: RenderableType) -> None:
     need = console.measure(renderable, options=console.options.update(width=10_000)).maximum
     width = console.width
     if need <= width:
@@ -433,8 +484,9 @@ def violation_title(v: Violation) -> str:
 
 def violation_table(v: Violation, description: str = "") -> Table:
     caption = f"{v.property}: {description}" if description else ""
-    if v.message:
-        caption = f"{caption}\n{v.message}" if caption else v.message
+    why = v.message or detail(v)  # an illegal move's own message, else the values that broke the property
+    if why:
+        caption = f"{caption}\n{why}" if caption else why
     caption = (caption + "\n" if caption else "") + "yellow: changed since the previous step; red: broker down"
     if v.kind == "liveness":
         caption += f"; {LOOP_MARK}: where the loop starts"
@@ -488,13 +540,24 @@ def _verdict_line(label: str, result: Any, simulated: bool, safety_selected: boo
     return line
 
 
+def depth_text(result: CheckResult) -> str:
+    """``depth`` is the deepest breadth-first level the search took states from. A violation's last
+    step is found while expanding the level above it, so a search that stops there reports a depth
+    one less than the counterexample's length: where they differ, the row says so, and the two cannot
+    be read as a disagreement."""
+    deeper = [v.length for v in result.violations if v.length > result.depth]
+    if not deeper:
+        return str(result.depth)
+    return f"{result.depth} (violation found at depth {min(deeper)}, while expanding depth {min(deeper) - 1})"
+
+
 def check_summary(label: str, result: CheckResult, safety_selected: bool = True) -> list[RenderableType]:
     """Coverage, figures and the verdict (last, so it is the line a user sees). ``safety_selected``
     False: --property named only liveness properties, so no safety verdict is claimed."""
     out: list[RenderableType] = [coverage_table(result.coverage)]
     grid = _grid()
     grid.add_row("distinct states", f"{result.distinct_states:,}")
-    grid.add_row("depth", str(result.depth))
+    grid.add_row("depth searched", depth_text(result))
     grid.add_row("transitions", f"{result.transitions:,}")
     grid.add_row("time", f"{result.seconds:.2f} s ({result.states_per_second:,.0f} states/s)")
     grid.add_row("collision probability", f"{result.collision_probability:.1e}")
@@ -535,9 +598,11 @@ def liveness_summary(label: str, result: Any) -> list[RenderableType]:
 def simulation_summary(label: str, result: Any) -> list[RenderableType]:
     out: list[RenderableType] = [coverage_table(result.coverage)]
     grid = _grid()
-    grid.add_row("seed", str(result.seed))
+    grid.add_row("seed", f"{result.seed} ({result.strategy} walks)")
     grid.add_row("walks", f"{result.walks:,} (at most {result.max_depth} steps each; "
                  f"{result.dead_ends:,} ended quiescent)")
+    if result.first_found is not None:
+        grid.add_row("first violation", f"in walk {result.first_found:,}; the rest looked for a shorter one")
     grid.add_row("steps", f"{result.steps:,} (longest walk {result.deepest})")
     grid.add_row("distinct states", f"{result.distinct_states:,}")
     grid.add_row("time", f"{result.seconds:.2f} s ({result.steps_per_second:,.0f} steps/s)")
@@ -552,31 +617,75 @@ def simulation_summary(label: str, result: Any) -> list[RenderableType]:
 
 
 # ============================================================================ manifest and gate
+def _pinned(e: Any) -> str:
+    """What a manifest entry pins besides its outcome: ``NoCommittedWriteLost in 8``, ``289 states``."""
+    if e.property:
+        return f"{e.property} in {e.length}" if e.length is not None else e.property
+    return "" if e.states is None else f"{e.states:,} states"
+
+
+def _liveness_pins(e: Any) -> Text:
+    pins = getattr(e, "liveness", ())
+    held = sum(1 for x in pins if x.holds)
+    live = Text(f"{held} hold" if held else "", style="green")
+    if len(pins) - held:
+        live.append((", " if held else "") + f"{len(pins) - held} broken", style="red")
+    return live
+
+
 def manifest_table(entries: Sequence[Any]) -> Table:
-    table = Table(title="Models (specs/models.toml)", box=box.SIMPLE_HEAD, title_justify="left", pad_edge=False)
-    table.add_column("name", style="bold", no_wrap=True)
-    table.add_column("gate")
+    """The manifest, one row per model: its name with the description below it (the one column that
+    takes the width left over and wraps), then the gate, the expected outcome with what it pins,
+    and the pinned liveness verdicts. About 100 columns at least; see print_manifest for less."""
+    table = Table(title="Models (specs/models.toml)", box=box.SIMPLE_HEAD, title_justify="left", pad_edge=False,
+                  leading=1)
+    table.add_column("name / description", ratio=1, overflow="fold")
+    table.add_column("gate", no_wrap=True)
     table.add_column("expect", no_wrap=True)
-    table.add_column("property", no_wrap=True)
-    table.add_column("length", justify="right")
-    table.add_column("states", justify="right")
-    table.add_column("liveness", no_wrap=True)
-    table.add_column("description", overflow="fold")
+    table.add_column("liveness")
     for e in entries:
-        pins = getattr(e, "liveness", ())
-        held = sum(1 for x in pins if x.holds)
-        live = Text(f"{held} hold" if held else "", style="green")
-        if len(pins) - held:
-            live.append((", " if held else "") + f"{len(pins) - held} broken", style="red")
-        table.add_row(
-            e.name, e.gate,
-            Text(e.expect, style="green" if e.expect == "success" else "red"),
-            e.property or "", "" if e.length is None else str(e.length),
-            "" if e.states is None else f"{e.states:,}",
-            live,
-            e.description,
-        )
+        cell = Text(e.name, style="bold")
+        cell.append("\n" + e.description, style="dim")
+        expect = Text(e.expect, style="green" if e.expect == "success" else "red")
+        if _pinned(e):
+            expect.append("\n" + _pinned(e))
+        table.add_row(cell, e.gate, expect, _liveness_pins(e))
     return table
+
+
+def manifest_blocks(entries: Sequence[Any]) -> list[RenderableType]:
+    """The manifest for a narrow console: one block of wrapped lines per model, nothing cut."""
+    out: list[RenderableType] = [Text("Models (specs/models.toml)", style="italic")]
+    for e in entries:
+        head = Text(e.name, style="bold")
+        head.append(f"  gate {e.gate}  ")
+        head.append(e.expect, style="green" if e.expect == "success" else "red")
+        if _pinned(e):
+            head.append(f": {_pinned(e)}")
+        live = _liveness_pins(e)
+        if live.plain:
+            head.append("  liveness ")
+            head.append_text(live)
+        out.append(head)
+        out.append(Padding(Text(e.description, style="dim"), (0, 0, 0, 4)))
+    return out
+
+
+def print_manifest(console: Console, entries: Sequence[Any]) -> None:
+    """``isrcheck list``: the table where its columns fit whole (every name on one line), else one
+    block per model, with a line saying so."""
+    table = manifest_table(entries)
+    width = fit_width(console)
+    trial = Console(file=io.StringIO(), width=width, color_system=None, highlight=False)
+    trial.print(table)
+    text = trial.file.getvalue()  # type: ignore[attr-defined]
+    if all(e.name in text for e in entries) and max(map(len, text.splitlines()), default=0) <= width:
+        console.print(table, width=width)
+        return
+    for item in manifest_blocks(entries):
+        console.print(item, width=width)
+    console.print(Text("(narrower than the table needs: one model per block; `isrcheck list --json` has "
+                       "every field)", style="dim"), width=width)
 
 
 def expectation(entry: Any) -> str:

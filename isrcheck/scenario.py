@@ -24,8 +24,10 @@ from isrcheck.model.action_text import parse
 from isrcheck.model.actions import Action
 from isrcheck.model.engine import Checks, Model, ModelFault, Step
 from isrcheck.model.explore import replay_actions, verdicts
+from isrcheck.model.memory import CHECK_EVERY, resident_bytes
 from isrcheck.model.config import Config, ConfigError, from_mapping
 from isrcheck.specs.actions import ActionSyntaxError
+from isrcheck.specs.inputs import Kind
 from isrcheck.specs.manifest import ManifestError
 
 _KEYS = {"description", "model", "config", "steps"}
@@ -85,17 +87,21 @@ def parse_scenario(doc: Mapping[str, Any], source: str) -> Scenario:
 
 def load_scenario(path: str | Path) -> Scenario:
     try:
-        doc = manifest.read_toml(path)
+        doc = manifest.read_toml(path, Kind.SCENARIO)
     except ConfigError as e:
         raise ScenarioError(str(e)) from None
     return parse_scenario(doc, str(path))
 
 
-def replay(model: Model[Any, Any], actions: Sequence[Action], source: str = "scenario") -> list[Step]:
+def replay(model: Model[Any, Any], actions: Sequence[Action], source: str = "scenario",
+           max_memory: int | None = None) -> list[Step]:
     """Replay ``actions`` from the initial state; a step that is not enabled (or that breaks a
-    state machine) is a one-line :class:`ScenarioError` naming the step."""
+    state machine) is a one-line :class:`ScenarioError` naming the step. With ``max_memory``
+    (bytes), the replay stops early, returning fewer steps, once resident memory passes it."""
     steps: list[Step] = [Step(None, model.init_states()[0])]
     for i, a in enumerate(actions):
+        if max_memory is not None and i % CHECK_EVERY == 0 and resident_bytes() > max_memory:
+            break
         state = steps[-1].state
         enabled = list(model.actions(state))
         if a not in enabled:

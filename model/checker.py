@@ -36,6 +36,7 @@ from .engine import (
     result_of,
 )
 from .explore import parent_chain, replay_actions, replay_fingerprints
+from .memory import CHECK_EVERY, resident_bytes
 
 
 class Checker(Search, Generic[S, A]):
@@ -51,8 +52,9 @@ class Checker(Search, Generic[S, A]):
         progress: Callable[[Progress], None] | None = None,
         progress_every: float = 0.5,
         observer: Callable[[S, int, int], None] | None = None,
+        max_memory: int | None = None,
     ) -> None:
-        super().__init__(max_depth, max_states, stop_on_first, progress, progress_every)
+        super().__init__(max_depth, max_states, stop_on_first, progress, progress_every, max_memory)
         self.model = model
         #: called as observer(state, fingerprint, depth) for every distinct state, in BFS order
         self.observer = observer
@@ -90,6 +92,9 @@ class Checker(Search, Generic[S, A]):
         depth = 0
         limit_hit: str | None = None
         last_report = start
+        # the memory ceiling is read every CHECK_EVERY new states (model/memory.py: why so cheap)
+        max_memory = self.max_memory
+        memory_due = CHECK_EVERY if max_memory is not None else -1
 
         def record(names: list[str], kind: Kind, fp: int, extra: Step | None, message: str) -> None:
             for name in names:
@@ -153,6 +158,11 @@ class Checker(Search, Generic[S, A]):
                     limit_hit = "states"
                     stop = True
                     break
+            if max_memory is not None and len(parents) >= memory_due:
+                memory_due = len(parents) + CHECK_EVERY
+                if resident_bytes() > max_memory:
+                    limit_hit = "memory"
+                    stop = True
             if self.progress is not None:
                 now = time.perf_counter()
                 if now - last_report >= self.progress_every:

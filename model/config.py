@@ -7,11 +7,11 @@ from __future__ import annotations
 
 import copy
 import dataclasses
-import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from isrcheck.specs.inputs import InputError, Kind, NestingError, loads_toml, max_depth, read_toml, value_depth
 from isrcheck.specs.protocol import (
     DEFAULT_GENERATION,
     GENERATION_ALIASES,
@@ -295,17 +295,10 @@ def _replica_list(where: str, value: Any, brokers: int, length: int | None) -> t
 
 def load(path: str | Path) -> Config:
     """Read a configuration file; any problem is a :class:`ConfigError`."""
-    p = Path(path)
-    try:
-        text = p.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise ConfigError(f"{path}: no such file") from None
-    except (OSError, UnicodeDecodeError) as e:
-        raise ConfigError(f"{path}: cannot read: {e}") from None
-    try:
-        raw = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as e:
-        raise ConfigError(f"{path}: not valid TOML: {e}") from None
+    try:  # the bounded reader: a regular file, size and nesting capped (specs/inputs.py)
+        raw = read_toml(path, Kind.CONFIG)
+    except InputError as e:
+        raise ConfigError(str(e)) from None
     return from_mapping(raw)
 
 
@@ -318,10 +311,15 @@ def parse_override(text: str) -> tuple[list[str], Any]:
     if not key or any(not part for part in key.split(".")):
         raise ConfigError(f"--set expects KEY=VALUE, got {text!r}")
     try:
-        parsed = tomllib.loads(f"v = {value.strip()}")["v"]
-    except tomllib.TOMLDecodeError:
+        parsed = loads_toml(f"v = {value.strip()}", f"--set {key}")["v"]
+    except NestingError as e:
+        raise ConfigError(str(e)) from None
+    except InputError:
         parsed = value.strip()  # a bare word is a string
-    return key.split("."), parsed
+    path = key.split(".")
+    if len(path) + value_depth(parsed) > max_depth():  # a dotted key nests too
+        raise ConfigError(f"--set {key[:40]}: nested deeper than {max_depth()} levels")
+    return path, parsed
 
 
 def apply_overrides(raw: dict[str, Any], overrides: list[str]) -> dict[str, Any]:

@@ -103,7 +103,7 @@ class CheckResult:
     violations: list[Violation] = field(default_factory=list)
     unwitnessed: list[str] = field(default_factory=list)  # sometimes-properties never seen
     coverage: dict[str, int] = field(default_factory=dict)  # action name -> times taken
-    limit_hit: str | None = None  # "depth" | "states" when the search stopped early
+    limit_hit: str | None = None  # "depth" | "states" | "memory" when the search stopped early
 
     @property
     def states_per_second(self) -> float:
@@ -204,13 +204,16 @@ class Checks:
 
 class Search:
     """What every exhaustive search is asked besides the model: its bounds (``max_depth`` levels,
-    ``max_states`` distinct states; a search they stop is ``incomplete``), whether to stop at the
-    first violation, and where to report progress (every ``progress_every`` seconds)."""
+    ``max_states`` distinct states, ``max_memory`` bytes resident: a search they stop is
+    ``incomplete``), whether to stop at the first violation, and where to report progress (every
+    ``progress_every`` seconds)."""
 
     def __init__(self, max_depth: int | None, max_states: int | None, stop_on_first: bool,
-                 progress: Callable[[Progress], None] | None, progress_every: float) -> None:
+                 progress: Callable[[Progress], None] | None, progress_every: float,
+                 max_memory: int | None = None) -> None:
         self.max_depth = max_depth
         self.max_states = max_states
+        self.max_memory = max_memory
         self.stop_on_first = stop_on_first
         self.progress = progress
         self.progress_every = progress_every

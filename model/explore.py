@@ -221,6 +221,17 @@ class PathStep:
         return Step(self.action, self.state)
 
 
+def walk_start(model: Model[Any, Any], rng: random.Random, checks: Checks) -> PathStep:
+    """A random walk's first step: the initial state (one drawn from ``rng`` when there are
+    several), checked; ``kind`` is ALWAYS when it already breaks a property."""
+    inits = list(model.init_states())
+    state = inits[0] if len(inits) == 1 else rng.choice(inits)
+    first = PathStep(None, state, checks.broken_always(state))
+    if first.broken:
+        first.kind = ALWAYS
+    return first
+
+
 def walk(model: Model[Any, Any], rng: random.Random, max_depth: int, checks: Checks | None = None, *,
          skip_faults: bool = False) -> Iterator[PathStep]:
     """One random walk, a function of ``rng``'s state: the initial state, then at each step the
@@ -233,14 +244,11 @@ def walk(model: Model[Any, Any], rng: random.Random, max_depth: int, checks: Che
     passed over like one that changes nothing (for paths that only need to be legal).
     """
     checks = checks if checks is not None else Checks.of(model)
-    inits = list(model.init_states())
-    state = inits[0] if len(inits) == 1 else rng.choice(inits)
-    first = PathStep(None, state, checks.broken_always(state))
-    if first.broken:
-        first.kind = ALWAYS
-        yield first
-        return
+    first = walk_start(model, rng, checks)
     yield first
+    if first.broken:
+        return
+    state = first.state
     for _ in range(max_depth):
         enabled = list(model.actions(state))
         rng.shuffle(enabled)

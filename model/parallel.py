@@ -58,6 +58,7 @@ from .frames import frame as _frame
 from .checker import Checker
 from .engine import A, Checks, CheckResult, Kind, Model, ModelFault, Progress, S, Search, Step, Violation, action_name, result_of
 from .explore import replay_fingerprints
+from .memory import WATCH_SECONDS, MemoryCeilingHit, resident_bytes
 
 ACTION_BITS = 16  # bits of a discovery key per BFS level: at most 65536 enabled actions per state
 _ACTION_MASK = (1 << ACTION_BITS) - 1
@@ -466,6 +467,12 @@ class ParallelChecker(Search, Generic[S, A]):
     transitions, coverage, unwitnessed properties, and the same shortest counterexample).
     ``workers=1`` (or a platform without ``fork``) runs :class:`Checker` itself.
     After :meth:`run`, ``worker_peak_rss_kib`` holds each worker's peak resident set (KiB).
+
+    ``max_memory`` bounds the coordinator's resident memory plus what each worker added to its
+    own since the fork (what it inherited is shared with the coordinator, counted once): read at
+    each level's end and every ``WATCH_SECONDS`` while the workers expand. Past it, the level in
+    progress is abandoned, the workers are stopped, and the result is the last complete level's,
+    ``incomplete`` with ``limit_hit = "memory"``.
     """
 
     def __init__(
@@ -478,10 +485,11 @@ class ParallelChecker(Search, Generic[S, A]):
         *,
         progress_every: float = 0.5,
         stop_on_first: bool = True,
+        max_memory: int | None = None,
     ) -> None:
         if workers < 1:
             raise ValueError(f"workers must be at least 1, got {workers}")
-        super().__init__(max_depth, max_states, stop_on_first, progress, progress_every)
+        super().__init__(max_depth, max_states, stop_on_first, progress, progress_every, max_memory)
         self.model = model
         self.workers = workers
         self.worker_peak_rss_kib: list[int] = []
@@ -490,13 +498,18 @@ class ParallelChecker(Search, Generic[S, A]):
         self.stats: Counter[str] = Counter()
         self._conns: list[Connection] = []
         self._procs: list[Any] = []
+        self._watch: float | None = None  # seconds between memory readings while waiting (None: none)
+        self._inherited = 0  # the coordinator's resident bytes when it forked the workers
+        self._abandoned = False  # a level was cut short (memory): the workers are mid-level
+        self._figures: tuple[int, int, int, int] = (0, 0, 0, 0)  # total, depth, frontier, transitions
+        self._transitions = 0
 
     # ------------------------------------------------------------------ entry point
     def run(self) -> CheckResult:
         if self.workers == 1 or not self.stop_on_first or "fork" not in mp.get_all_start_methods():
             return Checker(self.model, max_depth=self.max_depth, max_states=self.max_states,
                            stop_on_first=self.stop_on_first, progress=self.progress,
-                           progress_every=self.progress_every).run()
+                           progress_every=self.progress_every, max_memory=self.max_memory).run()
         start = time.perf_counter()
         self.stats = Counter()
         model = self.model
@@ -524,22 +537,60 @@ class ParallelChecker(Search, Generic[S, A]):
             return result_of(len(init), 0, seconds, 0, violations.values(), unseen, Counter(), None)
 
         clean = False
+        self._abandoned = False
         try:
+            self._inherited = resident_bytes()
             self._start_workers(init)
             result = self._search(start, init, unseen)
-            clean = True
+            clean = not self._abandoned
             return result
         finally:
+            self._watch = None
             self._stop_workers(clean)
 
     # ------------------------------------------------------------------ the search
     def _search(self, start: float, init: list, unseen: set[str]) -> CheckResult:
         total = frontier = len(init)
-        level = depth = transitions = 0
+        depth = transitions = 0
         coverage: Counter[str] = Counter()
         violations: dict[str, Violation] = {}
         limit_hit: str | None = None
         last_report = start
+        self._watch = WATCH_SECONDS if self.max_memory is not None else None
+        self._figures = (total, depth, frontier, transitions)
+        try:
+            self._check_memory()
+            total, depth, frontier, limit_hit = self._levels(start, unseen, total, coverage, violations, last_report)
+            transitions = self._transitions
+        except MemoryCeilingHit:
+            # the level in progress is abandoned: the figures are those of the last complete one
+            self._abandoned = True
+            limit_hit = "memory"
+            total, depth, frontier, transitions = self._figures
+        seconds = time.perf_counter() - start
+        if self.progress is not None:
+            self.progress(Progress(total, depth, frontier, seconds))
+        return result_of(total, depth, seconds, transitions, violations.values(), unseen, coverage, limit_hit)
+
+    def _check_memory(self) -> None:
+        """Raise :class:`MemoryCeilingHit` when the coordinator and its workers are past the ceiling."""
+        if self.max_memory is None:
+            return
+        used = resident_bytes()
+        for p in self._procs:
+            used += max(resident_bytes(p.pid) - self._inherited, 0)
+        if used > self.max_memory:
+            raise MemoryCeilingHit(f"{used} bytes resident, more than {self.max_memory}")
+
+    def _levels(self, start: float, unseen: set[str], total: int, coverage: Counter[str],
+                violations: dict[str, Violation], last_report: float) -> tuple[int, int, int, str | None]:
+        """The level loop of :meth:`_search`: ``(total, depth, frontier, limit_hit)``; the
+        transitions are left in ``_transitions``, and after each complete level ``_figures``
+        holds what a search cut short there reports."""
+        frontier = total
+        level = depth = transitions = 0
+        limit_hit: str | None = None
+        self._figures = (total, depth, frontier, transitions)
         while frontier:
             depth = level
             if self.max_depth is not None and level >= self.max_depth:
@@ -567,6 +618,7 @@ class ParallelChecker(Search, Generic[S, A]):
                     coverage.update(r["coverage"])
                     for name in r["witnessed"]:
                         unseen.discard(name)
+                self._figures = (total, level, frontier, transitions)
                 plan = _balance_plan([r["held"] for r in reports])
                 if plan:
                     self.stats["moved_states"] += sum(self._ask_all(("balance", plan)))
@@ -575,7 +627,9 @@ class ParallelChecker(Search, Generic[S, A]):
                     if now - last_report >= self.progress_every:
                         last_report = now
                         self.progress(Progress(total, depth, frontier, now - start))
+                self._check_memory()
                 continue
+            self._watch = None  # the search ends with this level: let nothing cut it short now
             # Checker stops at the event ``stop``: count what it had seen by then
             for n_new, n_transitions, cov in self._ask_all(("cut", stop)):
                 total += n_new
@@ -591,10 +645,8 @@ class ParallelChecker(Search, Generic[S, A]):
                         self._record(v, violations)
             frontier = new
             break
-        seconds = time.perf_counter() - start
-        if self.progress is not None:
-            self.progress(Progress(total, depth, frontier, seconds))
-        return result_of(total, depth, seconds, transitions, violations.values(), unseen, coverage, limit_hit)
+        self._transitions = transitions
+        return total, depth, frontier, limit_hit
 
     def _record(self, v: tuple, violations: dict[str, Violation]) -> None:
         _, kind, names, fp, action, state, message = v
@@ -720,7 +772,10 @@ class ParallelChecker(Search, Generic[S, A]):
 
         while waiting:
             sentinels = {procs[i].sentinel: i for i in waiting.values()}
-            for r in wait(list(waiting) + list(sentinels)):
+            ready = wait(list(waiting) + list(sentinels), timeout=self._watch)
+            if not ready:  # only with a memory ceiling: read it while the workers work
+                self._check_memory()
+            for r in ready:
                 if r in waiting:
                     receive(waiting.pop(r))
                 elif sentinels[r] in replies or conns[sentinels[r]] not in waiting:
@@ -756,14 +811,15 @@ def _balance_plan(held: list[int]) -> list[tuple[int, int, int]]:
 
 
 def search(model: Model[S, A], *, workers: int = 1, max_depth: int | None = None, max_states: int | None = None,
-           stop_on_first: bool = True, progress: Callable[[Progress], None] | None = None) -> CheckResult:
+           stop_on_first: bool = True, progress: Callable[[Progress], None] | None = None,
+           max_memory: int | None = None, progress_every: float = 0.5) -> CheckResult:
     """One exhaustive search: :class:`ParallelChecker` with several workers, else :class:`Checker`
     (also when every violation is wanted, which only the single process reports)."""
     if workers > 1 and stop_on_first:
         return ParallelChecker(model, workers=workers, max_depth=max_depth, max_states=max_states,
-                               progress=progress).run()
+                               progress=progress, progress_every=progress_every, max_memory=max_memory).run()
     return Checker(model, max_depth=max_depth, max_states=max_states, stop_on_first=stop_on_first,
-                   progress=progress).run()
+                   progress=progress, progress_every=progress_every, max_memory=max_memory).run()
 
 
 __all__ = ["ParallelChecker", "WorkerError", "ACTION_BITS", "search"]

@@ -76,6 +76,15 @@ REPLICA_VALID_PREVIOUS: dict[ReplicaState, frozenset[ReplicaState]] = {
 }
 
 
+# The same tables indexed by the target's int value, as bitmasks of the allowed sources: the checker
+# asks them on every controller step, and building an enum member from an int (``ReplicaState(t)``)
+# runs interpreted code in enum.py even in the compiled build.
+_PARTITION_PREVIOUS_MASK: tuple[int, ...] = tuple(
+    sum(1 << int(s) for s in PARTITION_VALID_PREVIOUS[t]) for t in sorted(PartitionState))
+_REPLICA_PREVIOUS_MASK: tuple[int, ...] = tuple(
+    sum(1 << int(s) for s in REPLICA_VALID_PREVIOUS[t]) for t in sorted(ReplicaState))
+
+
 class IllegalTransition(Exception):
     """A state machine was asked for a move its table does not allow."""
 
@@ -109,7 +118,7 @@ def check_partition_move(partition: int, source: int, target: int) -> None:
     if _recorders:
         for record in _recorders:
             record(("partition", partition, None, int(source), int(target)))
-    if source not in PARTITION_VALID_PREVIOUS[PartitionState(target)]:
+    if not (_PARTITION_PREVIOUS_MASK[target] >> source) & 1:
         raise IllegalTransition(
             "partition", f"partition {partition}",
             PartitionState(source).label, PartitionState(target).label,
@@ -120,7 +129,7 @@ def check_replica_move(partition: int, broker: int, source: int, target: int) ->
     if _recorders:
         for record in _recorders:
             record(("replica", partition, broker, int(source), int(target)))
-    if source not in REPLICA_VALID_PREVIOUS[ReplicaState(target)]:
+    if not (_REPLICA_PREVIOUS_MASK[target] >> source) & 1:
         raise IllegalTransition(
             "replica", f"replica {broker} of partition {partition}",
             ReplicaState(source).label, ReplicaState(target).label,

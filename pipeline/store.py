@@ -30,6 +30,8 @@ import pyarrow.compute as pc
 import pyarrow.dataset as ds
 import pyarrow.parquet as pq
 
+from isrcheck.specs.inputs import Kind, check_json_depth, read_text
+
 from .errors import PipelineError
 
 FORMAT = 1
@@ -102,10 +104,10 @@ class RunStore:
 
     def load_meta(self) -> dict[str, Any]:
         try:
-            meta = json.loads(self.meta_path.read_text(encoding="utf-8"))
+            meta = _read_json(self.meta_path)
         except FileNotFoundError:
             raise PipelineError(f"{self.out}: no exploration run to resume (no run.json)") from None
-        except (OSError, ValueError) as e:
+        except (OSError, ValueError) as e:  # InputError (not a regular file, too large, too deep) too
             raise PipelineError(f"{self.out}/run.json: unreadable: {e}") from None
         if not isinstance(meta, dict) or meta.get("format") != FORMAT:
             raise PipelineError(f"{self.out}/run.json: not a run of this version of isrcheck")
@@ -114,7 +116,7 @@ class RunStore:
 
     def read_progress(self) -> dict[str, Any]:
         try:
-            p = json.loads(self.progress_path.read_text(encoding="utf-8"))
+            p = _read_json(self.progress_path)
         except FileNotFoundError:
             return {"levels": [], "finished": False}
         except (OSError, ValueError) as e:
@@ -205,3 +207,14 @@ class RunStore:
             chain.append(fp)
         chain.reverse()
         return chain
+
+
+def _read_json(path: Path) -> Any:
+    """A state file of a run, read through the bounded reader (regular file, size and nesting
+    capped): a hand-edited or foreign file is a one-line error, never a hang or a RecursionError.
+    A missing file stays a FileNotFoundError, which the callers answer."""
+    if not os.path.lexists(path):
+        raise FileNotFoundError(path)
+    text = read_text(path, Kind.PIPELINE)
+    check_json_depth(text, str(path))
+    return json.loads(text)

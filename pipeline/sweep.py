@@ -24,13 +24,13 @@ from __future__ import annotations
 import itertools
 import json
 import time
-import tomllib
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from isrcheck.model.config import Config, ConfigError, from_mapping, set_path
+from isrcheck.specs.inputs import InputError, Kind, read_toml
 
 from .errors import PipelineError
 
@@ -74,17 +74,10 @@ def _set_path(raw: dict[str, Any], dotted: str, value: Any, where: str) -> None:
 def load_grid(path: str | Path, models: Callable[[str], dict[str, Any]] | None = None) -> Grid:
     """Read and validate a grid file; any problem is a one-line :class:`PipelineError`.
     ``models`` maps a model name (``model = "..."``) to its raw configuration (the manifest's)."""
-    p = Path(path)
-    try:
-        doc = tomllib.loads(p.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise PipelineError(f"{path}: no such file") from None
-    except IsADirectoryError:
-        raise PipelineError(f"{path}: is a directory, not a grid file") from None
-    except (OSError, UnicodeDecodeError) as e:
-        raise PipelineError(f"{path}: cannot read: {e}") from None
-    except tomllib.TOMLDecodeError as e:
-        raise PipelineError(f"{path}: not valid TOML: {' '.join(str(e).split())}") from None
+    try:  # the bounded reader (specs/inputs.py): a regular file, a configuration's size and nesting caps
+        doc = read_toml(path, Kind.CONFIG)
+    except InputError as e:
+        raise PipelineError(" ".join(str(e).split())) from None
     extra = sorted(set(doc) - _TOP)
     if extra:
         raise PipelineError(f"{path}: unknown key {extra[0]!r} (a grid file has: {', '.join(sorted(_TOP))})")

@@ -18,6 +18,7 @@ from typing import Any
 import pyarrow as pa
 
 from isrcheck import __version__
+from isrcheck.specs.inputs import Kind, check_json_depth, read_text
 
 from .errors import PipelineError
 from .fingerprint import SCHEME
@@ -119,7 +120,7 @@ def check_corpus(path: str | Path) -> Path:
     if not marker.exists():
         raise PipelineError(f"{path}: not a trace corpus (no {MARKER}; create one with `isrcheck spark traces`)")
     try:
-        meta = json.loads(marker.read_text(encoding="utf-8"))
+        meta = json.loads(_marker_text(marker))
     except (OSError, ValueError) as e:
         raise PipelineError(f"{marker}: unreadable: {e}") from None
     if not isinstance(meta, dict) or meta.get("format") != CORPUS_FORMAT:
@@ -168,3 +169,9 @@ def generate(spark: Any, spec: ModelSpec, out: str | Path, *, count: int, mode: 
     return TracesResult(out_path, int(stats["traces"]), int(stats["steps"]), int(stats["violating"]),
                         searched, complete, time.perf_counter() - start)
 
+
+def _marker_text(marker: Path) -> str:
+    """The corpus marker's text, through the bounded reader (regular file, size and nesting capped)."""
+    text = read_text(marker, Kind.PIPELINE)
+    check_json_depth(text, str(marker))
+    return text

@@ -29,6 +29,7 @@ from functools import lru_cache
 from typing import Any
 
 from . import load
+from .inputs import json_depth, max_depth
 from .protocol import STEP_INFO
 
 __all__ = [
@@ -239,6 +240,9 @@ def read_text(text: str) -> tuple[str, tuple]:
         raise ActionSyntaxError(f"unknown action {name!r}{_suggest(name)}")
     if "\n" in inner or "\r" in inner or "#" in inner:
         raise ActionSyntaxError(f"cannot read the arguments of {_short(text)!r}: keep an action on one line")
+    if json_depth(inner) >= max_depth():  # checked before tomllib, which recurses per level
+        raise ActionSyntaxError(f"cannot read the arguments of {_short(text)!r}: nested deeper than "
+                                f"{max_depth()} levels")
     try:
         doc = tomllib.loads(f"a = [{inner}]")
     except tomllib.TOMLDecodeError:

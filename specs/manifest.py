@@ -11,12 +11,13 @@ uses. An entry's :attr:`ModelEntry.config` is whatever the reader made of its ta
 from __future__ import annotations
 
 import difflib
-import tomllib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Generic, Protocol, TypeVar
 
-from . import load as load_data
+from importlib import resources
+
+from .inputs import InputError, Kind, read_toml
 
 __all__ = ["EXPECTS", "GATES", "MANIFEST", "LivenessExpect", "ManifestError", "ModelEntry", "Reader", "Target",
            "UnknownModel",
@@ -253,12 +254,12 @@ def parse_manifest(doc: Mapping[str, Any], reader: Reader[C], source: str = MANI
 
 def load(reader: Reader[C]) -> list[ModelEntry[C]]:
     """The packaged manifest, validated."""
-    try:
-        doc = load_data(MANIFEST)
-    except FileNotFoundError:
-        raise ManifestError(f"{MANIFEST}: not found in the isrcheck.specs package") from None
-    except tomllib.TOMLDecodeError as e:
-        raise ManifestError(f"{MANIFEST}: not valid TOML: {e}") from None
+    # through the bounded reader, as every input (at most ISRCHECK_MAX_MANIFEST_BYTES, nested <= 64 levels)
+    with resources.as_file(resources.files(__package__).joinpath(MANIFEST)) as path:
+        try:
+            doc = read_toml(path, Kind.MANIFEST)
+        except InputError as e:
+            raise ManifestError(str(e).replace(str(path), MANIFEST, 1)) from None
     return parse_manifest(doc, reader)
 
 

@@ -25,8 +25,14 @@ before it:
   consults a generation and, when the configuration has them, the operations;
 - ``bmc``: bounded model checking of the encoding, every counterexample replayed by the model
   (``isrcheck bmc``);
+- ``committed``: the committed-prefix facts of the kip-320 strengthening pool (every HW, checkpoint
+  and the exposed log held alike by the ISR; answers and joins that keep it so);
 - ``induction``: inductive invariants by Houdini, with counterexamples to induction
-  (``isrcheck prove inductive``).
+  (``isrcheck prove inductive``);
+- ``reach``: the explicit checker's side of a counterexample to induction (its pre-state reached,
+  or a reachable state from which the same action breaks the property: REFUTED with that run);
+- ``mutations``: documented protocol mutations, in the encoding and in the model
+  (``isrcheck prove inductive --mutation``).
 
 Dependency order (``a <- b``: b imports a; nothing imports back, not even under TYPE_CHECKING or
 inside a function)::
@@ -34,8 +40,9 @@ inside a function)::
     types, verdicts <- selectors, transitions
     types <- instance <- epochs, admin, reassignment
     admin, reassignment <- operations
-    epochs <- generations
-    generations, operations <- replication <- bmc (with ..properties), induction
+    epochs <- generations, committed
+    generations, operations <- replication <- bmc (with ..properties), induction (with committed)
+    verdicts <- reach; generations, induction, reach <- mutations
 
 This package imports none of its modules itself: import the one you need.
 """

@@ -29,6 +29,7 @@ from isrcheck.model.brokersets import render
 from isrcheck.model.records import render_log
 from isrcheck.model.state import ASK_EPOCH_END, FETCHING, TRUNCATE_PENDING, LeaderAndIsr, State, StopReplica
 
+from .committed import COMMITTED_PREFIX_CANDIDATES, KIP_320_COMMITTED_PREFIX
 from .epochs import answer_function, last as epoch_last, latest as cache_latest
 from .instance import Instance, Unsupported
 from .replication import ALWAYS, Encoding
@@ -47,11 +48,13 @@ def bounds(enc: Encoding, s: SymState) -> z3.BoolRef:
     def lg(x: SymLog) -> None:
         out.append(z3.And(x.length >= 0, x.length <= K))
 
+    # a topic not created yet, or deleted, has no znode: version 0 (topic creation and deletion)
+    unborn = enc.ops is not None and enc.ops.admin is not None
     for p in range(enc.P):
-        ar = enc.AR[p]
+        ar = enc.U[p]
         z = s.zk[p]
         out += [z3.Or([z.leader == b for b in (0, *ar)]), z.leader_epoch >= 0, z.leader_epoch <= NUM_MAX,
-                z.version >= 1, z.version <= NUM_MAX]
+                z.version >= (0 if unborn else 1), z.version <= NUM_MAX]
         for b, r in s.replicas[p].items():
             lg(r.log)
             out += [r.hw >= 0, r.hw <= K, r.checkpoint >= 0, r.checkpoint <= K,
@@ -73,7 +76,42 @@ def bounds(enc: Encoding, s: SymState) -> z3.BoolRef:
               "isr_shrinks": f.isr_shrinks, "delayed_requests": f.delayed_requests}
     for name, v in s.budget.items():
         out += [v >= 0, v <= limits[name]]
+    out += _ops_bounds(enc, s)
     return z3.And(out)
+
+
+def _ops_bounds(enc: Encoding, s: SymState) -> list[z3.BoolRef]:
+    """The controller side's types (operations.py, reassignment.py): budgets within the
+    configuration's, controller epochs from 0 to one per failover more, replica states of the
+    table, reassignment lists indices into their partition's list table and steps 0..12. Each holds
+    on every reachable state (tests/invariants/test_symbolic_induction_operations.py checks them)."""
+    ops = s.ops
+    if ops is None:
+        return []
+    cfg = enc.cfg
+    limits = {"preferred_elections": cfg.operations.preferred_elections,
+              "controlled_shutdowns": cfg.operations.controlled_shutdowns,
+              "controller_failovers": cfg.faults.controller_failovers}
+    out = [z3.And(v >= 0, v <= limits[n]) for n, v in ops.budget.items()]
+    top = 1 + cfg.faults.controller_failovers
+    out += [ops.zk_epoch >= 1, ops.zk_epoch <= top]
+    out += [z3.And(v >= 0, v <= ops.zk_epoch) for v in (*ops.part_epoch, *ops.broker_epoch.values())]
+    out += [z3.And(v >= 0, v <= ops.zk_epoch) for row in ops.req_epoch.values() for v in row]
+    r = ops.reassign
+    if r is None:
+        return out
+    tables = r.owner.tables
+    widest = max(len(t) for t in tables)
+    for p in range(enc.P):
+        n = len(tables[p])
+        out += [z3.And(x >= 0, x < n) for x in (r.ar[p], r.target[p], r.origin[p], r.old[p], r.new[p],
+                                                *r.stale_old[p:p + 1], *r.stale_new[p:p + 1])]
+        out += [z3.And(x >= 0, x <= 12) for x in (r.step[p], *r.stale_step[p:p + 1])]
+        rows = [r.rstate[p]] + ([r.stale_rstate[p]] if r.stale_rstate else [])
+        out += [z3.And(x >= 0, x <= 6) for row in rows for x in row.values()]
+    out += [z3.And(r.requested >= 0, r.requested <= len(r.owner.requests))]
+    out += [z3.And(x >= 0, x < widest) for xs in (r.req_list or {}).values() for x in xs]
+    return out
 
 
 def _logs(enc: Encoding, s: SymState, p: int) -> list[SymLog]:
@@ -91,7 +129,7 @@ def _well_formed(enc: Encoding, s: SymState) -> z3.BoolRef:
                                  z3.And(x.ids[i] == 0, x.epochs[i] == 0)))
     for b, q in s.inbox.items():
         for i, sl in enumerate(q.slots):
-            lai_isr_ok = z3.And([z3.Implies(sl.isr[m], z3.Or([sl.partition == p for p in range(enc.P) if m in enc.AR[p]]
+            lai_isr_ok = z3.And([z3.Implies(sl.isr[m], z3.Or([sl.partition == p for p in range(enc.P) if m in enc.U[p]]
                                                                or [z3.BoolVal(False)]))
                                  for m in sl.isr])
             inside = z3.And(z3.Or(sl.kind == REQ_LAI, sl.kind == REQ_STOP, sl.kind == REQ_UM),
@@ -100,7 +138,7 @@ def _well_formed(enc: Encoding, s: SymState) -> z3.BoolRef:
                                                                   *[z3.Not(v) for v in sl.isr.values()])),
                             z3.Implies(sl.kind == REQ_UM, sl.partition == 0),
                             z3.Implies(sl.kind == REQ_LAI, z3.And(sl.zk_version >= 1, lai_isr_ok,
-                                       z3.Or([z3.And(sl.partition == p, z3.Or([sl.leader == m for m in (0, *enc.AR[p])]))
+                                       z3.Or([z3.And(sl.partition == p, z3.Or([sl.leader == m for m in (0, *enc.U[p])]))
                                               for p in range(enc.P)]))))
             blank = z3.And(sl.kind == REQ_NONE, sl.partition == 0, sl.leader == 0, sl.leader_epoch == 0,
                            sl.zk_version == 0, *[z3.Not(v) for v in sl.isr.values()])
@@ -173,7 +211,7 @@ def _isr_eq(a: dict[int, z3.BoolRef], b: dict[int, z3.BoolRef], ar: tuple[int, .
 def _current_version_is_current_leader(enc: Encoding, s: SymState) -> z3.BoolRef:
     out = []
     for p in range(enc.P):
-        z, ar = s.zk[p], enc.AR[p]
+        z, ar = s.zk[p], enc.U[p]
         for b, r in s.replicas[p].items():
             out.append(z3.Implies(z3.And(r.leader == b, r.zk_version == z.version),
                                   z3.And(z.leader == b, r.leader_epoch == z.leader_epoch, _isr_eq(r.isr, z.isr, ar))))
@@ -183,7 +221,7 @@ def _current_version_is_current_leader(enc: Encoding, s: SymState) -> z3.BoolRef
 def _current_request_is_current_znode(enc: Encoding, s: SymState) -> z3.BoolRef:
     out = []
     for p in range(enc.P):
-        z, ar = s.zk[p], enc.AR[p]
+        z, ar = s.zk[p], enc.U[p]
         for c, sl in _lai_slots(enc, s, p):
             out.append(z3.Implies(z3.And(c, sl.zk_version == z.version),
                                   z3.And(sl.leader == z.leader, sl.leader_epoch == z.leader_epoch,
@@ -427,7 +465,7 @@ def _committed_held_by_leaders(enc: Encoding, s: SymState) -> z3.BoolRef:
     out = []
     for p in range(enc.P):
         g = s.ghost[p]
-        for L in enc.AR[p]:
+        for L in enc.U[p]:
             leads = enc.acting_leader(s, p, L)
             rl = s.replicas[p][L]
             for j in range(1, enc.K + 1):
@@ -547,7 +585,7 @@ def _controller_dead_are_not_leaders(enc: Encoding, s: SymState) -> z3.BoolRef:
     if not enc.E:
         return z3.BoolVal(True)
     return z3.And([z3.Implies(z3.Not(s.c_live[b]), s.zk[p].leader != b)
-                   for p in range(enc.P) for b in enc.AR[p]])
+                   for p in range(enc.P) for b in enc.U[p]])
 
 
 def _controller_dead_are_blank(enc: Encoding, s: SymState) -> z3.BoolRef:
@@ -630,7 +668,7 @@ def _znode_isr_within_queued_leadership(enc: Encoding, s: SymState) -> z3.BoolRe
         return z3.BoolVal(True)
     out = []
     for p in range(enc.P):
-        z, ar = s.zk[p], enc.AR[p]
+        z, ar = s.zk[p], enc.U[p]
         for mine, sl in _queued_promotions(enc, s, p):
             out.append(z3.Implies(mine, z3.And(z.leader == sl.leader, *[z3.Implies(z.isr[m], sl.isr[m]) for m in ar])))
     return z3.And(out) if out else z3.BoolVal(True)
@@ -644,7 +682,7 @@ def _live_leaders_lead_the_znode(enc: Encoding, s: SymState) -> z3.BoolRef:
         return z3.BoolVal(True)
     out = []
     for p in range(enc.P):
-        z, ar = s.zk[p], enc.AR[p]
+        z, ar = s.zk[p], enc.U[p]
         for b, r in s.replicas[p].items():
             out.append(z3.Implies(z3.And(s.alive[b], r.leader == b),
                                   z3.And(z.leader == b, *[z3.Implies(z.isr[m], r.isr[m]) for m in ar])))
@@ -849,7 +887,7 @@ EPOCH_CANDIDATES: tuple[tuple[str, Pred], ...] = (
     ("FollowersWaitForTheirLeader", _followers_wait_for_their_leader),
     ("RecordsNotBeforeTheirEpochStart", _records_not_before_their_epoch_start),
     ("BlankReplicasFetchNormally", _blank_replicas_fetch_normally),
-)
+) + COMMITTED_PREFIX_CANDIDATES  # .committed: the committed prefix (specs/08-symbolic.md#the-committed-prefix)
 """Added to the pool for the leader-epoch generations only: the epoch cache and reconciliation, and
 the Raft-style facts a durability proof through OffsetsForLeaderEpoch needs (specs/08-symbolic.md).
 The high-watermark pool is :data:`CANDIDATES` alone, so its results are what they were."""
@@ -884,7 +922,7 @@ def describe(s: State, enc: Encoding) -> list[str]:
             role = ("leads" if r.leader == b else f"follows {r.leader}" if r.leader else "no leader")
             t = f"p{p}: log {render_log(r.log)} hw {r.hw} ckpt {r.checkpoint}, {role} (epoch {r.leader_epoch})"
             if r.leader == b:
-                remote = ",".join(f"{m + 1}:{v}" for m, v in enumerate(r.remote_leo) if m + 1 in enc.AR[p] and m + 1 != b)
+                remote = ",".join(f"{m + 1}:{v}" for m, v in enumerate(r.remote_leo) if m + 1 in enc.U[p] and m + 1 != b)
                 t += f", ISR {render(r.isr)}, zkv {r.zk_version}, remote LEO {{{remote}}}, pending {render(r.pending)}"
             if enc.E:  # the leader-epoch generations
                 cache = " ".join(f"e{e}@{o}" for e, o in r.epochs) or "empty"
@@ -1025,6 +1063,7 @@ class Encoded:
     pre_terms: dict[str, z3.BoolRef]
     post_terms: list[dict[str, z3.BoolRef]]  # per instance
     solvers: list[_Query]  # per instance
+    illegal: list[_Query] = field(default_factory=list)  # per instance: the step is an illegal move
 
     @property
     def generation(self) -> str:
@@ -1063,14 +1102,12 @@ class StepCheck:
 
 
 def encode(cfg: Any, generation_name: str | None = None, timeout: float | None = 300.0, queue: int | None = None,
-           candidates: tuple[tuple[str, Pred], ...] | None = None) -> Encoded:
-    """Phase 1 of :func:`prove_inductive` (see :class:`Encoded`)."""
-    if cfg.operations.reassignments:
-        raise Unsupported("`prove inductive` does not cover reassignments yet (its strengthening candidates "
-                          "assume a fixed assignment); `isrcheck bmc` does")
-    enc = Encoding(cfg, generation_name, queue, split_broker_change=True)
+           candidates: tuple[tuple[str, Pred], ...] | None = None, rule: Any = None) -> Encoded:
+    """Phase 1 of :func:`prove_inductive` (see :class:`Encoded`); ``rule`` replaces the generation's
+    :class:`~.instance.TruncationRule` (a documented mutation, :mod:`.mutations`)."""
+    enc = Encoding(cfg, generation_name, queue, split_broker_change=True, rule=rule)
     preds: dict[str, Pred] = {n: f for n, f in (candidates_for(enc) if candidates is None else candidates)}
-    for name in ALWAYS:
+    for name in enc.always():
         preds[name] = (lambda n: (lambda e, s: e.properties(s)[n]))(name)
     init = _init_holds(enc, preds)
     s = enc.fresh("pre")
@@ -1078,8 +1115,12 @@ def encode(cfg: Any, generation_name: str | None = None, timeout: float | None =
     pre_terms = {n: preds[n](enc, s) for n in preds}
     post_terms = [{n: preds[n](enc, i.effect) for n in preds} for i in insts]
     base = bounds(enc, s)
-    solvers = [_Query(timeout, [base, inst.guard, z3.Not(inst.effect.overflow)]) for inst in insts]
-    return Encoded(enc, preds, tuple(n for n, ok in init.items() if not ok), s, insts, pre_terms, post_terms, solvers)
+    # an illegal move (OnlyValidTransitions) ends the run in the model: only legal steps lead on
+    solvers = [_Query(timeout, [base, inst.guard, z3.Not(inst.effect.overflow), z3.Not(inst.illegal)])
+               for inst in insts]
+    illegal = [_Query(timeout, [base, inst.guard, inst.illegal]) for inst in insts]
+    return Encoded(enc, preds, tuple(n for n, ok in init.items() if not ok), s, insts, pre_terms, post_terms, solvers,
+                   illegal)
 
 
 def houdini(e: Encoded, progress: Progress = no_progress) -> Fixpoint:
@@ -1184,7 +1225,7 @@ def safety_verdicts(e: Encoded, fix: Fixpoint, dropped: dict[str, Cti | str], pe
     when z3 gave up on it, REFUTED with its counterexample to induction (or the reason) otherwise."""
     gen, scope = e.generation, _scope(e.enc)
     out: list[Obligation] = []
-    for name in ALWAYS:
+    for name in e.enc.always():
         if name in fix.kept:
             ob = InductionObligation("inductive", name, gen, Verdict.PROVED, seconds, scope,
                                      detail="inductive together with: "
@@ -1207,6 +1248,41 @@ def safety_verdicts(e: Encoded, fix: Fixpoint, dropped: dict[str, Cti | str], pe
     return out
 
 
+def check_only_valid_transitions(e: Encoded, kept: list[str]) -> StepCheck:
+    """Phase 4, where the encoding checks state-machine moves (reassignment, topic creation or
+    deletion): is any step from a state satisfying the final invariant (``kept``) an illegal move?"""
+    inv = [e.pre_terms[n] for n in kept]
+    unknown: list[str] = []
+    cti: Cti | None = None
+    queries = 0
+    for k, inst in enumerate(e.insts):
+        if z3.is_false(z3.simplify(inst.illegal)):
+            continue
+        r, m = e.illegal[k].check(inv)
+        queries += 1
+        if r == z3.sat and cti is None:
+            cti = counterexample_to_induction(e.enc, e.pre, inst, m)
+        elif r not in (z3.sat, z3.unsat):
+            unknown.append(inst.label())
+    return StepCheck(cti, unknown, queries)
+
+
+def only_valid_transitions_verdict(e: Encoded, check: StepCheck, seconds: float) -> Obligation:
+    """Phase 5 for OnlyValidTransitions (see :func:`check_only_valid_transitions`)."""
+    gen, scope = e.generation, _scope(e.enc)
+    if check.cti is not None:
+        return InductionObligation("inductive", "OnlyValidTransitions", gen, Verdict.REFUTED, seconds, scope,
+                                   detail=f"a step from a state satisfying the invariant makes a move outside its "
+                                          f"state-machine table ({check.cti.kind}; the state after is the "
+                                          "encoding's, meaningless: the model refuses the step)",
+                                   counterexample=check.cti.to_json(), lines=check.cti.lines, cti=check.cti)
+    if check.unknown:
+        return InductionObligation("inductive", "OnlyValidTransitions", gen, Verdict.UNKNOWN, seconds, scope,
+                                   detail="z3 gave up on " + ", ".join(check.unknown))
+    return InductionObligation("inductive", "OnlyValidTransitions", gen, Verdict.PROVED, seconds, scope,
+                               detail="no step from a state satisfying the invariant is an illegal move")
+
+
 def epochs_monotonic_verdict(e: Encoded, check: StepCheck, seconds: float) -> Obligation:
     """Phase 5, for the transition property (see :func:`check_epochs_monotonic`)."""
     gen, scope = e.generation, _scope(e.enc)
@@ -1225,7 +1301,7 @@ def epochs_monotonic_verdict(e: Encoded, check: StepCheck, seconds: float) -> Ob
 def prove_inductive(cfg: Any, generation_name: str | None = None, timeout: float | None = 300.0,
                     queue: int | None = None, progress: Progress = no_progress,
                     candidates: tuple[tuple[str, Pred], ...] | None = None,
-                    per_action: bool | str = True) -> InductionResult:
+                    per_action: bool | str = True, rule: Any = None) -> InductionResult:
     """Houdini over the safety properties and ``candidates`` for the encoding of ``cfg``.
 
     The phases: :func:`encode` the pool and one query per action; :func:`houdini` to the largest
@@ -1235,10 +1311,11 @@ def prove_inductive(cfg: Any, generation_name: str | None = None, timeout: float
     :func:`epochs_monotonic_verdict`). Every counterexample to induction is built by
     :func:`counterexample_to_induction`."""
     start = time.perf_counter()
-    e = encode(cfg, generation_name, timeout, queue, candidates)
+    e = encode(cfg, generation_name, timeout, queue, candidates, rule)
     fix = houdini(e, progress)
     dropped, per_kind, queries = dict(fix.dropped), fix.per_kind, fix.queries
-    lost = [n for n in ALWAYS if n in dropped and isinstance(dropped[n], Cti)]
+    always = e.enc.always()
+    lost = [n for n in always if n in dropped and isinstance(dropped[n], Cti)]
     if lost and per_action:
         why = explain(e, fix, lost, per_action == "all", progress)
         dropped.update(why.first)
@@ -1248,15 +1325,20 @@ def prove_inductive(cfg: Any, generation_name: str | None = None, timeout: float
     seconds = time.perf_counter() - start
     obligations = safety_verdicts(e, fix, dropped, per_kind, safety_seconds)
     obligations.append(epochs_monotonic_verdict(e, em, seconds))
-    strengthening = [n for n in fix.kept if n not in ALWAYS]
-    return InductionResult(e.generation, strengthening, {n: d for n, d in dropped.items() if n not in ALWAYS},
+    if e.enc.step_faults():
+        ov = check_only_valid_transitions(e, fix.kept)
+        obligations.append(only_valid_transitions_verdict(e, ov, time.perf_counter() - start))
+        queries += ov.queries
+    strengthening = [n for n in fix.kept if n not in always]
+    return InductionResult(e.generation, strengthening, {n: d for n, d in dropped.items() if n not in always},
                            obligations, queries + em.queries, seconds, per_kind, fix.timing)
 
 
-__all__ = ["KIP_320_STRENGTHENING", "KIP_320_DURABILITY", "KIP_320_RECONCILIATION", "HIGH_WATERMARK_STRENGTHENING", "check_preserved",
+__all__ = ["KIP_320_STRENGTHENING", "KIP_320_DURABILITY", "KIP_320_RECONCILIATION", "KIP_320_COMMITTED_PREFIX", "HIGH_WATERMARK_STRENGTHENING", "check_preserved",
            "CANDIDATES", "EPOCH_CANDIDATES", "candidates_for", "prove_inductive", "describe", "describe_pair", "bounds",
            "InductionResult", "InductionObligation", "Cti", "counterexample_to_induction", "encode", "houdini",
-           "explain", "check_epochs_monotonic", "safety_verdicts", "epochs_monotonic_verdict", "Encoded", "Fixpoint",
+           "explain", "check_epochs_monotonic", "safety_verdicts", "epochs_monotonic_verdict",
+           "check_only_valid_transitions", "only_valid_transitions_verdict", "Encoded", "Fixpoint",
            "Explained", "StepCheck"]
 
 
@@ -1280,13 +1362,16 @@ KIP_320_STRENGTHENING = HIGH_WATERMARK_STRENGTHENING + (
     "ControllerDeadAreBlank", "VersionsFollowEpochs", "ZnodeIsrWithinQueuedLeadership", "LiveLeadersLeadTheZnode",
     "CommittedHeldByIsrEvenIfDown", "RemoteLeoSoundEvenIfDown", "AnswersNotAheadOfCache", "AnswersCoverRecordedLeo",
     "OfflineMeansLeaderless", "EmptyEpochsOnlyAtLeaders", "QueuedRequestsKeepLiveLeaders",
-    "FollowersWaitForTheirLeader", "RecordsNotBeforeTheirEpochStart", "BlankReplicasFetchNormally")
+    "FollowersWaitForTheirLeader", "RecordsNotBeforeTheirEpochStart", "BlankReplicasFetchNormally",
+    *KIP_320_COMMITTED_PREFIX)
 """What Houdini keeps for kip-320 with one crash and three replicas (leader-crash-kip-320): the
 high-watermark set, two more replica facts and every candidate of :data:`EPOCH_CANDIDATES` (the
 durability facts :data:`KIP_320_DURABILITY` and the reconciliation facts
 :data:`KIP_320_RECONCILIATION` among them); with it NoCommittedWriteLost is proved inductive
 (specs/08-symbolic.md#the-kip-320-gap). CheckpointBelowLogEnd holds on reachable states but is not
-inductive (truncating to an epoch's end may cut below the checkpoint in an unreachable state)."""
+inductive (truncating to an epoch's end may cut below the checkpoint in an unreachable state). With the
+committed-prefix facts (:data:`KIP_320_COMMITTED_PREFIX`, :mod:`.committed`) StrongIsr, LogMatching and
+ConsistentRead are proved too (specs/08-symbolic.md#the-committed-prefix)."""
 
 
 KIP_320_DURABILITY = (

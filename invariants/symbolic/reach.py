@@ -10,8 +10,11 @@ pre-state equal to a reachable one up to renaming brokers is found).
 from __future__ import annotations
 
 from collections import deque
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
+
+from .verdicts import Verdict
 
 DEFAULT_MAX_STATES = 200_000
 
@@ -29,12 +32,13 @@ class Reach:
         return False if self.complete else None
 
 
-def search_for(cfg: Any, wanted: list[Any], max_states: int = DEFAULT_MAX_STATES) -> Reach:
-    """Search the reachable states of ``cfg`` for each state of ``wanted`` (model States)."""
+def search_for(cfg: Any, wanted: list[Any], max_states: int = DEFAULT_MAX_STATES, protocol: Any = None) -> Reach:
+    """Search the reachable states of ``cfg`` (under ``protocol``, the model's by default) for each
+    state of ``wanted`` (model States)."""
     from isrcheck.invariants import build_model
     from isrcheck.model.checker import ModelFault
 
-    model = build_model(cfg, properties=[])
+    model = build_model(cfg, protocol=protocol, properties=[])
     fp = model.fingerprint
     targets: dict[int, list[int]] = {}
     for i, s in enumerate(wanted):
@@ -71,4 +75,126 @@ def search_for(cfg: Any, wanted: list[Any], max_states: int = DEFAULT_MAX_STATES
     return out
 
 
-__all__ = ["Reach", "search_for", "DEFAULT_MAX_STATES"]
+@dataclass
+class Witness:
+    """A real counterexample for a counterexample to induction: the explicit checker's shortest run
+    to a reachable state from which one action of the CTI's name breaks its property."""
+
+    trace: list[tuple[Any, Any]]  # (action, state) from the initial state (action None) to the violation
+    searched: int
+
+    @property
+    def steps(self) -> int:
+        return len(self.trace) - 1
+
+
+def find_breaking_step(cfg: Any, prop: str, action_names: set[str], max_states: int = DEFAULT_MAX_STATES,
+                       protocol: Any = None) -> Witness | None:
+    """Breadth-first over the reachable states of ``cfg`` (under ``protocol``), without symmetry: the
+    first state where ``prop`` holds and an action named in ``action_names`` leads to a state where it
+    fails (for OnlyValidTransitions: the action is refused as an illegal move). None when there is
+    none among the first ``max_states`` states, or ``prop`` is not an always-property of the model."""
+    from isrcheck.invariants import build_model
+    from isrcheck.model.checker import ModelFault
+
+    model = build_model(cfg, protocol=protocol, symmetry=False, properties=[])
+    props = {p.name: p for p in build_model(cfg, protocol=protocol, symmetry=False).properties()
+             if p.kind == "always"}
+    check = props[prop].check if prop in props else None
+    if check is None and prop != "OnlyValidTransitions":
+        return None
+    fp = model.fingerprint
+    parent: dict[int, tuple[int | None, Any, Any]] = {}  # fingerprint -> (parent's, action, state)
+    queue: deque[Any] = deque()
+    for s in model.init_states():
+        f = fp(s)
+        if f not in parent:
+            parent[f] = (None, None, s)
+            queue.append(s)
+
+    def trace_to(s: Any, extra: list[tuple[Any, Any]]) -> list[tuple[Any, Any]]:
+        out = []
+        f: int | None = fp(s)
+        while f is not None:
+            up, a, st = parent[f]
+            out.append((a, st))
+            f = up
+        return out[::-1] + extra
+
+    while queue:
+        s = queue.popleft()
+        holds = check is None or check(s)
+        for a in model.actions(s):
+            try:
+                t = model.next_state(s, a)
+            except ModelFault as e:
+                if check is None and a.name in action_names and e.property_name == prop:
+                    return Witness(trace_to(s, [(a, s)]), len(parent))
+                continue
+            if check is not None and holds and a.name in action_names and not check(t):
+                return Witness(trace_to(s, [(a, t)]), len(parent))
+            g = fp(t)
+            if g not in parent and len(parent) < max_states:
+                parent[g] = (fp(s), a, t)
+                queue.append(t)
+    return None
+
+
+def classify(cfg: Any, obligations: Sequence[Any], max_states: int, protocol: Any = None,
+             kinds: dict[str, list[str]] | None = None,
+             progress: Callable[[str], None] = lambda _: None) -> dict[str, Any]:
+    """``prove inductive``'s REFUTED or NOT INDUCTIVE, decided by the explicit checker (running
+    ``protocol``, the model's by default) within ``max_states`` states: a refuted obligation's
+    counterexample to induction stays REFUTED when its pre-state is reachable (:func:`search_for`),
+    or when a reachable state exists from which an action of the CTI's name, or of any other action
+    kind that Houdini found breaking the property (``kinds``: property -> action kinds), breaks the
+    same property (:func:`find_breaking_step`; the run becomes the obligation's ``trace``); it
+    becomes NOT INDUCTIVE otherwise (in place). Returns the search's extent, for JSON."""
+    refuted = [o for o in obligations if o.verdict == Verdict.REFUTED]
+    with_cti = [o for o in refuted if getattr(o, "cti", None) is not None]
+    info: dict[str, Any] = {"max_states": max_states, "searched_states": 0, "complete": False, "reachable": [],
+                            "witnessed": {}}
+    if not refuted:
+        return info
+    reach = None
+    if with_cti and max_states > 0:
+        progress(f"searching the reachable states for {len(with_cti)} counterexample pre-state(s)")
+        reach = search_for(cfg, [o.cti.before for o in with_cti], max_states, protocol)
+        info.update(searched_states=reach.searched, complete=reach.complete)
+    for o in refuted:
+        cti = getattr(o, "cti", None)
+        known = reach.reachable(with_cti.index(o)) if reach is not None and o in with_cti else None
+        if known is True:
+            depth = reach.found[with_cti.index(o)]  # type: ignore[union-attr]
+            info["reachable"].append(o.property)
+            o.detail += (f"; REFUTED: the pre-state is reachable (the explicit checker reaches it in {depth} "
+                         f"step(s)), so this step breaks the property in a real run")
+            continue
+        if cti is not None and max_states > 0:
+            names = {cti.action.split("(")[0]} | {k.split(":")[0] for k in (kinds or {}).get(o.property, ())}
+            progress(f"searching the reachable states for a step breaking {o.property}")
+            witness = find_breaking_step(cfg, o.property, names, max_states, protocol)
+            if witness is not None:
+                info["witnessed"][o.property] = witness.steps
+                info["reachable"].append(o.property)
+                o.trace = witness.trace
+                o.detail += (f"; REFUTED: the explicit checker reaches a state from which {witness.trace[-1][0]} "
+                             f"breaks it, {witness.steps} steps from the initial state (the run is shown)")
+                continue
+        o.verdict = Verdict.NOT_INDUCTIVE
+        if cti is None:
+            o.detail += "; no counterexample to induction to look for: no reachable counterexample known"
+        elif known is False:
+            o.detail += (f"; the pre-state is not reachable (all {reach.searched:,} reachable states "  # type: ignore[union-attr]
+                         "searched), nor a state from which such a step breaks the property: no reachable "
+                         "counterexample known")
+        elif reach is None:
+            o.detail += "; the pre-state was not searched for (--reach-states 0): no reachable counterexample known"
+        else:
+            o.detail += (f"; neither the pre-state nor a state from which such a step breaks the property was met "
+                         f"in the first {reach.searched:,} reachable states (--reach-states): no reachable "
+                         "counterexample known")
+    return info
+
+
+__all__ = ["Reach", "Witness", "search_for", "find_breaking_step", "classify", "DEFAULT_MAX_STATES"]

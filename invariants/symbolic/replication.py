@@ -43,7 +43,7 @@ from isrcheck.model.state import State
 
 from .admin import admin_unsupported
 from .generations import GENERATIONS, generation
-from .instance import Instance, Unsupported
+from .instance import Instance, TruncationRule, Unsupported
 from .operations import Operations, needs_operations
 from .reassignment import universe
 from .types import (
@@ -93,10 +93,12 @@ class Encoding:
     which are handed this encoding and call back only through :class:`~.instance.Encoder`."""
 
     def __init__(self, cfg: Config, generation_name: str | None = None, queue: int | None = None,
-                 split_broker_change: bool = False, epoch_slots: int | None = None) -> None:
+                 split_broker_change: bool = False, epoch_slots: int | None = None,
+                 rule: TruncationRule | None = None) -> None:
         if generation_name is not None and generation_name != cfg.generation:
             cfg = dataclasses.replace(cfg, generation=generation(generation_name).generation)
-        self.rule = generation(cfg.generation)
+        # ``rule``: a replacement TruncationRule for the generation's (a documented mutation, mutations.py)
+        self.rule = generation(cfg.generation) if rule is None else rule
         reason = unsupported_reason(cfg)
         if reason:
             raise Unsupported(reason)

@@ -12,10 +12,11 @@ import shutil
 import socket
 import subprocess
 import tempfile
-import uuid
 from pathlib import Path
 
 import pytest
+
+from isrcheck.impl.torture import make_zk_chroot
 
 ROOT = Path(__file__).resolve().parents[2]
 SCRIPT = ROOT / "scripts" / "zookeeper.sh"
@@ -48,18 +49,8 @@ def zookeeper():
 
 
 def zk_chroot(hosts: str) -> str:
-    """A fresh, empty chroot on the server: ``HOST:PORT/isrcheck-test-<uuid>``."""
-    from kazoo.client import KazooClient
-
-    root = f"/isrcheck-test-{uuid.uuid4().hex[:12]}"
-    k = KazooClient(hosts=hosts)
-    k.start(timeout=10)
-    try:
-        k.create(root, b"")
-    finally:
-        k.stop()
-        k.close()
-    return hosts + root
+    """A fresh, empty chroot on the server: ``HOST:PORT/isrcheck-test-<random>``."""
+    return make_zk_chroot(hosts, "isrcheck-test")
 
 
 @pytest.fixture(scope="session")

@@ -15,7 +15,7 @@ import pytest
 
 from isrcheck.impl.client import BrokerConnection
 from isrcheck.impl.cluster import LocalCluster
-from isrcheck.impl.frame import HEADER, MAGIC, encode_frame, encode_message
+from isrcheck.impl.frame import HEADER, MAGIC, FrameDecoder, encode_frame, encode_message
 from isrcheck.impl.messages import ErrorResponse, MetadataRequest, MetadataResponse, from_wire
 
 pytestmark = pytest.mark.cluster
@@ -110,8 +110,8 @@ def _garbage_cases() -> list[bytes]:
     ]
 
 
-def _still_serves(port: int) -> None:
-    conn = BrokerConnection("127.0.0.1", port, 5.0)
+def _still_serves(port: int, secret: bytes | None) -> None:
+    conn = BrokerConnection("127.0.0.1", port, 5.0, secret)
     try:
         ans = conn.request(MetadataRequest(42))
         assert isinstance(ans, MetadataResponse) and ans.request_id == 42
@@ -134,16 +134,14 @@ def test_malformed_frames_are_rejected_and_the_broker_keeps_serving(tmp_path):
                         reply += chunk
                 except (ConnectionResetError, socket.timeout):
                     pass
-            if reply:  # the broker says why, in a frame, before closing
-                _magic, _v, _t, _r, n = HEADER.unpack(reply[:10])
-                import json
-                msg = from_wire(json.loads(reply[10:10 + n]))
+            if reply:  # the broker says why, in a frame (authenticated: the cluster has a secret), before closing
+                msg = from_wire(FrameDecoder(secret=c.secret).feed(reply)[0])
                 assert isinstance(msg, ErrorResponse) and msg.error
-            _still_serves(port)
+            _still_serves(port, c.secret)
             assert c.alive("broker-1")
         # a bad message on a good connection is answered, and the connection stays usable
         with socket.create_connection(("127.0.0.1", port), timeout=5) as s:
-            s.sendall(encode_frame({"type": "Nope"}) + encode_message(MetadataRequest(7)))
+            s.sendall(encode_frame({"type": "Nope"}, secret=c.secret) + encode_message(MetadataRequest(7), secret=c.secret))
             data = b""
             while data.count(MAGIC) < 2:
                 data += s.recv(65536)

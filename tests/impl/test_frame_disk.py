@@ -11,6 +11,7 @@ from isrcheck.impl.frame import (
 )
 from isrcheck.impl.log import FileDisk, SimDisk
 from isrcheck.impl.messages import FetchResponse, LeaderAndIsr, MessageError, Persist, Record
+from isrcheck.impl.segment_format import encode_records
 
 
 def test_messages_round_trip_through_frames():
@@ -26,7 +27,7 @@ def test_messages_round_trip_through_frames():
 
 @pytest.mark.parametrize("data, error", [
     (b"XX" + bytes(8), BadMagic),
-    (HEADER.pack(MAGIC, 2, 1, 0, 0), UnsupportedVersion),
+    (HEADER.pack(MAGIC, 3, 1, 0, 0), UnsupportedVersion),  # 2 is the authenticated frame
     (HEADER.pack(MAGIC, 1, 9, 0, 0), UnknownType),
     (HEADER.pack(MAGIC, 1, 1, 0, 10_000_000), Oversized),
     (HEADER.pack(MAGIC, 1, 1, 0, 3) + b"\xff\xfe!", Malformed),
@@ -79,8 +80,9 @@ def test_file_disk_round_trip_truncation_and_a_torn_record(tmp_path):
     d.apply(Persist("create", 1))
     d.apply(Persist("delete", 1))
     d.close()
+    torn, _ = encode_records(3, [Record(5, 2, "e")])
     with open(tmp_path / "0" / "00000000000000000000.log", "ab") as f:
-        f.write(b'{"id": 5, "ep')  # a crash in the middle of a write
+        f.write(torn[:-3])  # a crash in the middle of a write
     img = FileDisk(tmp_path).image()
     assert [(r.id, r.epoch, r.value) for r in img.logs[0]] == [(1, 0, "a"), (2, 0, "b"), (4, 2, "d")]
     assert img.checkpoints == {0: 2} and 1 not in img.logs

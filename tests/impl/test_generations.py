@@ -14,6 +14,7 @@ import pytest
 from isrcheck.impl import epoch_cache as EC
 from isrcheck.impl.broker_core import BrokerCore, DiskImage
 from isrcheck.impl.config import from_mapping
+from isrcheck.impl.checkpoint_format import encode as encode_checkpoint
 from isrcheck.impl.log import EPOCH_FILE, FileDisk, SimDisk
 from isrcheck.impl.messages import (
     Command,
@@ -482,7 +483,9 @@ def test_the_file_disk_keeps_a_kafka_style_leader_epoch_checkpoint(tmp_path):
     disk.apply(Persist("create", 0))
     disk.apply(Persist("append", 0, (Record(1, 0), Record(2, 3), Record(3, 3))))
     disk.apply(Persist("epochs", 0, ((0, 0), (3, 1), (5, 3))))
-    assert (tmp_path / "0" / EPOCH_FILE).read_text() == "0\n3\n0 0\n3 1\n5 3\n"
+    text = (tmp_path / "0" / EPOCH_FILE).read_text()  # Kafka's lines, with a format version and a checksum
+    assert text.startswith("1\n3\n0 0\n3 1\n5 3\ncrc32c ")
+    assert text.encode() == encode_checkpoint([(0, 0), (3, 1), (5, 3)])
     disk.close()
     image = FileDisk(tmp_path).image()
     assert image.epochs == {0: [(0, 0), (3, 1), (5, 3)]}
@@ -642,7 +645,7 @@ def test_a_kip_320_cluster_of_real_processes_reconciles_after_a_sigkill(tmp_path
         caches = {b: (tmp_path / "cluster" / f"data-{b}" / "0" / EPOCH_FILE).read_text() for b in (1, 2, 3)}
     finally:
         c.down()
-    # Kafka's format; epoch 0 from offset 0, and the new leader's epoch from offset 10 (after the
-    # records of epoch 0) on every broker: the leader took over there, the others fetched from it
-    expected = f"0\n2\n0 0\n{state.leader_epoch} 10\n"
+    # Kafka's lines (impl/checkpoint_format.py); epoch 0 from offset 0, and the new leader's epoch from offset 10
+    # (after the records of epoch 0) on every broker: the leader took over there, the others fetched from it
+    expected = encode_checkpoint([(0, 0), (state.leader_epoch, 10)]).decode()
     assert state.leader_epoch >= 1 and caches == {1: expected, 2: expected, 3: expected}

@@ -105,8 +105,10 @@ def test_the_pinned_strengthening_holds_on_reachable_states():
 def test_unknown_generation_and_scope_errors():
     from isrcheck.invariants.symbolic.instance import Unsupported
 
-    with pytest.raises(Unsupported, match="prove inductive. does not cover reassignments"):
-        prove_inductive(from_mapping({"operations": {"reassignments": [{"partition": 0, "target": [2, 3]}]}}))
+    # reassignments are taken (tests/invariants/test_symbolic_induction_operations.py), not with topic creation
+    with pytest.raises(Unsupported, match="reassignments only without topic creation"):
+        prove_inductive(from_mapping({"operations": {"reassignments": [{"partition": 0, "target": [2, 3]}],
+                                                     "topic_creation": True}}))
     with pytest.raises(Unsupported, match="unknown generation"):
         prove_inductive(from_mapping({}), generation_name="kip-999")
 
@@ -228,6 +230,9 @@ def test_houdini_on_kip_320_with_a_crash():
         assert v[name].verdict == Verdict.PROVED, name
     # specs/08-symbolic.md#the-kip-320-gap: durability is proved with the reconciliation facts
     assert v["NoCommittedWriteLost"].verdict == Verdict.PROVED, v["NoCommittedWriteLost"].detail
+    # specs/08-symbolic.md#the-committed-prefix: and with the committed-prefix facts the other three
+    for name in ("StrongIsr", "LogMatching", "ConsistentRead"):
+        assert v[name].verdict == Verdict.PROVED, v[name].detail
     assert set(KIP_320_RECONCILIATION) <= set(res.kept)
     assert set(res.kept) == set(KIP_320_STRENGTHENING)
 

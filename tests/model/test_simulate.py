@@ -99,7 +99,7 @@ def test_violation_trace_replays_to_a_bad_state():
     assert found is not None, "no seed found the unclean-election counterexample"
     v = found.violations[0]
     assert v.kind == "always" and v.trace[0].action is None
-    assert found.walks < 100  # the run stopped at the violation
+    assert found.walks < 100  # the run stopped after the violation (and its bounded shrinking)
     steps = replay_actions(model, [s.action for s in v.trace[1:]])
     assert steps[-1].state == v.trace[-1].state
     prop = next(p for p in model.properties() if p.name == v.property)
@@ -171,3 +171,54 @@ def test_zero_walks_and_bad_arguments():
     assert r.walks == 0 and r.steps == 0 and r.outcome == "success"
     with pytest.raises(ValueError):
         simulate(Counter(), seed=0, walks=-1, max_depth=5)
+
+
+# ---------------------------------------------------------------------------- swarm walks and shrinking
+HW_TRUNCATION = {"brokers": 3, "max_records": 2, "faults": {"crashes": 1}}  # hw-truncation-one-crash
+
+
+def test_swarm_walks_find_what_uniform_walks_miss():
+    """The README's main weakness: 1,000 uniform walks miss it with seed 0; swarm walks find it."""
+    model = build_model(from_mapping(HW_TRUNCATION))
+    uniform = simulate(model, seed=0, walks=1000, max_depth=100, strategy="uniform", shrink=False)
+    assert uniform.outcome == "success" and uniform.walks == 1000 and uniform.strategy == "uniform"
+    swarm = simulate(model, seed=0, walks=1000, max_depth=100, shrink=False)
+    assert swarm.outcome == "safety_failure" and swarm.strategy == "swarm"
+    assert [v.property for v in swarm.violations] == ["NoCommittedWriteLost"]
+    assert swarm.walks == swarm.first_found < 1000  # without shrinking the run stops there
+
+
+def test_shrinking_reports_a_shorter_violation_of_a_real_trace():
+    model = build_model(from_mapping(HW_TRUNCATION))
+    first = simulate(model, seed=0, walks=10_000, max_depth=100, shrink=False)
+    shrunk = simulate(model, seed=0, walks=10_000, max_depth=100)
+    assert shrunk.first_found == first.first_found  # the same walks up to the first violation
+    assert shrunk.walks == first.first_found + max(first.first_found, 1000)  # then max(i, walks/10) more
+    v, w = shrunk.violations[0], first.violations[0]
+    assert v.length < w.length and v.property == "NoCommittedWriteLost"
+    steps = replay_actions(model, [s.action for s in v.trace[1:]])
+    prop = next(p for p in model.properties() if p.name == v.property)
+    assert steps[-1].state == v.trace[-1].state and not prop.check(steps[-1].state)
+
+
+def test_every_property_the_violating_step_breaks_is_reported():
+    """A lossy crash and a quick restart lose an acknowledged write and break the strong ISR in one
+    state: both properties are reported, with the same trace."""
+    cfg = {"brokers": 2, "replication_factor": 2, "max_records": 1,
+           "faults": {"lossy_crashes": 1, "undetected_restarts": 1}}
+    r = simulate(build_model(from_mapping(cfg)), seed=0, walks=200, max_depth=50)
+    names = [v.property for v in r.violations]
+    assert {"NoCommittedWriteLost", "StrongIsr"} <= set(names), names
+    assert len({id(v.trace) for v in r.violations}) == 1
+
+
+def test_swarm_walks_are_a_function_of_the_seed():
+    model = build_model(from_mapping(SMALL_CRASH))
+    a, b = (simulate(model, seed=5, walks=60, max_depth=30) for _ in range(2))
+    assert _comparable(a) == _comparable(b) and a.strategy == "swarm"
+    assert _comparable(a) != _comparable(simulate(model, seed=6, walks=60, max_depth=30))
+
+
+def test_unknown_strategy():
+    with pytest.raises(ValueError, match="strategy"):
+        simulate(Counter(), seed=0, walks=1, max_depth=1, strategy="clever")

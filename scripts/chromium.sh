@@ -1,0 +1,44 @@
+#!/usr/bin/env bash
+# Headless Chromium for the test that renders `isrcheck report`'s HTML page (tests/cli/test_report_browser.py).
+#
+#   scripts/chromium.sh install     install Debian's `chromium` package if no browser is installed
+#   scripts/chromium.sh path        the same, then print the browser's path on stdout
+#
+# Exit status: 0 on success, 1 on failure with one line on stderr saying why, 2 on bad usage.
+set -euo pipefail
+
+die() { echo "chromium.sh: $*" >&2; exit 1; }
+
+find_browser() {  # the first of Debian's and Ubuntu's names that is on the PATH
+    local name
+    for name in chromium chromium-browser; do
+        if command -v "$name" >/dev/null 2>&1; then
+            command -v "$name"
+            return 0
+        fi
+    done
+    return 1
+}
+
+install_chromium() {
+    if find_browser >/dev/null; then
+        return 0
+    fi
+    command -v apt-get >/dev/null 2>&1 || die "Chromium is not installed and apt-get is not available"
+    local sudo=""
+    if [[ "$(id -u)" != "0" ]]; then
+        command -v sudo >/dev/null 2>&1 && sudo -n true 2>/dev/null || die "Chromium is not installed and installing it needs root"
+        sudo="sudo -n"
+    fi
+    echo "chromium.sh: installing Debian's chromium package" >&2
+    $sudo apt-get update -qq >/dev/null 2>&1 || die "apt-get update failed"
+    DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq chromium >/dev/null 2>&1 \
+        || die "apt-get install chromium failed"
+    find_browser >/dev/null || die "the chromium package did not put a browser on the PATH"
+}
+
+case "${1:-}" in
+    install) install_chromium ;;
+    path) install_chromium; find_browser ;;
+    *) echo "usage: scripts/chromium.sh install|path" >&2; exit 2 ;;
+esac
