@@ -35,8 +35,11 @@ system-deps:
 	@if [ -f scripts/ensure-java.sh ]; then bash scripts/ensure-java.sh; fi
 
 ## test: install with test extras and the system dependencies, run the test suite
+## (on TEST_WORKERS processes, 2 by default as CI has 2 cores; a file's tests stay in one process,
+## so its module fixtures are built once; the slowest tests are listed at the end, to watch CI's time)
+TEST_WORKERS ?= 2
 test: $(STAMP) $(NATIVE) system-deps
-	$(PY) -m pytest -q
+	$(PY) -m pytest -q -n $(TEST_WORKERS) --dist loadfile --durations=25
 
 ## gate-all: the gate including the large models
 gate-all: $(STAMP) $(NATIVE)

@@ -9,8 +9,9 @@ Each setting runs seeds 0..N-1 one after the other (impl/torture.py: up, acks=al
 and a consumer, the seed's faults, heal, settle, judge; the event logs are not validated here) and
 prints one row: runs, faults done, acks=all writes acknowledged and lost, acks=1 writes acknowledged
 and lost, runs with a violation (acks=all lost, reordered, diverged), runs that did not settle, the
-median and largest failover (a fault striking the leader -> another leader in the store) and the
-wall-clock seconds. The first setting is within Kafka's promise for acks=all; the others are not.
+median and largest failover (a fault striking the leader -> another leader in the store), the same
+for controller failovers (a fault ending the active controller's session, by a kill or a cut from the
+store -> a higher controller epoch in the store) and the wall-clock seconds. The first setting is within Kafka's promise for acks=all; the others are not.
 """
 from __future__ import annotations
 
@@ -29,6 +30,10 @@ SETTINGS: tuple[tuple[str, TortureSetting], ...] = (
 )
 
 
+def _med_max(xs: list[float]) -> str:
+    return f"{statistics.median(xs):.2f}/{max(xs):.2f}" if xs else "-"
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--seeds", type=int, default=5)
@@ -42,7 +47,7 @@ def main() -> None:
     kinds = tuple(args.faults.split(",")) if args.faults else None
     stores = [("embedded", None)] + ([("zookeeper", args.zookeeper)] if args.zookeeper else [])
     head = (f"{'setting':<28} {'store':<9} {'runs':>4} {'faults':>6} {'all acked':>9} {'lost':>4} "
-            f"{'1 acked':>7} {'lost':>4} {'violating':>9} {'unsettled':>9} {'failover med/max s':>18} {'seconds':>7}")
+            f"{'1 acked':>7} {'lost':>4} {'violating':>9} {'unsettled':>9} {'failover med/max s':>18} {'ctl failover s':>18} {'seconds':>7}")
     print(head)
     rows = []
     for name, base in SETTINGS:
@@ -52,7 +57,8 @@ def main() -> None:
             s = replace(base, store=store, zookeeper=zk, duration=args.duration, kinds=kinds)
             t = time.monotonic()
             row = {"setting": name, "store": store, "runs": 0, "faults": 0, "acked_all": 0, "lost_all": 0,
-                   "acked_one": 0, "lost_one": 0, "violating": [], "unsettled": [], "failovers": []}
+                   "acked_one": 0, "lost_one": 0, "violating": [], "unsettled": [], "failovers": [],
+                   "controller_failovers": []}
             for seed in range(args.start, args.start + args.seeds):
                 r = run_torture(seed, s)
                 row["runs"] += 1
@@ -62,6 +68,7 @@ def main() -> None:
                 row["acked_one"] += r.acked_one
                 row["lost_one"] += r.verdict_acks1.lost_count
                 row["failovers"] += r.failovers
+                row["controller_failovers"] += r.controller_failovers
                 if not r.ok:
                     row["violating"].append(seed)
                 if not r.settled:
@@ -73,7 +80,7 @@ def main() -> None:
             fos = f"{statistics.median(fo):.2f}/{max(fo):.2f}" if fo else "-"
             print(f"{name:<28} {store:<9} {row['runs']:>4} {row['faults']:>6} {row['acked_all']:>9} "
                   f"{row['lost_all']:>4} {row['acked_one']:>7} {row['lost_one']:>4} {len(row['violating']):>9} "
-                  f"{len(row['unsettled']):>9} {fos:>18} {row['seconds']:>7}", flush=True)
+                  f"{len(row['unsettled']):>9} {fos:>18} {_med_max(row['controller_failovers']):>18} {row['seconds']:>7}", flush=True)
             if row["violating"]:
                 print(f"  violating seeds: {row['violating']}")
             rows.append(row)

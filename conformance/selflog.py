@@ -16,7 +16,18 @@ Every process of a real cluster run writes its own file (``<name>.<pid>.events.j
   a broker's HW checkpoints logged after the controller's ``ControlledShutdown`` of it, before it heard
   of it, go before the controller's step (:func:`_checkpoints_before_shutdown`); and a follower's half
   of a fetch its leader answered before the launcher's ``Crash`` of it, logged after that line, goes
-  before it (:func:`_fetches_before_crash`);
+  before it (:func:`_fetches_before_crash`); a follower's half of a fetch its leader answered without
+  logging a half, logged after a later step of the leader, goes back to where the leader answered it
+  (:func:`_unlogged_answers_in_place`); a leader's append that a SIGKILL left on disk without its line
+  is a ``Produce`` before the crash (:func:`_appends_lost_in_a_crash`); a broker's ``Reregister`` with no
+  logged ``ExpireSession`` since its last registration (a fault other than the launcher's ``expire``
+  ended its session) proves one: it is added before the controller's first line dropping the broker
+  from an ISR since then, or before the ``Reregister`` (:func:`_expiries_unlogged`);
+- record ids are the model's: the n-th ``Produce`` of a partition appends record n, whatever id the
+  client gave it (a write sent again after a later one, or appended twice; :func:`_renumber_records`);
+- each event also carries every other broker's log end and HW as its last line gave them, which hold
+  until its next line save where the model changes them first (:func:`_with_held`): this keeps the
+  candidate states of a run with a follower cut off for seconds few (thousands, and minutes, without);
 - the run's prefix before the cluster reached the model's initial state (controllers electing,
   brokers registering, the topic being created) is folded into the header's ``initial``: the start is
   the first line after which the facts logged so far cover the controller epoch, each partition's
@@ -30,12 +41,15 @@ Every process of a real cluster run writes its own file (``<name>.<pid>.events.j
   (:data:`MAX_SILENT`) bounds them.
 
 The configuration is the processes' (the model's keys of it), with budgets fitted to the run: as many
-crashes and controller failovers as the launcher logged, as many records as were produced.
+crashes, controller failovers and session expiries as were logged (or inferred), as many records as were
+produced; and acks=1 if any write was (torture mixes an acks=1 producer in, whose writes a leader appends
+with its ISR below min.insync.replicas).
 """
 from __future__ import annotations
 
 import dataclasses
 import json
+import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -63,7 +77,9 @@ MAX_SILENT = 4
 #: leader's and the follower's halves; a controller's reaction spans store calls and requests; a
 #: DeliverRequest that changes nothing a broker owns is not logged). Not silent: ShrinkIsr and
 #: CheckpointHighWatermark (every one the implementation does is logged, named), Produce, Crash,
-#: Restart, ControllerFailover and ControlledShutdown (likewise; the last by the controller).
+#: Restart, ControllerFailover and ControlledShutdown (likewise; the last by the controller),
+#: ExpireSession (the launcher, when it forces one; the merge infers the others) and Reregister (the
+#: broker, on its new session).
 SILENT = ("DeliverRequest", "Fetch", "OffsetsForLeaderEpoch", "TruncateToEpochEndOffset", "ProcessBrokerChange",
           "ResignController", "ElectPreferredLeader", "ReassignPartition", "CreateTopic", "StartTopicDeletion",
           "CompleteTopicDeletion")
@@ -226,7 +242,8 @@ def _model_config(raw: Mapping[str, Any], lines: Sequence[SelfLine]) -> Config:
     faults = dataclasses.replace(cfg.faults, crashes=max(cfg.faults.crashes, crashes),
                                  controller_failovers=max(cfg.faults.controller_failovers,
                                                           named.count("ControllerFailover")),
-                                 isr_shrinks=max(cfg.faults.isr_shrinks, named.count("ShrinkIsr") + 2 * crashes + 1))
+                                 isr_shrinks=max(cfg.faults.isr_shrinks, named.count("ShrinkIsr") + 2 * crashes + 1),
+                                 session_expiries=max(cfg.faults.session_expiries, named.count("ExpireSession")))
     # the reassignments the run requested, in its order (the model's RequestReassignment takes the next
     # one of the list, so what the configuration declares is replaced by what was logged)
     requested = tuple(Reassignment(args[0], tuple(args[1])) for ln in lines if ln.kind == "action"
@@ -235,8 +252,14 @@ def _model_config(raw: Mapping[str, Any], lines: Sequence[SelfLine]) -> Config:
     operations = dataclasses.replace(cfg.operations, controlled_shutdowns=max(cfg.operations.controlled_shutdowns,
                                                                               named.count("ControlledShutdown")),
                                      reassignments=requested or cfg.operations.reassignments)
+    # the model has one acks setting: a run with acks=1 writes (torture's second producer, whose writes
+    # the leader appends with its ISR below min.insync.replicas too) is checked under acks=1, which
+    # enables Produce there; an acks=all write appended so is then not caught here (impl/torture.py
+    # checks acknowledged writes itself)
+    acks = "1" if any(ln.kind == "action" and ln.action is not None and ln.action[0] == "Produce"
+                      and ln.note.startswith("acks=1") for ln in lines) else cfg.acks
     return dataclasses.replace(cfg, faults=Faults(**dataclasses.asdict(faults)), operations=operations,
-                               max_records=max(cfg.max_records, records))
+                               max_records=max(cfg.max_records, records), acks=acks)
 
 
 def _anchors(cfg: Config, init: Mapping[str, Any]) -> list[str]:
@@ -381,6 +404,7 @@ def _fetches_before_crash(lines: list[SelfLine]) -> tuple[list[SelfLine], int]:
     """
     leader: dict[int, tuple[Any, Any]] = {}  # partition -> (leader, leader epoch), as last logged
     crash: dict[str, tuple[int, int]] = {}  # follower -> (index in ``lines`` of the Crash line, victim)
+    led: dict[str, dict[int, tuple[Any, Any]]] = {}  # follower -> the leaders as logged before the crash
     pending: dict[str, list[int]] = {}  # follower -> its checkpoints since the crash (indices in ``lines``)
     dest: dict[int, int] = {}  # index of a moved line -> index of the Crash line it goes before
     for i, ln in enumerate(lines):
@@ -395,7 +419,7 @@ def _fetches_before_crash(lines: list[SelfLine]) -> tuple[list[SelfLine], int]:
                 continue
             p = act[1][1] if act is not None and act[0] == "Fetch" and act[1] is not None \
                 and act[1][0] == follower else None
-            if p is not None and ln.kind == "observation" and leader.get(p, (None, None)) == (
+            if p is not None and ln.kind == "observation" and led[ln.process].get(p, (None, None)) == (
                     v, ln.facts.get(f"replicas[{follower},{p}].leader_epoch")):
                 for k in pending[ln.process] + [i]:
                     dest[k] = at
@@ -418,23 +442,370 @@ def _fetches_before_crash(lines: list[SelfLine]) -> tuple[list[SelfLine], int]:
             for other in sorted({x.process for x in lines if x.role == "broker"}):
                 if other != f"broker-{v}" and other not in crash:
                     crash[other] = (i, v)
+                    led[other] = dict(leader)  # a controller's new leader after the crash answered nothing
                     pending[other] = []
     if not dest:
         return lines, 0
+    return _move_before(lines, dest, "the launcher's crash of the leader that answered its fetch"), len(dest)
+
+
+def _move_before(lines: list[SelfLine], dest: Mapping[int, int], why: str) -> list[SelfLine]:
+    """``lines`` with each line ``k`` of ``dest`` moved just before line ``dest[k]`` (in their order),
+    taking that line's clock and a note naming it: ``placed before <why> (<where>)``."""
     before: dict[int, list[SelfLine]] = {}
     for k in sorted(dest):
         at = dest[k]
         ln = lines[k]
         before.setdefault(at, []).append(dataclasses.replace(
-            ln, t=lines[at].t, note=(ln.note + "; " if ln.note else "")
-            + f"placed before the launcher's crash of the leader that answered its fetch ({lines[at].where})"))
+            ln, t=lines[at].t, note=(ln.note + "; " if ln.note else "") + f"placed before {why} ({lines[at].where})"))
     out: list[SelfLine] = []
     for i, ln in enumerate(lines):
         if i in dest:
             continue
         out += before.get(i, [])
         out.append(ln)
-    return out, len(dest)
+    return out
+
+
+def _unlogged_answers_in_place(lines: list[SelfLine], max_fetch_records: int = 0) -> tuple[list[SelfLine], int]:
+    """The merged lines with each follower's half of a fetch whose leader logged no half of it placed
+    where the leader answered it, if a later line of the leader came first; and how many lines were moved.
+
+    The leader logs its half of ``Fetch(f, p)`` only when its own facts change; when they do not (its
+    HW was already where the fetch puts it) the follower's half is the only line of the model's step.
+    The leader's other steps go on meanwhile: a ``Produce`` appended (or another follower's fetch moved
+    the HW) after it had answered, and the follower logged its half after that line, showing the
+    leader's log and HW of before it, which the model's ``Fetch`` at that place does not give (on a
+    loaded host every torture run failed so: the model's follower had one record more, or a lower HW).
+    Nor is the latest such place always right: a leader that answered a follower's fetch and then
+    dropped it from the ISR (logging ``ShrinkIsr``, its log end and HW unchanged) would in the model
+    take it back into the ISR at a fetch after the shrink. And a leader's half may be the half of a
+    fetch whose answer was lost (a cut link): the follower's next half shows the answer to the fetch
+    it sent again, later.
+
+    So a follower's half of ``Fetch(f, p)`` with no leader's half since ``f``'s previous one, or with
+    one whose state before it is not what ``f`` logged (an ISR expansion is no half: the leader logs it
+    when the store answers its write, after it answered the fetch), is placed just before the earliest
+    line of its leader (the broker last logged as the partition's leader at the leader epoch ``f``'s
+    line shows) of the last run of that leader's lines before which it would answer what ``f`` logged
+    (its log end and HW), with that line's clock reading; ``f``'s HW checkpoints of ``p`` logged after
+    that place (local steps on its state before the fetch) go with it, in ``f``'s order. The place is
+    never before another line of ``f``, the leader's half of its fetch, or a controller's or the
+    launcher's action; with no such place the line stays (and is no model behaviour if it was none).
+    """
+    # (broker, partition) -> (leo, hw, role, leader epoch) as last logged
+    state: dict[tuple[int, int], tuple[Any, Any, Any, Any]] = {}
+    before: dict[tuple[int, int], tuple[Any, Any, Any, Any]] = {}  # (index, partition) -> state before it
+    asked: dict[tuple[int, int], int] = {}  # (follower, partition) -> index of its leader's half, not yet answered
+    dest: dict[int, int] = {}  # index of a moved line -> index of the leader's line it goes before
+    for i, ln in enumerate(lines):
+        act = ln.action
+        b = int(ln.process.rsplit("-", 1)[1]) if ln.role == "broker" else None
+        half = act is not None and act[0] == "Fetch" and act[1] is not None and ln.kind == "observation"
+        if half and b is not None and b != act[1][0]:
+            asked[(act[1][0], act[1][1])] = i
+        elif half and b == act[1][0]:
+            f, p = act[1]
+            target = _answered_at(lines, i, f, p, state, before, max_fetch_records, asked.pop((f, p), None))
+            if target is not None:
+                at, moved = target
+                for k in moved + [i]:
+                    dest[k] = at
+        if b is not None:
+            for k in ln.facts:
+                if k.startswith(f"replicas[{b},") and k.endswith("].leo"):
+                    p = int(k[len(f"replicas[{b},"):-len("].leo")])
+                    pre = f"replicas[{b},{p}]."
+                    before[(i, p)] = state.get((b, p), (None, None, None, None))
+                    state[(b, p)] = (ln.facts[k], ln.facts.get(pre + "hw"), ln.facts.get(pre + "role"),
+                                     ln.facts.get(pre + "leader_epoch"))
+    # a leader's line that is itself moved (its follower's half of another partition) is no place to go
+    # before: those lines stay
+    dest = {k: at for k, at in dest.items() if at not in dest}
+    if not dest:
+        return lines, 0
+    return _move_before(lines, dest, "the later step of the leader that answered its fetch"), len(dest)
+
+
+def _answered_at(lines: Sequence[SelfLine], i: int, f: int, p: int,
+                 state: Mapping[tuple[int, int], tuple[Any, Any, Any, Any]],
+                 before: Mapping[tuple[int, int], tuple[Any, Any, Any, Any]],
+                 max_fetch_records: int, half: int | None = None) -> tuple[int, list[int]] | None:
+    """Where the follower's half ``lines[i]`` of ``Fetch(f, p)`` goes (the index of the leader's line
+    it goes before, and ``f``'s checkpoints that go with it), or None if it stays; ``half``: the index
+    of the leader's half of ``f``'s fetch since ``f``'s previous half, if any."""
+    pre = f"replicas[{f},{p}]."
+    facts = lines[i].facts
+    leo, hw, epoch = facts.get(pre + "leo"), facts.get(pre + "hw"), facts.get(pre + "leader_epoch")
+    if not _is_int(leo) or not _is_int(hw) or epoch is None:
+        return None
+    leaders = [b for (b, q), (_, _, role, e) in state.items() if q == p and b != f and role == "leader" and e == epoch]
+    if len(leaders) != 1:
+        return None
+    leader = leaders[0]
+    old = state.get((f, p), (None, None, None, None))[0]
+
+    def answers(s: tuple[Any, Any, Any, Any]) -> bool:
+        l_leo, l_hw, role, e = s
+        if role != "leader" or e != epoch or not _is_int(l_leo) or not _is_int(l_hw):
+            return False
+        partial = max_fetch_records and _is_int(old) and leo - old == max_fetch_records and l_leo >= leo
+        return (l_leo == leo or partial) and min(l_hw, leo) == hw
+
+    if half is not None and (half, p) in before and answers(before[(half, p)]):
+        return None  # the answer to the fetch whose half the leader logged (_checkpoints_before_fetch)
+    moved: list[int] = []
+    at = None
+    for k in range(i - 1, half if half is not None else -1, -1):
+        ln = lines[k]
+        if ln.process == f"broker-{f}":
+            if ln.kind == "action" and ln.action == ("CheckpointHighWatermark", (f, p)):
+                moved.insert(0, k)
+                continue
+            break
+        if ln.role in ("controller", "launcher") and ln.kind == "action":
+            break
+        if ln.process == f"broker-{leader}" and (k, p) in before:
+            if answers(before[(k, p)]):
+                at = k
+            elif at is not None or before[(k, p)][2:] != ("leader", epoch):
+                break
+    if at is None:
+        return None
+    return at, [k for k in moved if k > at]
+
+
+def _appends_lost_in_a_crash(lines: list[SelfLine]) -> tuple[list[SelfLine], int]:
+    """The merged lines with a ``Produce`` line for each record a leader appended but did not log
+    before the launcher's ``Crash`` of it, placed just before that line; and how many were added.
+
+    A process logs a step after its disk writes are done (impl/event_log.py: a line never claims an
+    append a kill lost), so a SIGKILL between a leader's append and its line leaves the record on disk
+    and no line of it; its restart's line shows the record (on a loaded host a torture run failed at a
+    ``Restart`` whose log had one record more than the model's). Such records (the restart's log of a
+    partition is the one the broker last logged before the crash, as its leader, and more records of its
+    leader epoch) are ``Produce`` steps of the crashed leader, one line each, with the clock reading of
+    the ``Crash`` line. (A follower's unlogged fetch needs nothing: ``Fetch`` is a silent step.)
+    """
+    last: dict[str, SelfLine] = {}  # broker process -> its last line
+    crashed: dict[str, tuple[int, SelfLine | None]] = {}  # broker process -> (index of Crash, last line before)
+    add: dict[int, list[SelfLine]] = {}
+    for i, ln in enumerate(lines):
+        act = ln.action
+        if ln.role == "launcher" and ln.kind == "action" and act is not None and act[0] == "Crash" \
+                and act[1] is not None:
+            name = f"broker-{act[1][0]}"
+            crashed[name] = (i, last.get(name))
+        elif ln.role == "broker" and ln.process in crashed:
+            at, prev = crashed.pop(ln.process)
+            if prev is not None and act is not None and act[0] == "Restart":
+                add.setdefault(at, []).extend(_lost_appends(prev, ln, lines[at].t))
+        if ln.role == "broker":
+            last[ln.process] = ln
+    if not any(add.values()):
+        return lines, 0
+    out: list[SelfLine] = []
+    for i, ln in enumerate(lines):
+        out += add.get(i, [])
+        out.append(ln)
+    return out, sum(len(v) for v in add.values())
+
+
+def _expiries_unlogged(lines: list[SelfLine]) -> tuple[list[SelfLine], int]:
+    """The merged lines with an ``ExpireSession(b)`` line for each ``Reregister(b)`` that no logged
+    ``ExpireSession(b)`` comes before since ``b``'s last registration; and how many were added.
+
+    A broker logs ``Reregister(b)`` when it registers on a new store session, which it opens only after
+    its old one ended; the launcher logs ``ExpireSession(b)`` only for the ``expire`` fault. Other
+    faults end the session too (torture's ``partition`` cuts the store link, and with the embedded
+    store a closed connection ends the session at once): then the log has the re-registration and not
+    the expiry, and the controller's reaction to it (``b`` dropped from an ISR) had no cause in the
+    model (a torture run with ``--faults kill,partition`` failed so at the controller's leader/ISR
+    write). The expiry is a step of no process (it changes nothing a process logs, only the store's
+    registrations), so it is placed just before the first controller line since ``b``'s last
+    registration (its ``Restart`` or ``Reregister``) that drops ``b`` from a partition's ISR as last
+    logged (not its ``ControlledShutdown`` of ``b``, nor a leader's ``ShrinkIsr``), or, with none,
+    just before the ``Reregister``, with that line's clock reading; the controller's noticing it
+    (``ProcessBrokerChange``) is silent. It is counted in the fitted ``session_expiries`` budget.
+    """
+    isr: dict[str, Any] = {}  # partitions[p].isr -> the ISR as last logged
+    since: dict[int, int | None] = {}  # registered broker -> index of the first controller line dropping it since
+    expired: set[int] = set()  # brokers with a logged ExpireSession since their last registration
+    add: dict[int, list[SelfLine]] = {}
+    for i, ln in enumerate(lines):
+        act = ln.action if ln.kind == "action" else None
+        if ln.role == "controller" and (act is None or act[0] != "ControlledShutdown"):
+            for k, v in ln.facts.items():
+                old = isr.get(k)
+                if k.startswith("partitions[") and k.endswith("].isr") and isinstance(old, list) \
+                        and isinstance(v, list):
+                    for b in old:
+                        if b not in v and b in since and since[b] is None:
+                            since[b] = i
+        isr.update({k: v for k, v in ln.facts.items() if k.startswith("partitions[") and k.endswith("].isr")})
+        if act is None or act[1] is None or act[0] not in ("Restart", "Reregister", "ExpireSession", "Crash"):
+            continue
+        b = int(act[1][0])
+        if act[0] == "Reregister" and b not in expired:
+            at = since.get(b)
+            at = i if at is None else at
+            add.setdefault(at, []).append(dataclasses.replace(
+                ln, role="launcher", t=lines[at].t, action=("ExpireSession", (b,)), facts={},
+                note=f"an ExpireSession not logged (a fault other than expire ended the session): inferred from "
+                     f"the Reregister of {ln.where}, placed before "
+                     + ("that line" if at == i else f"the controller's first line dropping broker {b} from an "
+                                                     f"ISR ({lines[at].where})")))
+        if act[0] == "ExpireSession":
+            expired.add(b)
+        else:
+            expired.discard(b)
+            since.pop(b, None)
+            if act[0] != "Crash":
+                since[b] = None
+    if not add:
+        return lines, 0
+    out: list[SelfLine] = []
+    for i, ln in enumerate(lines):
+        out += add.get(i, [])
+        out.append(ln)
+    return out, sum(len(v) for v in add.values())
+
+def _lost_appends(prev: SelfLine, restart: SelfLine, t: int) -> list[SelfLine]:
+    b = prev.process.rsplit("-", 1)[1]
+    out = []
+    for path, old in prev.facts.items():
+        if not (path.startswith(f"replicas[{b},") and path.endswith("].log")) or not isinstance(old, list):
+            continue
+        pre = path[:-len("log")]
+        new = restart.facts.get(path)
+        epoch = prev.facts.get(pre + "leader_epoch")
+        if prev.facts.get(pre + "role") != "leader" or not isinstance(new, list) or len(new) <= len(old) \
+                or new[:len(old)] != old or any(r.get("epoch") != epoch for r in new[len(old):]):
+            continue
+        p = int(path[path.index(",") + 1:path.index("]")])
+        for n in range(len(old) + 1, len(new) + 1):
+            out.append(dataclasses.replace(
+                prev, t=t, kind="action", action=("Produce", (int(b), p)),
+                facts={path: new[:n], pre + "leo": n},
+                note=f"a Produce not logged before the crash: the record is in the log of its restart "
+                     f"({restart.where})"))
+    return out
+
+
+def _renumber_records(lines: list[SelfLine]) -> tuple[list[SelfLine], int]:
+    """The merged lines with every record id replaced by the model's: the n-th ``Produce`` of a
+    partition appends record n; and how many appends had another id than that.
+
+    The model numbers the writes of a partition in the order its leaders append them (``Produce``
+    takes the next id); a client numbers them when it first sends them and sends a failed write again
+    with the same id, so with two clients (torture's acks=all and acks=1 producers) a retried write
+    is appended after a later one, or twice (its first attempt was appended, the answer was lost).
+    Each record of a log is known by its client id, its leader epoch and how many records of that id
+    and epoch come before it in that log (a leader appends them in order, and any log holding a later
+    one holds the earlier ones before it): the k-th such record is the k-th ``Produce`` line that
+    appended one. A record no ``Produce`` line appended keeps its id. A client's ``acked[p]`` names
+    the write the ``Produce`` of that id last appended before the line.
+    """
+    appended: dict[int, dict[tuple[Any, Any], list[int]]] = {}  # partition -> (id, epoch) -> model ids
+    count: dict[int, int] = {}
+    changed = 0
+    for ln in lines:
+        act = ln.action
+        if ln.role == "broker" and ln.kind == "action" and act is not None and act[0] == "Produce" \
+                and act[1] is not None:
+            b, p = act[1]
+            log = ln.facts.get(f"replicas[{b},{p}].log")
+            if not log:
+                continue
+            rec = log[-1]
+            count[p] = count.get(p, 0) + 1
+            appended.setdefault(p, {}).setdefault((rec.get("id"), rec.get("epoch")), []).append(count[p])
+            changed += rec.get("id") != count[p]
+    if not changed:
+        return lines, 0
+    seen: dict[int, dict[tuple[Any, Any], int]] = {}  # partition -> (id, epoch) -> Produce lines passed
+    last: dict[int, dict[Any, int]] = {}  # partition -> client id -> model id of its latest append
+    out: list[SelfLine] = []
+    for ln in lines:
+        act = ln.action
+        if ln.role == "broker" and ln.kind == "action" and act is not None and act[0] == "Produce" \
+                and act[1] is not None and ln.facts.get(f"replicas[{act[1][0]},{act[1][1]}].log"):
+            b, p = act[1]
+            rec = ln.facts[f"replicas[{b},{p}].log"][-1]
+            key = (rec.get("id"), rec.get("epoch"))
+            k = seen.setdefault(p, {}).get(key, 0)
+            seen[p][key] = k + 1
+            last.setdefault(p, {})[key[0]] = appended[p][key][k]
+        facts = dict(ln.facts)
+        for path, v in ln.facts.items():
+            if path.startswith("replicas[") and path.endswith("].log") and isinstance(v, list):
+                p = int(path[path.index(",") + 1:path.index("]")])
+                ids = appended.get(p, {})
+                occ: dict[tuple[Any, Any], int] = {}
+                new = []
+                for rec in v:
+                    key = (rec.get("id"), rec.get("epoch"))
+                    k = occ.get(key, 0)
+                    occ[key] = k + 1
+                    n = ids.get(key, [])
+                    new.append({**rec, "id": n[k]} if k < len(n) else rec)
+                facts[path] = new
+            elif path.startswith("acked[") and isinstance(v, list):
+                p = int(path[len("acked["):-1])
+                facts[path] = sorted(last.get(p, {}).get(x, x) for x in v)
+        out.append(dataclasses.replace(ln, facts=facts))
+    return out, changed
+
+
+#: the facts of a broker that hold until its next line (:func:`_with_held`)
+_HELD = re.compile(r"^replicas\[(\d+),(\d+)\]\.(leo|hw)$")
+
+
+def _with_held(ln: SelfLine, held: dict[str, Any], limit: int = 0) -> dict[str, Any]:
+    """The facts an event of ``ln`` is checked against: its own, and every other broker's log end and
+    HW as its last line gave them (``held``, updated here).
+
+    A broker logs every input that changed a fact it owns (impl/event_log.py), so between two of its
+    lines its replicas' log end and HW stay what the first one says, with the exceptions below; a
+    model state where a silent step changed them (a follower that fetched without logging it) is no
+    explanation of the run, and holding the facts drops it at once instead of after the broker's next
+    line (without them the candidate states of a run where a follower was cut off for seconds grew
+    with every produce, to thousands). Where the leader logs its half of a follower's fetch the model's
+    one-step ``Fetch`` changes the follower, whose half comes later (or never, its answer lost): what
+    that step gives it (the leader's log end, and its HW from before) holds from there (not with
+    ``limit``, ``max_fetch_records``: a partial fetch gives less). Not held, until the broker's next
+    line gives them: a follower's after a leader's half of its fetch that does not follow from what was
+    held; any other broker's at a leader's ISR expansion (the half of a fetch whose follower the line
+    does not name); every broker's after an action of the launcher or a controller (a crash, a
+    controlled shutdown, a session expiry change a broker that logs nothing).
+    """
+    act = ln.action
+    if ln.role in ("launcher", "controller") and ln.kind == "action":
+        held.clear()
+        return dict(ln.facts)
+    if ln.role != "broker":
+        return {**held, **ln.facts}
+    b = ln.process.rsplit("-", 1)[1]
+    if act is not None and act[0] == "Fetch" and act[1] is None:  # an ISR expansion: some follower's fetch
+        for k in [k for k in held if not k.startswith(f"replicas[{b},")]:
+            del held[k]
+    elif act is not None and act[0] == "Fetch" and act[1] is not None and str(act[1][0]) != b:
+        f, p = act[1]
+        old, leo, hw = (held.get(f"replicas[{f},{p}].leo"), ln.facts.get(f"replicas[{b},{p}].leo"),
+                        held.get(f"replicas[{b},{p}].hw"))
+        for k in [k for k in held if k.startswith(f"replicas[{f},{p}].")]:
+            del held[k]
+        if not limit and _is_int(old) and _is_int(leo) and _is_int(hw) and old <= leo:
+            # what the model's Fetch gives the follower here: the leader's log, its HW from before the fetch
+            held[f"replicas[{f},{p}].leo"] = leo
+            held[f"replicas[{f},{p}].hw"] = min(hw, leo)
+    mine = f"replicas[{b},"
+    facts = {k: v for k, v in held.items() if not k.startswith(mine)}
+    facts.update(ln.facts)
+    for k in [k for k in held if k.startswith(mine)]:
+        del held[k]
+    held.update({k: v for k, v in ln.facts.items() if _HELD.match(k)})
+    return facts
 
 
 def merge_selflogs(paths: Iterable[str | Path], max_silent: int = MAX_SILENT) -> Merged:
@@ -461,11 +832,20 @@ def merge_selflogs(paths: Iterable[str | Path], max_silent: int = MAX_SILENT) ->
             problem = _order_problem(mine)
         lines += mine
     lines.sort(key=lambda x: (x.t, x.process, x.seq))
+    lines, added = _appends_lost_in_a_crash(lines)
+    if added:
+        notes.append(f"{added} Produce step(s) of a leader killed after it appended and before it logged them (the "
+                     f"records are in the log of its restart) added before the crash")
     lines, moved = _fetches_before_crash(lines)
     if moved:
         notes.append(f"{moved} line(s) of a follower whose fetch its leader answered before the launcher's crash of it, "
                      f"logged after that crash (a follower's half, and its HW checkpoints before it), placed before "
                      f"the crash")
+    lines, moved = _unlogged_answers_in_place(lines, base.max_fetch_records)
+    if moved:
+        notes.append(f"{moved} line(s) of a follower whose fetch its leader answered (logging no half of it) before a "
+                     f"later step of the leader's logged first (a follower's half, and its HW checkpoints before it), "
+                     f"placed before that step")
     lines, moved = _checkpoints_before_fetch(lines)
     if moved:
         notes.append(f"{moved} line(s) of a follower whose fetch was in flight made to fit the model's one-step "
@@ -481,6 +861,15 @@ def merge_selflogs(paths: Iterable[str | Path], max_silent: int = MAX_SILENT) ->
             notes.append(f"{len(lines) - end - 1} line(s) after the launcher's end of the run (taking the cluster "
                          f"down) ignored")
         lines = lines[:end]
+    lines, added = _expiries_unlogged(lines)
+    if added:
+        notes.append(f"{added} ExpireSession step(s) not logged (a fault other than expire ended a broker's session: "
+                     f"its Reregister proves it) added before the controller's first line dropping the broker from "
+                     f"an ISR, or before the Reregister")
+    lines, renumbered = _renumber_records(lines)
+    if renumbered:
+        notes.append(f"record ids renumbered in the order the leaders appended them, as the model numbers writes "
+                     f"({renumbered} append(s) had another id: a write sent again after a later one, or twice)")
     cfg = _model_config(raw_cfg, lines)
     # the start: the first line after which what was logged is the model's initial state
     anchors = _anchors(cfg, template)
@@ -500,8 +889,9 @@ def merge_selflogs(paths: Iterable[str | Path], max_silent: int = MAX_SILENT) ->
                    f"the implementation's own event logs of {len(read)} process(es), merged by CLOCK_MONOTONIC")
     origin: dict[int, SelfLine] = {}
     acked: dict[str, set[int]] = {}
+    held = {k: v for k, v in folded.items() if _HELD.match(k)}
     for ln in lines[start + 1:]:
-        facts = dict(ln.facts)
+        facts = _with_held(ln, held, cfg.max_fetch_records)
         if ln.role == "launcher":
             for p, v in ln.facts.items():
                 if p.startswith("acked["):
@@ -528,4 +918,23 @@ def validate_selflogs(paths: Iterable[str | Path], max_silent: int = MAX_SILENT,
         ln = merged.origin.get(res.failed_event.seq)
         if ln is not None:
             res.reason = f"{ln.where}: {res.reason}"
+            held = _held_sources(merged, res.failed_event.seq)
+            if held:
+                res.reason += (f" (with {len(held)} fact(s) other brokers' last lines hold: "
+                               + ", ".join(f"{k} = {v} ({where})" for k, v, where in held[:4])
+                               + (" ..." if len(held) > 4 else "") + ")")
+                res.details += [f"held: {k} = {v} ({where})" for k, v, where in held]
     return merged, res
+
+
+def _held_sources(merged: Merged, seq: int) -> list[tuple[str, Any, str]]:
+    """The held facts of event ``seq`` (:func:`_with_held`), each with the line that gave it."""
+    own = merged.origin[seq]
+    out = []
+    for k, v in merged.log.events[seq - 1].facts.items():
+        if k in own.facts or not _HELD.match(k):
+            continue
+        src = next((merged.origin[e.seq] for e in reversed(merged.log.events[:seq - 1])
+                    if merged.origin[e.seq].facts.get(k, None) == v and k in merged.origin[e.seq].facts), None)
+        out.append((k, v, src.where if src is not None else "the initial state"))
+    return out

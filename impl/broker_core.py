@@ -38,6 +38,9 @@ What the broker does, in the seeds' design:
   reports it with a :class:`~.messages.Committed` effect (what the history counts as acknowledged).
 - **ISR shrink**: a follower that has not caught up for ``replica_lag_time_max_ms`` is dropped by a
   conditional write (autonomous mode), or when told to (``Command("ShrinkIsr", (p, f))``).
+- **Registration**: the ephemeral ``/brokers/ids/<id>`` znode, created at ``Command("Start")`` and
+  again on :class:`~.messages.SessionRenewed` (a new store session after the old one expired), retried
+  on a timer while an old session's node is still there.
 
 Driven step by step (``autonomous=False``) the core sets no timers: a driver triggers each fetch,
 shrink and checkpoint by command, which is how the simulator replays the action vocabulary.
@@ -76,6 +79,7 @@ from .messages import (
     Receive,
     Record,
     Send,
+    SessionRenewed,
     SetTimer,
     Stop,
     StopReplica,
@@ -120,6 +124,8 @@ class Replica:
     parked: dict[int, tuple[Any, FetchRequest]] = field(default_factory=dict)  # leader: waiting fetches
     fetching: bool = False  # follower: a fetch or an epoch query is in flight (autonomous mode)
     fetch_sent_at: int = 0
+    fetch_id: int = 0  # follower: the id of its latest fetch
+    fetch_answered: int = 0  # follower: the id of the latest fetch whose answer it took
     dirty: bool = False  # appended or truncated since the last flush
     # leader epochs (kip-101 on): the cache (on disk), the reconciliation state and the held answer
     epochs: list[tuple[int, int]] = field(default_factory=list)
@@ -157,6 +163,7 @@ class BrokerCore:
         self.controller_epoch = 0
         self.replicas: dict[int, Replica] = {}
         self.registered = False
+        self._registering = False  # a registration create (or the base paths it needs) is in flight
         self.stopping = False
         self.live_brokers: tuple[int, ...] = ()
         self.metadata: dict[int, tuple[int, int, tuple[int, ...]]] = {}  # p -> (leader, leader epoch, isr)
@@ -206,6 +213,8 @@ class BrokerCore:
             self._timer(inp)
         elif isinstance(inp, Command):
             self._command(inp)
+        elif isinstance(inp, SessionRenewed):
+            self._session_renewed()
         out, self._out = self._out, []
         return out
 
@@ -313,7 +322,24 @@ class BrokerCore:
 
     def _register(self) -> None:
         data = L.encode({"host": self.address[0], "port": self.address[1]} if self.address else {})
+        self._registering = True
         self._store("create", (L.broker_path(self.id), data, True), "register")
+
+    def _session_renewed(self) -> None:
+        """A new store session: the registration was an ephemeral node of the old one, so it is gone and
+        the controller counts this broker as dead until it registers again (Kafka's broker re-registers on
+        a new ZooKeeper session; the controller then handles the reappearance as a broker start-up and
+        tells this broker the current leaders and ISRs, ending any leadership it still believes in).
+
+        A create already in flight is left alone: the driver hands this input over before the answer of
+        any call made on the new session, so that answer belongs to the new session (and a second create
+        would only meet the first one's node and retry forever). A retry waiting on its timer is replaced
+        by a create now."""
+        self.registered = False
+        if self._registering:
+            return
+        self._out.append(CancelTimer("register"))
+        self._register()
 
     # ------------------------------------------------------------------ timers (autonomous mode)
     def _timer(self, t: Timer) -> None:
@@ -348,8 +374,8 @@ class BrokerCore:
                     continue
                 lagging = tuple(f for f in sorted(r.isr) if f != self.id
                                 and self.now - r.caught_up_at.get(f, self.now) > limit)
-                if lagging:
-                    self._shrink(p, lagging)
+                if lagging:  # one follower per write, as the model's ShrinkIsr: the next tick drops the next
+                    self._shrink(p, lagging[:1])
             self._out.append(SetTimer("lag", max(1, limit // 2)))
         elif t.name == "fetch-wait":
             p, f = t.key
@@ -357,13 +383,14 @@ class BrokerCore:
             if r is not None and f in r.parked:
                 frm, m = r.parked.pop(f)
                 if r.leader != self.id:
-                    self._send(frm, FetchResponse(p, self.id, m.offset, "NotLeader", leader_epoch=m.leader_epoch))
+                    self._send(frm, FetchResponse(p, self.id, m.offset, "NotLeader", leader_epoch=m.leader_epoch,
+                                                  fetch_id=m.fetch_id))
                 elif self._epoch_error(m.leader_epoch, r):
                     self._send(frm, FetchResponse(p, self.id, m.offset, self._epoch_error(m.leader_epoch, r),
-                                                  leader_epoch=m.leader_epoch))
+                                                  leader_epoch=m.leader_epoch, fetch_id=m.fetch_id))
                 else:
                     self._send(frm, FetchResponse(p, self.id, m.offset, "", self._served(r, m.offset), r.hw, r.leo,
-                                                  m.leader_epoch))
+                                                  m.leader_epoch, fetch_id=m.fetch_id))
         elif t.name == "register":
             self._register()
         elif t.name == "shutdown-retry":
@@ -483,10 +510,20 @@ class BrokerCore:
             r.fetching = False
 
     # ------------------------------------------------------------------ replication: leader side
+    @staticmethod
+    def _isr_counted(r: Replica) -> frozenset[int]:
+        """The ISR the HW and min.insync.replicas count: with an expansion being written, the new one (the
+        model's Fetch takes the follower in, in the step that counts its fetch; should the write fail,
+        the cached ISR stays and the HW counts it again)."""
+        if r.isr_write is not None and r.isr_write[1] > r.isr:
+            return r.isr_write[1]
+        return r.isr
+
     def _advance_hw(self, p: int, r: Replica) -> None:
         """HW = the smallest LEO in the ISR; commit and acknowledge what it passes."""
         candidate = r.leo
-        for m in r.isr:
+        isr = self._isr_counted(r)
+        for m in isr:
             if m != self.id:
                 candidate = min(candidate, r.remote_leo.get(m, 0))
         if candidate <= r.hw:
@@ -495,7 +532,7 @@ class BrokerCore:
         if r.parked:
             self._release_parked(p, r)
         if r.pending:
-            enough = len(r.isr) >= self.cfg.min_insync_replicas
+            enough = len(isr) >= self.cfg.min_insync_replicas
             committed_1: list[int] = []
             for rid, (client, request_id, offset, acks) in sorted(r.pending.items(), key=lambda kv: kv[1][2]):
                 if offset < r.hw:
@@ -523,14 +560,12 @@ class BrokerCore:
             if m.acks != "0":
                 self._send(frm, ProduceResponse(m.request_id, p, "NotLeader"))
             return
-        if m.acks == "all" and len(r.isr) < self.cfg.min_insync_replicas:
+        if m.acks == "all" and len(self._isr_counted(r)) < self.cfg.min_insync_replicas:
             if m.acks != "0":
                 self._send(frm, ProduceResponse(m.request_id, p, "NotEnoughReplicas"))
             return
         offset = r.leo
         self._append(p, r, [Record(m.record_id, r.leader_epoch, m.value)])
-        if r.parked:
-            self._release_parked(p, r)
         if m.acks == "all":
             r.pending[m.record_id] = (frm, m.request_id, offset, m.acks)
         else:
@@ -538,6 +573,8 @@ class BrokerCore:
             if m.acks == "1":
                 self._send(frm, ProduceResponse(m.request_id, p, "", offset))
         self._advance_hw(p, r)
+        if r.parked:  # after the HW moved (the model's Produce is one step): the held fetches get the record
+            self._release_parked(p, r)
 
     def _consume(self, frm: Any, m: ConsumeRequest) -> None:
         p = m.partition
@@ -555,24 +592,30 @@ class BrokerCore:
         p, f = m.partition, m.follower
         r = self.replicas.get(p)
         if r is None or r.leader != self.id:
-            self._send(frm, FetchResponse(p, self.id, m.offset, "NotLeader"))
+            self._send(frm, FetchResponse(p, self.id, m.offset, "NotLeader", fetch_id=m.fetch_id))
             return
         error = self._epoch_error(m.leader_epoch, r)
         if error:  # kip-320: a fetch of another leader epoch is fenced and changes nothing
-            self._send(frm, FetchResponse(p, self.id, m.offset, error, leader_epoch=m.leader_epoch))
+            self._send(frm, FetchResponse(p, self.id, m.offset, error, leader_epoch=m.leader_epoch,
+                                          fetch_id=m.fetch_id))
             return
         if f not in r.assigned:
-            self._send(frm, FetchResponse(p, self.id, m.offset, "UnknownReplica", leader_epoch=m.leader_epoch))
+            self._send(frm, FetchResponse(p, self.id, m.offset, "UnknownReplica", leader_epoch=m.leader_epoch,
+                                          fetch_id=m.fetch_id))
             return
         if m.offset > r.leo:
             self._send(frm, FetchResponse(p, self.id, m.offset, "OffsetOutOfRange", leader_leo=r.leo,
-                                          leader_epoch=m.leader_epoch))
+                                          leader_epoch=m.leader_epoch, fetch_id=m.fetch_id))
             return
+        if r.isr_write is not None and r.isr_write[2][0] == "fetch" and r.isr_write[2][1][1].follower == f:
+            return  # its fetch that joins the ISR is answered when the write is done (this one was resent)
         answered_hw = r.hw  # the response carries the HW from before this fetch is counted
         r.remote_leo[f] = m.offset
         if m.offset >= r.leo:
             r.caught_up_at[f] = self.now
-        reply = (frm, m, answered_hw)
+        # the records too are this moment's, even when the answer waits for an ISR write (the model's Fetch
+        # is one step: a produce meanwhile is not in it)
+        reply = (frm, m, answered_hw, self._served(r, m.offset))
         if f not in r.isr and self._may_join_isr(r, m.offset) and r.isr_write is None:
             self._write_isr(p, r, r.isr | {f}, ("fetch", reply))
             return
@@ -598,8 +641,8 @@ class BrokerCore:
             return offset >= EC.start_of(r.epochs, r.leader_epoch)
         return True
 
-    def _answer_fetch(self, p: int, r: Replica, reply: tuple[Any, FetchRequest, int]) -> None:
-        frm, m, answered_hw = reply
+    def _answer_fetch(self, p: int, r: Replica, reply: tuple[Any, FetchRequest, int, tuple[Record, ...]]) -> None:
+        frm, m, answered_hw, served = reply
         hw_before = r.hw
         self._advance_hw(p, r)
         if self.fetch_wait_ms and m.offset >= r.leo and answered_hw >= hw_before and r.hw == hw_before:
@@ -607,8 +650,8 @@ class BrokerCore:
             r.parked[m.follower] = (frm, m)
             self._out.append(SetTimer("fetch-wait", self.fetch_wait_ms, (p, m.follower)))
             return
-        self._send(frm, FetchResponse(p, self.id, m.offset, "", self._served(r, m.offset), answered_hw, r.leo,
-                                      m.leader_epoch))
+        self._send(frm, FetchResponse(p, self.id, m.offset, "", served, answered_hw, r.leo, m.leader_epoch,
+                                      fetch_id=m.fetch_id))
 
     def _release_parked(self, p: int, r: Replica, error: str = "") -> None:
         """Answer every held fetch of ``p`` (new records, a new HW, or no longer the leader)."""
@@ -616,10 +659,16 @@ class BrokerCore:
             self._out.append(CancelTimer("fetch-wait", (p, f)))
             err = error or self._epoch_error(m.leader_epoch, r)
             if err:
-                self._send(frm, FetchResponse(p, self.id, m.offset, err, leader_epoch=m.leader_epoch))
+                self._send(frm, FetchResponse(p, self.id, m.offset, err, leader_epoch=m.leader_epoch,
+                                              fetch_id=m.fetch_id))
+            elif f not in r.isr:
+                # answered now, it would be the model's Fetch now (held, it changed nothing), which takes a
+                # follower shrunk out of the ISR meanwhile back in; it is dropped instead (the follower may be
+                # gone): a live one sends it again when its wait for an answer times out
+                continue
             else:
                 self._send(frm, FetchResponse(p, self.id, m.offset, "", self._served(r, m.offset), r.hw, r.leo,
-                                              m.leader_epoch))
+                                              m.leader_epoch, fetch_id=m.fetch_id))
         r.parked = {}
 
     def _write_isr(self, p: int, r: Replica, isr: frozenset[int], then: Any) -> None:
@@ -661,7 +710,8 @@ class BrokerCore:
             return
         r.fetching = True
         r.fetch_sent_at = self.now
-        self._send(broker(r.leader), FetchRequest(p, self.id, r.leo, r.leader_epoch))
+        r.fetch_id += 1  # an answer to an earlier fetch is stale if it comes after a later one's
+        self._send(broker(r.leader), FetchRequest(p, self.id, r.leo, r.leader_epoch, r.fetch_id))
         if self.autonomous:  # the watchdog: retried if no answer comes (replaced by the next SetTimer)
             self._out.append(SetTimer("fetch", self.fetch_timeout_ms, p))
 
@@ -670,6 +720,9 @@ class BrokerCore:
         r = self.replicas.get(p)
         if r is None or r.leader != m.leader or r.leader == self.id:
             return  # the follower moved on meanwhile
+        if m.fetch_id and m.fetch_id < r.fetch_answered:
+            return  # older than an answer taken already (a fetch sent again was answered first): stale
+        r.fetch_answered = max(r.fetch_answered, m.fetch_id)
         r.fetching = False
         got = 0
         if r.fetch_state != FETCHING or (self.fenced and m.leader_epoch != r.leader_epoch):
@@ -745,9 +798,11 @@ class BrokerCore:
         if why == "isr":
             self._isr_written(res, *data)
         elif why == "register":
+            self._registering = False
             if res.error is None:
                 self.registered = True
             elif isinstance(res.error, NoNode):
+                self._registering = True
                 self._store("ensure_base", (), "base")
             elif isinstance(res.error, NodeExists):
                 # an old session's registration has not expired yet: try again shortly

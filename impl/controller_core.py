@@ -8,7 +8,9 @@ effects are :class:`~.messages.StoreOp`, :class:`~.messages.Send`, :class:`~.mes
 
 **Election.** A candidate creates the ephemeral ``/controller`` znode; the winner raises
 ``/controller_epoch`` by a conditional write and initialises (failover). A loser watches
-``/controller`` and tries again when it disappears.
+``/controller`` and tries again when it disappears. A controller whose store session ends stops
+acting (``Notification("expired")``) and, autonomous, stands again on the new session
+(:class:`~.messages.SessionRenewed`), where it wins only with a higher epoch.
 
 **Operations are transactions.** Like the 0.8 controller, the core handles one event at a time. Each
 operation reads a :class:`~.layout.Snapshot` of the store, runs the protocol on a working copy of the
@@ -46,6 +48,7 @@ from .messages import (
     Notification,
     Receive,
     Send,
+    SessionRenewed,
     SetTimer,
     Stop,
     StopReplica,
@@ -275,7 +278,11 @@ class Tx:
             if source != T.NEW_REPLICA and st is not None:
                 self.send_leader_and_isr(p, (b,))
         elif target == T.OFFLINE_REPLICA:
-            self.send(b, StopReplica(self.epoch, p, False))
+            if b in self.ctx.live or b in self.snap.registered:
+                self.send(b, StopReplica(self.epoch, p, False))
+            # else: a broker neither registered nor in this controller's view (its failure handled, the
+            # connection closed) gets nothing; only a running broker whose session expired is there
+            # (specs/05-replication.md, "Session expiry"), a stopped one would lose the request anyway
             if not self._remove_from_isr(p, b):
                 return False
         elif target == T.DELETION_STARTED:
@@ -708,6 +715,7 @@ class ControllerCore:
         self._poll_scheduled = False
         self._shutdown_waiters: dict[int, list[Any]] = {}
         self._last_leaders: dict[int, int] = {}
+        self._renewals = 0  # SessionRenewed inputs so far: which session an answer came from
 
     # ------------------------------------------------------------------ driver interface
     def handle(self, inp: Any) -> list[Any]:
@@ -722,6 +730,8 @@ class ControllerCore:
             self._command(inp)
         elif isinstance(inp, Notification):
             self._notification(inp)
+        elif isinstance(inp, SessionRenewed):
+            self._session_renewed()
         elif isinstance(inp, Receive):
             self._receive(inp)
         elif isinstance(inp, Timer):
@@ -775,6 +785,24 @@ class ControllerCore:
                 self._enqueue("_elect", ())
         elif self.active and self.autonomous:
             self._enqueue("_poll", ())
+
+    def _session_renewed(self) -> None:
+        """A new store session (autonomous mode): ``/controller`` and the watches were the old session's.
+
+        The driver announces the new session after every answer of the old one and before any answer of
+        the new one. So a controller still acting was elected in an older session: its znode is gone and
+        a newer controller may already hold the epoch, and it resigns, as on the expiry notice, in case
+        that notice never came. An election under way goes on: if its ``/controller`` create was
+        answered before this input, it was made on the old session and :meth:`_g_elect` abandons it
+        before acting (``_renewals``); if not, it belongs to the new session (aborting it then would
+        leave our own live znode blocking every election, ours included). Either way the candidate runs
+        the election again, which also re-arms its watch on ``/controller``."""
+        self._renewals += 1
+        if not self.autonomous:
+            return
+        if self.active:
+            self._resign("the store session was renewed")
+        self._enqueue("_elect", ())
 
     def _receive(self, r: Receive) -> None:
         msg = r.msg
@@ -924,6 +952,7 @@ class ControllerCore:
                 return "standby"
             return f"store error: {err}"
         self.standby = False
+        created_in = self._renewals  # the session the /controller znode belongs to
         while True:
             got, err = yield ("get", (L.CONTROLLER_EPOCH, False))
             if isinstance(err, NoNode):
@@ -943,6 +972,10 @@ class ControllerCore:
                 break
             if not isinstance(err2, BadVersion):
                 return f"store error: {err2}"
+        if created_in != self._renewals:
+            # the znode was made on a session that has ended since: it is gone, and acting now would
+            # leave a controller that owns no /controller (the renewal queued another election)
+            return f"abandoned: the store session ended during the election (epoch {epoch} raised)"
         self.epoch = epoch
         self.epoch_version = epoch_version
         self.active = True

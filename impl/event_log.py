@@ -26,7 +26,9 @@ then one line per step::
 - ``kind`` is ``"action"`` when the input is exactly one model step, named (a produce appended,
   a lag-based ISR shrink written, a periodic HW checkpoint, a restart, a controller's finished
   controlled shutdown of a broker, a crash or controller kill injected by the launcher, a reassignment
-  request the launcher wrote for an administrator, ``RequestReassignment(p, target)``, with the fact
+  request the launcher wrote for an administrator, a session expiry the launcher forced,
+  ``ExpireSession(b)``, and the broker's registration on the new session that follows, ``Reregister(b)``
+  (one at start-up belongs to ``Restart``), ``RequestReassignment(p, target)``, with the fact
   ``partitions[p].reassignment``; the launcher's ``"end"`` marks the end of the run, before it takes the
   cluster down); otherwise ``"observation"``: the facts hold after the process's step,
   but the model's step may already have been counted by another process (the model's Fetch is the
@@ -54,7 +56,7 @@ import time
 from pathlib import Path
 from typing import Any, Mapping
 
-from .messages import Persist, Receive, StoreOp, StoreResult, Timer
+from .messages import Persist, Receive, SessionRenewed, StoreOp, StoreResult, Timer
 from .observation import absent_replica
 
 __all__ = ["FORMAT", "VERSION", "ENV", "EventLogWriter", "StepLogger", "clock_ns", "open_writer"]
@@ -122,6 +124,11 @@ def open_writer(directory: str | os.PathLike[str] | None, process: str, role: st
         k += 1
         path = d / f"{process}.{os.getpid()}-{k}.events.jsonl"
     return EventLogWriter(path, process, role, config)
+
+
+def name_of(inp: Any) -> str:
+    """The name a line gives a core input: the message's type for a received message."""
+    return type(inp.msg).__name__ if isinstance(inp, Receive) else type(inp).__name__
 
 
 def step(name: str, *args: int) -> dict[str, Any]:
@@ -210,6 +217,9 @@ class StepLogger:
         #: a broker in controlled shutdown that has heard from the controller since it asked: in the model
         #: it stopped in the controller's ControlledShutdown step, so its steps until it stops are not logged
         self.gone = False
+        #: a broker told of a new store session (SessionRenewed) that has not registered on it yet: its
+        #: registration there is the model's Reregister (the one at start-up belongs to Restart)
+        self._renewed = False
 
     def _owned(self) -> dict[str, Any]:
         if self.broker is not None:
@@ -226,6 +236,7 @@ class StepLogger:
         if self.broker is None:
             return len(getattr(self.core, "history", ()))  # the controller operations finished so far
         r = {p: (frozenset(x.isr), x.leader, x.leo) for p, x in self.core.replicas.items()}
+        r["registered"] = bool(getattr(self.core, "registered", False))
         return r
 
     def after(self, inp: Any, effects: list[Any], before: Any) -> None:
@@ -260,13 +271,23 @@ class StepLogger:
         now = self._owned()
         changed = now != self._last
         self._last = now
+        if isinstance(inp, SessionRenewed):
+            self._renewed = True
+        elif self._renewed and getattr(self.core, "registered", False) and not before.get("registered", True):
+            # the registration on the new session succeeded: the model's Reregister(b), after the
+            # launcher's (or the store's) ExpireSession(b)
+            self._renewed = False
+            self.writer.write("action", step("Reregister", b), now, inp=name_of(inp),
+                              note="registered again on a new store session", t=t)
+            if not changed and not written:
+                return
         ckpts = [e for e in effects if isinstance(e, Persist) and e.kind == "checkpoint"]
         new_ckpt = []
         for e in ckpts:
             if self._ckpt.get(e.partition) != e.payload:
                 self._ckpt[e.partition] = e.payload
                 new_ckpt.append(e.partition)
-        name = type(inp.msg).__name__ if isinstance(inp, Receive) else type(inp).__name__
+        name = name_of(inp)
         if isinstance(inp, Timer) and new_ckpt and not changed and not written:
             for p in new_ckpt:  # the periodic checkpoint: exactly the model's CheckpointHighWatermark
                 self.writer.write("action", step("CheckpointHighWatermark", b, p), now, inp=f"Timer {inp.name}",
@@ -294,6 +315,7 @@ class StepLogger:
                 _, leader, leo = before.get(p, (frozenset(), 0, 0))
                 if now.get(f"replicas[{b},{p}].leo") == leo + 1 and leader == b:
                     kind, st = "action", step("Produce", b, p)
+                    note = f"acks={getattr(msg, 'acks', 'all')}"  # a run may mix producers (torture's two)
             elif name == "FetchRequest" and p is not None:
                 st, note = step("Fetch", msg.follower, p), "the leader's half"
             elif name == "FetchResponse" and p is not None:

@@ -20,15 +20,16 @@ are restated here as conditions on the run, and each names the manifest model th
 """
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from isrcheck.specs.protocol import EpochAnswer
 
 from .config import from_mapping
-from .fault_run import HW_ON_LEADER_CHANGE, POWER_LOSS, RunResult
+from .fault_run import HW_ON_LEADER_CHANGE, POWER_LOSS, Cut, Election, RunResult
 from .history import Anomaly
 
-__all__ = ["EPOCH_DIVERGENCE", "HW_TRUNCATION", "POWER_LOSS_SHAPE", "Explanation", "explain", "explain_divergence", "explain_hw_divergence", "explain_loss"]
+__all__ = ["EPOCH_DIVERGENCE", "HW_TRUNCATION", "POWER_LOSS_SHAPE", "Explanation", "explain", "explain_cut_loss", "explain_divergence", "explain_hw_divergence", "explain_loss"]
 
 HW_TRUNCATION = "hw-truncation-one-crash"
 EPOCH_DIVERGENCE = "fast-leader-change-kip-101"
@@ -53,22 +54,30 @@ class Explanation:
 
 def explain_loss(result: RunResult, record: int) -> Explanation:
     """Why acknowledged ``record`` of partition 0 was lost, if it was by the seeds' HW truncation."""
-    cuts = [c for c in result.cuts if c.partition == 0 and record in c.removed]
-    acked = dict(result.acked_at).get(record)
+    return explain_cut_loss(result.cuts, result.elections, record, dict(result.acked_at).get(record))
+
+
+def explain_cut_loss(cuts: Sequence[Cut], elections: Sequence[Election], record: int,
+                     acked: int | None = None) -> Explanation:
+    """:func:`explain_loss` on the cuts and elections alone, wherever they were recorded: the simulator
+    traces them (:mod:`.fault_run`), a real run's event logs let :mod:`.torture_explain` rebuild them.
+    ``acked`` is when the record was acknowledged, if known (same clock as the cuts)."""
+    cuts = [c for c in cuts if c.partition == 0 and record in c.removed]
+    when = "" if acked is None else f" (acknowledged at t={acked})"
     if not cuts:
         return Explanation(record, None, f"record {record} was never cut from any log")
     if any(c.cause == POWER_LOSS for c in cuts):
         lost_at = sorted({c.broker for c in cuts if c.cause == POWER_LOSS})
         return Explanation(record, POWER_LOSS_SHAPE, (
-            f"record {record} (acknowledged at t={acked}) went with the unflushed suffix of broker(s) "
+            f"record {record}{when} went with the unflushed suffix of broker(s) "
             f"{', '.join(map(str, lost_at))} in a power loss"))
     for c in cuts:
         if c.cause != HW_ON_LEADER_CHANGE:
             continue
-        for e in result.elections:
+        for e in elections:
             if e.partition == 0 and e.broker == c.broker and e.at >= c.at and record not in e.log:
                 return Explanation(record, HW_TRUNCATION, (
-                    f"record {record} (acknowledged at t={acked}) was cut from broker {c.broker}'s log at "
+                    f"record {record}{when} was cut from broker {c.broker}'s log at "
                     f"t={c.at}, down to its HW {c.to} when its leader changed ({c.leader_before} -> "
                     f"{c.leader_after}); broker {c.broker} was elected leader at t={e.at} (epoch {e.epoch}) "
                     f"without it"))

@@ -103,6 +103,7 @@ class FetchRequest:
     follower: int
     offset: int
     leader_epoch: int = -1  # the follower's current leader epoch (checked by the leader under kip-320)
+    fetch_id: int = 0  # the follower's count of its fetches (echoed: a stale answer is known)
 
 
 @dataclass(frozen=True)
@@ -116,6 +117,7 @@ class FetchResponse:
     hw: int = 0  # the leader's HW before it counted this fetch
     leader_leo: int = 0
     leader_epoch: int = -1  # the follower's leader epoch the request carried (echoed)
+    fetch_id: int = 0  # the request's (echoed)
 
 
 @dataclass(frozen=True)
@@ -379,6 +381,17 @@ class Notification:
 
     kind: str
     path: str
+
+
+@dataclass(frozen=True)
+class SessionRenewed:
+    """The driver's store session had ended (expired, or its connection was lost) and a new one is
+    open. Why an input of its own: what the old session owned is gone with it (ephemeral znodes such
+    as a broker's registration or ``/controller``, and every watch it set), so a core that wants them
+    must create or re-arm them; a driver that silently reconnects would leave it believing they exist.
+    ``session_id`` is the new session's id (for logs only)."""
+
+    session_id: int = 0
 
 
 @dataclass(frozen=True)

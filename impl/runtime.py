@@ -10,6 +10,11 @@ effects it returns:
   back as ``Receive(("broker", b), ...)`` / ``Receive(("controller", 0), ...)``.
 - ``StoreOp`` runs on one worker thread (in order) against the process's store session, reopened if
   it expired; its ``StoreResult`` comes back on the loop. Fired watches come back as ``Notification``.
+- When the session ends (it expired, or its connection was lost) the core hears
+  ``Notification("expired", "")`` and the runtime opens a new session at once, retrying while the
+  store cannot be reached, without waiting for a store call to need one; whichever opens it, the core
+  then gets ``SessionRenewed`` *before* the answer of any call made on the new session, so it can tell
+  the answers of the old session from those of the new one and re-create what the old one owned.
 - ``SetTimer`` / ``CancelTimer`` use the loop's timers (a new timer replaces one of the same name and
   key); ``Persist`` goes to the disk, if any; ``Stop`` ends the process.
 
@@ -25,6 +30,7 @@ import asyncio
 import concurrent.futures
 import itertools
 import logging
+import threading
 import time
 from typing import Any, Callable
 
@@ -39,6 +45,7 @@ from .messages import (
     Persist,
     Receive,
     Send,
+    SessionRenewed,
     SetTimer,
     Stop,
     StoreOp,
@@ -59,6 +66,13 @@ def refused(name: str, peer: Any, why: str) -> None:
     """The one log line for a refused frame or message: bounded, no traceback, so that garbage on a
     port cannot grow the log faster than it arrives (a 1.9 KB frame once wrote a 130 KB traceback)."""
     log.warning("%s: refused a frame from %s: %s", name, peer, why[:200].replace("\n", " "))
+
+
+def _close_quietly(s: Session) -> None:
+    try:
+        s.close()
+    except Exception as e:  # noqa: BLE001 - the session has ended anyway; closing is housekeeping
+        log.debug("closing an ended store session failed: %s", e)
 
 
 class Runtime:
@@ -83,6 +97,7 @@ class Runtime:
         self.server: asyncio.base_events.Server | None = None
         self.on_effect: Callable[[Any], None] | None = None
         self.step_logger: Any = None  # an .event_log.StepLogger when the process writes its own event log
+        self._renewing = False  # a task is opening a new session after the old one ended
 
     # ------------------------------------------------------------------ lifecycle
     async def open_session(self) -> None:
@@ -95,10 +110,62 @@ class Runtime:
         assert loop is not None
 
         def on_event(ev: Any) -> None:
-            loop.call_soon_threadsafe(self.feed, Notification(ev.kind, ev.path))
+            if ev.kind == "expired":
+                loop.call_soon_threadsafe(self._session_ended, s)
+            else:
+                loop.call_soon_threadsafe(self.feed, Notification(ev.kind, ev.path))
 
         s.on_event = on_event  # type: ignore[attr-defined]
         return s
+
+    def _ensure_session(self) -> int | None:
+        """On the store thread: open a new session if there is none or it ended (StoreError if the store
+        cannot be reached). Returns the new session's id when it replaces an ended one (the core must be
+        told), None otherwise. The old session is closed on a thread of its own: a ZooKeeper client that
+        lost its session may be reconnecting, and stopping it must not hold up the store calls."""
+        old = self.session
+        if old is not None and not old.expired:
+            return None
+        new = self._new_session()
+        self.session = new
+        if old is None:
+            return None
+        threading.Thread(target=_close_quietly, args=(old,), name=f"close-{self.name}", daemon=True).start()
+        return new.session_id
+
+    def _session_ended(self, s: Session) -> None:
+        """On the loop: session ``s`` reported its end. Tell the core and open a new session now, so a
+        core that makes no store call (an idle broker) still learns it and re-registers. An end reported
+        by a session already replaced is old news: the core had its SessionRenewed."""
+        if s is not self.session or self.stopped.is_set():
+            return
+        self.feed(Notification("expired", ""))
+        if not self._renewing:
+            self._renewing = True
+            self._spawn(self._renew())
+
+    async def _renew(self) -> None:
+        """Open a new session, retrying with a growing pause while the store cannot be reached."""
+        loop = asyncio.get_running_loop()
+        pause = 0.05
+        try:
+            while not self.stopped.is_set():
+                try:
+                    renewed = await loop.run_in_executor(self._executor, self._ensure_session)
+                except (StoreError, OSError) as e:
+                    log.info("%s: no new store session yet: %s", self.name, e)
+                    await asyncio.sleep(pause)
+                    pause = min(1.0, pause * 2)
+                    continue
+                self._session_renewed(renewed)
+                return
+        finally:
+            self._renewing = False
+
+    def _session_renewed(self, renewed: int | None) -> None:
+        if renewed is not None:
+            log.info("%s: new store session %#x", self.name, renewed)
+            self.feed(SessionRenewed(renewed))
 
     async def serve(self, host: str, port: int) -> int:
         self.server = await asyncio.start_server(self._serve_conn, host, port)
@@ -187,28 +254,40 @@ class Runtime:
         self.feed(Timer(key[0], key[1]))
 
     async def _store_op(self, op: StoreOp) -> None:
+        # every store call, and every session renewal, is awaited the same way (one executor job, then
+        # the feed), so the core's inputs keep the store thread's order: SessionRenewed comes after the
+        # answers of the old session and before those of the new one
         loop = asyncio.get_running_loop()
-        res = await loop.run_in_executor(self._executor, self._execute, op)
+        renewed, res = await loop.run_in_executor(self._executor, self._execute, op)
+        self._session_renewed(renewed)
         self.feed(res)
 
-    def _execute(self, op: StoreOp) -> StoreResult:
+    def _execute(self, op: StoreOp) -> tuple[int | None, StoreResult]:
         try:
-            if self.session is None or self.session.expired:
-                self.session = self._new_session()
+            renewed = self._ensure_session()
         except StoreError as e:
-            return StoreResult(op.token, None, e)
-        return L.execute(self.session, op)
+            return None, StoreResult(op.token, None, e)
+        assert self.session is not None
+        return renewed, L.execute(self.session, op)
 
-    def read_store(self, fn: Callable[[Session], Any]) -> "asyncio.Future[Any]":
-        """Run ``fn(session)`` on the store thread (for lookups outside the core)."""
-        assert self.loop is not None
+    async def read_store(self, fn: Callable[[Session], Any]) -> Any:
+        """Run ``fn(session)`` on the store thread (for lookups outside the core); a session it has to
+        open is announced to the core as any other renewal."""
+        loop = asyncio.get_running_loop()
 
-        def run() -> Any:
-            if self.session is None or self.session.expired:
-                self.session = self._new_session()
-            return fn(self.session)
+        def run() -> tuple[int | None, Any, BaseException | None]:
+            renewed = self._ensure_session()
+            assert self.session is not None
+            try:
+                return renewed, fn(self.session), None
+            except Exception as e:  # noqa: BLE001 - re-raised on the loop, after the renewal is announced
+                return renewed, None, e
 
-        return self.loop.run_in_executor(self._executor, run)
+        renewed, value, error = await loop.run_in_executor(self._executor, run)
+        self._session_renewed(renewed)
+        if error is not None:
+            raise error
+        return value
 
     # ------------------------------------------------------------------ network: inbound
     async def _serve_conn(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:

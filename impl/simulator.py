@@ -25,6 +25,9 @@ conformance harness uses; it follows the model's atomicity choices (specs/00-sco
   question whose leader epoch differs from the leader's is fenced: not an enabled step;
 - the store is instantaneous: a crash expires the broker's session (its registration vanishes in the
   same step) and a controller learns of it only when it performs ``ProcessBrokerChange``;
+- ``ExpireSession(b)`` expires a running broker's session and nothing else: the broker is not told and
+  keeps its state; ``Reregister(b)`` opens it a new session and feeds it ``SessionRenewed``, and its
+  registration is created within the step;
 - a deposed controller keeps its context and acts until ``ResignController``; its store calls go
   through a new session (as a ZooKeeper client reconnecting after expiry would).
 
@@ -70,6 +73,7 @@ from .messages import (
     ProduceResponse,
     Receive,
     Send,
+    SessionRenewed,
     SetTimer,
     Stop,
     StopReplica,
@@ -97,7 +101,7 @@ ACTIONS = ("DeliverRequest", "Produce", "Fetch", "OffsetsForLeaderEpoch", "Trunc
            "CreateTopic", "ReassignPartition", "ElectPreferredLeader", "StartTopicDeletion",
            "CompleteTopicDeletion", "ControlledShutdown", "ResignController", "RequestReassignment",
            "RequestPreferredElection", "RequestTopicDeletion", "DeliverDelayedRequest", "ControllerFailover",
-           "Crash", "LossyCrash", "Restart", "QuickRestart")
+           "Crash", "LossyCrash", "Restart", "QuickRestart", "ExpireSession", "Reregister")
 
 #: actions of the vocabulary the implementation cannot drive yet, and why (none left)
 NOT_YET_DRIVABLE: dict[str, str] = {}
@@ -559,6 +563,29 @@ class Simulator:
             raise NotEnabled(f"the controller noticed that broker {b} stopped (Restart)")
         self._start_broker(b, fresh=False)
 
+    def _a_ExpireSession(self, b: int) -> None:
+        proc = self.brokers.get(b)
+        if proc is None:
+            raise NotEnabled(f"broker {b} is not running")
+        if b not in self.snapshot().registered:
+            raise NotEnabled(f"broker {b} is not registered (Reregister)")
+        # the registration vanishes with the session; the broker hears nothing and keeps its state (a
+        # store call it makes meanwhile goes through a new session, unannounced, as an ISR write would)
+        self.store.expire(proc.session.session_id)
+        self.events.append(f"  session of broker {b} expires")
+
+    def _a_Reregister(self, b: int) -> None:
+        proc = self.brokers.get(b)
+        if proc is None:
+            raise NotEnabled(f"broker {b} is not running (Restart)")
+        if b in self.snapshot().registered:
+            raise NotEnabled(f"broker {b} is registered")
+        session = self._session(proc)  # a new one unless a store call since the expiry opened it
+        self.events.append(f"  broker {b} opens store session {session.session_id}")
+        self._run(proc, proc.core.handle(SessionRenewed(session.session_id), self.now))
+        if b not in self.snapshot().registered:
+            raise RuntimeError(f"broker {b} did not register again: {proc.core.registered=}")
+
     def _stop_broker(self, b: int, lossy: dict[int, int] | None) -> None:
         proc = self.brokers[b]
         assert proc is not None
@@ -657,6 +684,10 @@ class Simulator:
         live_view = self.active.core.ctx.live
         for b in cfg.broker_ids:
             if self.brokers[b] is not None:
+                if b not in snap.registered:
+                    out.append(("Reregister", (b,)))
+                elif self.budget.has("faults.session_expiries"):
+                    out.append(("ExpireSession", (b,)))
                 if self.budget.has("faults.crashes"):
                     out.append(("Crash", (b,)))
                 if self.budget.has("faults.lossy_crashes"):
@@ -674,6 +705,7 @@ class Simulator:
     _BUDGETED = {"ShrinkIsr": "faults.isr_shrinks", "DeliverDelayedRequest": "faults.delayed_requests",
                  "ControllerFailover": "faults.controller_failovers", "Crash": "faults.crashes",
                  "LossyCrash": "faults.lossy_crashes", "QuickRestart": "faults.undetected_restarts",
+                 "ExpireSession": "faults.session_expiries",
                  "ControlledShutdown": "operations.controlled_shutdowns",
                  "RequestPreferredElection": "operations.preferred_elections",
                  "RequestTopicDeletion": "operations.topic_deletions"}
@@ -785,7 +817,8 @@ class AutoSimulator:
 
     Messages can be controlled with :meth:`add_filter`: a function ``(src, dst, msg) -> None | "drop"
     | int`` (an extra delay in ms). Faults: :meth:`crash` (a process crash, or ``power_loss=True`` to
-    lose the unflushed log suffix), :meth:`restart`, :meth:`kill_controller`. The producer client
+    lose the unflushed log suffix), :meth:`restart`, :meth:`kill_controller`, :meth:`expire_session`
+    (a running broker's store session expires; it reconnects and registers again). The producer client
     (:meth:`produce`) sends to the leader named in the store and retries on errors and time-outs;
     :attr:`answered` holds the writes the producer was told succeeded, :attr:`acked` the acknowledged
     writes as the history counts them (the same with acks=all; with acks=1, those that committed at
@@ -905,6 +938,32 @@ class AutoSimulator:
         self.events.append(f"t={self.now} kill controller {proc.core.name} (epoch {proc.core.epoch})")
         return proc.core.epoch
 
+    def expire_session(self, b: int, reconnect_ms: int = 50) -> None:
+        """Broker ``b``'s store session expires while the process goes on running (a cut from the store
+        longer than the session timeout): its registration vanishes now; the broker hears of the expiry
+        and opens a new session ``reconnect_ms`` later (sooner if a store call of its own needs one), as
+        the real runtime does."""
+        proc = self.brokers.get(b)
+        if proc is None:
+            raise NotEnabled(f"broker {b} is not running")
+        self._expire(proc, reconnect_ms)
+        self.events.append(f"t={self.now} session of broker {b} expires")
+
+    def expire_controller_session(self, reconnect_ms: int = 50) -> int:
+        """The active controller's store session expires while it runs; returns its epoch."""
+        proc = self.active
+        if proc is None:
+            raise NotEnabled("no controller is active")
+        self._expire(proc, reconnect_ms)
+        self.events.append(f"t={self.now} session of controller {proc.core.name} (epoch {proc.core.epoch}) expires")
+        return proc.core.epoch
+
+    def _expire(self, proc: _AutoProc, reconnect_ms: int) -> None:
+        sid = proc.session.session_id
+        self.store.expire(sid)
+        self._push(self.now + 1, "expired", (proc.uid, sid))
+        self._push(self.now + max(1, reconnect_ms), "renew", proc.uid)
+
     def add_filter(self, fn: Any) -> None:
         self.filters.append(fn)
 
@@ -968,9 +1027,8 @@ class AutoSimulator:
             effects = proc.core.handle(item, self.now) if proc.kind == "broker" else proc.core.handle(item)
             for eff in effects:
                 if isinstance(eff, StoreOp):
-                    if proc.session.expired:
-                        holder = [proc]
-                        proc.session = self._session(holder)
+                    if proc.session.expired:  # renewed here: announced before the answers of the new session
+                        self._renew(proc, work)
                     work.append(L.execute(proc.session, eff))
                 elif isinstance(eff, Send):
                     src = ("broker", proc.core.id) if proc.kind == "broker" else ("controller", proc.core.epoch)
@@ -994,6 +1052,11 @@ class AutoSimulator:
                             self.store.expire(proc.session.session_id)
                             self.events.append(f"t={self.now} broker {b} stops: {eff.reason}")
                     return
+
+    def _renew(self, proc: _AutoProc, work: deque[Any]) -> None:
+        proc.session = self._session([proc])
+        work.append(SessionRenewed(proc.session.session_id))
+        self.events.append(f"t={self.now} {proc.uid} opens store session {proc.session.session_id}")
 
     def _resolve(self, dst: Any) -> _AutoProc | None:
         kind, key = dst
@@ -1021,6 +1084,19 @@ class AutoSimulator:
             proc = self._proc(uid)
             if proc is not None:
                 self._feed(proc, note)
+        elif kind == "expired":
+            uid, sid = payload
+            proc = self._proc(uid)
+            # as the runtime does: the end of a session already replaced is old news (the core had its
+            # SessionRenewed), and told late it would depose a controller elected on the new session
+            if proc is not None and proc.session.session_id == sid:
+                self._feed(proc, Notification("expired", ""))
+        elif kind == "renew":
+            proc = self._proc(payload)
+            if proc is not None and proc.session.expired:
+                work: deque[Any] = deque()
+                self._renew(proc, work)
+                self._feed(proc, work.popleft())
         elif kind == "msg":
             src, dst, msg = payload
             if dst[0] == "client":

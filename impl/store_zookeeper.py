@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import queue
 import threading
+import time
 from typing import Callable, Sequence
 
 from kazoo.client import KazooClient
@@ -112,17 +113,35 @@ class ZkSession(SessionBase):
         self.on_event: Callable[[WatchEvent], None] | None = None
         self._client.add_listener(self._on_state)
         try:
-            self._client.start(timeout=timeout)
+            self._start(timeout)
         except Exception as e:  # noqa: BLE001 - any failure to connect is "unavailable"
             try:
                 self._client.stop()
                 self._client.close()
             except Exception:  # noqa: BLE001
                 pass
-            raise StoreUnavailable("", f"cannot connect to ZooKeeper at {hosts}: {type(e).__name__}") from None
+            raise StoreUnavailable("", f"cannot connect to ZooKeeper at {hosts}: {type(e).__name__}"
+                                       f"{': ' + str(e)[:80] if str(e) else ''}") from None
         self.session_id = self._client.client_id[0] if self._client.client_id else 0
 
     # ------------------------------------------------------------------ plumbing
+    def _start(self, timeout: float) -> None:
+        """Connect within ``timeout`` s, giving up as soon as kazoo does. Why not ``KazooClient.start``: it
+        waits out its whole timeout even after kazoo's connection thread spent its ``max_tries`` and
+        stopped for good, so a session tried while the server is unreachable (a cut store link) held the
+        runtime's retry loop (impl/runtime.py ``_renew``) for the full 10 s, and a broker re-registered
+        seconds after the link healed. Giving up early lets that loop try again at once."""
+        live = self._client.start_async()
+        routine = getattr(getattr(self._client, "_connection", None), "_connection_routine", None)
+        deadline = time.monotonic() + timeout
+        while not live.wait(min(0.05, max(0.0, deadline - time.monotonic()))):
+            gave_up = routine is not None and not routine.is_alive()
+            if gave_up or time.monotonic() >= deadline:
+                break
+        if not self._client.connected:
+            raise KazooTimeoutError("kazoo gave up connecting" if routine is not None and not routine.is_alive()
+                                    else f"not connected within {timeout:g} s")
+
     def _on_state(self, state: KazooState) -> None:
         if state == KazooState.LOST and not self._expired:
             self._expired = True

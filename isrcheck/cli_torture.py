@@ -6,8 +6,10 @@
 One run (impl/torture.py): a 3-broker cluster behind the nemesis proxies, an acks=all and an acks=1
 producer and a consumer, the seed's fault schedule, healing, then the history checker's verdict and
 ``validate`` of the run's event logs (reported; it decides the exit status only with
-``--strict-validate``, see impl/README.md "A nemesis on loopback"). Exit status: 0 clean, 1 a
-violation (an acks=all write lost or reordered, replicas diverged), 2 bad input.
+``--strict-validate``, see impl/README.md "A nemesis on loopback"). Every lost acknowledged write is
+matched to a known shape from the event logs (impl/torture_explain.py) and printed with it. Exit
+status: 0 clean, 1 a violation (an acks=all write lost, explained or not, or reordered, replicas
+diverged), 2 bad input.
 """
 from __future__ import annotations
 
@@ -23,6 +25,12 @@ import click
 from isrcheck.impl.config import ConfigError, from_mapping
 from isrcheck.impl.history import Verdict
 from isrcheck.impl.torture import TortureResult, TortureSetting, run_torture
+from isrcheck.impl.torture_explain import (
+    LossExplanation,
+    explain_losses,
+    reconstruct,
+    summary,
+)
 from isrcheck.impl.torture_schedule import KINDS
 from isrcheck.specs.protocol import GENERATION_NAMES
 
@@ -40,9 +48,28 @@ def _command(seed: int, s: TortureSetting, kinds: str | None) -> str:
         parts.append(f"--zookeeper {s.zookeeper}")
     if s.unclean:
         parts.append("--unclean")
+    if s.undetected_restarts:
+        parts.append("--undetected-restarts")
     if kinds:
         parts.append(f"--faults {kinds}")
     return " ".join(parts)
+
+
+def _unexplained(v: Verdict, acks: str, why: str) -> tuple[LossExplanation, ...]:
+    return tuple(LossExplanation(x, acks, None, why) for x in v.lost.get(0, ()))
+
+
+def _explain(r: TortureResult) -> tuple[tuple[LossExplanation, ...], tuple[LossExplanation, ...]]:
+    """Every lost acknowledged write matched to a shape from the run's event logs (acks=all, acks=1).
+    Logs that cannot be read leave every loss unexplained, saying why: never a silent pass."""
+    if not (r.verdict.lost_count or r.verdict_acks1.lost_count):
+        return (), ()
+    try:
+        rec = reconstruct(r.event_log)
+    except (OSError, ValueError, KeyError, TypeError) as e:
+        why = f"the event logs could not be read: {e}"
+        return _unexplained(r.verdict, "all", why), _unexplained(r.verdict_acks1, "1", why)
+    return explain_losses(rec, r.verdict, "all"), explain_losses(rec, r.verdict_acks1, "1")
 
 
 def _validate(r: TortureResult, budget: float) -> dict[str, Any]:
@@ -67,11 +94,19 @@ def _validate(r: TortureResult, budget: float) -> dict[str, Any]:
             "details": got["details"], "seconds": round(time.monotonic() - t, 2)}
 
 
+def _echo_explanations(xs: tuple[LossExplanation, ...]) -> None:
+    for x in xs:
+        click.echo(f"  record {x.record}: {x.shape or 'unexplained'}: {x.detail}")
+
+
 @click.command("torture", short_help="A seeded nemesis against a real 3-broker cluster, then the verdict.")
 @click.option("--seed", type=int, default=0, show_default=True, help="draws the fault schedule")
 @click.option("--generation", type=click.Choice(GENERATION_NAMES), default="kip-320", show_default=True)
 @click.option("--min-isr", type=click.IntRange(1, 3), default=2, show_default=True)
 @click.option("--unclean", is_flag=True, help="allow unclean leader election")
+@click.option("--undetected-restarts", is_flag=True,
+              help="the controller does not compare registrations' czxids (before Kafka 2.2): a quick "
+                   "restart can go unnoticed and leave a partition without a working leader")
 @click.option("--store", type=click.Choice(["embedded", "zookeeper"]), default="embedded", show_default=True)
 @click.option("--zookeeper", default=None, metavar="HOST:PORT", help="the ZooKeeper server (with --store zookeeper)")
 @click.option("--duration", type=click.FloatRange(2.0, 600.0), default=10.0, show_default=True,
@@ -85,10 +120,11 @@ def _validate(r: TortureResult, budget: float) -> dict[str, Any]:
 @click.option("--strict-validate", is_flag=True, help="count an event log the model does not explain as a violation")
 @click.option("--keep", is_flag=True, help="keep the run's directory (kept anyway when something is found)")
 @click.option("--json", "as_json", is_flag=True, help="print one JSON object")
-def torture(seed: int, generation: str, min_isr: int, unclean: bool, store: str, zookeeper: str | None,
+def torture(seed: int, generation: str, min_isr: int, unclean: bool, undetected_restarts: bool, store: str,
+            zookeeper: str | None,
             duration: float, kinds: str | None, pace: float, validate_budget: float, strict_validate: bool, keep: bool, as_json: bool) -> None:
     """Run a 3-broker cluster under the seed's nemesis schedule (partitions, pauses, kills, session expiry,
-    delays, drops), heal it, and judge: acks=all writes lost, reordered or diverged (the promise), acks=1
+    delays, drops, controllers cut from the store or the brokers), heal it, and judge: acks=all writes lost, reordered or diverged (the promise), acks=1
     writes lost (reported), and whether the model explains the run's event logs."""
     if store == "zookeeper":
         if not zookeeper:
@@ -102,7 +138,8 @@ def torture(seed: int, generation: str, min_isr: int, unclean: bool, store: str,
     if kind_list is not None and (not kind_list or any(k not in KINDS for k in kind_list)):
         bad = next((k for k in kind_list if k not in KINDS), "(none)")
         raise click.UsageError(f"--faults: unknown kind {bad!r} (known: {', '.join(KINDS)})")
-    setting = TortureSetting(generation, min_isr, unclean, store, zookeeper, duration, kind_list, pace)
+    setting = TortureSetting(generation, min_isr, unclean, store, zookeeper, duration, kind_list, pace,
+                             undetected_restarts=undetected_restarts)
     try:
         from_mapping(setting.config())
     except (ConfigError, ValueError) as e:
@@ -113,16 +150,25 @@ def torture(seed: int, generation: str, min_isr: int, unclean: bool, store: str,
     # validate's verdict is reported, and counts only with --strict-validate: a run whose writes fail
     # mid-fault cannot be numbered as the model numbers writes (one per append, in append order), and the
     # model has no session expiry of a running broker, so an unexplained event here is not yet a bug
-    violation = not r.ok or (strict_validate and val is not None and val["ok"] is not True)
+    why_all, why_one = _explain(r)
+    unexplained_all = [x for x in why_all if not x.explained]
+    # an acks=all loss is a violation whether explained or not (the explanation says which weakness of
+    # the setting did it); one that no known shape explains is one in any setting, stated here on its own
+    violation = not r.ok or bool(unexplained_all) or (strict_validate and val is not None and val["ok"] is not True)
     out = {
         "seed": seed, "ok": not violation, "store": store, "generation": generation, "min_isr": min_isr,
-        "unclean": unclean, "duration": duration, "seconds": round(r.seconds, 2),
-        "faults": [{"at": f.at, "kind": f.kind, "target": f.target, "seconds": f.seconds, "done": what}
+        "unclean": unclean, "undetected_restarts": undetected_restarts, "duration": duration, "seconds": round(r.seconds, 2),
+        "faults": [{"at": f.at, "kind": f.kind, "target": f.target, "seconds": f.seconds,
+                    **({"brokers": list(f.brokers)} if f.brokers else {}), "done": what}
                    for f, what in r.faults],
-        "acks_all": {"written": r.writes_all, "acked": r.acked_all, **r.verdict.to_json()},
-        "acks_1": {"written": r.writes_one, "acked": r.acked_one, **r.verdict_acks1.to_json()},
+        "acks_all": {"written": r.writes_all, "acked": r.acked_all, **r.verdict.to_json(),
+                     "explanations": [x.to_json() for x in why_all], **summary(why_all)},
+        "acks_1": {"written": r.writes_one, "acked": r.acked_one, **r.verdict_acks1.to_json(),
+                   "explanations": [x.to_json() for x in why_one], **summary(why_one)},
+        "losses_explained": summary((*why_all, *why_one)),
         "consumed": r.consumed, "read_then_lost": list(r.read_then_lost), "settled": r.settled,
-        "failover_seconds": r.failovers, "restarted_unregistered": r.unregistered, "validate": val,
+        "failover_seconds": r.failovers, "controller_failover_seconds": r.controller_failovers,
+        "restarted_unregistered": r.unregistered, "validate": val,
         "link_frames": r.link_frames,
         "notes": r.notes, "directory": r.directory, "replay": _command(seed, setting, kinds),
     }
@@ -134,10 +180,17 @@ def torture(seed: int, generation: str, min_isr: int, unclean: bool, store: str,
         click.echo(f"acks=all: {r.writes_all} written, {r.acked_all} acked, {r.verdict.lost_count} lost")
         for line in _findings(r.verdict):
             click.echo(f"  {line}")
+        _echo_explanations(why_all)
         click.echo(f"acks=1:   {r.writes_one} written, {r.acked_one} acked, {r.verdict_acks1.lost_count} lost"
                    " (allowed by acks=1)")
+        _echo_explanations(why_one)
+        if why_all or why_one:
+            n = summary((*why_all, *why_one))
+            click.echo(f"losses explained: {n['explained']} of {n['explained'] + n['unexplained']} "
+                       f"({len(unexplained_all)} acks=all unexplained)")
         click.echo(f"consumer: {r.consumed} read, {len(r.read_then_lost)} read below the HW and lost after")
-        click.echo(f"settled: {'yes' if r.settled else 'no'}; failovers (s): {r.failovers or '-'}")
+        click.echo(f"settled: {'yes' if r.settled else 'no'}; failovers (s): {r.failovers or '-'}; "
+                   f"controller failovers (s): {r.controller_failovers or '-'}")
         for n in r.notes:
             click.echo(f"note: {n}")
         if val is not None and val["ok"] is None:

@@ -200,6 +200,12 @@ def step_events(i: int, s: State, action: object, t: State | None) -> list[Event
         ev.append(Note(i, broker_lane(b), "restart" + (" (unnoticed)" if name == "QuickRestart" else "")))
         if t.zk.registrations != s.zk.registrations or (t.zk.live & ~s.zk.live):
             ev.append(Message(i, broker_lane(b), STORE, f"register broker {b}"))
+    elif name == "ExpireSession":  # the process runs on; only its registration is gone
+        ev.append(Note(i, broker_lane(args[0]), "session expired (still running)", fault=True))
+    elif name == "Reregister":
+        b = args[0]
+        ev.append(Note(i, broker_lane(b), "new session"))
+        ev.append(Message(i, broker_lane(b), STORE, f"register broker {b}"))
     elif name == "TruncateToEpochEndOffset":
         f, p = args
         r = t.brokers[f - 1].replicas[p]

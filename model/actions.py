@@ -156,6 +156,13 @@ def enabled_actions(protocol: Protocol, s: State) -> list[Action]:
                 for kept in product(*choices):
                     if kept != full:
                         out.append(make_action("LossyCrash", (b, kept)))
+            # a running broker is unregistered only after its session expired (and budget 0 never gets
+            # there), so Reregister can never appear in a model without session expiries
+            if zk.live >> b & 1:
+                if budget.session_expiries:
+                    out.append(make_action("ExpireSession", (b,)))
+            else:
+                out.append(make_action("Reregister", (b,)))
         else:
             noticed = not s.controller.live >> b & 1
             if noticed:
@@ -269,6 +276,11 @@ def _quick_restart(w: World, b: int) -> None:
     B.restart(w, b)
 
 
+def _expire_session(w: World, b: int) -> None:
+    _spend(w, "session_expiries")
+    B.expire_session(w, b)
+
+
 def _shrink(w: World, leader: int, p: int, follower: int) -> None:
     _spend(w, "isr_shrinks")
     B.shrink_isr(w, leader, p, follower)
@@ -299,6 +311,8 @@ APPLY: dict[str, Callable[..., None]] = {
     "LossyCrash": _lossy_crash,
     "Restart": B.restart,
     "QuickRestart": _quick_restart,
+    "ExpireSession": _expire_session,
+    "Reregister": B.reregister,
 }
 
 

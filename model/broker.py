@@ -274,8 +274,30 @@ def graceful_stop(w: World, b: int) -> None:
 def restart(w: World, b: int) -> None:
     br = w.brokers[b - 1]
     w.set_broker(b - 1, make_broker(True, br.controller_epoch, br.replicas))
+    _register(w, b)
+
+
+def _register(w: World, b: int) -> None:
+    """Create ``b``'s ephemeral registration. Its registration count (the czxid) is only tracked
+    where a controller reads it (``detect_restarts``), so models without it keep their states."""
     w.live |= bit(b)
     if w.protocol.detects_restarts():
         registrations = list(w.registrations)
         registrations[b - 1] += 1
         w.registrations = tuple(registrations)
+
+
+# ---------------------------------------------------------------------------- session expiry
+def expire_session(w: World, b: int) -> None:
+    """``b``'s ZooKeeper session expires: its ephemeral registration vanishes, nothing else.
+
+    The process keeps running with its logs, its high watermarks, its role and cached ISR, and
+    the controller requests already on their way; the controller will see a broker failure.
+    """
+    w.live &= ~bit(b)
+
+
+def reregister(w: World, b: int) -> None:
+    """``b`` opens a new session and registers again, with a new czxid, as a restart registers;
+    its in-memory state is unchanged, so until the controller's requests arrive it acts on it."""
+    _register(w, b)

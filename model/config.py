@@ -48,6 +48,9 @@ class Faults:
     controller_failovers: int = 0
     isr_shrinks: int = 0
     delayed_requests: int = 0
+    #: a running broker loses its ZooKeeper session (ExpireSession): its registration vanishes
+    #: while the process keeps its state, until it registers again (Reregister)
+    session_expiries: int = 0
 
 
 @dataclass(frozen=True)

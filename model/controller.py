@@ -139,7 +139,11 @@ def replica_to(w: World, c: ControllerWork, p: int, b: int, target: RS) -> bool:
         if source != RS.NEW and zp.version:
             send_leader_and_isr(w, c, p, (b,))
     elif target == RS.OFFLINE:
-        w.send(b, make_stop_replica(c.epoch, p, False))
+        if c.live >> b & 1 or w.live >> b & 1:
+            w.send(b, make_stop_replica(c.epoch, p, False))
+        # else: a broker that has neither a registration nor a place in this controller's view (its
+        # failure handled, the connection closed) gets nothing. Only a running broker whose session
+        # expired is in that position; a stopped one would drop the request anyway.
         try:
             _remove_from_isr(w, c, p, b)
         except Fenced:

@@ -68,8 +68,8 @@ def initial_state(protocol: Protocol) -> State:
 
     f, o = cfg.faults, cfg.operations
     budget = Budget(f.crashes, f.lossy_crashes, f.undetected_restarts, f.controller_failovers,
-                    f.isr_shrinks, f.delayed_requests, o.preferred_elections, o.controlled_shutdowns,
-                    o.topic_deletions)
+                    f.isr_shrinks, f.delayed_requests, f.session_expiries, o.preferred_elections,
+                    o.controlled_shutdowns, o.topic_deletions)
     ghost = tuple(Ghost(0, 0, (), ()) for _ in range(np_))
     reassignments = tuple((r.partition, r.target) for r in o.reassignments)
     return State(zk, c, None, tuple(brokers), ((),) * nb, ghost, budget, reassignments)

@@ -199,7 +199,7 @@ class _Worker:
 
     def __init__(self, me: int, nworkers: int, model: Model, ctrl: Connection,
                  in_fds: dict[int, int], out_fds: dict[int, int],
-                 init: list[tuple[int, int, Any]]) -> None:
+                 init: list[tuple[int, int, Any]], codec: Any = None) -> None:
         self.me = me
         self.n = nworkers
         self.model = model
@@ -212,8 +212,9 @@ class _Worker:
         self.claims: dict[int, tuple[int, int, int, Any]] = {}
         self.mesh = _Mesh(in_fds, out_fds)
         # a model's binary state codec (optional: ``state_codec``) carries the states that move
-        # between workers; without one they are pickled
-        self.codec: Any = getattr(model, "state_codec", None)
+        # between workers; without one they are pickled. Built once before the fork (building it
+        # reads the state's type hints: about 40 ms that every worker would repeat).
+        self.codec: Any = codec
         # figures of the last level, to cut it at a stopping event
         self.level_keys: list[int] = []
         self.level_starts: list[int] = []
@@ -437,7 +438,7 @@ def _settle_gc() -> None:
 
 
 def _worker_main(me: int, nworkers: int, model: Model, ctrl: Connection, close: list,
-                 in_fds: dict[int, int], out_fds: dict[int, int], init: list) -> None:
+                 in_fds: dict[int, int], out_fds: dict[int, int], init: list, codec: Any = None) -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the coordinator handles ^C and stops us
     for c in close:
         try:
@@ -447,7 +448,7 @@ def _worker_main(me: int, nworkers: int, model: Model, ctrl: Connection, close: 
     gc.freeze()  # what the fork inherited never needs a collection
     gc.disable()  # states are acyclic and freed by reference counting (see checker.paused_gc)
     try:
-        _Worker(me, nworkers, model, ctrl, in_fds, out_fds, init).serve()
+        _Worker(me, nworkers, model, ctrl, in_fds, out_fds, init, codec).serve()
     except BaseException as e:  # noqa: BLE001 - reported to the coordinator
         tb = traceback.format_exc()
         try:
@@ -688,6 +689,7 @@ class ParallelChecker(Search, Generic[S, A]):
                     os.set_blocking(w, False)
                     pipes[i, j] = (r, w)
         all_fds = [fd for rw in pipes.values() for fd in rw]
+        codec = getattr(self.model, "state_codec", None)
         self._conns = [parent_end for parent_end, _ in ctrl]
         self._procs = []
         try:
@@ -699,7 +701,7 @@ class ParallelChecker(Search, Generic[S, A]):
                 close += [c for k, (pe, ce) in enumerate(ctrl) for c in (pe, ce) if not (k == i and c is ce)]
                 owned = [e for e in init if e[1] % n == i]
                 p = ctx.Process(target=_worker_main, name=f"isrcheck-worker-{i}", daemon=True,
-                                args=(i, n, self.model, ctrl[i][1], close, in_fds, out_fds, owned))
+                                args=(i, n, self.model, ctrl[i][1], close, in_fds, out_fds, owned, codec))
                 p.start()
                 self._procs.append(p)
         finally:

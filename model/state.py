@@ -127,6 +127,7 @@ class Budget(NamedTuple):
     controller_failovers: int
     isr_shrinks: int
     delayed_requests: int
+    session_expiries: int
     preferred_elections: int
     controlled_shutdowns: int
     topic_deletions: int

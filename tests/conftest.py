@@ -5,6 +5,7 @@ Nothing here is autouse; tests ask for the ``kafka`` fixture (a factory of :clas
 """
 from __future__ import annotations
 
+import os
 from types import SimpleNamespace
 from typing import Any
 
@@ -15,6 +16,13 @@ from isrcheck.model.config import Config, from_mapping
 from isrcheck.model.kafka import initial_state
 from isrcheck.model.protocol import Protocol
 from isrcheck.model.state import State
+
+# The CLI sizes its output by COLUMNS when it is set (render.make_console, render.fit_width), and the
+# tests read that output as a pipe would give it. A COLUMNS exported by the invoking shell, or the
+# COLUMNS=80 that pytest-xdist's workers are started with, would wrap it: the tests that want a
+# width set one with monkeypatch.
+for _var in ("COLUMNS", "LINES"):
+    os.environ.pop(_var, None)
 
 
 def make_config(**raw: Any) -> Config:

@@ -806,6 +806,8 @@ def unsupported_reason(cfg: Config) -> str:
                 f"{', '.join(GENERATIONS)}); `isrcheck check` does")
     if cfg.detect_restarts:
         return "the symbolic encoding does not cover bounce detection (detect_restarts)"
+    if f.session_expiries:
+        return "the symbolic encoding does not cover broker session expiries (faults.session_expiries)"
     if cfg.controller_connections != "shared":
         return "the symbolic encoding does not cover per-controller connections (controller_connections)"
     if cfg.max_fetch_records:

@@ -834,7 +834,7 @@ class SymState:
         budget = Budget(iv(self.budget["crashes"]), iv(self.budget["lossy_crashes"]),
                         iv(self.budget["undetected_restarts"]), b0.controller_failovers,
                         iv(self.budget["isr_shrinks"]), iv(self.budget["delayed_requests"]),
-                        b0.preferred_elections, b0.controlled_shutdowns, b0.topic_deletions)
+                        b0.session_expiries, b0.preferred_elections, b0.controlled_shutdowns, b0.topic_deletions)
         st = State(zk, controller, None, tuple(brokers), tuple(inbox), tuple(ghost), budget, ())
         return self.ops.decode(model, st) if self.ops is not None else st
 

@@ -106,9 +106,9 @@ def fetch_answers_new_hw() -> Iterator[None]:
     original = BrokerCore._answer_fetch
 
     def answer(self, p, r, reply):  # type: ignore[no-untyped-def]
-        frm, m, _answered = reply
+        frm, m, _answered, served = reply
         self._advance_hw(p, r)
-        return original(self, p, r, (frm, m, r.hw))
+        return original(self, p, r, (frm, m, r.hw, served))
 
     with _patch(BrokerCore, "_answer_fetch", answer):
         yield

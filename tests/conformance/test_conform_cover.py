@@ -81,6 +81,20 @@ def test_covering_paths_of_small_models_conform_with_full_edge_coverage(name):
     assert rep.paths == rep.paths_total and rep.steps >= rep.edges_total
 
 
+@pytest.mark.parametrize("generation", ["kip-320", "high-watermark"])
+def test_session_expiry_conforms_with_full_edge_coverage(generation):
+    """session-expiry-kip-320 shrunk to two brokers and one record (the full model conforms too, in
+    minutes: `isrcheck conform --model session-expiry-kip-320`). An expired broker keeps acting, and the
+    controller must send it nothing once it handled the expiry (no StopReplica): that shows here."""
+    base = manifest.get("session-expiry-kip-320").config
+    cfg = dataclasses.replace(base, brokers=2, replication_factor=2, assignment=((1, 2),), max_records=1,
+                              min_insync_replicas=1, generation=type(base.generation)(generation))
+    rep = cover(cfg, "edges", label=f"session expiry ({generation})")
+    assert rep.ok, rep.divergence.summary() if rep.divergence else rep.skipped
+    assert rep.edge_coverage == 1.0 and rep.paths == rep.paths_total
+    assert any(a.name == "Reregister" for a in build_graph(cfg).actions.values())
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("name", ["topic-deletion", "topic-creation", "preferred-election", "lossy-crash",
                                   "undetected-restart"])

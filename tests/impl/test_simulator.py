@@ -78,6 +78,36 @@ def test_leader_kill_moves_leadership_within_the_isr_and_keeps_acked_writes():
     assert sim.isr_of(0) == (1, 2, 3)
 
 
+def test_an_expired_leader_keeps_acting_until_it_registers_again():
+    """ExpireSession / Reregister (specs/05-replication.md, "Session expiry") driven step by step."""
+    sim = Simulator({"brokers": 3, "max_records": 3, "generation": "kip-320", "min_insync_replicas": 1,
+                     "faults": {"session_expiries": 1}})
+    sim.apply("Produce", (1, 0))
+    replicate_fully(sim)
+    assert ("ExpireSession", (1,)) in sim.enabled() and ("Reregister", (1,)) not in sim.enabled()
+    with pytest.raises(NotEnabled):
+        sim.apply("Reregister", (1,))  # registered: nothing to renew
+    sim.apply("ExpireSession", (1,))
+    assert 1 not in sim.snapshot().registered and sim.broker(1).leads(0)  # the process keeps its state
+    assert ("Reregister", (1,)) in sim.enabled() and ("ExpireSession", (1,)) not in sim.enabled()
+    sim.apply("ProcessBrokerChange", (1,))
+    assert sim.leader_of(0) == 2 and sim.isr_of(0) == (2, 3)
+    assert not sim.inbox[1]  # the controller sends an unregistered broker nothing, not even StopReplica
+    sim.apply("Produce", (1, 0))  # the deposed leader still believes it leads and accepts a write
+    assert sim.broker(1).leads(0) and sim.broker(1).replicas[0].leo == 2
+    sim.apply("Reregister", (1,))
+    assert 1 in sim.snapshot().registered
+    sim.apply("ProcessBrokerChange", (1,))  # a broker start-up: LeaderAndIsr makes it a follower
+    sim.settle()
+    obs = sim.observe()
+    validate(obs)
+    assert replica(obs, 1)["role"] == "follower" and sim.leader_of(0) == 2
+    assert ids(replica(obs, 1)["log"]) == ids(replica(obs, 2)["log"]) == [1]  # the unacked write is gone
+    assert sim.isr_of(0) == (1, 2, 3) and sim.acked[0] == {1}
+    assert sim.spends_budget("ExpireSession", (1,)) == "faults.session_expiries"
+    assert sim.spends_budget("Reregister", (1,)) is None
+
+
 def test_the_seeds_truncation_rule_can_lose_an_acknowledged_write():
     """The known weakness (specs/06, NoCommittedWriteLost): the implementation has it too."""
     sim = Simulator({"brokers": 3, "max_records": 2})

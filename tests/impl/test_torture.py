@@ -8,13 +8,18 @@ through the proxies (if the routes broke, the nemesis would be a no-op and the v
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from isrcheck.impl.history import Verdict
+from isrcheck.impl.loss_shape import HW_TRUNCATION
+from isrcheck.impl.torture_explain import UNCLEAN_ELECTION, explain_losses, reconstruct
 
 from isrcheck.cli import main
 
-SEED = 5  # its 5 s schedule: broker 1 partitioned from every node, the leader paused, the leader killed
+SEED = 5  # its 5 s schedule: the active controller cut from brokers 1 and 3, the leader paused, the leader
+# killed (tests/impl/test_torture_controller_faults.py has a run whose only faults are controller ones)
 
 
 def _torture(*args: str) -> tuple[int, dict]:
@@ -24,9 +29,18 @@ def _torture(*args: str) -> tuple[int, dict]:
     return res.exit_code, json.loads(res.output)
 
 
+def _assert_explained_as(directory: Path, verdict: Verdict, shape: str, lost: int) -> None:
+    """Every write the scenario lost is matched, from the run's own event logs, to ``shape``."""
+    xs = explain_losses(reconstruct(directory / "events"), verdict, "all")
+    assert [x.shape for x in xs] == [shape] * lost, [x.detail for x in xs]
+
+
 def _assert_nothing_lost(code: int, out: dict) -> None:
     assert out["acks_all"]["acked"] > 0
     assert out["acks_all"]["lost"] == 0, out["acks_all"]["findings"]
+    # acks=1 may lose writes here; each one must be matched to a known shape from the event logs
+    assert out["acks_1"]["unexplained"] == 0, out["acks_1"]["explanations"]
+    assert out["acks_1"]["explained"] == out["acks_1"]["lost"]
     assert not [f for f in out["acks_all"]["findings"] if f["kind"] in ("lost", "reordered", "diverged")]
     assert code == 0 and out["ok"]
     assert out["settled"], out["notes"]
@@ -87,6 +101,7 @@ def test_unclean_election_under_a_partition_loses_acknowledged_writes(tmp_path, 
     assert "settled" in steps, steps
     assert verdict.acked == 5
     assert verdict.lost_count == lost, (steps, verdict.to_json())
+    _assert_explained_as(tmp_path / "c", verdict, UNCLEAN_ELECTION, lost)
 
 
 @pytest.mark.cluster
@@ -107,3 +122,4 @@ def test_the_high_watermark_truncation_loses_a_committed_write_on_real_processes
     assert verdict.lost_count == lost, (steps, verdict.to_json())
     if lost:
         assert verdict.lost == {0: (4,)}
+    _assert_explained_as(tmp_path / "c", verdict, HW_TRUNCATION, lost)

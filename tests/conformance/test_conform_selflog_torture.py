@@ -1,0 +1,208 @@
+"""What made every `isrcheck cluster torture` run fail to validate (or take minutes): the merge of the
+processes' own logs (conformance/selflog.py) against three races of a real run, each with a saved
+torture run's logs (tests/conformance/selflogs/*.tar.gz) that failed before its fix:
+
+- a follower's half of a fetch its leader answered without logging a half, logged after a later step
+  of the leader (a produce), goes back to where the leader answered it;
+- writes a client sent again (after a later write of the other producer, or twice) are numbered in
+  the order the leaders appended them, as the model numbers them;
+- a leader's append a SIGKILL left on disk without its line is a Produce before the crash;
+- a broker's log end and HW hold until its next line, so a follower cut off for seconds does not
+  leave thousands of candidate states (one per number of records it might have fetched unlogged)."""
+from __future__ import annotations
+
+import dataclasses
+import tarfile
+from pathlib import Path
+
+import pytest
+
+from isrcheck.conformance import selflog
+from isrcheck.conformance.selflog import (SelfLine, _appends_lost_in_a_crash, _fetches_before_crash,
+                                          _renumber_records, _unlogged_answers_in_place, _with_held,
+                                          validate_selflogs)
+
+SAVED = Path(__file__).parent / "selflogs"
+
+
+def _saved(name: str, tmp_path: Path) -> Path:
+    out = tmp_path / name
+    with tarfile.open(SAVED / f"{name}.tar.gz") as tar:
+        tar.extractall(out, filter="data")
+    return out
+
+
+def _sl(process: str, seq: int, t: int, kind: str, action, facts=None, role: str = "broker") -> SelfLine:
+    return SelfLine(process, role, f"{process}.1.events.jsonl", seq + 1, seq, t, kind, action, facts or {}, "")
+
+
+def _rep(b: int, leo: int, hw: int, role: str = "follower", epoch: int = 0) -> dict:
+    pre = f"replicas[{b},0]."
+    return {pre + "leo": leo, pre + "hw": hw, pre + "role": role, pre + "leader_epoch": epoch}
+
+
+def test_a_follower_half_of_a_fetch_answered_before_a_produce_goes_back_before_it(tmp_path, monkeypatch):
+    """The leader (HW already 2) answered broker 2's fetch without logging a half; then it appended a
+    record; broker 2 logged its half (log end 2, HW 2) and a checkpoint before it after that produce,
+    where the model's Fetch would give it 3 records. Both go just before the produce."""
+    lines = [
+        _sl("broker-1", 5, 10, "observation", ("Fetch", (3, 0)), _rep(1, 2, 2, "leader")),  # HW 2
+        _sl("broker-2", 4, 11, "observation", ("Fetch", (2, 0)), _rep(2, 2, 1)),
+        _sl("broker-1", 6, 20, "action", ("Produce", (1, 0)), _rep(1, 3, 2, "leader")),
+        _sl("broker-3", 7, 21, "observation", ("Fetch", (3, 0)), _rep(3, 3, 2)),  # another follower: stays
+        _sl("broker-2", 5, 22, "action", ("CheckpointHighWatermark", (2, 0)), _rep(2, 2, 1)),
+        _sl("broker-2", 6, 23, "observation", ("Fetch", (2, 0)), _rep(2, 2, 2)),
+    ]
+    out, moved = _unlogged_answers_in_place(lines)
+    assert moved == 2
+    assert [(x.process, x.seq) for x in out] == [("broker-1", 5), ("broker-2", 4), ("broker-2", 5), ("broker-2", 6),
+                                                 ("broker-1", 6), ("broker-3", 7)]
+    assert [x.t for x in out] == [10, 11, 20, 20, 20, 21]  # the clock never goes back
+    assert "placed before the later step of the leader" in out[3].note
+    # what the leader answers now: it stays
+    now = lines[:2] + [dataclasses.replace(lines[5], facts=_rep(2, 3, 2))]
+    assert _unlogged_answers_in_place(now) == (now, 0)
+    # the leader logged its half of this fetch (another rule's case): it stays
+    half = lines[:3] + [_sl("broker-1", 7, 21, "observation", ("Fetch", (2, 0)), _rep(1, 3, 2, "leader"))] + lines[4:]
+    assert _unlogged_answers_in_place(half) == (half, 0)
+    # another line of the follower in between (a controller request it handled): it stays
+    heard = lines[:3] + [_sl("broker-2", 5, 22, "observation", ("DeliverRequest", (2,)), _rep(2, 2, 1)),
+                         dataclasses.replace(lines[5], seq=6)]
+    assert _unlogged_answers_in_place(heard) == (heard, 0)
+    # no state of the leader (at that leader epoch) ever answered so: it stays
+    never = lines[:5] + [dataclasses.replace(lines[5], facts=_rep(2, 2, 2, epoch=1))]
+    assert _unlogged_answers_in_place(never) == (never, 0)
+
+    # the earliest place the leader answered so: before its ShrinkIsr of the follower (after it, the
+    # model's Fetch would take the follower back into the ISR), not just before its next produce
+    shrink = _sl("broker-1", 7, 21, "action", ("ShrinkIsr", (1, 0, 2)), _rep(1, 3, 2, "leader"))
+    late = lines[:3] + [shrink, _sl("broker-1", 8, 22, "action", ("Produce", (1, 0)), _rep(1, 4, 2, "leader")),
+                        dataclasses.replace(lines[5], facts=_rep(2, 3, 2))]
+    out, moved = _unlogged_answers_in_place(late)
+    assert moved == 1 and [(x.process, x.seq) for x in out][3:5] == [("broker-2", 6), ("broker-1", 7)]
+    # the leader logged its half of a fetch whose answer was lost (a cut link); the follower's half
+    # shows the answer to the fetch it sent again, after a produce: it goes back there, not before the half
+    lost = lines[:2] + [_sl("broker-1", 7, 12, "observation", ("Fetch", (2, 0)), _rep(1, 2, 2, "leader")),
+                        dataclasses.replace(lines[2], facts=_rep(1, 3, 2, "leader")),
+                        _sl("broker-1", 8, 21, "action", ("CheckpointHighWatermark", (1, 0)), _rep(1, 3, 2, "leader")),
+                        _sl("broker-1", 9, 22, "action", ("Produce", (1, 0)), _rep(1, 4, 2, "leader")),
+                        dataclasses.replace(lines[5], facts=_rep(2, 3, 2))]
+    out, moved = _unlogged_answers_in_place(lost)
+    assert moved == 1 and [(x.process, x.seq) for x in out][3:6] == [("broker-1", 6), ("broker-2", 6), ("broker-1", 8)]
+
+    # the saved torture run (--seed 3 --faults kill) that failed so: it validates, and not without the rule
+    run = _saved("follower-half-answered-before-a-produce", tmp_path)
+    merged, r = validate_selflogs([run])
+    assert r.ok, f"{r.reason} {r.details}"
+    assert any("placed before that step" in n for n in merged.notes)
+    monkeypatch.setattr(selflog, "_unlogged_answers_in_place", lambda lines, limit=0: (lines, 0))
+    _, r = validate_selflogs([run])
+    assert not r.ok and r.reason.startswith("broker-2 seq 23 ") and "replicas[2,0].hw" in r.reason, r.reason
+
+
+def _log(*ids: tuple[int, int]) -> list[dict]:
+    return [{"id": i, "epoch": e} for i, e in ids]
+
+
+def test_writes_are_numbered_in_the_order_the_leaders_appended_them():
+    """The client's write 2 failed and was sent again after write 3, and appended twice (its first
+    attempt was appended, the answer lost): the model's writes are 1, 2, 3, 4 in append order."""
+    lines = [
+        _sl("broker-1", 1, 1, "action", ("Produce", (1, 0)), {"replicas[1,0].log": _log((1, 0))}),
+        _sl("broker-1", 2, 2, "action", ("Produce", (1, 0)), {"replicas[1,0].log": _log((1, 0), (2, 0))}),
+        _sl("broker-1", 3, 3, "action", ("Produce", (1, 0)), {"replicas[1,0].log": _log((1, 0), (2, 0), (3, 0))}),
+        _sl("broker-2", 1, 4, "observation", ("Fetch", (2, 0)), {"replicas[2,0].log": _log((1, 0), (2, 0))}),
+        _sl("broker-1", 4, 5, "action", ("Produce", (1, 0)),
+            {"replicas[1,0].log": _log((1, 0), (2, 0), (3, 0), (2, 0))}),
+        _sl("launcher", 1, 6, "observation", None, {"acked[0]": [1, 2, 3]}, role="launcher"),
+    ]
+    out, changed = _renumber_records(lines)
+    assert changed == 1  # the fourth append had id 2
+    assert [r["id"] for r in out[4].facts["replicas[1,0].log"]] == [1, 2, 3, 4]
+    assert [r["id"] for r in out[3].facts["replicas[2,0].log"]] == [1, 2]  # the first copy of 2
+    assert out[5].facts["acked[0]"] == [1, 3, 4]  # write 2 acknowledged: its last append
+    in_order = lines[:3]
+    assert _renumber_records(in_order) == (in_order, 0)
+
+
+def test_a_brokers_log_end_and_hw_hold_until_its_next_line():
+    held: dict = {}
+    own = _rep(2, 5, 4)
+    assert _with_held(_sl("broker-2", 1, 1, "observation", ("Fetch", (2, 0)), own), held) == own
+    assert held == {"replicas[2,0].leo": 5, "replicas[2,0].hw": 4}
+    lead = _rep(1, 6, 5, "leader")
+    assert _with_held(_sl("broker-1", 1, 2, "action", ("Produce", (1, 0)), lead), held) == {
+        **lead, "replicas[2,0].leo": 5, "replicas[2,0].hw": 4}
+    # the leader's half of broker 2's fetch: broker 2 changes there in the model, before its own half
+    # (if ever: its answer may be lost), to the leader's log end and its HW from before the fetch
+    _with_held(_sl("broker-1", 2, 3, "observation", ("Fetch", (2, 0)), {**lead, "replicas[1,0].hw": 6}), held)
+    assert held == {"replicas[1,0].leo": 6, "replicas[1,0].hw": 6, "replicas[2,0].leo": 6, "replicas[2,0].hw": 5}
+    # not with max_fetch_records (a partial fetch), nor from a log end beyond the leader's
+    _with_held(_sl("broker-1", 3, 3, "observation", ("Fetch", (2, 0)), lead), held, 1)
+    assert "replicas[2,0].hw" not in held
+    # a crash (or any launcher or controller action): nothing held until each broker logs again
+    assert _with_held(_sl("launcher", 1, 4, "action", ("Crash", (1,)), {}, role="launcher"), held) == {}
+    assert held == {}
+
+
+def test_a_torture_run_with_retried_writes_validates_with_few_candidate_states(tmp_path, monkeypatch):
+    """The saved torture run (--seed 3 --duration 5 --faults kill,partition,split,pause,delay,drop)
+    whose acks=all write 29 timed out while the leader was paused, the acks=1 producer's 30 went in, and
+    29 was appended again (broker-1 seq 72): it failed there, and without held facts it took over a
+    minute, with 3856 candidate states at once while broker 2 was cut off."""
+    run = _saved("torture-writes-retried-out-of-order-and-twice", tmp_path)
+    merged, r = validate_selflogs([run], max_candidates=200)
+    assert r.ok, f"{r.reason} {r.details}"
+    assert r.max_candidates <= 200 and any("record ids renumbered" in n for n in merged.notes)
+    with monkeypatch.context() as m:
+        m.setattr(selflog, "_renumber_records", lambda lines: (lines, 0))
+        _, r = validate_selflogs([run])
+        assert not r.ok and r.reason.startswith("broker-1 seq 72 ") and "replicas[1,0].log" in r.reason, r.reason
+    monkeypatch.setattr(selflog, "_with_held", lambda ln, held, limit=0: dict(ln.facts))
+    _, r = validate_selflogs([run], max_candidates=200)
+    assert not r.ok and "explained by more than 200 model states" in r.reason, r.reason
+
+
+def test_an_append_killed_before_its_line_is_a_produce_before_the_crash(tmp_path, monkeypatch):
+    """The launcher killed the leader after it appended record 3 and before it logged it (a line comes
+    after the disk write): its restart shows 3 records. A Produce goes before the Crash line."""
+    leader = {**_rep(1, 2, 2, "leader"), "replicas[1,0].log": _log((1, 0), (2, 0))}
+    crash = _sl("launcher", 1, 20, "action", ("Crash", (1,)), {"brokers[1].alive": False}, role="launcher")
+    back = {**_rep(1, 3, 2, ""), "replicas[1,0].log": _log((1, 0), (2, 0), (3, 0))}
+    lines = [_sl("broker-1", 5, 10, "action", ("Produce", (1, 0)), leader), crash,
+             _sl("broker-2", 7, 21, "observation", ("DeliverRequest", (2,)), _rep(2, 2, 2, "leader", 1)),
+             _sl("broker-1", 1, 30, "action", ("Restart", (1,)), back)]
+    out, added = _appends_lost_in_a_crash(lines)
+    assert added == 1 and [(x.process, x.action, x.t) for x in out][:3] == [
+        ("broker-1", ("Produce", (1, 0)), 10), ("broker-1", ("Produce", (1, 0)), 20), ("launcher", ("Crash", (1,)), 20)]
+    assert out[1].facts == {"replicas[1,0].log": _log((1, 0), (2, 0), (3, 0)), "replicas[1,0].leo": 3}
+    # a follower's records (a fetch it did not log: Fetch is a silent step), or a log that is not the
+    # one logged before plus records of its leader epoch, add nothing
+    follower = [dataclasses.replace(lines[0], facts={**leader, "replicas[1,0].role": "follower"})] + lines[1:]
+    assert _appends_lost_in_a_crash(follower) == (follower, 0)
+    other = lines[:3] + [dataclasses.replace(lines[3],
+                                             facts={**back, "replicas[1,0].log": _log((1, 0), (3, 0), (4, 0))})]
+    assert _appends_lost_in_a_crash(other) == (other, 0)
+
+    # the saved torture run that failed so (at broker 1's restart): it validates, and not without the rule
+    run = _saved("leader-append-killed-before-its-line", tmp_path)
+    merged, r = validate_selflogs([run])
+    assert r.ok, f"{r.reason} {r.details}"
+    assert any("Produce step(s) of a leader killed" in n for n in merged.notes)
+    monkeypatch.setattr(selflog, "_appends_lost_in_a_crash", lambda lines: (lines, 0))
+    _, r = validate_selflogs([run])
+    assert not r.ok and r.reason.startswith("broker-1 seq 1 ") and "Restart(1)" in r.reason, r.reason
+
+
+def test_a_new_leader_elected_after_the_crash_leaves_the_crashed_leaders_answer_before_it():
+    """A follower paused (SIGSTOP) with the crashed leader's answer in its socket logged it after the
+    controller had elected a new leader (a 15 s torture run, seed 8): the answer is still the crashed
+    leader's, and goes before the crash."""
+    ctrl = _sl("controller-1", 2, 5, "observation", None, {"partitions[0].leader": 1, "partitions[0].leader_epoch": 0},
+               role="controller")
+    crash = _sl("launcher", 1, 20, "action", ("Crash", (1,)), {"brokers[1].alive": False}, role="launcher")
+    elected = dataclasses.replace(ctrl, seq=3, t=21, facts={"partitions[0].leader": 3, "partitions[0].leader_epoch": 1})
+    half = _sl("broker-2", 8, 30, "observation", ("Fetch", (2, 0)), _rep(2, 5, 5))
+    out, moved = _fetches_before_crash([ctrl, crash, elected, half])
+    assert moved == 1 and [(x.process, x.seq) for x in out] == [("controller-1", 2), ("broker-2", 8), ("launcher", 1),
+                                                                ("controller-1", 3)]
