@@ -50,7 +50,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -808,6 +808,46 @@ def _with_held(ln: SelfLine, held: dict[str, Any], limit: int = 0) -> dict[str, 
     return facts
 
 
+
+Rule = Callable[[list[SelfLine]], tuple[list[SelfLine], int]]
+
+
+def _reorderings(max_fetch_records: int) -> list[tuple[Rule, str]]:
+    """The merge's rules for races between the processes' clocks, in the order they apply, each with
+    the note that says how many lines it added or moved (see the module's docstring)."""
+    return [
+        (_appends_lost_in_a_crash,
+         ("{count} Produce step(s) of a leader killed after it appended and before it logged them (the records are in "
+          "the log of its restart) added before the crash")),
+        (_fetches_before_crash,
+         ("{count} line(s) of a follower whose fetch its leader answered before the launcher's crash of it, logged after "
+          "that crash (a follower's half, and its HW checkpoints before it), placed before the crash")),
+        (lambda lines: _unlogged_answers_in_place(lines, max_fetch_records),
+         ("{count} line(s) of a follower whose fetch its leader answered (logging no half of it) before a later step of "
+          "the leader's logged first (a follower's half, and its HW checkpoints before it), placed before that step")),
+        (_checkpoints_before_fetch,
+         ("{count} line(s) of a follower whose fetch was in flight made to fit the model's one-step Fetch (a checkpoint "
+          "placed before the leader's half, or the fetched replica's facts not checked until the follower's half)")),
+        (_checkpoints_before_shutdown,
+         ("{count} HW checkpoint(s) of a broker logged after the controller's controlled shutdown of it, before it heard "
+          "of it, placed before the controller's step")),
+    ]
+
+
+def _after_the_end() -> list[tuple[Rule, str]]:
+    """The rules applied once the lines after the launcher's end of the run are cut, with their notes
+    (``{count}``: how many lines they added or changed)."""
+    return [
+        (_expiries_unlogged,
+         ("{count} ExpireSession step(s) not logged (a fault other than expire ended a broker's session: its "
+          "Reregister proves it) added before the controller's first line dropping the broker from an ISR, or before "
+          "the Reregister")),
+        (_renumber_records,
+         ("record ids renumbered in the order the leaders appended them, as the model numbers writes ({count} "
+          "append(s) had another id: a write sent again after a later one, or twice)")),
+    ]
+
+
 def merge_selflogs(paths: Iterable[str | Path], max_silent: int = MAX_SILENT) -> Merged:
     """One event log from the per-process logs of one run (see the module's docstring)."""
     files = list(dict.fromkeys(f.resolve() for f in selflog_files(paths)))  # a file named twice is read once
@@ -832,44 +872,20 @@ def merge_selflogs(paths: Iterable[str | Path], max_silent: int = MAX_SILENT) ->
             problem = _order_problem(mine)
         lines += mine
     lines.sort(key=lambda x: (x.t, x.process, x.seq))
-    lines, added = _appends_lost_in_a_crash(lines)
-    if added:
-        notes.append(f"{added} Produce step(s) of a leader killed after it appended and before it logged them (the "
-                     f"records are in the log of its restart) added before the crash")
-    lines, moved = _fetches_before_crash(lines)
-    if moved:
-        notes.append(f"{moved} line(s) of a follower whose fetch its leader answered before the launcher's crash of it, "
-                     f"logged after that crash (a follower's half, and its HW checkpoints before it), placed before "
-                     f"the crash")
-    lines, moved = _unlogged_answers_in_place(lines, base.max_fetch_records)
-    if moved:
-        notes.append(f"{moved} line(s) of a follower whose fetch its leader answered (logging no half of it) before a "
-                     f"later step of the leader's logged first (a follower's half, and its HW checkpoints before it), "
-                     f"placed before that step")
-    lines, moved = _checkpoints_before_fetch(lines)
-    if moved:
-        notes.append(f"{moved} line(s) of a follower whose fetch was in flight made to fit the model's one-step "
-                     f"Fetch (a checkpoint placed before the leader's half, or the fetched replica's facts not "
-                     f"checked until the follower's half)")
-    lines, moved = _checkpoints_before_shutdown(lines)
-    if moved:
-        notes.append(f"{moved} HW checkpoint(s) of a broker logged after the controller's controlled shutdown of it, "
-                     f"before it heard of it, placed before the controller's step")
+    for rule, note in _reorderings(base.max_fetch_records):
+        lines, count = rule(lines)
+        if count:
+            notes.append(note.format(count=count))
     end = next((i for i, ln in enumerate(lines) if ln.kind == "end"), None)
     if end is not None:
         if len(lines) - end - 1:
             notes.append(f"{len(lines) - end - 1} line(s) after the launcher's end of the run (taking the cluster "
                          f"down) ignored")
         lines = lines[:end]
-    lines, added = _expiries_unlogged(lines)
-    if added:
-        notes.append(f"{added} ExpireSession step(s) not logged (a fault other than expire ended a broker's session: "
-                     f"its Reregister proves it) added before the controller's first line dropping the broker from "
-                     f"an ISR, or before the Reregister")
-    lines, renumbered = _renumber_records(lines)
-    if renumbered:
-        notes.append(f"record ids renumbered in the order the leaders appended them, as the model numbers writes "
-                     f"({renumbered} append(s) had another id: a write sent again after a later one, or twice)")
+    for rule, note in _after_the_end():
+        lines, count = rule(lines)
+        if count:
+            notes.append(note.format(count=count))
     cfg = _model_config(raw_cfg, lines)
     # the start: the first line after which what was logged is the model's initial state
     anchors = _anchors(cfg, template)

@@ -33,6 +33,27 @@ __all__ = ["hw_truncation_after_leader_crash", "unclean_election_after_partition
 WRITES = 5
 
 
+def settle_and_consume(run: _Run, steps: list[str]) -> tuple[int, ...] | None:
+    """The end of a scripted scenario, after its heal: wait for the cluster to agree, then read the
+    partition back (what the history checker compares the acknowledged writes with)."""
+    if run.settle():
+        steps.append("settled")
+    return run.final_consume()
+
+
+def take_down(run: _Run) -> None:
+    """Stop the scenario's processes, then its proxies (also when stopping the processes fails)."""
+    try:
+        run.c.down()
+    finally:
+        run.nem.close()
+
+
+def judge(run: _Run, writes: list[Write], consumed: tuple[int, ...] | None) -> Verdict:
+    """The history checker's verdict on the scenario's writes, what was consumed and the final logs."""
+    return check(History(tuple(writes), {PARTITION: consumed}, run.final_logs()))
+
+
 def _up_with_full_isr(run: _Run, full: list[int]) -> int:
     """Start the cluster, create the topic on every broker, wait until all are in the ISR; the leader."""
     run.c.up()
@@ -78,17 +99,12 @@ def unclean_election_after_partition(directory: str | os.PathLike[str], generati
         run.nem.heal()
         run.c.start_broker(leader)
         steps.append(f"healed; broker-{leader} restarted")
-        if run.settle():
-            steps.append("settled")
-        consumed = run.final_consume()
+        consumed = settle_and_consume(run, steps)
     except ClientError as e:
         steps.append(f"stopped: {e}")
     finally:
-        try:
-            run.c.down()
-        finally:
-            run.nem.close()
-    return check(History(tuple(writes), {PARTITION: consumed}, run.final_logs())), steps
+        take_down(run)
+    return judge(run, writes, consumed), steps
 
 
 def _leo(run: _Run, b: int) -> int | None:
@@ -160,14 +176,9 @@ def hw_truncation_after_leader_crash(directory: str | os.PathLike[str], generati
         for b in (leader, new):
             run.c.start_broker(b)
         steps.append("healed; both restarted")
-        if run.settle():
-            steps.append("settled")
-        consumed = run.final_consume()
+        consumed = settle_and_consume(run, steps)
     except ClientError as e:
         steps.append(f"stopped: {e}")
     finally:
-        try:
-            run.c.down()
-        finally:
-            run.nem.close()
-    return check(History(tuple(writes), {PARTITION: consumed}, run.final_logs())), steps
+        take_down(run)
+    return judge(run, writes, consumed), steps

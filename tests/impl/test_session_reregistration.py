@@ -24,7 +24,7 @@ from isrcheck.impl.client import Client, ClientError
 from isrcheck.impl.cluster import ClusterError
 from isrcheck.impl.config import from_mapping
 from isrcheck.impl.controller_core import ControllerCore
-from isrcheck.impl.history import History, Verdict, Write, check
+from isrcheck.impl.history import Verdict, Write
 from isrcheck.impl.messages import (
     CancelTimer,
     Command,
@@ -41,6 +41,7 @@ from isrcheck.impl.store import NodeExists, Stat
 from isrcheck.impl.store_remote import RemoteStore, StoreServer
 from isrcheck.conformance.selflog import validate_selflogs
 from isrcheck.impl.torture import PARTITION, TortureSetting, _Run
+from isrcheck.impl.torture_scenarios import judge, settle_and_consume, take_down
 
 CFG = {"brokers": 3, "replica_lag_time_max_ms": 300}
 
@@ -252,18 +253,13 @@ def _expire_the_leader(directory: Path, zookeeper: str | None) -> tuple[Verdict,
             steps.append(f"{name} is now {roles[0] if roles else 'absent'}")
             for _ in range(3):
                 _acked_write(run, k, writes, "after")
-        if run.settle():
-            steps.append("settled")
-        consumed = run.final_consume()
+        consumed = settle_and_consume(run, steps)
     except (ClientError, ClusterError) as e:
         steps.append(f"stopped: {e}")
     finally:
-        try:
-            run.c.down()
-        finally:
-            run.nem.close()
+        take_down(run)
     steps.extend(f"note: {n}" for n in run.notes)
-    return check(History(tuple(writes), {PARTITION: consumed}, run.final_logs())), steps, consumed
+    return judge(run, writes, consumed), steps, consumed
 
 
 def _assert_came_back(verdict: Verdict, steps: list[str], consumed: tuple[int, ...] | None) -> None:
