@@ -26,6 +26,7 @@ COMPILED_MODULES: tuple[str, ...] = (
     "isrcheck.model.records",
     "isrcheck.model.epochs",
     "isrcheck.model.state",
+    "isrcheck.model.statehash",
     "isrcheck.model.tables",
     "isrcheck.model.selectors",
     "isrcheck.model.world",

@@ -8,7 +8,7 @@ by their epoch, brokers by id, partitions by index.
 from __future__ import annotations
 
 from itertools import product
-from typing import Callable, NamedTuple
+from typing import Callable, Final, NamedTuple
 
 from isrcheck.specs.actions import action_text
 
@@ -41,12 +41,27 @@ class Action(NamedTuple):
         return action_text(self.name, self.args)
 
 
-_new = tuple.__new__
+_new: Final = tuple.__new__
+
+
+# Every state's enabled actions are built anew, and most are the same few values (Fetch(2, 0), ...):
+# building a NamedTuple costs several times a dict lookup, so each distinct action is built once and
+# shared (actions are immutable values). The table is emptied when it grows past the bound, so a
+# model with very many distinct actions (lossy crashes of long logs) does not hold them all.
+_ACTIONS: Final[dict[tuple[str, tuple], Action]] = {}
+_ACTIONS_BOUND: Final = 65_536
 
 
 def make_action(name: str, args: tuple) -> Action:
-    """``Action(name, args)`` without the NamedTuple's interpreted constructor (see state.py)."""
-    return _new(Action, (name, args))
+    """``Action(name, args)``, the one already built when there is one (see above), without the
+    NamedTuple's interpreted constructor (see state.py)."""
+    key = (name, args)
+    a = _ACTIONS.get(key)
+    if a is None:
+        if len(_ACTIONS) >= _ACTIONS_BOUND:
+            _ACTIONS.clear()
+        a = _ACTIONS[key] = _new(Action, key)
+    return a
 
 
 # ---------------------------------------------------------------------------- enumeration
@@ -180,7 +195,7 @@ def _controller(w: World, epoch: int) -> ControllerWork:
     return c
 
 
-_BUDGET_FIELD = {name: i for i, name in enumerate(Budget._fields)}
+_BUDGET_FIELD: Final = {name: i for i, name in enumerate(Budget._fields)}
 
 
 def _spend(w: World, field: str) -> None:
@@ -286,7 +301,7 @@ def _shrink(w: World, leader: int, p: int, follower: int) -> None:
     B.shrink_isr(w, leader, p, follower)
 
 
-APPLY: dict[str, Callable[..., None]] = {
+APPLY: Final[dict[str, Callable[..., None]]] = {
     "DeliverRequest": lambda w, b: _deliver(w, b, 0),
     "DeliverDelayedRequest": _deliver_delayed,
     "Produce": B.produce,

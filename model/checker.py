@@ -2,8 +2,8 @@
 
 The engine sees only initial states, enabled actions and next states (Stateright's ``Model``);
 it knows nothing about Kafka. Breadth-first order makes every counterexample a shortest one.
-States are stored as 64-bit fingerprints (Python's ``hash`` of a nest of tuples, consistent within
-a process and its forks) with the parent's fingerprint; a trace is rebuilt
+States are stored as 64-bit fingerprints (the model's ``fingerprint``; the Kafka model's is in
+``statehash``) with the parent's fingerprint; a trace is rebuilt
 by replaying actions from an initial state, so only real, concrete states are ever printed.
 """
 from __future__ import annotations
@@ -84,7 +84,8 @@ class Checker(Search, Generic[S, A]):
         start = time.perf_counter()
         parents: dict[int, int | None] = {}
         self._parents = parents
-        coverage: Counter[str] = Counter()
+        # counted in a plain dict: a Counter's item access takes the generic path in the compiled build
+        counts: dict[str, int] = {}
         violations: dict[str, Violation] = {}
         unseen: set[str] = set(checks.sometimes_names())
         queue: deque[tuple[S, int, int]] = deque()
@@ -134,7 +135,8 @@ class Checker(Search, Generic[S, A]):
                         break
                     continue
                 transitions += 1
-                coverage[action_name(a)] += 1
+                name = action_name(a)
+                counts[name] = counts.get(name, 0) + 1
                 if not legal(s, t):
                     record(broken_transition(s, t), "transition", fp, Step(a, t), "")
                     stop = self.stop_on_first
@@ -174,7 +176,8 @@ class Checker(Search, Generic[S, A]):
         if self.progress is not None:
             self.progress(Progress(len(parents), depth, len(queue), seconds))
 
-        return result_of(len(parents), depth, seconds, transitions, violations.values(), unseen, coverage, limit_hit)
+        return result_of(len(parents), depth, seconds, transitions, violations.values(), unseen, Counter(counts),
+                         limit_hit)
 
     # ------------------------------------------------------------------ traces
     def chain_to(self, fp: int) -> list[int]:

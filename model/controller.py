@@ -352,7 +352,7 @@ def start_topic_deletion(w: World, c: ControllerWork) -> None:
         partition_to(w, c, p, PS.OFFLINE)
 
 
-_DELETION_STATES = (RS.DELETION_STARTED, RS.DELETION_SUCCESSFUL, RS.DELETION_INELIGIBLE)
+_DELETION_STATES: Final = (RS.DELETION_STARTED, RS.DELETION_SUCCESSFUL, RS.DELETION_INELIGIBLE)
 
 
 def deletion_started(zk: Zk | World, c: Controller | ControllerWork) -> bool:
@@ -564,7 +564,7 @@ def _step_function(name: str) -> StepFunction:
 
 #: the function of each value of ``reassign_step``: step n at n (in the order of specs/protocol.toml),
 #: and the first step at 0 (a reassignment not yet started)
-_REASSIGNMENT_STEPS: dict[int, StepFunction] = {
+_REASSIGNMENT_STEPS: Final[dict[int, StepFunction]] = {
     n: _step_function(name) for n, name in enumerate(REASSIGNMENT_STEPS, start=1)}
 _REASSIGNMENT_STEPS[0] = _REASSIGNMENT_STEPS[STEP_START]
 

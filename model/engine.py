@@ -149,8 +149,12 @@ def result_of(distinct_states: int, depth: int, seconds: float, transitions: int
 
 
 def action_name(action: Any) -> str:
-    """The name coverage counts an action under: its ``name`` field, else its type's name."""
-    return getattr(action, "name", type(action).__name__)
+    """The name coverage counts an action under: its ``name`` field, else its type's name (looked
+    up only then: this runs once per transition)."""
+    name = getattr(action, "name", None)
+    if name is None:
+        return type(action).__name__
+    return name
 
 
 class Checks:
@@ -165,6 +169,10 @@ class Checks:
         self.always: list[Property] = [p for p in props if p.kind == "always"]
         self.transition: list[Property] = [p for p in props if p.kind == "transition"]
         self.sometimes: list[Property] = [p for p in props if p.kind == "sometimes"]
+        # the predicates themselves: calling ``p.check(...)`` on a Property (a NamedTuple) looks the
+        # field up as a method by name on every call, once per state and property
+        self._always_checks: list[Callable[[Any], bool]] = [p.check for p in self.always]
+        self._transition_checks: list[Callable[[Any, Any], bool]] = [p.check for p in self.transition]
 
     @classmethod
     def of(cls, model: Any) -> Checks:
@@ -173,15 +181,15 @@ class Checks:
     def safe(self, state: Any) -> bool:
         """Whether ``state`` keeps every ``always`` property (the hot path's question: no list is
         built for the common answer, yes)."""
-        for p in self.always:
-            if not p.check(state):
+        for check in self._always_checks:
+            if not check(state):
                 return False
         return True
 
     def legal(self, before: Any, after: Any) -> bool:
         """Whether the step ``before -> after`` keeps every ``transition`` property."""
-        for p in self.transition:
-            if not p.check(before, after):
+        for check in self._transition_checks:
+            if not check(before, after):
                 return False
         return True
 

@@ -19,10 +19,12 @@ Pure functions over tuples: they are on the checker's hot path only in those gen
 """
 from __future__ import annotations
 
+from typing import Final
+
 from .records import record_epoch
 
 Epochs = tuple[tuple[int, int], ...]
-UNDEFINED = -1
+UNDEFINED: Final = -1
 
 
 def assign(epochs: Epochs, epoch: int, start: int) -> Epochs:

@@ -129,7 +129,7 @@ def expand(
     legal = checks.legal
     out = Expansion()
     succ = out.successors
-    coverage = out.coverage
+    counts: dict[str, int] = {}  # a plain dict: a Counter's item access is generic in the compiled build
     events = out.events
     transitions = 0
     for fp, rank, s in rows:
@@ -140,7 +140,8 @@ def expand(
                 events.append(Event(FAULT, e.property_name, str(e), fp, rank, i, action_text(a)))
                 continue
             transitions += 1
-            coverage[action_name(a)] += 1
+            name = action_name(a)
+            counts[name] = counts.get(name, 0) + 1
             if not legal(s, t):
                 for name in checks.broken_transition(s, t):
                     events.append(Event(TRANSITION, name, "", fp, rank, i, action_text(a)))
@@ -152,6 +153,7 @@ def expand(
                 continue
             succ[tfp] = Successor(tfp, fp, rank, i, a, t, [])  # action text filled in below
     out.transitions = transitions
+    out.coverage.update(counts)
     pending = set(unwitnessed)
     for x in (sorted_new(out) if pending else succ.values()):
         x.action = action_text(x.action)

@@ -15,6 +15,7 @@ from .checker import ModelFault, Property
 from .codec import StateCodec, kafka_state_codec
 from .protocol import Protocol
 from .state import Broker, Budget, Controller, Ghost, Replica, State, Zk, ZkPartition
+from .statehash import StateHasher
 from .symmetry import canonical
 from .tables import IllegalTransition
 from .tables import PartitionState as PS
@@ -87,6 +88,7 @@ class KafkaModel:
         #: the healing actions assumed weakly fair (specs/actions.toml), less those the config drops
         self.fair_names = frozenset(fair_actions()) - unfair
         self._unfair_instances = frozenset(u for u in unfair if "(" in u)
+        self._hasher = StateHasher()
 
     def init_states(self) -> list[State]:
         return [initial_state(self.protocol)]
@@ -130,8 +132,8 @@ class KafkaModel:
 
     def fingerprint(self, state: State) -> int:
         if self.symmetry:
-            return hash(canonical(state))
-        return hash(state)
+            return self._hasher.fingerprint(canonical(state))
+        return self._hasher.fingerprint(state)
 
 
 __all__ = ["KafkaModel", "initial_state", "Controller"]

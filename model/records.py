@@ -6,8 +6,10 @@ unique across the whole run (the model's ghost counter hands them out). The id i
 """
 from __future__ import annotations
 
-ID_BITS = 8
-_ID_MASK = (1 << ID_BITS) - 1
+from typing import Final
+
+ID_BITS: Final = 8
+_ID_MASK: Final = (1 << ID_BITS) - 1
 
 
 def make_record(record_id: int, epoch: int) -> int:

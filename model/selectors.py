@@ -9,7 +9,7 @@ for every input and the designer API replace one of them.
 from __future__ import annotations
 
 from enum import Enum
-from typing import NamedTuple
+from typing import Final, NamedTuple
 
 from .brokersets import bit
 
@@ -111,7 +111,7 @@ def controlled_shutdown(i: SelectorInput) -> Election:
     raise NoEligibleLeader(Selector.CONTROLLED_SHUTDOWN, "every ISR member is shutting down")
 
 
-SELECTORS = {
+SELECTORS: Final = {
     Selector.NO_OP: no_op,
     Selector.OFFLINE_PARTITION: offline_partition,
     Selector.REASSIGNED_PARTITION: reassigned_partition,

@@ -1,21 +1,21 @@
 """The model's state: nested NamedTuples of ints, bitmasks and tuples.
 
 Everything here is immutable and hashes in C (no strings, no enums with salted hashes, no
-frozensets), so a state's ``hash`` is a 64-bit fingerprint, consistent within a process and its
-forks (before Python 3.12, ``hash(None)`` differs between independent processes). Broker
-sets are bitmasks (see :mod:`brokersets`); per-broker tuples are indexed by ``broker - 1``.
+frozensets). The checker's fingerprint of a state (:mod:`statehash`) hashes it part by part, with a
+fixed number for the two places a state holds None (``hash(None)`` differs between processes
+before Python 3.12), so it is the same in every process. Broker sets are bitmasks (see :mod:`brokersets`); per-broker tuples are indexed by ``broker - 1``.
 """
 from __future__ import annotations
 
-from typing import NamedTuple
+from typing import Final, NamedTuple
 
-NO_LEADER = 0
-UNKNOWN_EPOCH = -1
+NO_LEADER: Final = 0
+UNKNOWN_EPOCH: Final = -1
 
 # Request kinds (the first field of every request, so two kinds never compare equal).
-LEADER_AND_ISR = 1
-STOP_REPLICA = 2
-UPDATE_METADATA = 3
+LEADER_AND_ISR: Final = 1
+STOP_REPLICA: Final = 2
+UPDATE_METADATA: Final = 3
 
 
 class LeaderAndIsr(NamedTuple):
@@ -98,9 +98,9 @@ class Replica(NamedTuple):
     answer: tuple[int, ...] = ()  # the (epoch, end offset) answer of OffsetsForLeaderEpoch, once received
 
 
-FETCHING = 0  # the follower fetches normally
-ASK_EPOCH_END = 1  # it must ask its leader where its latest epoch ends before fetching
-TRUNCATE_PENDING = 2  # it has the answer and must truncate before fetching
+FETCHING: Final = 0  # the follower fetches normally
+ASK_EPOCH_END: Final = 1  # it must ask its leader where its latest epoch ends before fetching
+TRUNCATE_PENDING: Final = 2  # it has the answer and must truncate before fetching
 
 
 class Broker(NamedTuple):
@@ -149,65 +149,78 @@ class State(NamedTuple):
 # build; on the checker's hot path that was the largest cost of a step. These build the same values
 # (equal, same class, same hash) through ``tuple.__new__`` directly. Every field is passed: a
 # NamedTuple built this way gets no defaults filled in.
-_new = tuple.__new__
+# Final: the compiled build keeps these in C variables instead of looking each name up in the
+# module's dictionary on every call (a tenth of a step's time before).
+_new: Final = tuple.__new__
+_REPLICA: Final = Replica
+_BROKER: Final = Broker
+_ZK_PARTITION: Final = ZkPartition
+_ZK: Final = Zk
+_CONTROLLER: Final = Controller
+_GHOST: Final = Ghost
+_STATE: Final = State
+_LEADER_AND_ISR: Final = LeaderAndIsr
+_STOP_REPLICA: Final = StopReplica
+_UPDATE_METADATA: Final = UpdateMetadata
+_BUDGET: Final = Budget
 
 
 def make_replica(log: tuple[int, ...], hw: int, checkpoint: int, leader: int, leader_epoch: int, isr: int,
                  zk_version: int, remote_leo: tuple[int, ...], pending: int, assigned: int,
                  epochs: tuple[tuple[int, int], ...] = (), fetch_state: int = FETCHING,
                  answer: tuple[int, ...] = ()) -> Replica:
-    return _new(Replica, (log, hw, checkpoint, leader, leader_epoch, isr, zk_version, remote_leo, pending, assigned,
+    return _new(_REPLICA, (log, hw, checkpoint, leader, leader_epoch, isr, zk_version, remote_leo, pending, assigned,
                           epochs, fetch_state, answer))
 
 
 def make_broker(alive: bool, controller_epoch: int, replicas: tuple[Replica | None, ...]) -> Broker:
-    return _new(Broker, (alive, controller_epoch, replicas))
+    return _new(_BROKER, (alive, controller_epoch, replicas))
 
 
 def make_zk_partition(replicas: tuple[int, ...], leader: int, isr: int, leader_epoch: int, version: int,
                       controller_epoch: int) -> ZkPartition:
-    return _new(ZkPartition, (replicas, leader, isr, leader_epoch, version, controller_epoch))
+    return _new(_ZK_PARTITION, (replicas, leader, isr, leader_epoch, version, controller_epoch))
 
 
 def make_zk(live: int, registrations: tuple[int, ...], controller_epoch: int, partitions: tuple[ZkPartition, ...],
             reassign: tuple[tuple[int, ...], ...], preferred: int, deleting: int) -> Zk:
-    return _new(Zk, (live, registrations, controller_epoch, partitions, reassign, preferred, deleting))
+    return _new(_ZK, (live, registrations, controller_epoch, partitions, reassign, preferred, deleting))
 
 
 def make_controller(epoch: int, live: int, registrations: tuple[int, ...], partition_states: tuple[int, ...],
                     replica_states: tuple[tuple[int, ...], ...], reassign_step: tuple[int, ...],
                     reassign_old: tuple[tuple[int, ...], ...], reassign_new: tuple[tuple[int, ...], ...],
                     shutting_down: int) -> Controller:
-    return _new(Controller, (epoch, live, registrations, partition_states, replica_states, reassign_step,
+    return _new(_CONTROLLER, (epoch, live, registrations, partition_states, replica_states, reassign_step,
                              reassign_old, reassign_new, shutting_down))
 
 
 def make_ghost(produced: int, acked: int, exposed: tuple[int, ...], reassign_origin: tuple[int, ...]) -> Ghost:
-    return _new(Ghost, (produced, acked, exposed, reassign_origin))
+    return _new(_GHOST, (produced, acked, exposed, reassign_origin))
 
 
 def make_state(zk: Zk, controller: Controller, stale: Controller | None, brokers: tuple[Broker, ...],
                inbox: tuple[tuple[Request, ...], ...], ghost: tuple[Ghost, ...], budget: Budget,
                reassignments: tuple[tuple[int, tuple[int, ...]], ...]) -> State:
-    return _new(State, (zk, controller, stale, brokers, inbox, ghost, budget, reassignments))
+    return _new(_STATE, (zk, controller, stale, brokers, inbox, ghost, budget, reassignments))
 
 
 def make_leader_and_isr(controller_epoch: int, partition: int, leader: int, isr: int, leader_epoch: int,
                         zk_version: int, replicas: tuple[int, ...]) -> LeaderAndIsr:
-    return _new(LeaderAndIsr, (LEADER_AND_ISR, controller_epoch, partition, leader, isr, leader_epoch, zk_version,
+    return _new(_LEADER_AND_ISR, (LEADER_AND_ISR, controller_epoch, partition, leader, isr, leader_epoch, zk_version,
                                replicas))
 
 
 def make_stop_replica(controller_epoch: int, partition: int, delete: bool) -> StopReplica:
-    return _new(StopReplica, (STOP_REPLICA, controller_epoch, partition, delete))
+    return _new(_STOP_REPLICA, (STOP_REPLICA, controller_epoch, partition, delete))
 
 
 def make_update_metadata(controller_epoch: int) -> UpdateMetadata:
-    return _new(UpdateMetadata, (UPDATE_METADATA, controller_epoch))
+    return _new(_UPDATE_METADATA, (UPDATE_METADATA, controller_epoch))
 
 
 def budget_with(budget: Budget, index: int, value: int) -> Budget:
     """``budget`` with field number ``index`` set to ``value``."""
     values = list(budget)
     values[index] = value
-    return _new(Budget, tuple(values))
+    return _new(_BUDGET, tuple(values))

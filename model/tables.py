@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from enum import IntEnum
+from typing import Final
 
 
 class PartitionState(IntEnum):
@@ -79,9 +80,9 @@ REPLICA_VALID_PREVIOUS: dict[ReplicaState, frozenset[ReplicaState]] = {
 # The same tables indexed by the target's int value, as bitmasks of the allowed sources: the checker
 # asks them on every controller step, and building an enum member from an int (``ReplicaState(t)``)
 # runs interpreted code in enum.py even in the compiled build.
-_PARTITION_PREVIOUS_MASK: tuple[int, ...] = tuple(
+_PARTITION_PREVIOUS_MASK: Final[tuple[int, ...]] = tuple(
     sum(1 << int(s) for s in PARTITION_VALID_PREVIOUS[t]) for t in sorted(PartitionState))
-_REPLICA_PREVIOUS_MASK: tuple[int, ...] = tuple(
+_REPLICA_PREVIOUS_MASK: Final[tuple[int, ...]] = tuple(
     sum(1 << int(s) for s in REPLICA_VALID_PREVIOUS[t]) for t in sorted(ReplicaState))
 
 

@@ -163,7 +163,13 @@ class World:
     def set_replica(self, b: int, p: int, r: Replica | None) -> None:
         br = self.brokers[b - 1]
         reps = br.replicas
-        self.set_broker(b - 1, make_broker(br.alive, br.controller_epoch, reps[:p] + (r,) + reps[p + 1:]))
+        if len(reps) == 1:
+            changed: tuple[Replica | None, ...] = (r,)
+        else:
+            items = list(reps)
+            items[p] = r
+            changed = tuple(items)
+        self.set_broker(b - 1, make_broker(br.alive, br.controller_epoch, changed))
 
     def send(self, b: int, request: Request) -> None:
         """Queue a controller request for broker ``b``; a dead broker's connection drops it.

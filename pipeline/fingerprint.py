@@ -1,34 +1,28 @@
 """Fingerprints that are the same in every process.
 
-The engine fingerprints a state with Python's ``hash`` of its tuple of ints (``model.fingerprint``).
-That is deterministic across processes for ints, bools and tuples — but **not for ``None`` before
-Python 3.12**: ``hash(None)`` is derived from None's address, which address-space randomisation
-changes in every process (``python3.11 -c 'print(hash(None))'`` twice). Model states hold ``None``
-(no deposed controller, a broker hosting no replica), so on Python 3.11 the driver and Spark's
-Python workers disagree about fingerprints. (Forked workers inherit the parent's address space,
-which is why a fork-based parallel checker does not notice.)
+Spark's Python workers are separate interpreters, not forks, so the driver and every worker must
+compute a state's fingerprint alike. Python's ``hash`` of ints, bools and tuples is the same in every
+process, but **not ``hash(None)`` before Python 3.12**: it is derived from None's address, which
+address-space randomisation changes in every process (``python3.11 -c 'print(hash(None))'`` twice).
+Model states hold ``None`` (no deposed controller, a broker hosting no replica).
 
-:class:`StableModel` wraps a model and keeps everything but the fingerprint. On Python 3.12 and
-later it uses ``model.fingerprint`` itself; before, it uses :func:`isrcheck.model.codec.digest`,
-the first 8 bytes of BLAKE2b over the state's binary encoding (the canonical representative's,
-when the model uses symmetry reduction, as ``model.fingerprint`` does). Both are 64-bit and
-define the same equivalence on this project's states (equal states have equal encodings; IntEnums
-encode as their ints). :data:`SCHEME` names the one in use, with the codec's signature for the
-digest; run directories and corpora record it. (Before the binary codec the digest was over the
-states' compact JSON, scheme ``blake2b-64-json``: faster in pure Python, where ``json`` runs in C,
-but slower than the mypyc-compiled binary codec; runs recorded under it are refused.)
+The model's own fingerprint (:class:`isrcheck.model.statehash.StateHasher`) puts a fixed number in
+None's place, so it is the same in every process on every supported Python, and the pipeline uses
+it: scheme :data:`SCHEME`, recorded by run directories and corpora (a resume or a corpus of another
+scheme is refused). Before it, the pipeline digested each state's binary encoding with BLAKE2b
+(:func:`isrcheck.model.codec.digest`, scheme ``blake2b-64-binary:<codec signature>``): four times
+the cost of the fingerprint per successor, on top of the encoding. :class:`StableModel` can still
+use that digest (``force_digest=True``), to check the two define the same equivalence.
 """
 from __future__ import annotations
 
-import sys
 from collections.abc import Iterable, Sequence
 from typing import Any
 
 from isrcheck.model.codec import kafka_state_codec
 
-NONE_HASH_IS_STABLE = sys.version_info >= (3, 12)
 DIGEST_SCHEME = f"blake2b-64-binary:{kafka_state_codec().signature}"
-SCHEME = "python-hash-64" if NONE_HASH_IS_STABLE else DIGEST_SCHEME
+SCHEME = "parts-hash-64"
 
 
 class StableModel:
@@ -36,8 +30,8 @@ class StableModel:
 
     def __init__(self, model: Any, *, force_digest: bool = False) -> None:
         self.model = model
-        self.use_digest = force_digest or not NONE_HASH_IS_STABLE
-        self.scheme = DIGEST_SCHEME if self.use_digest else "python-hash-64"
+        self.use_digest = force_digest
+        self.scheme = DIGEST_SCHEME if self.use_digest else SCHEME
         self._digest = kafka_state_codec().fingerprint
         if getattr(model, "symmetry", False):
             from isrcheck.model.symmetry import canonical
