@@ -16,7 +16,7 @@ import json
 import os
 from pathlib import Path
 
-from setuptools import setup
+from setuptools import Extension, setup
 
 ROOT = Path(__file__).resolve().parent
 
@@ -80,6 +80,8 @@ def _remove_compiled() -> None:
         folder = ROOT / dirs[top] / package[len(top):].lstrip(".").replace(".", "/")
         for built in folder.glob(f"{leaf}.*.so"):
             built.unlink()
+    for built in (ROOT / "model").glob("_newtuple.*.so"):
+        built.unlink()
 
 
 def _extensions() -> list:
@@ -93,8 +95,10 @@ def _extensions() -> list:
     modules, group = _native_settings()
     paths = _staging_tree(modules)
     _record_sources(modules, paths)
-    return mypycify(paths, opt_level="3", debug_level="0", group_name=group,
-                    target_dir=str(ROOT / "build" / "mypyc-c"))
+    # model/_newtuple.c: the state classes' constructor (see that file), a plain C extension
+    newtuple = Extension("isrcheck.model._newtuple", [str(Path("model") / "_newtuple.c")])
+    return [newtuple] + mypycify(paths, opt_level="3", debug_level="0", group_name=group,
+                                 target_dir=str(ROOT / "build" / "mypyc-c"))
 
 
 setup(ext_modules=_extensions())

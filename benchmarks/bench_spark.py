@@ -40,6 +40,7 @@ from isrcheck.model.engine import Checks
 from isrcheck.model.explore import expand
 from isrcheck.pipeline.explore import Explorer
 from isrcheck.pipeline.explore_spark import level_group
+from isrcheck.pipeline.levels import gc_paused
 from isrcheck.pipeline.session import LazySession, create_session
 from isrcheck.pipeline.spec import ModelSpec
 
@@ -87,12 +88,13 @@ def worker_cost(spec: ModelSpec, sample: int = 3000, skip_visited: bool = True) 
         frontier = [(x.fingerprint, i, x.state) for i, x in enumerate(exp.successors.values())]
     rows = rows[:sample]
     skip = frozenset(visited[:sample]) if skip_visited else frozenset()
-    t = time.perf_counter()
-    batch = [(i, i, codec.decode(b)) for i, b in enumerate(rows)]
-    exp = expand(model, batch, skip=skip, checks=checks)
-    for x in exp.successors.values():
-        codec.encode(x.state)
-    return (time.perf_counter() - t) / len(rows)
+    with gc_paused():  # as expand_arrow runs a batch
+        t = time.perf_counter()
+        batch = [(i, i, codec.decode(b)) for i, b in enumerate(rows)]
+        exp = expand(model, batch, skip=skip, checks=checks)
+        for x in exp.successors.values():
+            codec.encode(x.state)
+        return (time.perf_counter() - t) / len(rows)
 
 
 def worker_figures(models: list[str], reps: int = 3) -> None:

@@ -124,6 +124,12 @@ def choose_build() -> None:
                          "`make` rebuilds them\n")
 
 
+def compiled_wanted() -> bool:
+    """Whether this process may use compiled code: neither asked for the source (ISRCHECK_PURE=1)
+    nor running it because the compiled modules are stale."""
+    return not pure_requested() and not _STALE
+
+
 def install_pure_finder() -> None:
     """Make the compiled modules import from source in this process (idempotent)."""
     if not any(f is _SourceOnlyFinder for f in sys.meta_path):

@@ -7,7 +7,8 @@ before Python 3.12), so it is the same in every process. Broker sets are bitmask
 """
 from __future__ import annotations
 
-from typing import Final, NamedTuple
+from collections.abc import Callable
+from typing import Any, Final, NamedTuple
 
 NO_LEADER: Final = 0
 UNKNOWN_EPOCH: Final = -1
@@ -147,11 +148,32 @@ class State(NamedTuple):
 # ---------------------------------------------------------------------------- fast constructors
 # Calling a NamedTuple class runs its generated ``__new__``, interpreted Python even in the compiled
 # build; on the checker's hot path that was the largest cost of a step. These build the same values
-# (equal, same class, same hash) through ``tuple.__new__`` directly. Every field is passed: a
-# NamedTuple built this way gets no defaults filled in.
+# (equal, same class, same hash) through ``_new``: model/_newtuple.c in the compiled build (one
+# allocation, no argument parsing), ``tuple.__new__`` otherwise. Every field is passed: a NamedTuple
+# built this way gets no defaults filled in.
+def _tuple_new(cls: type, *items: object) -> tuple:
+    """The pure-Python constructor: ``tuple.__new__`` with the items as one tuple."""
+    return tuple.__new__(cls, items)  # type: ignore[call-overload]
+
+
+def tuple_constructor() -> Callable[..., Any]:
+    """``new(cls, *items)``: model/_newtuple.c when it is built and compiled code is wanted, else
+    :func:`_tuple_new`; both give equal objects of the same class."""
+    from isrcheck import native
+
+    if native.compiled_wanted():
+        try:
+            from ._newtuple import new
+        except ImportError:  # a pure install (ISRCHECK_BUILD_PURE=1)
+            pass
+        else:
+            return new  # type: ignore[no-any-return]
+    return _tuple_new
+
+
 # Final: the compiled build keeps these in C variables instead of looking each name up in the
 # module's dictionary on every call (a tenth of a step's time before).
-_new: Final = tuple.__new__
+_new: Final[Callable[..., Any]] = tuple_constructor()
 _REPLICA: Final = Replica
 _BROKER: Final = Broker
 _ZK_PARTITION: Final = ZkPartition
@@ -169,58 +191,58 @@ def make_replica(log: tuple[int, ...], hw: int, checkpoint: int, leader: int, le
                  zk_version: int, remote_leo: tuple[int, ...], pending: int, assigned: int,
                  epochs: tuple[tuple[int, int], ...] = (), fetch_state: int = FETCHING,
                  answer: tuple[int, ...] = ()) -> Replica:
-    return _new(_REPLICA, (log, hw, checkpoint, leader, leader_epoch, isr, zk_version, remote_leo, pending, assigned,
-                          epochs, fetch_state, answer))
+    return _new(_REPLICA, log, hw, checkpoint, leader, leader_epoch, isr, zk_version, remote_leo, pending, assigned,
+                epochs, fetch_state, answer)
 
 
 def make_broker(alive: bool, controller_epoch: int, replicas: tuple[Replica | None, ...]) -> Broker:
-    return _new(_BROKER, (alive, controller_epoch, replicas))
+    return _new(_BROKER, alive, controller_epoch, replicas)
 
 
 def make_zk_partition(replicas: tuple[int, ...], leader: int, isr: int, leader_epoch: int, version: int,
                       controller_epoch: int) -> ZkPartition:
-    return _new(_ZK_PARTITION, (replicas, leader, isr, leader_epoch, version, controller_epoch))
+    return _new(_ZK_PARTITION, replicas, leader, isr, leader_epoch, version, controller_epoch)
 
 
 def make_zk(live: int, registrations: tuple[int, ...], controller_epoch: int, partitions: tuple[ZkPartition, ...],
             reassign: tuple[tuple[int, ...], ...], preferred: int, deleting: int) -> Zk:
-    return _new(_ZK, (live, registrations, controller_epoch, partitions, reassign, preferred, deleting))
+    return _new(_ZK, live, registrations, controller_epoch, partitions, reassign, preferred, deleting)
 
 
 def make_controller(epoch: int, live: int, registrations: tuple[int, ...], partition_states: tuple[int, ...],
                     replica_states: tuple[tuple[int, ...], ...], reassign_step: tuple[int, ...],
                     reassign_old: tuple[tuple[int, ...], ...], reassign_new: tuple[tuple[int, ...], ...],
                     shutting_down: int) -> Controller:
-    return _new(_CONTROLLER, (epoch, live, registrations, partition_states, replica_states, reassign_step,
-                             reassign_old, reassign_new, shutting_down))
+    return _new(_CONTROLLER, epoch, live, registrations, partition_states, replica_states, reassign_step,
+                reassign_old, reassign_new, shutting_down)
 
 
 def make_ghost(produced: int, acked: int, exposed: tuple[int, ...], reassign_origin: tuple[int, ...]) -> Ghost:
-    return _new(_GHOST, (produced, acked, exposed, reassign_origin))
+    return _new(_GHOST, produced, acked, exposed, reassign_origin)
 
 
 def make_state(zk: Zk, controller: Controller, stale: Controller | None, brokers: tuple[Broker, ...],
                inbox: tuple[tuple[Request, ...], ...], ghost: tuple[Ghost, ...], budget: Budget,
                reassignments: tuple[tuple[int, tuple[int, ...]], ...]) -> State:
-    return _new(_STATE, (zk, controller, stale, brokers, inbox, ghost, budget, reassignments))
+    return _new(_STATE, zk, controller, stale, brokers, inbox, ghost, budget, reassignments)
 
 
 def make_leader_and_isr(controller_epoch: int, partition: int, leader: int, isr: int, leader_epoch: int,
                         zk_version: int, replicas: tuple[int, ...]) -> LeaderAndIsr:
-    return _new(_LEADER_AND_ISR, (LEADER_AND_ISR, controller_epoch, partition, leader, isr, leader_epoch, zk_version,
-                               replicas))
+    return _new(_LEADER_AND_ISR, LEADER_AND_ISR, controller_epoch, partition, leader, isr, leader_epoch, zk_version,
+                replicas)
 
 
 def make_stop_replica(controller_epoch: int, partition: int, delete: bool) -> StopReplica:
-    return _new(_STOP_REPLICA, (STOP_REPLICA, controller_epoch, partition, delete))
+    return _new(_STOP_REPLICA, STOP_REPLICA, controller_epoch, partition, delete)
 
 
 def make_update_metadata(controller_epoch: int) -> UpdateMetadata:
-    return _new(_UPDATE_METADATA, (UPDATE_METADATA, controller_epoch))
+    return _new(_UPDATE_METADATA, UPDATE_METADATA, controller_epoch)
 
 
 def budget_with(budget: Budget, index: int, value: int) -> Budget:
     """``budget`` with field number ``index`` set to ``value``."""
     values = list(budget)
     values[index] = value
-    return _new(_BUDGET, tuple(values))
+    return _new(_BUDGET, *values)

@@ -27,7 +27,7 @@ from isrcheck.model.codec import kafka_state_codec
 
 from .errors import PipelineError
 from .explore_spark import spark_level
-from .levels import LevelOutcome, LevelStats, Stop, descriptor, states_limit, stop_from
+from .levels import LevelOutcome, LevelStats, Stop, descriptor, gc_paused, states_limit, stop_from
 from .session import LazySession
 from .spec import FINGERPRINT_SCHEME, ModelSpec
 from .store import RunStore, codec_id
@@ -159,7 +159,8 @@ class Explorer:
                 outcome = spark_level(self, d, frontier, visited, unwitnessed)
             else:
                 engine = "local"
-                outcome = self._local_level(d, visited, unwitnessed)
+                with gc_paused():
+                    outcome = self._local_level(d, visited, unwitnessed)
             computed += 1
             if outcome.stop is not None:
                 return self._finish(progress, levels, resumed_at, outcome.stop, depth=d, start=start)

@@ -28,7 +28,7 @@ from isrcheck.model.codec import kafka_state_codec
 from isrcheck.model.engine import Checks
 from isrcheck.model.explore import FAULT, TRANSITION, Event, Successor, count_until, expand
 
-from .levels import LevelJob, LevelOutcome, states_limit, stop_from
+from .levels import LevelJob, LevelOutcome, gc_paused, states_limit, stop_from
 from .spec import model_for
 
 KIND_SUCCESSOR = 0
@@ -101,12 +101,15 @@ def expand_arrow(spec_json: str, unwitnessed: list[str], skip_bc: tuple[str, Any
     skip = _skip_set(skip_bc)
     decode = codec.decode
     for batch in batches:
-        fps = batch.column("fingerprint").to_pylist()
-        ranks = batch.column("rank").to_pylist()
-        blobs = batch.column("state").to_pylist()
-        rows = [(f, r, decode(b)) for f, r, b in zip(fps, ranks, blobs)]
-        exp = expand(model, rows, skip=skip, unwitnessed=unwitnessed, checks=checks)
-        yield _expansion_batch(list(exp.successors.values()), exp.events, exp.coverage, exp.witness_keys, codec.encode)
+        with gc_paused():
+            fps = batch.column("fingerprint").to_pylist()
+            ranks = batch.column("rank").to_pylist()
+            blobs = batch.column("state").to_pylist()
+            rows = [(f, r, decode(b)) for f, r, b in zip(fps, ranks, blobs)]
+            exp = expand(model, rows, skip=skip, unwitnessed=unwitnessed, checks=checks)
+            out = _expansion_batch(list(exp.successors.values()), exp.events, exp.coverage, exp.witness_keys,
+                                   codec.encode)
+        yield out
 
 
 def count_arrow(spec_json: str, cutoff: tuple[int, int], batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
@@ -115,10 +118,11 @@ def count_arrow(spec_json: str, cutoff: tuple[int, int], batches: Iterator[pa.Re
     decode = kafka_state_codec().decode
     total: Counter[str] = Counter()
     for batch in batches:
-        rows = [(f, r, decode(b)) for f, r, b in zip(batch.column("fingerprint").to_pylist(),
-                                                     batch.column("rank").to_pylist(),
-                                                     batch.column("state").to_pylist())]
-        total.update(count_until(model, rows, cutoff)[1])
+        with gc_paused():
+            rows = [(f, r, decode(b)) for f, r, b in zip(batch.column("fingerprint").to_pylist(),
+                                                         batch.column("rank").to_pylist(),
+                                                         batch.column("state").to_pylist())]
+            total.update(count_until(model, rows, cutoff)[1])
     yield pa.RecordBatch.from_pydict({"action": list(total), "count": list(total.values())}, schema=COUNT_SCHEMA)
 
 

@@ -6,14 +6,32 @@ which compute the same :class:`LevelOutcome` by the key rules of :mod:`isrcheck.
 """
 from __future__ import annotations
 
+import contextlib
+import gc
 from collections import Counter
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from isrcheck.model.engine import paused_gc
 from isrcheck.model.explore import FAULT, Key, Successor
 
 from .session import LazySession
 from .store import RunStore
+
+
+@contextlib.contextmanager
+def gc_paused() -> Iterator[None]:
+    """The cyclic garbage collector paused while a level's states are expanded, as the checker does
+    (:func:`isrcheck.model.engine.paused_gc`: states are acyclic and freed by reference counting).
+    Without it, decoding a batch of states in a Spark worker triggered collections that cost four
+    times the decoding itself."""
+    resume = paused_gc()
+    try:
+        yield
+    finally:
+        if resume:
+            gc.enable()
 
 
 class LevelJob(Protocol):

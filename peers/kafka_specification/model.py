@@ -22,10 +22,11 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from itertools import permutations
-from typing import NamedTuple
+from typing import Final, NamedTuple
 
 from isrcheck.model.checker import Property
 from isrcheck.model.codec import StateCodec
+from isrcheck.model.state import tuple_constructor
 
 #: stable short names -> TLA+ module names
 MODULES: dict[str, str] = {
@@ -100,15 +101,16 @@ class PeerState(NamedTuple):
     requests: tuple[int, ...]
 
 
-_new = tuple.__new__
+_new: Final = tuple_constructor()  # model/_newtuple.c in the compiled build (see model/state.py)
+_PEER_STATE: Final = PeerState
 
 
 def _state(logs: tuple[tuple[int, ...], ...], hw: tuple[int, ...], epoch: tuple[int, ...], leader: tuple[int, ...],
            isr: tuple[int, ...], next_record: int, quorum_leader: int, quorum_isr: int,
            requests: tuple[int, ...]) -> PeerState:
-    """A PeerState built through ``tuple.__new__``: calling the NamedTuple class (or ``_replace``)
-    runs interpreted code even in the compiled build, the largest cost of a step."""
-    return _new(PeerState, (logs, hw, epoch, leader, isr, next_record, quorum_leader, quorum_isr, requests))
+    """A PeerState built through ``_new``: calling the NamedTuple class (or ``_replace``) runs
+    interpreted code even in the compiled build, the largest cost of a step."""
+    return _new(_PEER_STATE, logs, hw, epoch, leader, isr, next_record, quorum_leader, quorum_isr, requests)
 
 
 class PeerAction(NamedTuple):
@@ -121,8 +123,11 @@ class PeerAction(NamedTuple):
         return f"{self.name}({', '.join(parts)})"
 
 
+_PEER_ACTION: Final = PeerAction
+
+
 def _action(name: str, args: tuple[int, ...]) -> PeerAction:
-    return _new(PeerAction, (name, args))
+    return _new(_PEER_ACTION, name, args)
 
 
 def record_id(rec: int) -> int:
