@@ -239,5 +239,30 @@ def paused_gc() -> bool:
     return was
 
 
+# ---------------------------------------------------------------------------- state objects
+# A model whose states are NamedTuples builds them on the hot path; the NamedTuple constructor is
+# interpreted even in the compiled build. ``tuple_constructor()`` gives ``new(cls, *items)``:
+# model/_newtuple.c where it is built (one allocation, no argument parsing), else ``tuple.__new__``.
+def _tuple_new(cls: type, *items: object) -> tuple:
+    """The pure-Python constructor: ``tuple.__new__`` with the items as one tuple."""
+    return tuple.__new__(cls, items)  # type: ignore[call-overload]
+
+
+def tuple_constructor() -> Callable[..., Any]:
+    """``new(cls, *items)``: model/_newtuple.c when it is built and compiled code is wanted, else
+    :func:`_tuple_new`; both give equal objects of the same class."""
+    from isrcheck import native
+
+    if native.compiled_wanted():
+        try:
+            from ._newtuple import new
+        except ImportError:  # a pure install (ISRCHECK_BUILD_PURE=1)
+            pass
+        else:
+            return new  # type: ignore[no-any-return]
+    return _tuple_new
+
+
 __all__ = ["A", "S", "Kind", "Property", "ModelFault", "Model", "Step", "Violation", "Progress", "Outcome",
-           "CheckResult", "outcome_of", "result_of", "action_name", "Checks", "Search", "paused_gc"]
+           "CheckResult", "outcome_of", "result_of", "action_name", "Checks", "Search", "paused_gc",
+           "tuple_constructor"]

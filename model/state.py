@@ -10,6 +10,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, Final, NamedTuple
 
+from .engine import tuple_constructor
+
 NO_LEADER: Final = 0
 UNKNOWN_EPOCH: Final = -1
 
@@ -151,26 +153,6 @@ class State(NamedTuple):
 # (equal, same class, same hash) through ``_new``: model/_newtuple.c in the compiled build (one
 # allocation, no argument parsing), ``tuple.__new__`` otherwise. Every field is passed: a NamedTuple
 # built this way gets no defaults filled in.
-def _tuple_new(cls: type, *items: object) -> tuple:
-    """The pure-Python constructor: ``tuple.__new__`` with the items as one tuple."""
-    return tuple.__new__(cls, items)  # type: ignore[call-overload]
-
-
-def tuple_constructor() -> Callable[..., Any]:
-    """``new(cls, *items)``: model/_newtuple.c when it is built and compiled code is wanted, else
-    :func:`_tuple_new`; both give equal objects of the same class."""
-    from isrcheck import native
-
-    if native.compiled_wanted():
-        try:
-            from ._newtuple import new
-        except ImportError:  # a pure install (ISRCHECK_BUILD_PURE=1)
-            pass
-        else:
-            return new  # type: ignore[no-any-return]
-    return _tuple_new
-
-
 # Final: the compiled build keeps these in C variables instead of looking each name up in the
 # module's dictionary on every call (a tenth of a step's time before).
 _new: Final[Callable[..., Any]] = tuple_constructor()

@@ -26,7 +26,7 @@ from typing import Final, NamedTuple
 
 from isrcheck.model.checker import Property
 from isrcheck.model.codec import StateCodec
-from isrcheck.model.state import tuple_constructor
+from isrcheck.model.engine import tuple_constructor
 
 #: stable short names -> TLA+ module names
 MODULES: dict[str, str] = {
