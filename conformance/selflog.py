@@ -602,13 +602,20 @@ def _appends_lost_in_a_crash(lines: list[SelfLine]) -> tuple[list[SelfLine], int
                 add.setdefault(at, []).extend(_lost_appends(prev, ln, lines[at].t))
         if ln.role == "broker":
             last[ln.process] = ln
-    if not any(add.values()):
+    return _inserted(lines, add)
+
+
+def _inserted(lines: list[SelfLine], add: dict[int, list[SelfLine]]) -> tuple[list[SelfLine], int]:
+    """``lines`` with ``add[i]`` placed before line ``i``, and how many lines were added (the lines
+    themselves, unchanged, when there is nothing to add)."""
+    added = sum(len(v) for v in add.values())
+    if not added:
         return lines, 0
     out: list[SelfLine] = []
     for i, ln in enumerate(lines):
         out += add.get(i, [])
         out.append(ln)
-    return out, sum(len(v) for v in add.values())
+    return out, added
 
 
 def _expiries_unlogged(lines: list[SelfLine]) -> tuple[list[SelfLine], int]:
@@ -662,13 +669,7 @@ def _expiries_unlogged(lines: list[SelfLine]) -> tuple[list[SelfLine], int]:
             since.pop(b, None)
             if act[0] != "Crash":
                 since[b] = None
-    if not add:
-        return lines, 0
-    out: list[SelfLine] = []
-    for i, ln in enumerate(lines):
-        out += add.get(i, [])
-        out.append(ln)
-    return out, sum(len(v) for v in add.values())
+    return _inserted(lines, add)
 
 def _lost_appends(prev: SelfLine, restart: SelfLine, t: int) -> list[SelfLine]:
     b = prev.process.rsplit("-", 1)[1]
