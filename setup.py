@@ -80,8 +80,13 @@ def _remove_compiled() -> None:
         folder = ROOT / dirs[top] / package[len(top):].lstrip(".").replace(".", "/")
         for built in folder.glob(f"{leaf}.*.so"):
             built.unlink()
-    for built in (ROOT / "model").glob("_newtuple.*.so"):
-        built.unlink()
+    for leaf in NATIVE_C:
+        for built in (ROOT / "model").glob(f"{leaf}.*.so"):
+            built.unlink()
+
+
+#: the plain C extensions beside the mypyc modules, in model/: model/_newtuple.c, model/_partshash.c
+NATIVE_C = ("_newtuple", "_partshash")
 
 
 def _extensions() -> list:
@@ -95,9 +100,9 @@ def _extensions() -> list:
     modules, group = _native_settings()
     paths = _staging_tree(modules)
     _record_sources(modules, paths)
-    # model/_newtuple.c: the state classes' constructor (see that file), a plain C extension
-    newtuple = Extension("isrcheck.model._newtuple", [str(Path("model") / "_newtuple.c")])
-    return [newtuple] + mypycify(paths, opt_level="3", debug_level="0", group_name=group,
+    # plain C extensions (see each file): the state classes' constructor, the state fingerprint
+    plain = [Extension(f"isrcheck.model.{leaf}", [str(Path("model") / f"{leaf}.c")]) for leaf in NATIVE_C]
+    return plain + mypycify(paths, opt_level="3", debug_level="0", group_name=group,
                                  target_dir=str(ROOT / "build" / "mypyc-c"))
 
 

@@ -8,13 +8,14 @@ by their epoch, brokers by id, partitions by index.
 from __future__ import annotations
 
 from itertools import product
-from typing import Callable, Final, NamedTuple
+from typing import Any, Callable, Final, NamedTuple
 
 from isrcheck.specs.actions import action_text
 
 from . import broker as B
 from . import controller as C
 from .brokersets import members
+from .engine import tuple_constructor
 from .protocol import Protocol
 from .state import (
     ASK_EPOCH_END,
@@ -41,27 +42,17 @@ class Action(NamedTuple):
         return action_text(self.name, self.args)
 
 
-_new: Final = tuple.__new__
-
-
-# Every state's enabled actions are built anew, and most are the same few values (Fetch(2, 0), ...):
-# building a NamedTuple costs several times a dict lookup, so each distinct action is built once and
-# shared (actions are immutable values). The table is emptied when it grows past the bound, so a
-# model with very many distinct actions (lossy crashes of long logs) does not hold them all.
-_ACTIONS: Final[dict[tuple[str, tuple], Action]] = {}
-_ACTIONS_BOUND: Final = 65_536
+# Every state's enabled actions are built anew, most of them the same few values (Fetch(2, 0), ...).
+# They are built with the state classes' constructor (model/_newtuple.c in the compiled build, see
+# state.py), which costs less than looking an already built one up: interning them in a table
+# (done before that constructor existed) hashed a key tuple per action, 4% of a step.
+_new: Final[Callable[..., Any]] = tuple_constructor()
+_ACTION: Final = Action  # a Final name is a C variable in the compiled build, not a dict lookup
 
 
 def make_action(name: str, args: tuple) -> Action:
-    """``Action(name, args)``, the one already built when there is one (see above), without the
-    NamedTuple's interpreted constructor (see state.py)."""
-    key = (name, args)
-    a = _ACTIONS.get(key)
-    if a is None:
-        if len(_ACTIONS) >= _ACTIONS_BOUND:
-            _ACTIONS.clear()
-        a = _ACTIONS[key] = _new(Action, key)
-    return a
+    """``Action(name, args)``, without the NamedTuple's interpreted constructor (see state.py)."""
+    return _new(_ACTION, name, args)  # type: ignore[no-any-return]
 
 
 # ---------------------------------------------------------------------------- enumeration

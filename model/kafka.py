@@ -5,7 +5,7 @@ whoever builds a check hands them in — see :func:`isrcheck.invariants.build_mo
 """
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from isrcheck.specs.actions import fair_actions
 
@@ -15,7 +15,7 @@ from .checker import ModelFault, Property
 from .codec import StateCodec, kafka_state_codec
 from .protocol import Protocol
 from .state import Broker, Budget, Controller, Ghost, Replica, State, Zk, ZkPartition
-from .statehash import StateHasher
+from .statehash import new_hasher
 from .symmetry import canonical
 from .tables import IllegalTransition
 from .tables import PartitionState as PS
@@ -88,7 +88,9 @@ class KafkaModel:
         #: the healing actions assumed weakly fair (specs/actions.toml), less those the config drops
         self.fair_names = frozenset(fair_actions()) - unfair
         self._unfair_instances = frozenset(u for u in unfair if "(" in u)
-        self._hasher = StateHasher()
+        self._hasher = new_hasher()
+        # bound once: the checker asks for a fingerprint per transition
+        self._fingerprint: Callable[[State], int] = self._hasher.fingerprint
 
     def init_states(self) -> list[State]:
         return [initial_state(self.protocol)]
@@ -132,8 +134,8 @@ class KafkaModel:
 
     def fingerprint(self, state: State) -> int:
         if self.symmetry:
-            return self._hasher.fingerprint(canonical(state))
-        return self._hasher.fingerprint(state)
+            return self._fingerprint(canonical(state))
+        return self._fingerprint(state)
 
 
 __all__ = ["KafkaModel", "initial_state", "Controller"]

@@ -11,8 +11,9 @@ Design (level-synchronous; fingerprint space partitioned; states stay where they
   in batches (pickle protocol 5) over dedicated worker-to-worker pipes.
 * The owner settles every new fingerprint: the claim with the smallest key wins, the owner
   records the parent, and tells each worker which of its claims it won. The winners form the
-  worker's part of the next frontier; it checks ``always`` properties and witnesses
-  ``sometimes`` ones on them.
+  worker's part of the next frontier. A worker judges each successor it keeps (``always``
+  properties, and ``sometimes`` ones still unwitnessed) when it makes it, while the state is in
+  the processor's cache, and counts the judgements of the winners alone.
 * So states do not travel: a state is sent (in the model's binary ``state_codec`` when it has
   one, else pickled) only when the coordinator evens out the frontier
   between workers (about 1-3 % of the states on the Kafka models; a giver picks states spread
@@ -264,9 +265,25 @@ class _Worker:
         bufs: list[list[int]] = [[] for _ in range(nw)]  # claims to send: fp, key, parent fp, ...
         claims_sent = 0
         viol: tuple | None = None  # first violating event of this worker, in key order
+        # Each new candidate is judged (always properties, and sometimes properties still
+        # unwitnessed) when it is made, while it is in the cache: judged after the verdicts, the
+        # held states were cold again and the judging cost twice as much. Only the judgements of
+        # the states this worker ends up holding count (after the verdicts, below).
+        safe, witnesses = self.checks.safe, self.checks.witnessed
+        pending = set(unseen)
+        unsafe: set[int] = set()  # candidates made here that break an always property
+        witnessing: dict[int, list[str]] = {}  # candidates made here -> what they witness
         clock = [time.perf_counter()]
         mesh.begin(self._absorb_claims)
-        for count, (key, fp, s) in enumerate(self.frontier):
+        # taken from the end, so each state is released right after its expansion (hot), not
+        # with the whole level when the next frontier replaces it
+        expanding = self.frontier
+        expanding.reverse()
+        self.frontier = []
+        count = -1
+        while expanding:
+            key, fp, s = expanding.pop()
+            count += 1
             keys.append(key)
             starts.append(len(taken))
             base = key << ACTION_BITS
@@ -288,13 +305,27 @@ class _Worker:
                         ek = base | i
                         c = claims.get(tfp)
                         if c is None or ek < c[0]:
+                            # the first state this worker keeps for tfp: a later event of its
+                            # own has a larger key
                             claims[tfp] = (ek, fp, me, t)
+                            if not safe(t):
+                                unsafe.add(tfp)
+                            if pending:
+                                seen_names = witnesses(t, pending)
+                                if seen_names:
+                                    witnessing[tfp] = seen_names
                 elif tfp not in sent:
                     # the first event to reach tfp here is this worker's smallest key for it; a
                     # fingerprint claimed in an earlier level is visited by now
                     sent.add(tfp)
                     ek = base | i
                     held[tfp] = (ek, fp, t)
+                    if not safe(t):
+                        unsafe.add(tfp)
+                    if pending:
+                        seen_names = witnesses(t, pending)
+                        if seen_names:
+                            witnessing[tfp] = seen_names
                     buf = bufs[owner]
                     buf += (tfp, ek, fp)
                     if len(buf) >= 3 * CLAIM_BATCH:
@@ -351,20 +382,20 @@ class _Worker:
         self.frontier = frontier
         _settle_gc()
 
-        # the new states held here, in discovery order: always and sometimes properties
-        pending = set(unseen)
-        safe, broken_always, witnesses = self.checks.safe, self.checks.broken_always, self.checks.witnessed
+        # the judgements of the new states held here, in discovery order: the first state that
+        # breaks an always property, and the first to witness each sometimes property
         witnessed: dict[str, int] = {}
         first_bad: tuple | None = None
-        for ek, tfp, t in frontier:
-            if not safe(t):
-                first_bad = (ek, "always", broken_always(t), tfp, None, None, "")
-            if pending:
-                for name in witnesses(t, pending):
-                    witnessed[name] = ek
-                    pending.discard(name)
-            if first_bad is not None:
-                break  # nothing after it in key order can matter
+        if unsafe or witnessing:
+            for ek, tfp, t in frontier:
+                names = witnessing.get(tfp)
+                if names is not None:
+                    for name in names:
+                        if name not in witnessed:
+                            witnessed[name] = ek
+                if tfp in unsafe:
+                    first_bad = (ek, "always", self.checks.broken_always(t), tfp, None, None, "")
+                    break  # nothing after it in key order can matter
         return {
             "new": len(new_keys),
             "held": len(frontier),

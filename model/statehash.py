@@ -94,4 +94,21 @@ class StateHasher:
         return hash(tuple(hashes))
 
 
-__all__ = ["NONE_HASH", "StateHasher", "broker_hash", "part_hash"]
+def new_hasher() -> Any:
+    """A fresh hasher: model/_partshash.c's ``PartsHasher`` when it is built and compiled code is
+    wanted, else :class:`StateHasher`. Both give every state the same number (a test compares
+    them); the C one also remembers the parent's parts and each broker's replicas by identity
+    (see that file), so it hashes about a third as much."""
+    from isrcheck import native
+
+    if native.compiled_wanted():
+        try:
+            from ._partshash import PartsHasher
+        except ImportError:  # a pure install (ISRCHECK_BUILD_PURE=1)
+            pass
+        else:
+            return PartsHasher(_FIELDS, _BROKERS, _INBOX, _REPLICAS, NONE_HASH)
+    return StateHasher()
+
+
+__all__ = ["NONE_HASH", "StateHasher", "broker_hash", "new_hasher", "part_hash"]

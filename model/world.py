@@ -40,10 +40,11 @@ if TYPE_CHECKING:
 class ControllerWork:
     """The mutable mirror of a :class:`Controller`."""
 
-    __slots__ = ("epoch", "live", "registrations", "partition_states", "replica_states",
+    __slots__ = ("base", "epoch", "live", "registrations", "partition_states", "replica_states",
                  "reassign_step", "reassign_old", "reassign_new", "shutting_down")
 
     def __init__(self, c: Controller) -> None:
+        self.base = c
         self.epoch = c.epoch
         self.live = c.live
         self.registrations = c.registrations
@@ -55,11 +56,51 @@ class ControllerWork:
         self.shutting_down = c.shutting_down
 
     def freeze(self) -> Controller:
-        return make_controller(
-            self.epoch, self.live, self.registrations, tuple(self.partition_states),
-            tuple(tuple(r) for r in self.replica_states), tuple(self.reassign_step),
-            tuple(self.reassign_old), tuple(self.reassign_new), self.shutting_down,
-        )
+        """Back to a Controller. A field the action left as it was is the original tuple again, not
+        an equal copy: no allocation, and the fingerprint and EpochsMonotonic recognise it by
+        identity (most actions touch one field of one partition, or none)."""
+        c = self.base
+        rows = c.replica_states
+        if len(self.replica_states) != len(rows):
+            replica_states = tuple([tuple(r) for r in self.replica_states])
+        else:
+            replica_states = self._replica_states(rows)
+        partition_states = c.partition_states
+        if not _same(self.partition_states, partition_states):
+            partition_states = tuple(self.partition_states)
+        reassign_step = c.reassign_step
+        if not _same(self.reassign_step, reassign_step):
+            reassign_step = tuple(self.reassign_step)
+        reassign_old = c.reassign_old
+        if not _same(self.reassign_old, reassign_old):
+            reassign_old = tuple(self.reassign_old)
+        reassign_new = c.reassign_new
+        if not _same(self.reassign_new, reassign_new):
+            reassign_new = tuple(self.reassign_new)
+        if (self.epoch == c.epoch and self.live == c.live and self.registrations is c.registrations
+                and partition_states is c.partition_states and replica_states is rows
+                and reassign_step is c.reassign_step and reassign_old is c.reassign_old
+                and reassign_new is c.reassign_new and self.shutting_down == c.shutting_down):
+            return c
+        return make_controller(self.epoch, self.live, self.registrations, partition_states, replica_states,
+                               reassign_step, reassign_old, reassign_new, self.shutting_down)
+
+    def _replica_states(self, rows: tuple[tuple[int, ...], ...]) -> tuple[tuple[int, ...], ...]:
+        """The replica states as a tuple, reusing the original rows (and tuple) left unchanged."""
+        for p, row in enumerate(self.replica_states):
+            if not _same(row, rows[p]):
+                return tuple([rows[q] if _same(r, rows[q]) else tuple(r) for q, r in enumerate(self.replica_states)])
+        return rows
+
+
+def _same(items: list, original: tuple) -> bool:
+    """Whether the working list still holds the original tuple's values."""
+    if len(items) != len(original):
+        return False
+    for i, x in enumerate(items):
+        if x != original[i]:
+            return False
+    return True
 
 
 class World:

@@ -1,0 +1,6 @@
+"""Type stub of the C extension model/_partshash.c (see there)."""
+from typing import Any
+
+class PartsHasher:
+    def __init__(self, fields: int, brokers: int, inbox: int, replicas: int, none_hash: int) -> None: ...
+    def fingerprint(self, state: Any) -> int: ...
