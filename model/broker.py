@@ -128,7 +128,7 @@ def _stop_replica(w: World, b: int, req: StopReplica) -> None:
         c = w.controller(req.controller_epoch)  # the response reaches the controller that asked
         if c is not None and c.replica_states[p][b - 1] == RS.DELETION_STARTED:
             check_replica_move(p, b, RS.DELETION_STARTED, RS.DELETION_SUCCESSFUL)
-            c.replica_states[p][b - 1] = RS.DELETION_SUCCESSFUL
+            c.set_replica_state(p, b, RS.DELETION_SUCCESSFUL)
     elif r is not None and r.leader != b:
         # stop fetching
         w.set_replica(b, p, make_replica(r.log, r.hw, r.checkpoint, NO_LEADER, r.leader_epoch, r.isr, r.zk_version,

@@ -91,7 +91,7 @@ def partition_to(w: World, c: ControllerWork, p: int, target: PS, selector: Sele
                 _elect(w, c, p, selector or Selector.OFFLINE_PARTITION)
         except (NoEligibleLeader, Fenced):
             return False
-    c.partition_states[p] = target
+    c.set_partition_state(p, target)
     return True
 
 
@@ -150,7 +150,7 @@ def replica_to(w: World, c: ControllerWork, p: int, b: int, target: RS) -> bool:
             return False
     elif target == RS.DELETION_STARTED:
         w.send(b, make_stop_replica(c.epoch, p, True))
-    c.replica_states[p][b - 1] = target
+    c.set_replica_state(p, b, target)
     return True
 
 
@@ -248,7 +248,7 @@ def resume_reassignments_on(c: ControllerWork, new: int) -> None:
     that LeaderAndIsr itself."""
     for p, step in enumerate(c.reassign_step):
         if step == STEP_CAUGHT_UP and any(new >> b & 1 for b in c.reassign_new[p]):
-            c.reassign_step[p] = STEP_START
+            c.set_reassign_step(p, STEP_START)
 
 
 def _elect_offline_and_new(w: World, c: ControllerWork) -> None:
@@ -287,13 +287,13 @@ def on_controller_failover(w: World, c: ControllerWork) -> None:
         if not zp.replicas:
             continue
         for b in zp.replicas:
-            c.replica_states[p][b - 1] = RS.ONLINE if c.live >> b & 1 else RS.OFFLINE
+            c.set_replica_state(p, b, RS.ONLINE if c.live >> b & 1 else RS.OFFLINE)
         if zp.version == 0:
-            c.partition_states[p] = PS.NEW
+            c.set_partition_state(p, PS.NEW)
         elif zp.leader != NO_LEADER and c.live >> zp.leader & 1:
-            c.partition_states[p] = PS.ONLINE
+            c.set_partition_state(p, PS.ONLINE)
         else:
-            c.partition_states[p] = PS.OFFLINE
+            c.set_partition_state(p, PS.OFFLINE)
     # replica state machine start-up: every live replica -> OnlineReplica (LeaderAndIsr to each)
     for p, zp in enumerate(w.parts):
         if zp.replicas and not w.deleting >> p & 1:
@@ -303,7 +303,7 @@ def on_controller_failover(w: World, c: ControllerWork) -> None:
     _elect_offline_and_new(w, c)
     for p in range(len(w.parts)):
         if w.reassign[p] and exists(w, p):
-            c.reassign_step[p] = STEP_START
+            c.set_reassign_step(p, STEP_START)
     broadcast_metadata(w, c)
 
 
@@ -389,7 +389,7 @@ def complete_topic_deletion(w: World, c: ControllerWork) -> None:
         w.set_part(p, empty_zk_partition())
         w.set_reassign(p, ())
         w.preferred &= ~bit(p)
-        c.reassign_step[p] = 0
+        c.set_reassign_step(p, 0)
     w.deleting = 0
     broadcast_metadata(w, c)
 
@@ -417,16 +417,15 @@ def reassignment_step(w: World, c: ControllerWork, p: int) -> None:
     except Fenced:
         go_on = False
     if not go_on or step == LAST_STEP:
-        c.reassign_step[p] = 0
+        c.set_reassign_step(p, 0)
     else:
-        c.reassign_step[p] = next_reassignment_step(c, step) + 1
+        c.set_reassign_step(p, next_reassignment_step(c, step) + 1)
 
 
 def abandon_reassignment(c: ControllerWork, p: int) -> None:
     """Forget partition ``p``'s reassignment (``fenced_reassignment_steps``: a deposed controller)."""
-    c.reassign_step[p] = 0
-    c.reassign_old[p] = ()
-    c.reassign_new[p] = ()
+    c.set_reassign_step(p, 0)
+    c.set_reassignment(p, (), ())
 
 
 def reassignment_step_enabled(zk: Zk, c: Controller, p: int) -> bool:
@@ -456,8 +455,7 @@ def _start(w: World, c: ControllerWork, p: int) -> bool:
     if target == current or any(not c.live >> r & 1 for r in target):
         _drop_reassignment_request(w, p)
         return False
-    c.reassign_old[p] = current
-    c.reassign_new[p] = target
+    c.set_reassignment(p, current, target)
     union = current + tuple(r for r in target if r not in current)
     zp = w.parts[p]
     w.set_part(p, make_zk_partition(union, zp.leader, zp.isr, zp.leader_epoch, zp.version, zp.controller_epoch))
@@ -538,8 +536,7 @@ def _clear_request(w: World, c: ControllerWork, p: int) -> bool:
 
 def _metadata(w: World, c: ControllerWork, p: int) -> bool:
     broadcast_metadata(w, c)
-    c.reassign_old[p] = ()
-    c.reassign_new[p] = ()
+    c.set_reassignment(p, (), ())
     return True
 
 

@@ -38,7 +38,13 @@ if TYPE_CHECKING:
 
 
 class ControllerWork:
-    """The mutable mirror of a :class:`Controller`."""
+    """The mutable mirror of a :class:`Controller`.
+
+    Its per-partition fields stay tuples; the ``set_*`` methods replace the one that changes (they
+    are short: one entry per partition, or per broker). So a field the action does not write is
+    the original tuple when frozen, with no copy made, and the fingerprint and EpochsMonotonic
+    recognise it by identity; a controller the action did not change is the original object.
+    """
 
     __slots__ = ("base", "epoch", "live", "registrations", "partition_states", "replica_states",
                  "reassign_step", "reassign_old", "reassign_new", "shutting_down")
@@ -48,59 +54,50 @@ class ControllerWork:
         self.epoch = c.epoch
         self.live = c.live
         self.registrations = c.registrations
-        self.partition_states = list(c.partition_states)
-        self.replica_states = [list(r) for r in c.replica_states]
-        self.reassign_step = list(c.reassign_step)
-        self.reassign_old = list(c.reassign_old)
-        self.reassign_new = list(c.reassign_new)
+        self.partition_states: tuple[int, ...] = c.partition_states
+        self.replica_states: tuple[tuple[int, ...], ...] = c.replica_states
+        self.reassign_step: tuple[int, ...] = c.reassign_step
+        self.reassign_old: tuple[tuple[int, ...], ...] = c.reassign_old
+        self.reassign_new: tuple[tuple[int, ...], ...] = c.reassign_new
         self.shutting_down = c.shutting_down
 
+    def set_partition_state(self, p: int, state: int) -> None:
+        if self.partition_states[p] != state:
+            self.partition_states = _with(self.partition_states, p, state)
+
+    def set_replica_state(self, p: int, b: int, state: int) -> None:
+        row = self.replica_states[p]
+        if row[b - 1] != state:
+            self.replica_states = _with(self.replica_states, p, _with(row, b - 1, state))
+
+    def set_reassign_step(self, p: int, step: int) -> None:
+        if self.reassign_step[p] != step:
+            self.reassign_step = _with(self.reassign_step, p, step)
+
+    def set_reassignment(self, p: int, old: tuple[int, ...], new: tuple[int, ...]) -> None:
+        """OAR and RAR of partition ``p`` (both () once it is over)."""
+        if self.reassign_old[p] != old:
+            self.reassign_old = _with(self.reassign_old, p, old)
+        if self.reassign_new[p] != new:
+            self.reassign_new = _with(self.reassign_new, p, new)
+
     def freeze(self) -> Controller:
-        """Back to a Controller. A field the action left as it was is the original tuple again, not
-        an equal copy: no allocation, and the fingerprint and EpochsMonotonic recognise it by
-        identity (most actions touch one field of one partition, or none)."""
         c = self.base
-        rows = c.replica_states
-        if len(self.replica_states) != len(rows):
-            replica_states = tuple([tuple(r) for r in self.replica_states])
-        else:
-            replica_states = self._replica_states(rows)
-        partition_states = c.partition_states
-        if not _same(self.partition_states, partition_states):
-            partition_states = tuple(self.partition_states)
-        reassign_step = c.reassign_step
-        if not _same(self.reassign_step, reassign_step):
-            reassign_step = tuple(self.reassign_step)
-        reassign_old = c.reassign_old
-        if not _same(self.reassign_old, reassign_old):
-            reassign_old = tuple(self.reassign_old)
-        reassign_new = c.reassign_new
-        if not _same(self.reassign_new, reassign_new):
-            reassign_new = tuple(self.reassign_new)
         if (self.epoch == c.epoch and self.live == c.live and self.registrations is c.registrations
-                and partition_states is c.partition_states and replica_states is rows
-                and reassign_step is c.reassign_step and reassign_old is c.reassign_old
-                and reassign_new is c.reassign_new and self.shutting_down == c.shutting_down):
+                and self.partition_states is c.partition_states and self.replica_states is c.replica_states
+                and self.reassign_step is c.reassign_step and self.reassign_old is c.reassign_old
+                and self.reassign_new is c.reassign_new and self.shutting_down == c.shutting_down):
             return c
-        return make_controller(self.epoch, self.live, self.registrations, partition_states, replica_states,
-                               reassign_step, reassign_old, reassign_new, self.shutting_down)
-
-    def _replica_states(self, rows: tuple[tuple[int, ...], ...]) -> tuple[tuple[int, ...], ...]:
-        """The replica states as a tuple, reusing the original rows (and tuple) left unchanged."""
-        for p, row in enumerate(self.replica_states):
-            if not _same(row, rows[p]):
-                return tuple([rows[q] if _same(r, rows[q]) else tuple(r) for q, r in enumerate(self.replica_states)])
-        return rows
+        return make_controller(self.epoch, self.live, self.registrations, self.partition_states,
+                               self.replica_states, self.reassign_step, self.reassign_old, self.reassign_new,
+                               self.shutting_down)
 
 
-def _same(items: list, original: tuple) -> bool:
-    """Whether the working list still holds the original tuple's values."""
-    if len(items) != len(original):
-        return False
-    for i, x in enumerate(items):
-        if x != original[i]:
-            return False
-    return True
+def _with(items: tuple, i: int, value: object) -> tuple:
+    """``items`` with entry ``i`` replaced."""
+    changed = list(items)
+    changed[i] = value
+    return tuple(changed)
 
 
 class World:
