@@ -61,16 +61,18 @@ class ControllerWork:
         self.reassign_new: tuple[tuple[int, ...], ...] = c.reassign_new
         self.shutting_down = c.shutting_down
 
-    def set_partition_state(self, p: int, state: int) -> None:
+    # the states are typed object, not int: the compiled build would turn an IntEnum member into a
+    # plain int (equal, but it prints differently from the pure build's)
+    def set_partition_state(self, p: int, state: object) -> None:
         if self.partition_states[p] != state:
             self.partition_states = _with(self.partition_states, p, state)
 
-    def set_replica_state(self, p: int, b: int, state: int) -> None:
+    def set_replica_state(self, p: int, b: int, state: object) -> None:
         row = self.replica_states[p]
         if row[b - 1] != state:
             self.replica_states = _with(self.replica_states, p, _with(row, b - 1, state))
 
-    def set_reassign_step(self, p: int, step: int) -> None:
+    def set_reassign_step(self, p: int, step: object) -> None:
         if self.reassign_step[p] != step:
             self.reassign_step = _with(self.reassign_step, p, step)
 
