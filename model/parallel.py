@@ -299,6 +299,7 @@ class _Worker:
                     viol = (base | i, "transition", broken_transition(s, t), fp, a, t, "")
                 tfp = fingerprint(t)
                 owner = tfp % nw
+                kept = False  # whether this worker keeps t (then it judges it, below)
                 if owner == me:
                     # events come in key order: a later one never beats this worker's own claim
                     if tfp not in parents:
@@ -308,24 +309,14 @@ class _Worker:
                             # the first state this worker keeps for tfp: a later event of its
                             # own has a larger key
                             claims[tfp] = (ek, fp, me, t)
-                            if not safe(t):
-                                unsafe.add(tfp)
-                            if pending:
-                                seen_names = witnesses(t, pending)
-                                if seen_names:
-                                    witnessing[tfp] = seen_names
+                            kept = True
                 elif tfp not in sent:
                     # the first event to reach tfp here is this worker's smallest key for it; a
                     # fingerprint claimed in an earlier level is visited by now
                     sent.add(tfp)
                     ek = base | i
                     held[tfp] = (ek, fp, t)
-                    if not safe(t):
-                        unsafe.add(tfp)
-                    if pending:
-                        seen_names = witnesses(t, pending)
-                        if seen_names:
-                            witnessing[tfp] = seen_names
+                    kept = True
                     buf = bufs[owner]
                     buf += (tfp, ek, fp)
                     if len(buf) >= 3 * CLAIM_BATCH:
@@ -333,6 +324,13 @@ class _Worker:
                         claims_sent += CLAIM_BATCH
                         bufs[owner] = []
                         mesh.poll()
+                if kept:
+                    if not safe(t):
+                        unsafe.add(tfp)
+                    if pending:
+                        seen_names = witnesses(t, pending)
+                        if seen_names:
+                            witnessing[tfp] = seen_names
                 if viol is not None:
                     break
             else:
