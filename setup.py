@@ -85,8 +85,9 @@ def _remove_compiled() -> None:
             built.unlink()
 
 
-#: the plain C extensions beside the mypyc modules, in model/: model/_newtuple.c, model/_partshash.c
-NATIVE_C = ("_newtuple", "_partshash")
+#: the plain C extensions beside the mypyc modules, in model/: model/_newtuple.c, model/_partshash.c,
+#: model/_fptable.c
+NATIVE_C = ("_newtuple", "_partshash", "_fptable")
 
 
 def _extensions() -> list:

@@ -51,6 +51,7 @@ def measure(spec: dict[str, Any]) -> dict[str, Any]:
     workers = spec["workers"]
     stats: dict[str, Any] = {}
     worker_rss: list[int] = []
+    table_bytes = 0
     rss_before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     cpu0 = time.process_time()
     if workers == 0:
@@ -59,6 +60,7 @@ def measure(spec: dict[str, Any]) -> dict[str, Any]:
         checker = ParallelChecker(model, workers=workers, **limits)
         result = checker.run()
         worker_rss = checker.worker_peak_rss_kib
+        table_bytes = checker.table_bytes
         stats = dict(checker.stats)
     me = resource.getrusage(resource.RUSAGE_SELF)
     kids = resource.getrusage(resource.RUSAGE_CHILDREN)
@@ -74,6 +76,7 @@ def measure(spec: dict[str, Any]) -> dict[str, Any]:
         "rss_before_kib": rss_before,
         "build": native.build(),
         "rss_workers_kib": worker_rss,
+        "table_bytes": table_bytes,
         "rss_children_max_kib": kids.ru_maxrss,
         "stats": stats,
         "symmetry": model.symmetry,
@@ -106,16 +109,25 @@ def mode_name(workers: int) -> str:
     return "single" if workers == 0 else f"parallel{workers}"
 
 
+def _shared_counted_again_kib(r: dict[str, Any]) -> float:
+    """The parallel checker's fingerprint table is one piece of shared memory, but every process
+    that touched it (the coordinator, which grows it, and each worker) has it in its peak resident
+    set: count it once."""
+    return len(r["rss_workers_kib"]) * r.get("table_bytes", 0) / 1024
+
+
 def peak_mib(r: dict[str, Any]) -> float:
-    return (r["rss_self_kib"] + sum(r["rss_workers_kib"])) / 1024
+    return (r["rss_self_kib"] + sum(r["rss_workers_kib"]) - _shared_counted_again_kib(r)) / 1024
 
 
 def bytes_per_state(r: dict[str, Any]) -> float:
     """Memory the search added, per distinct state: peak resident memory beyond what the process
     had before the run (in parallel mode: the coordinator's and every worker's, each worker counted
-    from the same starting point, since it is a fork of the coordinator)."""
+    from the same starting point, since it is a fork of the coordinator, and the shared fingerprint
+    table once)."""
     processes = 1 + len(r["rss_workers_kib"])
-    grown = r["rss_self_kib"] + sum(r["rss_workers_kib"]) - processes * r["rss_before_kib"]
+    grown = (r["rss_self_kib"] + sum(r["rss_workers_kib"]) - processes * r["rss_before_kib"]
+             - _shared_counted_again_kib(r))
     return max(grown, 0) * 1024 / max(r["states"], 1)
 
 

@@ -16,6 +16,7 @@ import argparse
 import json
 import os
 import platform
+import resource
 import subprocess
 import sys
 import time
@@ -30,14 +31,22 @@ def measure(spec: dict[str, Any]) -> dict[str, Any]:
     model = PeerModel(spec["module"], spec["replicas"], spec["symmetry"], properties=spec["properties"])
     workers = spec["workers"]
     limits = {"max_states": spec.get("max_states")}
+    before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     if workers > 1:
         from isrcheck.model.parallel import ParallelChecker
 
-        result = ParallelChecker(model, workers=workers, **limits).run()
+        checker = ParallelChecker(model, workers=workers, **limits)
+        result = checker.run()
+        # every process's peak resident set, the shared fingerprint table counted once (each
+        # worker and the coordinator touched it)
+        peak_kib = (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss + sum(checker.worker_peak_rss_kib)
+                    - workers * checker.table_bytes // 1024)
     else:
         result = Checker(model, **limits).run()
+        peak_kib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     return {"outcome": result.outcome, "states": result.distinct_states, "depth": result.depth,
-            "seconds": result.seconds, "violations": [(v.property, v.length) for v in result.violations]}
+            "seconds": result.seconds, "violations": [(v.property, v.length) for v in result.violations],
+            "peak_kib": peak_kib, "before_kib": before}
 
 
 def run_child(spec: dict[str, Any], timeout: float | None) -> dict[str, Any]:
@@ -63,7 +72,7 @@ def tlc_row(module: str, replicas: int, symmetry: bool) -> dict[str, Any] | None
 
 COLUMNS = [("module", "<", 18), ("repl", ">", 4), ("sym", "<", 4), ("workers", ">", 7), ("outcome", "<", 14),
            ("states", ">", 10), ("TLC states", ">", 10), ("seconds", ">", 8), ("states/s", ">", 9),
-           ("TLC s", ">", 6), ("TLC st/s", ">", 9), ("ratio", ">", 6)]
+           ("TLC s", ">", 6), ("TLC st/s", ">", 9), ("ratio", ">", 6), ("peak MiB", ">", 8)]
 
 
 def row(values: list[Any]) -> str:
@@ -112,7 +121,8 @@ def main(argv: list[str] | None = None) -> int:
         ratio = f"{rate / tlc_rate:.2f}" if tlc_rate else "-"
         print(row([module, replicas, "on" if sym else "off", args.workers, r["outcome"], f"{r['states']:,}",
                    f"{tlc['states']:,}" if "states" in tlc else "-", f"{r['seconds']:.2f}", f"{rate:,.0f}",
-                   tlc.get("seconds", "-"), f"{tlc_rate:,}" if tlc_rate else "-", ratio]), flush=True)
+                   tlc.get("seconds", "-"), f"{tlc_rate:,}" if tlc_rate else "-", ratio,
+                   f"{r['peak_kib'] / 1024:,.0f}"]), flush=True)
     print(f"# load average at the end {os.getloadavg()[0]:.2f} "
           f"(figures are only comparable on an otherwise idle machine)")
     return 0

@@ -21,7 +21,7 @@ import os
 import resource
 import sys
 
-__all__ = ["CHECK_EVERY", "WATCH_SECONDS", "MemoryCeilingHit", "resident_bytes", "over"]
+__all__ = ["CHECK_EVERY", "WATCH_SECONDS", "MemoryCeilingHit", "resident_bytes", "shared_bytes", "over"]
 
 #: states (or simulation steps) between two readings: at 100,000 states a second, ten readings a
 #: second, each far cheaper than the thousand states between them; a model stores about 100-200
@@ -52,6 +52,19 @@ def resident_bytes(pid: int | None = None) -> int:
             return 0
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     return peak if sys.platform == "darwin" else peak * 1024  # bytes on macOS, KiB elsewhere
+
+
+def shared_bytes(pid: int | None = None) -> int:
+    """The part of :func:`resident_bytes` that is shared memory or mapped files (``statm``'s third
+    field): the parallel checker's fingerprint table, which every worker touches, is counted once
+    rather than in each of them. 0 where it cannot be read."""
+    path = f"/proc/{'self' if pid is None else pid}/statm"
+    try:
+        with open(path, "rb") as f:
+            fields = f.read().split()
+        return int(fields[2]) * _PAGE
+    except (OSError, IndexError, ValueError):
+        return 0
 
 
 def over(limit: int | None, used: int | None = None) -> bool:

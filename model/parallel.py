@@ -1,39 +1,47 @@
 """Multi-process breadth-first search: the same search as :class:`~isrcheck.model.checker.Checker`
 spread over long-lived worker processes.
 
-Design (level-synchronous; fingerprint space partitioned; states stay where they are made):
+Design (level-synchronous; one fingerprint table shared by all; states stay where they are made):
 
-* Worker ``fp % workers`` *owns* a fingerprint: it keeps the visited set and the parent map for
-  its part of the fingerprint space.
-* Each worker *holds* part of the BFS frontier (concrete states) and expands it. One level at a
-  time: the worker checks ``transition`` properties and :class:`ModelFault` on its steps, keeps
-  each successor it makes, and sends the owner a *claim* ``(fp, key, parent fp)``: three ints,
-  in batches (pickle protocol 5) over dedicated worker-to-worker pipes.
-* The owner settles every new fingerprint: the claim with the smallest key wins, the owner
-  records the parent, and tells each worker which of its claims it won. The winners form the
-  worker's part of the next frontier. A worker judges each successor it keeps (``always``
-  properties, and ``sometimes`` ones still unwitnessed) when it makes it, while the state is in
-  the processor's cache, and counts the judgements of the winners alone.
-* So states do not travel: a state is sent (in the model's binary ``state_codec`` when it has
-  one, else pickled) only when the coordinator evens out the frontier
-  between workers (about 1-3 % of the states on the Kafka models; a giver picks states spread
-  over its key range). The coordinator (the calling process) synchronises levels, sums counts,
-  and builds counterexamples; it never sees a state but the initial ones and a counterexample's.
-* Processes are forked (``fork`` start method), so the model object is never pickled.
+* The visited set and the parent map are one open-addressing table in shared memory
+  (:mod:`~isrcheck.model.fptable`), made before the fork. Each worker *holds* part of the BFS
+  frontier (concrete states) and expands it. For each successor it *claims* the successor's
+  fingerprint with the event's discovery key (below): the table keeps the smallest key ever
+  claimed for a fingerprint, an atomic minimum, so who wins does not depend on timing. A worker
+  keeps each successor whose claim succeeded (it was the smallest so far), judges it then
+  (``always`` properties, and ``sometimes`` ones still unwitnessed), while the state is in the
+  processor's cache, and checks ``transition`` properties and :class:`ModelFault` on every step.
+* After the level (a barrier), each worker *settles* its kept successors: those whose key is
+  still the table's are the winners; the worker writes their parent into the table, and they
+  form its part of the next frontier, already in key order. Only the winners' judgements count.
+* Nothing crosses between workers during a level: no claims, no messages. States travel (in the
+  model's binary ``state_codec`` when it has one, else pickled) only when the coordinator evens
+  out the frontier between workers (about 1-3 % of the states on the Kafka models; a giver picks
+  states spread over its key range). The coordinator (the calling process) synchronises levels,
+  sums counts, gives every worker the sorted keys of the level (to rank its states), grows the
+  table when it fills, and reads counterexamples' parents from the table; it never sees a state
+  but the initial ones and a counterexample's.
+* Processes are forked (``fork`` start method), so neither the model nor the table is pickled.
 
-Equivalence with the single-process checker. Every state carries a *discovery key*: the path of
-action indices that first reaches it in the single-process BFS order, packed in an int
-(``key(t) = key(parent) << 16 | action index``; a level's keys all have the same length, so
-comparing ints compares paths lexicographically). For each new state the smallest key among the
-events that reach it decides the parent and the concrete state kept: exactly the first
-discovery of :class:`Checker`, which keeps the first parent and the first concrete state (the
-representative, under symmetry reduction). So the expanded states, the parent map, and the
-counterexamples are those of the single-process checker: shortest, deterministic, identical
-trace for trace. Where :class:`Checker` stops in the middle of a level (first violation,
-``max_states``), the coordinator finds the stopping event (the smallest violating key, or the key
-of the ``max_states``-th state) and asks each worker for its figures up to that event, so
-``distinct_states``, ``depth``, ``transitions``, ``coverage``, the outcome and the unwitnessed
-properties are the same as well.
+Equivalence with the single-process checker. Every event carries a *discovery key*, one 63-bit
+int: ``level << 48 | rank << 16 | action index``, where ``rank`` is the parent's position in its
+level in key order, among all workers' states. Comparing keys compares the paths of action
+indices that first reach states in the single-process BFS order: a level's keys follow its
+parents' order, then the action order, and every key of a level is smaller than any key of the
+next. For each new state the smallest key among the events that reach it decides the parent and
+the concrete state kept: exactly the first discovery of :class:`Checker`, which keeps the first
+parent and the first concrete state (the representative, under symmetry reduction); and a state
+reached in an earlier level holds a smaller key, so it is never won again. So the expanded
+states, the parent map, and the counterexamples are those of the single-process checker:
+shortest, deterministic, identical trace for trace. Where :class:`Checker` stops in the middle of
+a level (first violation, ``max_states``), the coordinator finds the stopping event (the smallest
+violating key, or the key of the ``max_states``-th state) and asks each worker for its figures up
+to that event, so ``distinct_states``, ``depth``, ``transitions``, ``coverage``, the outcome and the
+unwitnessed properties are the same as well.
+
+When the table passes three quarters full in the middle of a level, the worker whose claim finds
+it so pauses and tells the coordinator; the others pause at their next claim (or finish the
+level); the coordinator then doubles the table, with nobody touching it, and lets them go on.
 """
 from __future__ import annotations
 
@@ -49,8 +57,8 @@ import traceback
 from bisect import bisect_left, bisect_right
 from collections import Counter, deque
 from collections.abc import Callable
-from heapq import merge
-from itertools import islice
+from array import array
+from itertools import compress, islice
 from multiprocessing.connection import Connection, wait
 from typing import Any, Generic
 
@@ -59,21 +67,27 @@ from .frames import frame as _frame
 from .checker import Checker
 from .engine import A, Checks, CheckResult, Kind, Model, ModelFault, Progress, S, Search, Step, Violation, action_name, result_of
 from .explore import replay_fingerprints
-from .memory import WATCH_SECONDS, MemoryCeilingHit, resident_bytes
+from .fptable import new_table
+from .memory import WATCH_SECONDS, MemoryCeilingHit, resident_bytes, shared_bytes
 
-ACTION_BITS = 16  # bits of a discovery key per BFS level: at most 65536 enabled actions per state
+ACTION_BITS = 16  # bits of a discovery key for the action index: at most 65536 enabled actions per state
+RANK_BITS = 32  # bits for the parent's rank in its level: at most 2**32 states per level
+LEVEL_SHIFT = ACTION_BITS + RANK_BITS  # a key is level << LEVEL_SHIFT | rank << ACTION_BITS | action index
+MAX_LEVELS = 1 << (63 - LEVEL_SHIFT)  # keys stay below 2**63: at most 32768 levels
 _ACTION_MASK = (1 << ACTION_BITS) - 1
+_RANK_MASK = (1 << RANK_BITS) - 1
 BATCH = 256  # states per message when moving states between workers
 BALANCE_SLACK = 16  # frontier sizes may differ by this much (or 1/64 of the level) before states move
-CLAIM_BATCH = 2048  # claims (fingerprint, key, parent) per message to an owner
 PIPE_SIZE = 1 << 20  # bytes; asked of the kernel for worker-to-worker pipes (Linux F_SETPIPE_SZ)
+TABLE_SLOTS = 1 << 30  # slots reserved for the fingerprint table (only touched pages cost memory)
+TABLE_INITIAL_SLOTS = 1 << 16
 
 _HDR = HDR
 _END_FRAME = END_FRAME
 
 
 # where workers spend a level (ParallelChecker.stats: seconds summed over workers and levels)
-_PHASES = ("expand_s", "claims_wait_s", "verdict_s", "verdict_wait_s", "check_s")
+_PHASES = ("expand_s", "settle_s")
 
 
 # --------------------------------------------------------------------------- wire format
@@ -90,7 +104,8 @@ def _set_pipe_size(fd: int) -> None:
 
 
 class _Mesh:
-    """Framed, non-blocking pipes from this worker to every other one, in phases.
+    """Framed, non-blocking pipes from this worker to every other one, in phases (the states
+    that move when the coordinator evens out the frontier).
 
     In each phase every worker sends its frames, then an empty frame ("that is all from me in
     this phase"), and waits for the empty frame of every peer. A peer may already be in the next
@@ -167,15 +182,6 @@ class _Mesh:
         if pos:
             del buf[:pos]
 
-    def poll(self) -> None:
-        """Write what the pipes accept, read and handle what has arrived; never blocks."""
-        for fd, q in self.pending.items():
-            if q:
-                self._flush(fd)
-        ready, _, _ = select.select(self.in_fds, [], [], 0)
-        for fd in ready:
-            self._read(fd)
-
     def finish(self) -> None:
         """End the phase: tell every peer, and wait until every peer has said the same."""
         for peer in self.out_fds:
@@ -195,29 +201,34 @@ class _Mesh:
 
 # --------------------------------------------------------------------------- worker side
 class _Worker:
-    """One process: owner of the fingerprints ``fp % n == me`` (visited set, parent map) and
-    holder of part of the frontier (the states it expands)."""
+    """One process: holder of part of the frontier (the states it expands), claiming successors
+    in the shared fingerprint table."""
 
-    def __init__(self, me: int, nworkers: int, model: Model, ctrl: Connection,
+    def __init__(self, me: int, nworkers: int, model: Model, ctrl: Connection, table: Any,
                  in_fds: dict[int, int], out_fds: dict[int, int],
                  init: list[tuple[int, int, Any]], codec: Any = None) -> None:
         self.me = me
         self.n = nworkers
         self.model = model
         self.ctrl = ctrl
+        self.table = table
         self.checks = Checks.of(model)
-        self.parents: dict[int, int | None] = {fp: None for _, fp, _ in init}
         self.frontier: list[tuple[int, int, Any]] = sorted(init, key=lambda e: e[0])
-        self.sent: set[int] = set()  # fingerprints this worker has claimed from another owner
-        # new fingerprints owned here -> (key, parent fp, claimant, state if the claimant is me)
-        self.claims: dict[int, tuple[int, int, int, Any]] = {}
         self.mesh = _Mesh(in_fds, out_fds)
         # a model's binary state codec (optional: ``state_codec``) carries the states that move
         # between workers; without one they are pickled. Built once before the fork (building it
         # reads the state's type hints: about 40 ms that every worker would repeat).
         self.codec: Any = codec
+        # the successors kept in the level in progress, in key order: key, fp, parent fp, state
+        # (four lists rather than a tuple each: settled in one call, with no tuple to free)
+        self.kept_keys: list[int] = []
+        self.kept_fps: list[int] = []
+        self.kept_parents: list[int] = []
+        self.kept_states: list[Any] = []
+        self.unsafe: set[int] = set()  # kept successors that break an always property
+        self.witnessing: dict[int, list[str]] = {}  # kept successors -> the sometimes properties they witness
         # figures of the last level, to cut it at a stopping event
-        self.level_keys: list[int] = []
+        self.level_ranks: list[int] = []
         self.level_starts: list[int] = []
         self.level_actions: list[Any] = []
         self.new_keys: list[int] = []
@@ -226,10 +237,9 @@ class _Worker:
     def serve(self) -> None:
         handlers: dict[str, Callable[..., Any]] = {
             "expand": self._expand,
+            "settle": self._settle,
             "balance": self._balance,
-            "keys": lambda: self.new_keys,
             "cut": self._cut,
-            "parent": lambda fp: self.parents[fp],
         }
         while True:
             msg = self.ctrl.recv()
@@ -238,56 +248,72 @@ class _Worker:
                 return
             self.ctrl.send(("ok", handlers[msg[0]](*msg[1:])))
 
-    def _absorb_claims(self, batch: list[int], peer: int) -> None:
-        parents, claims = self.parents, self.claims
-        it = iter(batch)
-        for tfp, ek, pfp in zip(it, it, it):
-            if tfp in parents:
-                continue
-            c = claims.get(tfp)
-            if c is None or ek < c[0]:
-                claims[tfp] = (ek, pfp, peer, None)
+    def _wait_for_growth(self, tfp: int, base: int, index: int) -> int:
+        """The table is full: pause until the coordinator has grown it, then claim again."""
+        claim = self.table.claim
+        while True:
+            self.ctrl.send(("grow",))
+            msg = self.ctrl.recv()
+            if msg[0] != "resume":
+                raise RuntimeError(f"expected 'resume' from the coordinator, got {msg[0]!r}")
+            r: int = claim(tfp, base, index)
+            if r >= 0:
+                return r
 
-    def _expand(self, unseen: list[str]) -> dict[str, Any]:
-        """Expand the held frontier; settle with the owners who holds each new state; check
-        the new states held here."""
+    def _expand(self, level: int, level_keys: bytes, unseen: list[str]) -> dict[str, Any]:
+        """Expand the held frontier (level ``level``), claiming every successor in the table."""
         model = self.model
         actions, next_state, fingerprint = model.actions, model.next_state, model.fingerprint
         legal, broken_transition = self.checks.legal, self.checks.broken_transition
-        nw, me = self.n, self.me
-        parents, sent, mesh = self.parents, self.sent, self.mesh
-        claims: dict[int, tuple[int, int, int, Any]] = {}
-        self.claims = claims
-        held: dict[int, tuple[int, int, Any]] = {}  # successors made here, owned elsewhere
-        keys: list[int] = []
+        claim = self.table.claim
+        # every key of the level, sorted: a held state's rank is its key's position there, found
+        # by walking the list alongside the held states (both in key order)
+        keys_of_level = array("q")
+        keys_of_level.frombytes(level_keys)
+        everyone: list[int] = keys_of_level.tolist()
+        position = 0
+        level_base = (level + 1) << LEVEL_SHIFT
+        kept_keys: list[int] = []
+        kept_fps: list[int] = []
+        kept_parents: list[int] = []
+        kept_states: list[Any] = []
+        self.kept_keys, self.kept_fps, self.kept_parents, self.kept_states = (kept_keys, kept_fps, kept_parents,
+                                                                              kept_states)
+        ranks: list[int] = []
         starts: list[int] = []
         taken: list[str] = []  # names of the actions taken, in event order (for coverage)
-        bufs: list[list[int]] = [[] for _ in range(nw)]  # claims to send: fp, key, parent fp, ...
-        claims_sent = 0
         viol: tuple | None = None  # first violating event of this worker, in key order
-        # Each new candidate is judged (always properties, and sometimes properties still
-        # unwitnessed) when it is made, while it is in the cache: judged after the verdicts, the
-        # held states were cold again and the judging cost twice as much. Only the judgements of
-        # the states this worker ends up holding count (after the verdicts, below).
+        # Each kept successor is judged (always properties, and sometimes properties still
+        # unwitnessed) when it is made, while it is in the cache: judged after the level, the
+        # states are cold again and the judging costs twice as much. Only the judgements of the
+        # states this worker ends up holding count (in _settle).
         safe, witnesses = self.checks.safe, self.checks.witnessed
         pending = set(unseen)
-        unsafe: set[int] = set()  # candidates made here that break an always property
-        witnessing: dict[int, list[str]] = {}  # candidates made here -> what they witness
-        clock = [time.perf_counter()]
-        mesh.begin(self._absorb_claims)
+        unsafe: set[int] = set()
+        witnessing: dict[int, list[str]] = {}
+        self.unsafe, self.witnessing = unsafe, witnessing
+        clock = time.perf_counter()
         # taken from the end, so each state is released right after its expansion (hot), not
         # with the whole level when the next frontier replaces it
         expanding = self.frontier
         expanding.reverse()
         self.frontier = []
-        count = -1
+        self.level_ranks = ranks
         while expanding:
             key, fp, s = expanding.pop()
-            count += 1
-            keys.append(key)
+            while everyone[position] < key:
+                position += 1
+            if everyone[position] != key:
+                raise RuntimeError(f"a held state's key {key} is not among the level's keys")
+            ranks.append(position)
+            base = level_base | position << ACTION_BITS
             starts.append(len(taken))
-            base = key << ACTION_BITS
-            acts = list(actions(s))
+            acts = actions(s)
+            if not isinstance(acts, list):
+                acts = list(acts)
+            if len(acts) > _ACTION_MASK + 1:
+                raise RuntimeError(f"a state has {len(acts)} enabled actions; the parallel "
+                                   f"checker supports at most {_ACTION_MASK + 1}")
             for i, a in enumerate(acts):
                 try:
                     t = next_state(s, a)
@@ -298,33 +324,16 @@ class _Worker:
                 if not legal(s, t):
                     viol = (base | i, "transition", broken_transition(s, t), fp, a, t, "")
                 tfp = fingerprint(t)
-                owner = tfp % nw
-                kept = False  # whether this worker keeps t (then it judges it, below)
-                if owner == me:
-                    # events come in key order: a later one never beats this worker's own claim
-                    if tfp not in parents:
-                        ek = base | i
-                        c = claims.get(tfp)
-                        if c is None or ek < c[0]:
-                            # the first state this worker keeps for tfp: a later event of its
-                            # own has a larger key
-                            claims[tfp] = (ek, fp, me, t)
-                            kept = True
-                elif tfp not in sent:
-                    # the first event to reach tfp here is this worker's smallest key for it; a
-                    # fingerprint claimed in an earlier level is visited by now
-                    sent.add(tfp)
-                    ek = base | i
-                    held[tfp] = (ek, fp, t)
-                    kept = True
-                    buf = bufs[owner]
-                    buf += (tfp, ek, fp)
-                    if len(buf) >= 3 * CLAIM_BATCH:
-                        mesh.send(owner, _frame(buf))
-                        claims_sent += CLAIM_BATCH
-                        bufs[owner] = []
-                        mesh.poll()
-                if kept:
+                won = claim(tfp, base, i)
+                if won < 0:
+                    won = self._wait_for_growth(tfp, base, i)
+                if won:
+                    # the smallest key so far: this worker's own later events have larger keys,
+                    # so it keeps at most one successor per fingerprint
+                    kept_keys.append(base | i)
+                    kept_fps.append(tfp)
+                    kept_parents.append(fp)
+                    kept_states.append(t)
                     if not safe(t):
                         unsafe.add(tfp)
                     if pending:
@@ -334,54 +343,27 @@ class _Worker:
                 if viol is not None:
                     break
             else:
-                if len(acts) > _ACTION_MASK + 1:
-                    raise RuntimeError(f"a state has {len(acts)} enabled actions; the parallel "
-                                       f"checker supports at most {_ACTION_MASK + 1}")
-                if count & 63 == 63:
-                    mesh.poll()
                 continue
             break  # a violation: nothing after it in key order can matter
-        clock.append(time.perf_counter())
-        for owner, buf in enumerate(bufs):
-            if buf:
-                mesh.send(owner, _frame(buf))
-                claims_sent += len(buf) // 3
-        mesh.finish()
-        clock.append(time.perf_counter())
-        self.level_keys, self.level_starts, self.level_actions = keys, starts, taken
+        self.level_starts, self.level_actions = starts, taken
+        return {
+            "violations": [viol] if viol is not None else [],
+            "transitions": len(taken),
+            "coverage": _coverage(taken) if viol is None else None,
+            "clock": time.perf_counter() - clock,
+        }
 
-        # verdicts: the new states owned here, their parents, and who holds each of them
-        won: list[int] = []
-        mesh.begin(lambda batch, peer: won.extend(batch))
-        wins: list[list[int]] = [[] for _ in range(nw)]
-        new_keys = []
-        frontier = []
-        for tfp, (ek, pfp, who, t) in claims.items():
-            parents[tfp] = pfp
-            new_keys.append(ek)
-            if who == me:
-                frontier.append((ek, tfp, t))
-            else:
-                wins[who].append(tfp)
-        self.claims = {}
-        new_keys.sort()
-        self.new_keys = new_keys
-        for peer, lst in enumerate(wins):
-            if peer != me and lst:
-                mesh.send(peer, _frame(lst))
-        clock.append(time.perf_counter())
-        mesh.finish()
-        clock.append(time.perf_counter())
-        for tfp in won:
-            ek, _, t = held[tfp]
-            frontier.append((ek, tfp, t))
-        del held
-        frontier.sort()
-        self.frontier = frontier
-        _settle_gc()
-
-        # the judgements of the new states held here, in discovery order: the first state that
-        # breaks an always property, and the first to witness each sometimes property
+    def _settle(self) -> dict[str, Any]:
+        """After every worker's claims: keep the successors whose key is still the table's (the
+        winners), write their parents, and judge them in discovery order (the first state that
+        breaks an always property, the first to witness each sometimes property)."""
+        clock = time.perf_counter()
+        won = self.table.settle_many(self.kept_keys, self.kept_fps, self.kept_parents)
+        new_keys = list(compress(self.kept_keys, won))
+        frontier: list[tuple[int, int, Any]] = list(zip(new_keys, compress(self.kept_fps, won),
+                                                        compress(self.kept_states, won)))
+        self.kept_keys, self.kept_fps, self.kept_parents, self.kept_states = [], [], [], []
+        unsafe, witnessing = self.unsafe, self.witnessing
         witnessed: dict[str, int] = {}
         first_bad: tuple | None = None
         if unsafe or witnessing:
@@ -394,21 +376,21 @@ class _Worker:
                 if tfp in unsafe:
                     first_bad = (ek, "always", self.checks.broken_always(t), tfp, None, None, "")
                     break  # nothing after it in key order can matter
+        self.unsafe, self.witnessing = set(), {}
+        self.frontier = frontier
+        self.new_keys = new_keys
+        _settle_gc()
         return {
-            "new": len(new_keys),
+            "new_keys": array("q", new_keys).tobytes(),
             "held": len(frontier),
-            "violations": [v for v in (viol, first_bad) if v is not None],
+            "violations": [first_bad] if first_bad is not None else [],
             "witnessed": witnessed,
-            "transitions": len(taken),
-            "coverage": _coverage(taken) if viol is None else None,
-            "claims_sent": claims_sent,
-            "clock": [b - a for a, b in zip(clock, clock[1:] + [time.perf_counter()])],
+            "clock": time.perf_counter() - clock,
         }
 
     def _balance(self, plan: list[tuple[int, int, int]]) -> int:
         """Move states between holders: ``(giver, receiver, count)``. A giver picks states
-        spread evenly over its frontier, so that every holder keeps a share of every key range
-        (the smallest key wins a state reached from two holders)."""
+        spread evenly over its frontier, so that every holder keeps a share of every key range."""
         received: list[tuple[int, int, Any]] = []
         codec = self.codec
         if codec is None:
@@ -430,19 +412,21 @@ class _Worker:
         self.mesh.finish()
         if received:
             frontier += received
-            frontier.sort()
+            frontier.sort(key=_first)
         self.frontier = frontier
         return len(received)
 
     def _cut(self, stop: int) -> tuple[int, int, dict[str, int]]:
         """Figures of the last level up to and including the event ``stop``."""
         new = bisect_right(self.new_keys, stop)
-        sk, sa = stop >> ACTION_BITS, stop & _ACTION_MASK
-        keys, starts, taken = self.level_keys, self.level_starts, self.level_actions
-        pos = bisect_left(keys, sk)
-        if pos == len(keys):
+        sk, sa = (stop >> ACTION_BITS) & _RANK_MASK, stop & _ACTION_MASK
+        ranks, starts, taken = self.level_ranks, self.level_starts, self.level_actions
+        # a violation ends the expansion: the ranks past the states expanded do not count
+        ranks = ranks[:len(starts)]
+        pos = bisect_left(ranks, sk)
+        if pos == len(ranks):
             upto = len(taken)
-        elif keys[pos] != sk:
+        elif ranks[pos] != sk:
             upto = starts[pos]
         else:
             # The stopping state is ours. Every event this worker produced was a transition
@@ -452,6 +436,10 @@ class _Worker:
             end = starts[pos + 1] if pos + 1 < len(starts) else len(taken)
             upto = starts[pos] + min(sa + 1, end - starts[pos])
         return new, upto, _coverage(islice(taken, upto))
+
+
+def _first(entry: tuple[int, int, Any]) -> int:
+    return entry[0]
 
 
 def _coverage(taken: Any) -> dict[str, int]:
@@ -466,7 +454,7 @@ def _settle_gc() -> None:
     gc.freeze()
 
 
-def _worker_main(me: int, nworkers: int, model: Model, ctrl: Connection, close: list,
+def _worker_main(me: int, nworkers: int, model: Model, ctrl: Connection, table: Any, close: list,
                  in_fds: dict[int, int], out_fds: dict[int, int], init: list, codec: Any = None) -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the coordinator handles ^C and stops us
     for c in close:
@@ -477,7 +465,7 @@ def _worker_main(me: int, nworkers: int, model: Model, ctrl: Connection, close: 
     gc.freeze()  # what the fork inherited never needs a collection
     gc.disable()  # states are acyclic and freed by reference counting (see checker.paused_gc)
     try:
-        _Worker(me, nworkers, model, ctrl, in_fds, out_fds, init, codec).serve()
+        _Worker(me, nworkers, model, ctrl, table, in_fds, out_fds, init, codec).serve()
     except BaseException as e:  # noqa: BLE001 - reported to the coordinator
         tb = traceback.format_exc()
         try:
@@ -496,10 +484,13 @@ class ParallelChecker(Search, Generic[S, A]):
     Gives the same :class:`CheckResult` as :class:`Checker` (distinct states, depth, outcome,
     transitions, coverage, unwitnessed properties, and the same shortest counterexample).
     ``workers=1`` (or a platform without ``fork``) runs :class:`Checker` itself.
-    After :meth:`run`, ``worker_peak_rss_kib`` holds each worker's peak resident set (KiB).
+    After :meth:`run`, ``worker_peak_rss_kib`` holds each worker's peak resident set (KiB), and
+    ``table_bytes`` the size of the shared fingerprint table (in each of those, and in the
+    coordinator's: it is one piece of shared memory that each of them touched).
 
     ``max_memory`` bounds the coordinator's resident memory plus what each worker added to its
-    own since the fork (what it inherited is shared with the coordinator, counted once): read at
+    own since the fork (what it inherited is shared with the coordinator, and the shared
+    fingerprint table, are counted once): read at
     each level's end and every ``WATCH_SECONDS`` while the workers expand. Past it, the level in
     progress is abandoned, the workers are stopped, and the result is the last complete level's,
     ``incomplete`` with ``limit_hit = "memory"``.
@@ -516,16 +507,24 @@ class ParallelChecker(Search, Generic[S, A]):
         progress_every: float = 0.5,
         stop_on_first: bool = True,
         max_memory: int | None = None,
+        table_slots: int = TABLE_INITIAL_SLOTS,
     ) -> None:
         if workers < 1:
             raise ValueError(f"workers must be at least 1, got {workers}")
+        if table_slots < 16:
+            raise ValueError(f"table_slots must be at least 16, got {table_slots}")
         super().__init__(max_depth, max_states, stop_on_first, progress, progress_every, max_memory)
         self.model = model
         self.workers = workers
         self.worker_peak_rss_kib: list[int] = []
-        # per run: claims_sent and moved_states (what crossed between workers), and the seconds
-        # the workers spent in each phase of a level (see _PHASES), summed over workers and levels
+        self.table_bytes = 0
+        self.table_slots = table_slots  # the fingerprint table's first size; it doubles as it fills
+        # per run: moved_states (what crossed between workers), table_grows (pauses to grow the
+        # fingerprint table in the middle of a level), and the seconds the workers spent in each
+        # phase of a level (see _PHASES), summed over workers and levels
         self.stats: Counter[str] = Counter()
+        self._table: Any = None  # the shared fingerprint table of the run in progress
+        self._initial_keys = b""  # the initial states' keys, sorted, as int64
         self._conns: list[Connection] = []
         self._procs: list[Any] = []
         self._watch: float | None = None  # seconds between memory readings while waiting (None: none)
@@ -549,12 +548,16 @@ class ParallelChecker(Search, Generic[S, A]):
         violations: dict[str, Violation] = {}
 
         init: list[tuple[int, int, Any]] = []  # (discovery key, fingerprint, state)
-        seen: set[int] = set()
+        table = new_table(TABLE_SLOTS, self.table_slots)
+        self._table = table
         for index, s in enumerate(model.init_states()):
             fp = fingerprint(s)
-            if fp in seen:
-                continue
-            seen.add(fp)
+            if index >= 1 << LEVEL_SHIFT:
+                raise RuntimeError(f"the parallel checker supports at most {1 << LEVEL_SHIFT} initial states")
+            while table.claim(fp, 0, index) < 0:
+                table.grow()
+            if not table.settle(fp, index, 0):
+                continue  # an earlier initial state had this fingerprint
             for name in checks.broken_always(s):
                 if name not in violations:
                     violations[name] = Violation(name, "always", replay_fingerprints(model, [fp]), "")
@@ -569,7 +572,8 @@ class ParallelChecker(Search, Generic[S, A]):
         clean = False
         self._abandoned = False
         try:
-            self._inherited = resident_bytes()
+            self._inherited = max(resident_bytes() - shared_bytes(), 0)
+            self._initial_keys = array("q", sorted(e[0] for e in init)).tobytes()
             self._start_workers(init)
             result = self._search(start, init, unseen)
             clean = not self._abandoned
@@ -577,6 +581,8 @@ class ParallelChecker(Search, Generic[S, A]):
         finally:
             self._watch = None
             self._stop_workers(clean)
+            self.table_bytes = self._table.nbytes
+            self._table = None  # unmapped once the workers are gone
 
     # ------------------------------------------------------------------ the search
     def _search(self, start: float, init: list, unseen: set[str]) -> CheckResult:
@@ -606,9 +612,10 @@ class ParallelChecker(Search, Generic[S, A]):
         """Raise :class:`MemoryCeilingHit` when the coordinator and its workers are past the ceiling."""
         if self.max_memory is None:
             return
-        used = resident_bytes()
+        # the table is shared memory: each process that touched it counts it; count it once
+        used = max(resident_bytes() - shared_bytes(), 0) + self._table.nbytes
         for p in self._procs:
-            used += max(resident_bytes(p.pid) - self._inherited, 0)
+            used += max(resident_bytes(p.pid) - shared_bytes(p.pid) - self._inherited, 0)
         if used > self.max_memory:
             raise MemoryCeilingHit(f"{used} bytes resident, more than {self.max_memory}")
 
@@ -621,35 +628,48 @@ class ParallelChecker(Search, Generic[S, A]):
         level = depth = transitions = 0
         limit_hit: str | None = None
         self._figures = (total, depth, frontier, transitions)
+        level_keys = self._initial_keys
         while frontier:
             depth = level
             if self.max_depth is not None and level >= self.max_depth:
                 limit_hit = "depth"
                 break
-            reports = self._ask_all(("expand", sorted(unseen)))
-            for r in reports:
-                self.stats["claims_sent"] += r["claims_sent"]
-                for phase, secs in zip(_PHASES, r["clock"]):
-                    self.stats[phase] += secs
-            new = sum(r["new"] for r in reports)
-            found = [v for r in reports for v in r["violations"]]
+            if level + 1 >= MAX_LEVELS:
+                raise RuntimeError(f"the parallel checker explores at most {MAX_LEVELS - 1} levels; "
+                                   "run a deeper search with one worker")
+            reports = self._ask_all(("expand", level, level_keys, sorted(unseen)))
+            settled = self._ask_all(("settle",))
+            self.stats["expand_s"] += sum(r["clock"] for r in reports)
+            self.stats["settle_s"] += sum(r["clock"] for r in settled)
+            # the new states' keys, sorted (each worker's are: the sort merges them)
+            merged = array("q")
+            for r in settled:
+                merged.frombytes(r["new_keys"])
+            new_keys = sorted(merged)
+            new = len(new_keys)
+            found = [v for r in reports + settled for v in r["violations"]]
             stop = min((v[0] for v in found), default=None)  # the first violating event
             if self.max_states is not None and new and total + new >= self.max_states:
                 k = max(self.max_states - total, 1)  # Checker stops on the k-th new state
-                kth = next(islice(merge(*self._ask_all(("keys",))), k - 1, None))
+                kth = new_keys[k - 1]
                 if stop is None or kth < stop:
                     stop, limit_hit = kth, "states"
             if stop is None:
                 total += new
                 frontier = new
                 level += 1
+                level_keys = array("q", new_keys).tobytes()
                 for r in reports:
                     transitions += r["transitions"]
                     coverage.update(r["coverage"])
+                for r in settled:
                     for name in r["witnessed"]:
                         unseen.discard(name)
                 self._figures = (total, level, frontier, transitions)
-                plan = _balance_plan([r["held"] for r in reports])
+                table = self._table
+                if len(table) * 8 > table.capacity * 5:  # grown between levels, when nobody claims
+                    table.grow()
+                plan = _balance_plan([r["held"] for r in settled])
                 if plan:
                     self.stats["moved_states"] += sum(self._ask_all(("balance", plan)))
                 if self.progress is not None:
@@ -665,7 +685,7 @@ class ParallelChecker(Search, Generic[S, A]):
                 total += n_new
                 transitions += n_transitions
                 coverage.update(cov)
-            for r in reports:
+            for r in settled:
                 for name, key in r["witnessed"].items():
                     if key <= stop:
                         unseen.discard(name)
@@ -691,12 +711,14 @@ class ParallelChecker(Search, Generic[S, A]):
                 violations[name] = Violation(name, prop_kind, list(steps), message)
 
     def _chain(self, fp: int) -> list[int]:
-        """The fingerprints from an initial state to ``fp``, from the owners' parent maps."""
+        """The fingerprints from an initial state to ``fp``, from the parents in the table."""
         chain = [fp]
-        n = self.workers
         while True:
-            parent = self._ask({fp % n: ("parent", fp)})[fp % n]
-            if parent is None:
+            entry = self._table.entry(fp)
+            if entry is None:
+                raise RuntimeError(f"fingerprint {fp} is not in the parallel checker's table")
+            key, parent = entry
+            if key >> LEVEL_SHIFT == 0:  # an initial state
                 break
             chain.append(parent)
             fp = parent
@@ -728,9 +750,9 @@ class ParallelChecker(Search, Generic[S, A]):
                 mine = set(in_fds.values()) | set(out_fds.values())
                 close: list = [fd for fd in all_fds if fd not in mine]
                 close += [c for k, (pe, ce) in enumerate(ctrl) for c in (pe, ce) if not (k == i and c is ce)]
-                owned = [e for e in init if e[1] % n == i]
                 p = ctx.Process(target=_worker_main, name=f"isrcheck-worker-{i}", daemon=True,
-                                args=(i, n, self.model, ctrl[i][1], close, in_fds, out_fds, owned, codec))
+                                args=(i, n, self.model, ctrl[i][1], self._table, close, in_fds, out_fds,
+                                      init[i::n], codec))
                 p.start()
                 self._procs.append(p)
         finally:
@@ -780,12 +802,17 @@ class ParallelChecker(Search, Generic[S, A]):
             conns[i].send(m)
         waiting = {conns[i]: i for i in msgs}
         replies: dict[int, Any] = {}
+        paused: set[int] = set()  # workers waiting for the table to grow
 
         def receive(i: int) -> None:
             try:
                 msg = conns[i].recv()
             except EOFError:
                 raise WorkerError(f"worker {i} exited unexpectedly (exit code {procs[i].exitcode})") from None
+            if msg[0] == "grow":
+                paused.add(i)
+                waiting[conns[i]] = i
+                return
             if msg[0] == "error":
                 if isinstance(msg[1], _PeerGone):  # the news is the peer that died: name it
                     dead = wait([p.sentinel for j, p in enumerate(procs) if j != i], timeout=1)
@@ -816,6 +843,13 @@ class ParallelChecker(Search, Generic[S, A]):
                 else:
                     i = sentinels[r]
                     raise WorkerError(f"worker {i} exited unexpectedly (exit code {procs[i].exitcode})")
+            if paused and len(paused) == len(waiting):
+                # every worker still expanding has stopped claiming: nobody touches the table
+                self._table.grow()
+                self.stats["table_grows"] += 1
+                for i in paused:
+                    conns[i].send(("resume",))
+                paused.clear()
         return replies
 
 

@@ -22,12 +22,17 @@ MODELS = ["replication", "hw-truncation-one-crash", "clean-election", "unclean-e
           "reassignment", "reassignment-target-crash", "controller-failover", "failover-misses-crash",
           "topic-creation", "topic-deletion", "lossy-undetected-restart", "spare-brokers", "lossy-crash",
           "preferred-election", "delayed-requests"]
+# ... of which these also run on two workers (the pure build's with the Python fingerprint table):
+# one that stops at a counterexample, two run to the end
+PARALLEL = ["hw-truncation-one-crash", "reassignment", "clean-election"]
 
 _SNIPPET = """
     import json
     from isrcheck import manifest, native
     from isrcheck.invariants import build_model
     from isrcheck.model.checker import Checker
+    from isrcheck.model.fptable import new_table
+    from isrcheck.model.parallel import ParallelChecker
     from isrcheck.peers.kafka_specification import PeerModel
 
     def summary(result):
@@ -39,12 +44,14 @@ _SNIPPET = """
                             [repr(s.state) for s in v.trace]] for v in result.violations],
         }
 
-    def run(models):
-        out = {"build": native.build(), "models": {}}
+    def run(models, parallel):
+        out = {"build": native.build(), "table": type(new_table(64, 16)).__name__, "models": {}}
         for name in models:
             e = manifest.get(name)
             model = build_model(e.config, symmetry=e.symmetry)
             out["models"][name] = summary(Checker(model).run())
+            if name in parallel:
+                out["models"][f"parallel:{name}"] = summary(ParallelChecker(model, workers=2).run())
         for module in ("truncate-to-hw", "kip-320"):
             for symmetry in (False, True):
                 peer = PeerModel(module, 2, symmetry)
@@ -55,7 +62,7 @@ _SNIPPET = """
 
 @pytest.fixture(scope="module")
 def both_builds() -> tuple[dict, dict]:
-    snippet = textwrap.dedent(_SNIPPET) + f"\nrun({MODELS!r})\n"
+    snippet = textwrap.dedent(_SNIPPET) + f"\nrun({MODELS!r}, {PARALLEL!r})\n"
     return run_json(snippet, pure=False), run_json(snippet, pure=True)
 
 
@@ -71,6 +78,18 @@ def test_pure_mode_imports_the_source(both_builds: tuple[dict, dict]) -> None:
     compiled, pure = both_builds
     assert compiled["build"] == "compiled"
     assert pure["build"] == "pure"
+    # the parallel workers' shared table: lock-free C, or the Python one under a lock
+    assert compiled["table"] == "FingerprintTable"
+    assert pure["table"] == "PyFingerprintTable"
+
+
+@pytest.mark.parametrize("name", PARALLEL)
+def test_the_parallel_checker_gives_the_single_result_in_both_builds(both_builds: tuple[dict, dict],
+                                                                     name: str) -> None:
+    compiled, pure = both_builds
+    single = compiled["models"][name]
+    assert compiled["models"][f"parallel:{name}"] == single
+    assert pure["models"][f"parallel:{name}"] == single
 
 
 @pytest.mark.parametrize("name", MODELS + [f"peer:{m}:{s}" for m in ("truncate-to-hw", "kip-320") for s in (False, True)])

@@ -98,6 +98,32 @@ def test_states_that_move_between_workers_travel_in_the_models_codec(name):
     assert summary(got) == summary(want)
 
 
+@pytest.mark.parametrize("name", ["clean-rf2", "hw-truncation"])
+def test_a_table_that_fills_in_the_middle_of_a_level_grows_and_changes_nothing(name):
+    """From 16 slots the shared fingerprint table fills up again and again while the workers
+    claim: each time they pause, the coordinator doubles it, and they go on. The result is still
+    the single process's (and the table was grown mid-level, not only between levels)."""
+    checker = ParallelChecker(kafka(name), workers=2, table_slots=16)
+    got = checker.run()
+    assert checker.stats["table_grows"] > 0
+    assert summary(got) == summary(single(name))
+    assert checker.table_bytes >= 32 * got.distinct_states  # 32-byte slots, at most 3/4 full
+
+
+def test_fingerprints_must_fit_in_64_bits():
+    class Wide(Grid):
+        def fingerprint(self, s):
+            return hash(s) << 70
+
+    with pytest.raises(OverflowError, match="64 bits"):
+        ParallelChecker(Wide(), workers=2).run()
+
+
+def test_a_table_smaller_than_16_slots_is_refused():
+    with pytest.raises(ValueError, match="table_slots"):
+        ParallelChecker(Grid(), workers=2, table_slots=8)
+
+
 def test_the_expected_failures_fail():
     for name, prop in (("hw-truncation", "NoCommittedWriteLost"), ("unclean", "NoCommittedWriteLost")):
         r = ParallelChecker(kafka(name), workers=2).run()

@@ -1,0 +1,628 @@
+/* FingerprintTable: the parallel checker's set of visited fingerprints, one hash table in shared
+ * memory that every forked worker claims successors in (see model/fptable.py for the design and
+ * for PyFingerprintTable, the same table in Python).
+ *
+ * Why in C: a claim happens once per successor, so it has to cost about what a dict lookup costs,
+ * and workers must see each other's claims without a lock. The mapping is MAP_SHARED and anonymous,
+ * made before fork, so every worker has it at the same place; each word is updated with GCC's
+ * __atomic builtins (lock-free on x86-64 and aarch64, hence between processes too):
+ *
+ * - a fingerprint is inserted by a CAS of its slot's fingerprint word from 0 (empty);
+ * - its key word keeps the smallest discovery key ever claimed (a CAS loop: an atomic min), so
+ *   the winner of a fingerprint does not depend on timing;
+ * - the header (capacity, count, grow-wanted flag, the slot of fingerprint 0) is in the mapping
+ *   too, so a grow done by one process is seen by all.
+ *
+ * The table never grows during a claim: a claim that pushes the load past 3/4 raises the
+ * grow-wanted flag and later claims refuse (-1) until grow() is called by a process that knows
+ * nobody else is using the table.
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+
+#include <stdint.h>
+#include <string.h>
+#include <sys/mman.h>
+
+#ifndef MAP_NORESERVE
+#define MAP_NORESERVE 0
+#endif
+
+#define EMPTY_KEY UINT64_MAX
+#define MIX ((uint64_t)0x9E3779B97F4A7C15ULL)
+#define MIN_SLOTS ((Py_ssize_t)16)
+#define MOST_SLOTS ((Py_ssize_t)1 << 48) /* beyond any address space: the reservation halves anyway */
+
+/* The shared header, in 64-bit words before the slots (model/fptable.py uses the same layout). */
+enum {
+    H_CAPACITY,     /* slots in use (a power of two) */
+    H_COUNT,        /* entries, fingerprint 0 included */
+    H_GROW,         /* 1: a claim found the table too full; claims refuse until grow() */
+    H_ZERO_PRESENT, /* fingerprint 0 has been claimed */
+    H_ZERO_KEY,     /* its key (EMPTY_KEY while absent) */
+    H_ZERO_PARENT,  /* its parent */
+    HEADER_WORDS = 8,
+};
+
+/* One slot: fingerprint (0: empty), key (EMPTY_KEY until claimed), parent (0 until settled), and a
+ * spare word that makes a slot 32 bytes: the header is 64 bytes and the mapping page-aligned, so a
+ * slot never straddles two cache lines and a claim costs one miss, not sometimes two. */
+enum { S_FP, S_KEY, S_PARENT, S_SPARE, SLOT_WORDS };
+
+typedef struct {
+    PyObject_HEAD
+    uint64_t *base;       /* the mapping: header, then slots */
+    size_t mapped;        /* its length in bytes */
+    Py_ssize_t reserved;  /* slots the mapping holds room for */
+} FingerprintTable;
+
+static PyObject *small[3]; /* -1, 0, 1: claim's answers, made once */
+
+static inline uint64_t *
+slots_of(FingerprintTable *self)
+{
+    return self->base + HEADER_WORDS;
+}
+
+static inline uint64_t
+load(uint64_t *w)
+{
+    return __atomic_load_n(w, __ATOMIC_ACQUIRE);
+}
+
+static inline size_t
+home(uint64_t fp, uint64_t mask)
+{
+    uint64_t h = fp * MIX;
+    h ^= h >> 32;
+    return (size_t)(h & mask);
+}
+
+/* Lower the key word *w to key if that is smaller; 1 if this call stored it. */
+static inline int
+atomic_min(uint64_t *w, uint64_t key)
+{
+    uint64_t seen = load(w);
+    while (seen > key) {
+        if (__atomic_compare_exchange_n(w, &seen, key, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
+            return 1;
+        }
+    }
+    return 0;
+}
+
+/* The slot holding fp (non-zero), or NULL. */
+static uint64_t *
+find(FingerprintTable *self, uint64_t fp)
+{
+    uint64_t cap = load(self->base + H_CAPACITY);
+    uint64_t *slots = slots_of(self);
+    size_t i = home(fp, cap - 1);
+    for (uint64_t n = 0; n < cap; n++, i = (i + 1) & (cap - 1)) {
+        uint64_t *s = slots + i * SLOT_WORDS;
+        uint64_t seen = load(s + S_FP);
+        if (seen == fp) {
+            return s;
+        }
+        if (seen == 0) {
+            return NULL;
+        }
+    }
+    return NULL;
+}
+
+/* The key and parent words of fp (the zero slot for 0), or NULL when fp is absent. */
+static uint64_t *
+entry_words(FingerprintTable *self, uint64_t fp)
+{
+    if (fp == 0) {
+        return load(self->base + H_ZERO_PRESENT) ? self->base + H_ZERO_KEY : NULL;
+    }
+    uint64_t *s = find(self, fp);
+    return s == NULL ? NULL : s + S_KEY;
+}
+
+/* After a new entry: count it, and ask for growth past a load of 3/4. */
+static inline void
+counted(FingerprintTable *self)
+{
+    uint64_t count = __atomic_fetch_add(self->base + H_COUNT, 1, __ATOMIC_ACQ_REL) + 1;
+    if (count * 4 > load(self->base + H_CAPACITY) * 3) {
+        __atomic_store_n(self->base + H_GROW, 1, __ATOMIC_RELEASE);
+    }
+}
+
+/* 1: key stored; 0: a key <= key was there; -1: the table wants growth (nothing done). */
+static int
+claim(FingerprintTable *self, uint64_t fp, uint64_t key)
+{
+    if (load(self->base + H_GROW)) {
+        return -1;
+    }
+    if (fp == 0) {
+        uint64_t absent = 0;
+        if (__atomic_compare_exchange_n(self->base + H_ZERO_PRESENT, &absent, 1, 0, __ATOMIC_ACQ_REL,
+                                        __ATOMIC_ACQUIRE)) {
+            counted(self);
+        }
+        return atomic_min(self->base + H_ZERO_KEY, key);
+    }
+    uint64_t cap = load(self->base + H_CAPACITY);
+    uint64_t *slots = slots_of(self);
+    size_t i = home(fp, cap - 1);
+    for (uint64_t n = 0; n < cap; n++, i = (i + 1) & (cap - 1)) {
+        uint64_t *s = slots + i * SLOT_WORDS;
+        uint64_t seen = load(s + S_FP);
+        if (seen == 0) {
+            if (__atomic_compare_exchange_n(s + S_FP, &seen, fp, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
+                int stored = atomic_min(s + S_KEY, key);
+                counted(self);
+                return stored;
+            }
+            /* another process took the slot first: seen is what it wrote */
+        }
+        if (seen == fp) {
+            return atomic_min(s + S_KEY, key);
+        }
+    }
+    /* every slot taken (claims already under way when the flag rose): refuse, as when flagged */
+    __atomic_store_n(self->base + H_GROW, 1, __ATOMIC_RELEASE);
+    return -1;
+}
+
+/* A fingerprint argument: any int in the signed 64-bit range, as its unsigned word. */
+static int
+fp_arg(PyObject *o, uint64_t *out)
+{
+    if (!PyLong_Check(o)) {
+        PyErr_Format(PyExc_TypeError, "fingerprints must be ints (got %.100s)", Py_TYPE(o)->tp_name);
+        return -1;
+    }
+    int overflow;
+    long long v = PyLong_AsLongLongAndOverflow(o, &overflow);
+    if (overflow) {
+        PyErr_SetString(PyExc_OverflowError, "fingerprints must fit in 64 bits (got a larger int)");
+        return -1;
+    }
+    if (v == -1 && PyErr_Occurred()) {
+        return -1;
+    }
+    *out = (uint64_t)v;
+    return 0;
+}
+
+/* A key, or a part of one: an int in [0, 2**63). */
+static int
+key_arg(PyObject *o, uint64_t *out)
+{
+    if (!PyLong_Check(o)) {
+        PyErr_Format(PyExc_TypeError, "keys must be ints (got %.100s)", Py_TYPE(o)->tp_name);
+        return -1;
+    }
+    int overflow;
+    long long v = PyLong_AsLongLongAndOverflow(o, &overflow);
+    if (overflow > 0) {
+        PyErr_SetString(PyExc_OverflowError, "keys must fit in 63 bits (got a larger int)");
+        return -1;
+    }
+    if (v == -1 && PyErr_Occurred()) {
+        return -1;
+    }
+    if (overflow < 0 || v < 0) {
+        PyErr_SetString(PyExc_ValueError, "keys must be non-negative");
+        return -1;
+    }
+    *out = (uint64_t)v;
+    return 0;
+}
+
+static int
+check_nargs(const char *name, Py_ssize_t nargs, Py_ssize_t want)
+{
+    if (nargs != want) {
+        PyErr_Format(PyExc_TypeError, "%s() takes %zd arguments (%zd given)", name, want, nargs);
+        return -1;
+    }
+    return 0;
+}
+
+static int
+check_mapped(FingerprintTable *self)
+{
+    if (self->base == NULL) {
+        PyErr_SetString(PyExc_ValueError, "the FingerprintTable was never initialised");
+        return -1;
+    }
+    return 0;
+}
+
+static PyObject *
+table_claim(FingerprintTable *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    uint64_t fp, base, index;
+    if (check_nargs("claim", nargs, 3) < 0 || check_mapped(self) < 0 || fp_arg(args[0], &fp) < 0
+            || key_arg(args[1], &base) < 0 || key_arg(args[2], &index) < 0) {
+        return NULL;
+    }
+    PyObject *r = small[claim(self, fp, base | index) + 1];
+    Py_INCREF(r);
+    return r;
+}
+
+static PyObject *
+table_settle(FingerprintTable *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    uint64_t fp, key, parent;
+    if (check_nargs("settle", nargs, 3) < 0 || check_mapped(self) < 0 || fp_arg(args[0], &fp) < 0
+            || key_arg(args[1], &key) < 0 || fp_arg(args[2], &parent) < 0) {
+        return NULL;
+    }
+    uint64_t *w = entry_words(self, fp);
+    if (w == NULL || load(w) != key) {
+        Py_RETURN_FALSE;
+    }
+    __atomic_store_n(w + 1, parent, __ATOMIC_RELEASE); /* only the unique winner of fp gets here */
+    Py_RETURN_TRUE;
+}
+
+/* How far ahead settle_many prefetches: enough entries in flight to hide a memory access. */
+#define PREFETCH_AHEAD 8
+
+static inline void
+prefetch_home(FingerprintTable *self, uint64_t fp, uint64_t cap)
+{
+    __builtin_prefetch(slots_of(self) + home(fp, cap - 1) * SLOT_WORDS, 1);
+}
+
+/* settle_many(keys, fps, parents): settle() for each position of three equally long lists, in
+ * one call, with the slots fetched ahead (a level's kept successors are settled together, and
+ * each settle is otherwise a cache miss). Returns one byte per position: 1 for a winner. */
+static PyObject *
+table_settle_many(FingerprintTable *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (check_nargs("settle_many", nargs, 3) < 0 || check_mapped(self) < 0) {
+        return NULL;
+    }
+    for (int a = 0; a < 3; a++) {
+        if (!PyList_Check(args[a])) {
+            PyErr_Format(PyExc_TypeError, "settle_many() takes lists (got %.100s)", Py_TYPE(args[a])->tp_name);
+            return NULL;
+        }
+    }
+    Py_ssize_t n = PyList_GET_SIZE(args[0]);
+    if (PyList_GET_SIZE(args[1]) != n || PyList_GET_SIZE(args[2]) != n) {
+        PyErr_SetString(PyExc_ValueError, "settle_many() takes three lists of the same length");
+        return NULL;
+    }
+    PyObject *result = PyBytes_FromStringAndSize(NULL, n);
+    if (result == NULL) {
+        return NULL;
+    }
+    char *won = PyBytes_AS_STRING(result);
+    uint64_t cap = load(self->base + H_CAPACITY);
+    uint64_t fp, key, parent, ahead;
+    for (Py_ssize_t j = 0; j < n && j < PREFETCH_AHEAD; j++) {
+        if (fp_arg(PyList_GET_ITEM(args[1], j), &ahead) < 0) {
+            goto fail;
+        }
+        prefetch_home(self, ahead, cap);
+    }
+    for (Py_ssize_t j = 0; j < n; j++) {
+        if (j + PREFETCH_AHEAD < n) {
+            if (fp_arg(PyList_GET_ITEM(args[1], j + PREFETCH_AHEAD), &ahead) < 0) {
+                goto fail;
+            }
+            prefetch_home(self, ahead, cap);
+        }
+        if (key_arg(PyList_GET_ITEM(args[0], j), &key) < 0 || fp_arg(PyList_GET_ITEM(args[1], j), &fp) < 0
+                || fp_arg(PyList_GET_ITEM(args[2], j), &parent) < 0) {
+            goto fail;
+        }
+        uint64_t *w = entry_words(self, fp);
+        if (w == NULL || load(w) != key) {
+            won[j] = 0;
+        } else {
+            __atomic_store_n(w + 1, parent, __ATOMIC_RELEASE);
+            won[j] = 1;
+        }
+    }
+    return result;
+fail:
+    Py_DECREF(result);
+    return NULL;
+}
+
+/* The key and parent words of the fingerprint argument: 0 with *w set (NULL when absent), or -1
+ * with an exception for a bad argument. */
+static int
+words_of_arg(FingerprintTable *self, PyObject *arg, uint64_t **w)
+{
+    uint64_t fp;
+    if (check_mapped(self) < 0 || fp_arg(arg, &fp) < 0) {
+        return -1;
+    }
+    *w = entry_words(self, fp);
+    return 0;
+}
+
+static PyObject *
+table_entry(FingerprintTable *self, PyObject *arg)
+{
+    uint64_t *w;
+    if (words_of_arg(self, arg, &w) < 0) {
+        return NULL;
+    }
+    if (w == NULL) {
+        Py_RETURN_NONE;
+    }
+    return Py_BuildValue("(KL)", (unsigned long long)load(w), (long long)(int64_t)load(w + 1));
+}
+
+static PyObject *
+table_key_of(FingerprintTable *self, PyObject *arg)
+{
+    uint64_t *w;
+    if (words_of_arg(self, arg, &w) < 0) {
+        return NULL;
+    }
+    if (w == NULL) {
+        Py_RETURN_NONE;
+    }
+    return PyLong_FromUnsignedLongLong(load(w));
+}
+
+static PyObject *
+table_wants_growth(FingerprintTable *self, PyObject *Py_UNUSED(ignored))
+{
+    if (check_mapped(self) < 0) {
+        return NULL;
+    }
+    return PyBool_FromLong(load(self->base + H_GROW) != 0);
+}
+
+/* Empty slots [0, n): fingerprint 0, key all ones, parent 0. */
+static void
+init_slots(uint64_t *slots, size_t n)
+{
+    memset(slots, 0, n * SLOT_WORDS * sizeof(uint64_t));
+    for (size_t i = 0; i < n; i++) {
+        slots[i * SLOT_WORDS + S_KEY] = EMPTY_KEY;
+    }
+}
+
+/* Doubles the capacity (more if needed to leave room) and rehashes in place. The caller
+ * guarantees no other process uses the table meanwhile, so plain stores suffice. */
+static PyObject *
+table_grow(FingerprintTable *self, PyObject *Py_UNUSED(ignored))
+{
+    if (check_mapped(self) < 0) {
+        return NULL;
+    }
+    uint64_t *h = self->base;
+    uint64_t cap = h[H_CAPACITY];
+    uint64_t count = h[H_COUNT];
+    uint64_t want = cap * 2;
+    while (count * 4 > want * 3) {
+        want *= 2;
+    }
+    if (want > (uint64_t)self->reserved) {
+        PyErr_Format(PyExc_MemoryError, "the fingerprint table is full: %llu entries in its %zd reserved slots",
+                     (unsigned long long)count, self->reserved);
+        return NULL;
+    }
+    uint64_t *slots = slots_of(self);
+    size_t used = 0;
+    for (uint64_t i = 0; i < cap; i++) {
+        used += slots[i * SLOT_WORDS + S_FP] != 0;
+    }
+    uint64_t *copy = PyMem_Malloc((used ? used : 1) * SLOT_WORDS * sizeof(uint64_t));
+    if (copy == NULL) {
+        return PyErr_NoMemory();
+    }
+    size_t k = 0;
+    for (uint64_t i = 0; i < cap; i++) {
+        if (slots[i * SLOT_WORDS + S_FP] != 0) {
+            memcpy(copy + k++ * SLOT_WORDS, slots + i * SLOT_WORDS, SLOT_WORDS * sizeof(uint64_t));
+        }
+    }
+    init_slots(slots, (size_t)want);
+    for (size_t j = 0; j < used; j++) {
+        uint64_t *e = copy + j * SLOT_WORDS;
+        size_t i = home(e[S_FP], want - 1);
+        while (slots[i * SLOT_WORDS + S_FP] != 0) {
+            i = (i + 1) & (want - 1);
+        }
+        memcpy(slots + i * SLOT_WORDS, e, SLOT_WORDS * sizeof(uint64_t));
+    }
+    PyMem_Free(copy);
+    h[H_COUNT] = used + (h[H_ZERO_PRESENT] != 0);
+    __atomic_store_n(h + H_CAPACITY, want, __ATOMIC_RELEASE);
+    __atomic_store_n(h + H_GROW, 0, __ATOMIC_RELEASE);
+    Py_RETURN_NONE;
+}
+
+/* A table is one mapping inherited by fork; a pickled copy would be a different table. */
+static PyObject *
+table_reduce(FingerprintTable *Py_UNUSED(self), PyObject *Py_UNUSED(ignored))
+{
+    PyErr_SetString(PyExc_TypeError, "a FingerprintTable is shared by fork, never pickled");
+    return NULL;
+}
+
+static Py_ssize_t
+table_len(FingerprintTable *self)
+{
+    if (check_mapped(self) < 0) {
+        return -1;
+    }
+    return (Py_ssize_t)load(self->base + H_COUNT);
+}
+
+static PyObject *
+table_get_capacity(FingerprintTable *self, void *Py_UNUSED(closure))
+{
+    if (check_mapped(self) < 0) {
+        return NULL;
+    }
+    return PyLong_FromUnsignedLongLong(load(self->base + H_CAPACITY));
+}
+
+static PyObject *
+table_get_reserved(FingerprintTable *self, void *Py_UNUSED(closure))
+{
+    return PyLong_FromSsize_t(self->reserved);
+}
+
+static PyObject *
+table_get_nbytes(FingerprintTable *self, void *Py_UNUSED(closure))
+{
+    if (check_mapped(self) < 0) {
+        return NULL;
+    }
+    uint64_t cap = load(self->base + H_CAPACITY);
+    return PyLong_FromUnsignedLongLong((cap * SLOT_WORDS + HEADER_WORDS) * sizeof(uint64_t));
+}
+
+static void
+table_unmap(FingerprintTable *self)
+{
+    if (self->base != NULL) {
+        munmap(self->base, self->mapped);
+        self->base = NULL;
+        self->mapped = 0;
+        self->reserved = 0;
+    }
+}
+
+static Py_ssize_t
+round_up(Py_ssize_t n)
+{
+    Py_ssize_t p = MIN_SLOTS;
+    while (p < n && p < MOST_SLOTS) {
+        p *= 2;
+    }
+    return p;
+}
+
+static int
+table_init(FingerprintTable *self, PyObject *args, PyObject *kwds)
+{
+    static char *names[] = {"max_slots", "initial_slots", NULL};
+    Py_ssize_t max_slots, initial_slots = (Py_ssize_t)1 << 16;
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "n|n", names, &max_slots, &initial_slots)) {
+        return -1;
+    }
+    if (max_slots < 1) {
+        PyErr_SetString(PyExc_ValueError, "max_slots must be positive");
+        return -1;
+    }
+    initial_slots = round_up(initial_slots);
+    max_slots = round_up(max_slots);
+    if (max_slots < initial_slots) {
+        PyErr_Format(PyExc_ValueError, "max_slots (%zd rounded up) must be at least initial_slots (%zd)",
+                     max_slots, initial_slots);
+        return -1;
+    }
+    table_unmap(self);
+    void *base = MAP_FAILED;
+    size_t mapped = 0;
+    for (; max_slots >= initial_slots; max_slots /= 2) {
+        mapped = ((size_t)max_slots * SLOT_WORDS + HEADER_WORDS) * sizeof(uint64_t);
+        base = mmap(NULL, mapped, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+        if (base != MAP_FAILED) {
+            break;
+        }
+    }
+    if (base == MAP_FAILED) {
+        PyErr_Format(PyExc_MemoryError, "could not reserve shared memory for a fingerprint table of %zd slots",
+                     initial_slots);
+        return -1;
+    }
+    self->base = base;
+    self->mapped = mapped;
+    self->reserved = max_slots;
+    self->base[H_CAPACITY] = (uint64_t)initial_slots;
+    self->base[H_ZERO_KEY] = EMPTY_KEY;
+    init_slots(slots_of(self), (size_t)initial_slots);
+    return 0;
+}
+
+static void
+table_dealloc(FingerprintTable *self)
+{
+    table_unmap(self);
+    Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+static PyMethodDef table_methods[] = {
+    {"claim", (PyCFunction)(void (*)(void))table_claim, METH_FASTCALL,
+     "claim(fp, base, index): offer key base | index for fp; 1 if it is now the smallest, 0 if not, "
+     "-1 if the table wants growth (nothing done)"},
+    {"settle", (PyCFunction)(void (*)(void))table_settle, METH_FASTCALL,
+     "settle(fp, key, parent): store parent if key is fp's stored key; whether it was"},
+    {"settle_many", (PyCFunction)(void (*)(void))table_settle_many, METH_FASTCALL,
+     "settle_many(keys, fps, parents): settle() for each position of three lists; a byte per position, 1 for a winner"},
+    {"entry", (PyCFunction)table_entry, METH_O, "entry(fp): (key, parent) of fp, or None"},
+    {"key_of", (PyCFunction)table_key_of, METH_O, "key_of(fp): the stored key of fp, or None"},
+    {"wants_growth", (PyCFunction)table_wants_growth, METH_NOARGS,
+     "wants_growth(): whether claims refuse until grow() is called"},
+    {"grow", (PyCFunction)table_grow, METH_NOARGS,
+     "grow(): double the capacity and rehash; only while no other process uses the table"},
+    {"__reduce__", (PyCFunction)table_reduce, METH_NOARGS, "refused: the table is shared by fork"},
+    {NULL, NULL, 0, NULL},
+};
+
+static PyGetSetDef table_getset[] = {
+    {"capacity", (getter)table_get_capacity, NULL, "slots in use", NULL},
+    {"reserved", (getter)table_get_reserved, NULL, "slots the shared mapping has room for", NULL},
+    {"nbytes", (getter)table_get_nbytes, NULL, "bytes in use: the header and capacity slots", NULL},
+    {NULL, NULL, NULL, NULL, NULL},
+};
+
+static PySequenceMethods table_as_sequence = {
+    .sq_length = (lenfunc)table_len,
+};
+
+static PyTypeObject FingerprintTableType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "isrcheck.model._fptable.FingerprintTable",
+    .tp_doc = PyDoc_STR("FingerprintTable(max_slots, initial_slots=65536): fingerprints with their smallest "
+                        "discovery key and parent, in memory shared by forked processes"),
+    .tp_basicsize = sizeof(FingerprintTable),
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_new = PyType_GenericNew,
+    .tp_init = (initproc)table_init,
+    .tp_dealloc = (destructor)table_dealloc,
+    .tp_methods = table_methods,
+    .tp_getset = table_getset,
+    .tp_as_sequence = &table_as_sequence,
+};
+
+static struct PyModuleDef fptable_module = {
+    PyModuleDef_HEAD_INIT, "_fptable", "A fingerprint table shared by forked processes, in C.", -1,
+    NULL, NULL, NULL, NULL, NULL,
+};
+
+PyMODINIT_FUNC
+PyInit__fptable(void)
+{
+    for (int i = 0; i < 3; i++) {
+        if (small[i] == NULL && (small[i] = PyLong_FromLong(i - 1)) == NULL) {
+            return NULL;
+        }
+    }
+    if (PyType_Ready(&FingerprintTableType) < 0) {
+        return NULL;
+    }
+    PyObject *m = PyModule_Create(&fptable_module);
+    if (m == NULL) {
+        return NULL;
+    }
+    Py_INCREF(&FingerprintTableType);
+    if (PyModule_AddObject(m, "FingerprintTable", (PyObject *)&FingerprintTableType) < 0) {
+        Py_DECREF(&FingerprintTableType);
+        Py_DECREF(m);
+        return NULL;
+    }
+    return m;
+}
