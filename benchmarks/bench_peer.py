@@ -40,7 +40,7 @@ def measure(spec: dict[str, Any]) -> dict[str, Any]:
         # every process's peak resident set, the shared fingerprint table counted once (each
         # worker and the coordinator touched it)
         peak_kib = (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss + sum(checker.worker_peak_rss_kib)
-                    - workers * checker.table_bytes // 1024)
+                    - checker.coordinator_shared_kib - sum(checker.worker_shared_kib) + checker.table_bytes // 1024)
     else:
         result = Checker(model, **limits).run()
         peak_kib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss

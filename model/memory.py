@@ -21,7 +21,7 @@ import os
 import resource
 import sys
 
-__all__ = ["CHECK_EVERY", "WATCH_SECONDS", "MemoryCeilingHit", "resident_bytes", "shared_bytes", "over"]
+__all__ = ["CHECK_EVERY", "WATCH_SECONDS", "MemoryCeilingHit", "resident_bytes", "shared_bytes", "shmem_bytes", "over"]
 
 #: states (or simulation steps) between two readings: at 100,000 states a second, ten readings a
 #: second, each far cheaper than the thousand states between them; a model stores about 100-200
@@ -65,6 +65,21 @@ def shared_bytes(pid: int | None = None) -> int:
         return int(fields[2]) * _PAGE
     except (OSError, IndexError, ValueError):
         return 0
+
+
+def shmem_bytes(pid: int | None = None) -> int:
+    """The shared memory (``RssShmem``) resident in process ``pid``: the pages of the parallel
+    checker's fingerprint table this process touched, which its peak resident set includes but
+    which are one piece of memory for all processes. 0 where it cannot be read."""
+    path = f"/proc/{'self' if pid is None else pid}/status"
+    try:
+        with open(path, "rb") as f:
+            for line in f:
+                if line.startswith(b"RssShmem:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, IndexError, ValueError):
+        pass
+    return 0
 
 
 def over(limit: int | None, used: int | None = None) -> bool:

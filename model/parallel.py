@@ -68,7 +68,7 @@ from .checker import Checker
 from .engine import A, Checks, CheckResult, Kind, Model, ModelFault, Progress, S, Search, Step, Violation, action_name, result_of
 from .explore import replay_fingerprints
 from .fptable import new_table
-from .memory import WATCH_SECONDS, MemoryCeilingHit, resident_bytes, shared_bytes
+from .memory import WATCH_SECONDS, MemoryCeilingHit, resident_bytes, shared_bytes, shmem_bytes
 
 ACTION_BITS = 16  # bits of a discovery key for the action index: at most 65536 enabled actions per state
 RANK_BITS = 32  # bits for the parent's rank in its level: at most 2**32 states per level
@@ -244,7 +244,7 @@ class _Worker:
         while True:
             msg = self.ctrl.recv()
             if msg[0] == "stop":
-                self.ctrl.send(("bye", resource.getrusage(resource.RUSAGE_SELF).ru_maxrss))
+                self.ctrl.send(("bye", resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, shmem_bytes() // 1024))
                 return
             self.ctrl.send(("ok", handlers[msg[0]](*msg[1:])))
 
@@ -484,9 +484,10 @@ class ParallelChecker(Search, Generic[S, A]):
     Gives the same :class:`CheckResult` as :class:`Checker` (distinct states, depth, outcome,
     transitions, coverage, unwitnessed properties, and the same shortest counterexample).
     ``workers=1`` (or a platform without ``fork``) runs :class:`Checker` itself.
-    After :meth:`run`, ``worker_peak_rss_kib`` holds each worker's peak resident set (KiB), and
-    ``table_bytes`` the size of the shared fingerprint table (in each of those, and in the
-    coordinator's: it is one piece of shared memory that each of them touched).
+    After :meth:`run`, ``worker_peak_rss_kib`` holds each worker's peak resident set (KiB),
+    ``worker_shared_kib`` and ``coordinator_shared_kib`` how much of the shared fingerprint table
+    each process had touched (included in its peak; KiB), and ``table_bytes`` the table's size: one
+    piece of memory, counted once by whoever adds the processes' figures.
 
     ``max_memory`` bounds the coordinator's resident memory plus what each worker added to its
     own since the fork (what it inherited is shared with the coordinator, and the shared
@@ -517,6 +518,8 @@ class ParallelChecker(Search, Generic[S, A]):
         self.model = model
         self.workers = workers
         self.worker_peak_rss_kib: list[int] = []
+        self.worker_shared_kib: list[int] = []
+        self.coordinator_shared_kib = 0
         self.table_bytes = 0
         self.table_slots = table_slots  # the fingerprint table's first size; it doubles as it fills
         # per run: moved_states (what crossed between workers), table_grows (pauses to grow the
@@ -582,6 +585,7 @@ class ParallelChecker(Search, Generic[S, A]):
             self._watch = None
             self._stop_workers(clean)
             self.table_bytes = self._table.nbytes
+            self.coordinator_shared_kib = shmem_bytes() // 1024
             self._table = None  # unmapped once the workers are gone
 
     # ------------------------------------------------------------------ the search
@@ -763,6 +767,7 @@ class ParallelChecker(Search, Generic[S, A]):
 
     def _stop_workers(self, clean: bool) -> None:
         rss: list[int] = [0] * len(self._conns)
+        shared: list[int] = [0] * len(self._conns)
         if clean:
             for c in self._conns:
                 try:
@@ -774,7 +779,7 @@ class ParallelChecker(Search, Generic[S, A]):
                     if c.poll(5):
                         msg = c.recv()
                         if msg[0] == "bye":
-                            rss[i] = msg[1]
+                            rss[i], shared[i] = msg[1], msg[2]
                 except (OSError, EOFError):
                     pass
         for p in self._procs:
@@ -789,6 +794,7 @@ class ParallelChecker(Search, Generic[S, A]):
         for c in self._conns:
             c.close()
         self.worker_peak_rss_kib = rss
+        self.worker_shared_kib = shared
         self._conns, self._procs = [], []
 
     def _ask_all(self, msg: tuple) -> list[Any]:

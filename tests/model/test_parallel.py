@@ -174,6 +174,14 @@ def test_worker_peak_memory_is_reported():
     pc = ParallelChecker(kafka("replication"), workers=2)
     pc.run()
     assert len(pc.worker_peak_rss_kib) == 2 and all(kib > 0 for kib in pc.worker_peak_rss_kib)
+    # the shared table: each worker touched some of it (claims), never more than there is (give or
+    # take a few pages of other shared memory, such as the pure table's lock), and the coordinator
+    # (which wrote the initial states) too
+    assert pc.table_bytes > 0
+    most = pc.table_bytes // 1024 + 64
+    assert len(pc.worker_shared_kib) == 2
+    assert all(0 < kib <= most for kib in pc.worker_shared_kib)
+    assert 0 < pc.coordinator_shared_kib <= most
 
 
 # ---------------------------------------------------------------------------- toy models
