@@ -54,6 +54,7 @@ typedef struct {
     uint64_t *base;       /* the mapping: header, then slots */
     size_t mapped;        /* its length in bytes */
     Py_ssize_t reserved;  /* slots the mapping holds room for */
+    uint64_t unflushed;   /* entries this process inserted and has not yet added to the count */
 } FingerprintTable;
 
 static PyObject *small[3]; /* -1, 0, 1: claim's answers, made once */
@@ -122,13 +123,31 @@ entry_words(FingerprintTable *self, uint64_t fp)
     return s == NULL ? NULL : s + S_KEY;
 }
 
-/* After a new entry: count it, and ask for growth past a load of 3/4. */
+/* Add this process's new entries to the shared count, and ask for growth past a load of 3/4. */
+static void
+flush_count(FingerprintTable *self)
+{
+    if (self->unflushed == 0) {
+        return;
+    }
+    uint64_t count = __atomic_fetch_add(self->base + H_COUNT, self->unflushed, __ATOMIC_ACQ_REL) + self->unflushed;
+    self->unflushed = 0;
+    if (count * 4 > load(self->base + H_CAPACITY) * 3) {
+        __atomic_store_n(self->base + H_GROW, 1, __ATOMIC_RELEASE);
+    }
+}
+
+/* After a new entry. The count is added to in batches of up to 64 (fewer in a small table, so
+ * that the growth threshold is never overshot by more than 1/1024 of the slots per process):
+ * the count shares its cache line with the capacity and the grow flag, which every claim reads,
+ * and a write per insert would take that line away from the other workers each time. Each
+ * process flushes its batch in settle_many() and len(), so the count is exact after a level. */
 static inline void
 counted(FingerprintTable *self)
 {
-    uint64_t count = __atomic_fetch_add(self->base + H_COUNT, 1, __ATOMIC_ACQ_REL) + 1;
-    if (count * 4 > load(self->base + H_CAPACITY) * 3) {
-        __atomic_store_n(self->base + H_GROW, 1, __ATOMIC_RELEASE);
+    self->unflushed++;
+    if (self->unflushed >= 64 || self->unflushed * 1024 >= load(self->base + H_CAPACITY)) {
+        flush_count(self);
     }
 }
 
@@ -137,6 +156,7 @@ static int
 claim(FingerprintTable *self, uint64_t fp, uint64_t key)
 {
     if (load(self->base + H_GROW)) {
+        flush_count(self); /* this process pauses now: its entries must be counted before grow() */
         return -1;
     }
     if (fp == 0) {
@@ -167,6 +187,7 @@ claim(FingerprintTable *self, uint64_t fp, uint64_t key)
     }
     /* every slot taken (claims already under way when the flag rose): refuse, as when flagged */
     __atomic_store_n(self->base + H_GROW, 1, __ATOMIC_RELEASE);
+    flush_count(self);
     return -1;
 }
 
@@ -294,6 +315,7 @@ table_settle_many(FingerprintTable *self, PyObject *const *args, Py_ssize_t narg
         PyErr_SetString(PyExc_ValueError, "settle_many() takes three lists of the same length");
         return NULL;
     }
+    flush_count(self); /* the claims of this process are over: make the count exact */
     PyObject *result = PyBytes_FromStringAndSize(NULL, n);
     if (result == NULL) {
         return NULL;
@@ -436,6 +458,7 @@ table_grow(FingerprintTable *self, PyObject *Py_UNUSED(ignored))
     }
     PyMem_Free(copy);
     h[H_COUNT] = used + (h[H_ZERO_PRESENT] != 0);
+    self->unflushed = 0; /* counted by the recount above */
     __atomic_store_n(h + H_CAPACITY, want, __ATOMIC_RELEASE);
     __atomic_store_n(h + H_GROW, 0, __ATOMIC_RELEASE);
     Py_RETURN_NONE;
@@ -455,7 +478,18 @@ table_len(FingerprintTable *self)
     if (check_mapped(self) < 0) {
         return -1;
     }
+    flush_count(self);
     return (Py_ssize_t)load(self->base + H_COUNT);
+}
+
+static PyObject *
+table_flush(FingerprintTable *self, PyObject *Py_UNUSED(ignored))
+{
+    if (check_mapped(self) < 0) {
+        return NULL;
+    }
+    flush_count(self);
+    Py_RETURN_NONE;
 }
 
 static PyObject *
@@ -516,6 +550,7 @@ table_init(FingerprintTable *self, PyObject *args, PyObject *kwds)
         PyErr_SetString(PyExc_ValueError, "max_slots must be positive");
         return -1;
     }
+    self->unflushed = 0;
     initial_slots = round_up(initial_slots);
     max_slots = round_up(max_slots);
     if (max_slots < initial_slots) {
@@ -564,6 +599,8 @@ static PyMethodDef table_methods[] = {
      "settle_many(keys, fps, parents): settle() for each position of three lists; a byte per position, 1 for a winner"},
     {"entry", (PyCFunction)table_entry, METH_O, "entry(fp): (key, parent) of fp, or None"},
     {"key_of", (PyCFunction)table_key_of, METH_O, "key_of(fp): the stored key of fp, or None"},
+    {"flush", (PyCFunction)table_flush, METH_NOARGS,
+     "flush(): add the entries this process inserted to the shared count (claims count in batches)"},
     {"wants_growth", (PyCFunction)table_wants_growth, METH_NOARGS,
      "wants_growth(): whether claims refuse until grow() is called"},
     {"grow", (PyCFunction)table_grow, METH_NOARGS,

@@ -220,6 +220,10 @@ class PyFingerprintTable:
             at = self._find(word)
             return None if at < 0 else self._words[at]
 
+    def flush(self) -> None:
+        """Nothing to do: this table counts every entry as it inserts it (the C one counts in
+        batches, and flushes its batch here)."""
+
     def wants_growth(self) -> bool:
         """Whether claims refuse until :meth:`grow` is called."""
         with self._lock:

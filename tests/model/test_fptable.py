@@ -167,6 +167,7 @@ def _claim_all(t: Any, fps: list[int], p: int) -> None:
     order = range(len(fps)) if p == 0 else range(len(fps) - 1, -1, -1)
     for i in order:
         assert t.claim(fps[i], 0, 2 * i + p) in (0, 1)
+    t.flush()  # the C table counts new entries in batches: a worker's expansion ends so
 
 
 def _settle_all(t: Any, fps: list[int], p: int) -> None:
