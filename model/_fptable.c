@@ -55,6 +55,9 @@ typedef struct {
     size_t mapped;        /* its length in bytes */
     Py_ssize_t reserved;  /* slots the mapping holds room for */
     uint64_t unflushed;   /* entries this process inserted and has not yet added to the count */
+    uint64_t *kept;       /* this process's claims kept for settle_kept(): key, fp, parent, ... */
+    Py_ssize_t nkept;     /* claims in kept */
+    Py_ssize_t kept_room; /* claims kept has room for */
 } FingerprintTable;
 
 static PyObject *small[3]; /* -1, 0, 1: claim's answers, made once */
@@ -257,15 +260,44 @@ check_mapped(FingerprintTable *self)
     return 0;
 }
 
+/* Remember a successful claim for settle_kept(), in this process's own memory. */
+static int
+keep(FingerprintTable *self, uint64_t key, uint64_t fp, uint64_t parent)
+{
+    if (self->nkept == self->kept_room) {
+        Py_ssize_t room = self->kept_room ? self->kept_room * 2 : 1024;
+        uint64_t *grown = PyMem_Realloc(self->kept, (size_t)room * 3 * sizeof(uint64_t));
+        if (grown == NULL) {
+            PyErr_NoMemory();
+            return -1;
+        }
+        self->kept = grown;
+        self->kept_room = room;
+    }
+    uint64_t *e = self->kept + self->nkept++ * 3;
+    e[0] = key;
+    e[1] = fp;
+    e[2] = parent;
+    return 0;
+}
+
 static PyObject *
 table_claim(FingerprintTable *self, PyObject *const *args, Py_ssize_t nargs)
 {
-    uint64_t fp, base, index;
-    if (check_nargs("claim", nargs, 3) < 0 || check_mapped(self) < 0 || fp_arg(args[0], &fp) < 0
-            || key_arg(args[1], &base) < 0 || key_arg(args[2], &index) < 0) {
+    uint64_t fp, base, index, parent = 0;
+    if (nargs != 3 && nargs != 4) {
+        PyErr_Format(PyExc_TypeError, "claim() takes 3 or 4 arguments (%zd given)", nargs);
         return NULL;
     }
-    PyObject *r = small[claim(self, fp, base | index) + 1];
+    if (check_mapped(self) < 0 || fp_arg(args[0], &fp) < 0 || key_arg(args[1], &base) < 0
+            || key_arg(args[2], &index) < 0 || (nargs == 4 && fp_arg(args[3], &parent) < 0)) {
+        return NULL;
+    }
+    int got = claim(self, fp, base | index);
+    if (got == 1 && nargs == 4 && keep(self, base | index, fp, parent) < 0) {
+        return NULL;
+    }
+    PyObject *r = small[got + 1];
     Py_INCREF(r);
     return r;
 }
@@ -295,62 +327,64 @@ prefetch_home(FingerprintTable *self, uint64_t fp, uint64_t cap)
     __builtin_prefetch(slots_of(self) + home(fp, cap - 1) * SLOT_WORDS, 1);
 }
 
-/* settle_many(keys, fps, parents): settle() for each position of three equally long lists, in
- * one call, with the slots fetched ahead (a level's kept successors are settled together, and
- * each settle is otherwise a cache miss). Returns one byte per position: 1 for a winner. */
+/* settle_kept(): settle() every claim this process kept (claim's fourth argument, the parent),
+ * in the order made, with the slots fetched ahead (each settle is otherwise a cache miss), and
+ * forget them. Returns (one byte per kept claim, 1 for a winner; the winners' keys; their
+ * fingerprints). Reading the claims from this process's own array, not from Python ints, is
+ * what makes settling a level cheap. */
 static PyObject *
-table_settle_many(FingerprintTable *self, PyObject *const *args, Py_ssize_t nargs)
+table_settle_kept(FingerprintTable *self, PyObject *Py_UNUSED(ignored))
 {
-    if (check_nargs("settle_many", nargs, 3) < 0 || check_mapped(self) < 0) {
-        return NULL;
-    }
-    for (int a = 0; a < 3; a++) {
-        if (!PyList_Check(args[a])) {
-            PyErr_Format(PyExc_TypeError, "settle_many() takes lists (got %.100s)", Py_TYPE(args[a])->tp_name);
-            return NULL;
-        }
-    }
-    Py_ssize_t n = PyList_GET_SIZE(args[0]);
-    if (PyList_GET_SIZE(args[1]) != n || PyList_GET_SIZE(args[2]) != n) {
-        PyErr_SetString(PyExc_ValueError, "settle_many() takes three lists of the same length");
+    if (check_mapped(self) < 0) {
         return NULL;
     }
     flush_count(self); /* the claims of this process are over: make the count exact */
-    PyObject *result = PyBytes_FromStringAndSize(NULL, n);
-    if (result == NULL) {
-        return NULL;
+    Py_ssize_t n = self->nkept;
+    PyObject *mask = PyBytes_FromStringAndSize(NULL, n);
+    PyObject *keys = PyList_New(0);
+    PyObject *fps = PyList_New(0);
+    if (mask == NULL || keys == NULL || fps == NULL) {
+        goto fail;
     }
-    char *won = PyBytes_AS_STRING(result);
+    char *won = PyBytes_AS_STRING(mask);
     uint64_t cap = load(self->base + H_CAPACITY);
-    uint64_t fp, key, parent, ahead;
     for (Py_ssize_t j = 0; j < n && j < PREFETCH_AHEAD; j++) {
-        if (fp_arg(PyList_GET_ITEM(args[1], j), &ahead) < 0) {
-            goto fail;
-        }
-        prefetch_home(self, ahead, cap);
+        prefetch_home(self, self->kept[j * 3 + 1], cap);
     }
     for (Py_ssize_t j = 0; j < n; j++) {
         if (j + PREFETCH_AHEAD < n) {
-            if (fp_arg(PyList_GET_ITEM(args[1], j + PREFETCH_AHEAD), &ahead) < 0) {
-                goto fail;
-            }
-            prefetch_home(self, ahead, cap);
+            prefetch_home(self, self->kept[(j + PREFETCH_AHEAD) * 3 + 1], cap);
         }
-        if (key_arg(PyList_GET_ITEM(args[0], j), &key) < 0 || fp_arg(PyList_GET_ITEM(args[1], j), &fp) < 0
-                || fp_arg(PyList_GET_ITEM(args[2], j), &parent) < 0) {
+        uint64_t *e = self->kept + j * 3;
+        uint64_t *w = entry_words(self, e[1]);
+        if (w == NULL || load(w) != e[0]) {
+            won[j] = 0;
+            continue;
+        }
+        __atomic_store_n(w + 1, e[2], __ATOMIC_RELEASE); /* only the unique winner of fp gets here */
+        won[j] = 1;
+        PyObject *key = PyLong_FromUnsignedLongLong(e[0]);
+        PyObject *fp = PyLong_FromLongLong((long long)(int64_t)e[1]);
+        if (key == NULL || fp == NULL || PyList_Append(keys, key) < 0 || PyList_Append(fps, fp) < 0) {
+            Py_XDECREF(key);
+            Py_XDECREF(fp);
             goto fail;
         }
-        uint64_t *w = entry_words(self, fp);
-        if (w == NULL || load(w) != key) {
-            won[j] = 0;
-        } else {
-            __atomic_store_n(w + 1, parent, __ATOMIC_RELEASE);
-            won[j] = 1;
-        }
+        Py_DECREF(key);
+        Py_DECREF(fp);
     }
-    return result;
+    self->nkept = 0;
+    if (self->kept_room > (1 << 20)) { /* a large level's array is not kept for the next one */
+        PyMem_Free(self->kept);
+        self->kept = NULL;
+        self->kept_room = 0;
+    }
+    return Py_BuildValue("(NNN)", mask, keys, fps);
 fail:
-    Py_DECREF(result);
+    self->nkept = 0;
+    Py_XDECREF(mask);
+    Py_XDECREF(keys);
+    Py_XDECREF(fps);
     return NULL;
 }
 
@@ -551,6 +585,7 @@ table_init(FingerprintTable *self, PyObject *args, PyObject *kwds)
         return -1;
     }
     self->unflushed = 0;
+    self->nkept = 0;
     initial_slots = round_up(initial_slots);
     max_slots = round_up(max_slots);
     if (max_slots < initial_slots) {
@@ -585,18 +620,20 @@ table_init(FingerprintTable *self, PyObject *args, PyObject *kwds)
 static void
 table_dealloc(FingerprintTable *self)
 {
+    PyMem_Free(self->kept);
     table_unmap(self);
     Py_TYPE(self)->tp_free((PyObject *)self);
 }
 
 static PyMethodDef table_methods[] = {
     {"claim", (PyCFunction)(void (*)(void))table_claim, METH_FASTCALL,
-     "claim(fp, base, index): offer key base | index for fp; 1 if it is now the smallest, 0 if not, "
-     "-1 if the table wants growth (nothing done)"},
+     "claim(fp, base, index[, parent]): offer key base | index for fp; 1 if it is now the smallest, 0 if not, "
+     "-1 if the table wants growth (nothing done); with a parent, a successful claim is kept for settle_kept()"},
     {"settle", (PyCFunction)(void (*)(void))table_settle, METH_FASTCALL,
      "settle(fp, key, parent): store parent if key is fp's stored key; whether it was"},
-    {"settle_many", (PyCFunction)(void (*)(void))table_settle_many, METH_FASTCALL,
-     "settle_many(keys, fps, parents): settle() for each position of three lists; a byte per position, 1 for a winner"},
+    {"settle_kept", (PyCFunction)table_settle_kept, METH_NOARGS,
+     "settle_kept(): settle every claim this process kept (claim's parent argument), in order, and forget them; "
+     "(a byte per claim, 1 for a winner; the winners' keys; their fingerprints)"},
     {"entry", (PyCFunction)table_entry, METH_O, "entry(fp): (key, parent) of fp, or None"},
     {"key_of", (PyCFunction)table_key_of, METH_O, "key_of(fp): the stored key of fp, or None"},
     {"flush", (PyCFunction)table_flush, METH_NOARGS,

@@ -112,6 +112,7 @@ class PyFingerprintTable:
         self._words = memoryview(mm).cast("Q")
         self._reserved = most
         self._lock = multiprocessing.Lock()
+        self._kept: list[tuple[int, int, int]] = []  # this process's claims for settle_kept()
         weakref.finalize(self, _release, self._words, mm)
         self._words[_H_CAPACITY] = initial
         self._words[_H_ZERO_KEY] = _EMPTY_KEY
@@ -155,11 +156,16 @@ class PyFingerprintTable:
             return 1
         return 0
 
-    def claim(self, fp: int, base: int, index: int) -> int:
+    def claim(self, fp: int, base: int, index: int, parent: int | None = None) -> int:
         """Offer key ``base | index`` for fp: 1 if it is now the smallest, 0 if a key <= it was
-        there, -1 (nothing done) while the table wants growth."""
-        word = _fp_word(fp)
-        key = _key_part(base) | _key_part(index)
+        there, -1 (nothing done) while the table wants growth. With a parent, a successful claim
+        is kept (in this process) for :meth:`settle_kept`."""
+        got = self._claim(_fp_word(fp), _key_part(base) | _key_part(index))
+        if got == 1 and parent is not None:
+            self._kept.append((_key_part(base) | _key_part(index), fp, parent))
+        return got
+
+    def _claim(self, word: int, key: int) -> int:
         w = self._words
         with self._lock:
             if w[_H_GROW]:
@@ -197,12 +203,14 @@ class PyFingerprintTable:
             self._words[at + 1] = parent_word
             return True
 
-    def settle_many(self, keys: list[int], fps: list[int], parents: list[int]) -> bytes:
-        """:meth:`settle` for each position of three lists of the same length: a byte per
-        position, 1 for a winner (the C table fetches the slots ahead; here it is a loop)."""
-        if len(keys) != len(fps) or len(fps) != len(parents):
-            raise ValueError("settle_many() takes three lists of the same length")
-        return bytes(self.settle(fp, key, parent) for key, fp, parent in zip(keys, fps, parents))
+    def settle_kept(self) -> tuple[bytes, list[int], list[int]]:
+        """:meth:`settle` every claim this process kept (``claim``'s parent), in the order made,
+        and forget them: (a byte per kept claim, 1 for a winner; the winners' keys; their
+        fingerprints)."""
+        kept, self._kept = self._kept, []
+        won = bytes(self.settle(fp, key, parent) for key, fp, parent in kept)
+        winners = [(key, fp) for (key, fp, _), w in zip(kept, won) if w]
+        return won, [key for key, _ in winners], [fp for _, fp in winners]
 
     def entry(self, fp: int) -> tuple[int, int] | None:
         """(stored key, parent) of fp (parent 0 until settled), or None if absent."""

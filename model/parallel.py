@@ -215,11 +215,8 @@ class _Worker:
         # between workers; without one they are pickled. Built once before the fork (building it
         # reads the state's type hints: about 40 ms that every worker would repeat).
         self.codec: Any = codec
-        # the successors kept in the level in progress, in key order: key, fp, parent fp, state
-        # (four lists rather than a tuple each: settled in one call, with no tuple to free)
-        self.kept_keys: list[int] = []
-        self.kept_fps: list[int] = []
-        self.kept_parents: list[int] = []
+        # the successors kept in the level in progress, in key order (their keys, fingerprints
+        # and parents are kept by the table, in this process's memory: see settle_kept)
         self.kept_states: list[Any] = []
         self.unsafe: set[int] = set()  # kept successors that break an always property
         self.witnessing: dict[int, list[str]] = {}  # kept successors -> the sometimes properties they witness
@@ -244,7 +241,7 @@ class _Worker:
                 return
             self.ctrl.send(("ok", handlers[msg[0]](*msg[1:])))
 
-    def _wait_for_growth(self, tfp: int, base: int, index: int) -> int:
+    def _wait_for_growth(self, tfp: int, base: int, index: int, parent: int) -> int:
         """The table is full: pause until the coordinator has grown it, then claim again."""
         claim = self.table.claim
         while True:
@@ -252,7 +249,7 @@ class _Worker:
             msg = self.ctrl.recv()
             if msg[0] != "resume":
                 raise RuntimeError(f"expected 'resume' from the coordinator, got {msg[0]!r}")
-            r: int = claim(tfp, base, index)
+            r: int = claim(tfp, base, index, parent)
             if r >= 0:
                 return r
 
@@ -272,12 +269,8 @@ class _Worker:
             runs.append(packed.tolist())
         walked = [0] * len(runs)
         level_base = (level + 1) << LEVEL_SHIFT
-        kept_keys: list[int] = []
-        kept_fps: list[int] = []
-        kept_parents: list[int] = []
         kept_states: list[Any] = []
-        self.kept_keys, self.kept_fps, self.kept_parents, self.kept_states = (kept_keys, kept_fps, kept_parents,
-                                                                              kept_states)
+        self.kept_states = kept_states
         ranks: list[int] = []
         starts: list[int] = []
         taken: list[str] = []  # names of the actions taken, in event order (for coverage)
@@ -332,15 +325,12 @@ class _Worker:
                 if not legal(s, t):
                     viol = (base | i, "transition", broken_transition(s, t), fp, a, t, "")
                 tfp = fingerprint(t)
-                won = claim(tfp, base, i)
+                won = claim(tfp, base, i, fp)  # kept by the table with its parent, if won
                 if won < 0:
-                    won = self._wait_for_growth(tfp, base, i)
+                    won = self._wait_for_growth(tfp, base, i, fp)
                 if won:
                     # the smallest key so far: this worker's own later events have larger keys,
                     # so it keeps at most one successor per fingerprint
-                    kept_keys.append(base | i)
-                    kept_fps.append(tfp)
-                    kept_parents.append(fp)
                     kept_states.append(t)
                     if not safe(t):
                         unsafe.add(tfp)
@@ -367,11 +357,9 @@ class _Worker:
         winners), write their parents, and judge them in discovery order (the first state that
         breaks an always property, the first to witness each sometimes property)."""
         clock = time.perf_counter()
-        won = self.table.settle_many(self.kept_keys, self.kept_fps, self.kept_parents)
-        new_keys = list(compress(self.kept_keys, won))
-        frontier: list[tuple[int, int, Any]] = list(zip(new_keys, compress(self.kept_fps, won),
-                                                        compress(self.kept_states, won)))
-        self.kept_keys, self.kept_fps, self.kept_parents, self.kept_states = [], [], [], []
+        won, new_keys, new_fps = self.table.settle_kept()
+        frontier: list[tuple[int, int, Any]] = list(zip(new_keys, new_fps, compress(self.kept_states, won)))
+        self.kept_states = []
         unsafe, witnessing = self.unsafe, self.witnessing
         witnessed: dict[str, int] = {}
         first_bad: tuple | None = None

@@ -90,27 +90,26 @@ def test_settle_writes_the_parent_of_the_stored_key_only(make: Callable[..., Any
     assert t.entry(-1) is None and t.settle(-1, 0, 0) is False
 
 
-def test_settle_many_settles_each_position_like_settle(make: Callable[..., Any]) -> None:
+def test_settle_kept_settles_the_claims_kept_with_a_parent(make: Callable[..., Any]) -> None:
     t = make(1 << 12, 1 << 10)
     rng = random.Random(7)
     fps = rng.sample(range(-(1 << 40), 1 << 40), 300) + [0]
     for n, fp in enumerate(fps):
-        t.claim(fp, 0, 2 * n + 1)
+        assert t.claim(fp, 0, 2 * n + 1, n - 1000) == 1  # kept, with its parent
+    assert t.claim(fps[0], 0, 999) == 0  # a lost claim is not kept
+    assert t.claim(12345, 0, 7) == 1  # nor one without a parent
     # every other fingerprint is then won by a smaller key: its first claimant loses
-    for n, fp in enumerate(fps[::2]):
+    for fp in fps[::2]:
         t.claim(fp, 0, 0)
-    keys = [2 * n + 1 for n in range(len(fps))] + [5]
-    parents = [n - 1000 for n in range(len(fps))] + [1]
-    won = t.settle_many(keys, fps + [12345], parents)  # 12345 was never claimed
-    assert isinstance(won, bytes) and len(won) == len(fps) + 1
-    assert list(won) == [n % 2 for n in range(len(fps))] + [0]
+    won, keys, winners = t.settle_kept()
+    assert isinstance(won, bytes) and list(won) == [n % 2 for n in range(len(fps))]
+    assert keys == [2 * n + 1 for n in range(len(fps)) if n % 2]
+    assert winners == [fp for n, fp in enumerate(fps) if n % 2]
     for n, fp in enumerate(fps):
         assert t.entry(fp) == ((0, 0) if n % 2 == 0 else (2 * n + 1, n - 1000))
-    assert t.settle_many([], [], []) == b""
-    with pytest.raises(ValueError, match="same length"):
-        t.settle_many([1], [], [])
-    with pytest.raises(OverflowError, match="64 bits"):
-        t.settle_many([0], [1 << 64], [0])
+    assert t.entry(12345) == (7, 0)  # never settled
+    assert t.settle_kept() == (b"", [], [])  # forgotten once settled
+    assert len(t) == len(fps) + 1
 
 
 def test_growth_is_asked_for_and_keeps_every_entry(make: Callable[..., Any]) -> None:
