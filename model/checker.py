@@ -3,7 +3,7 @@
 The engine sees only initial states, enabled actions and next states (Stateright's ``Model``);
 it knows nothing about Kafka. Breadth-first order makes every counterexample a shortest one.
 States are stored as 64-bit fingerprints (the model's ``fingerprint``; the Kafka model's is in
-``statehash``) with the parent's fingerprint; a trace is rebuilt
+``statehash``) with the parent's fingerprint, in a flat table (``parentmap``); a trace is rebuilt
 by replaying actions from an initial state, so only real, concrete states are ever printed.
 """
 from __future__ import annotations
@@ -11,7 +11,7 @@ from __future__ import annotations
 import gc
 import time
 from collections import Counter, deque
-from collections.abc import Callable
+from collections.abc import Callable, MutableMapping
 from typing import Generic
 
 # The engine's vocabulary is defined in .engine; the checker is where users meet it
@@ -37,6 +37,7 @@ from .engine import (
 )
 from .explore import parent_chain, replay_actions, replay_fingerprints
 from .memory import CHECK_EVERY, resident_bytes
+from .parentmap import new_parent_map
 
 
 class Checker(Search, Generic[S, A]):
@@ -82,7 +83,8 @@ class Checker(Search, Generic[S, A]):
         next_state = model.next_state
 
         start = time.perf_counter()
-        parents: dict[int, int | None] = {}
+        # fingerprint -> parent's fingerprint (None for an initial state): model/parentmap.py
+        parents: MutableMapping[int, int | None] = new_parent_map()
         self._parents = parents
         # counted in a plain dict: a Counter's item access takes the generic path in the compiled build
         counts: dict[str, int] = {}

@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import random
 from collections import Counter
-from collections.abc import Callable, Container, Iterable, Iterator, Sequence
+from collections.abc import Callable, Container, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -343,7 +343,7 @@ def verdicts(steps: Sequence[Step], checks: Checks) -> list[PathStep]:
     return out
 
 
-def parent_chain(parents: dict[int, int | None], fp: int) -> list[int]:
+def parent_chain(parents: Mapping[int, int | None], fp: int) -> list[int]:
     """The fingerprints from an initial state to ``fp``, following a parent map."""
     chain: list[int] = []
     cur: int | None = fp

@@ -1,0 +1,314 @@
+/* ParentMap: the single-process checker's fingerprint-to-parent map, flat (see model/parentmap.py).
+ *
+ * Why in C: a dict of Python ints costs about 90 bytes a state (the dict's entry and index, plus a
+ * 48-byte int object for every key) and three dependent cache misses for a lookup that hits (the
+ * index, the entry, the key object the entry points to). This table is one array of 16-byte slots,
+ * (fingerprint, parent fingerprint), open addressing with linear probing, grown by doubling at a
+ * load of 3/4: 21-43 bytes a state, and one miss per lookup. Nothing else in it: no keys, no
+ * sharing between processes (the parallel checker has model/_fptable.c for that).
+ *
+ * It is a mapping, as the dict it replaces (``fp in m``, ``m[fp]``, ``m[fp] = parent``, ``len(m)``),
+ * so the checker's code is the same for both and reaches these functions through the type's slots,
+ * with no method lookup. Fingerprints are signed 64-bit ints; a parent is one, or None for an
+ * initial state. Encoding: the fingerprint word 0 marks an empty slot (fingerprint 0 has a slot of
+ * its own beside the array), and an initial state is stored as its own parent (a state is never
+ * its own parent in a search tree, and storing that is refused).
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+
+#include <stdint.h>
+
+#define MIX ((uint64_t)0x9E3779B97F4A7C15ULL)
+#define INITIAL_SLOTS ((uint64_t)1024)
+
+typedef struct {
+    PyObject_HEAD
+    uint64_t *slots;     /* capacity pairs (fingerprint, parent); fingerprint 0: empty */
+    uint64_t capacity;   /* a power of two */
+    uint64_t used;       /* non-zero fingerprints stored */
+    int zero_present;    /* fingerprint 0 is stored */
+    uint64_t zero_parent;
+} ParentMap;
+
+static inline size_t
+home(uint64_t fp, uint64_t mask)
+{
+    uint64_t h = fp * MIX;
+    h ^= h >> 32;
+    return (size_t)(h & mask);
+}
+
+/* A fingerprint argument as its 64-bit word: an int in [-2**63, 2**63). */
+static int
+fp_arg(PyObject *o, uint64_t *out)
+{
+    if (!PyLong_Check(o)) {
+        PyErr_Format(PyExc_TypeError, "fingerprints must be ints (got %.100s)", Py_TYPE(o)->tp_name);
+        return -1;
+    }
+    int overflow;
+    long long v = PyLong_AsLongLongAndOverflow(o, &overflow);
+    if (overflow) {
+        PyErr_SetString(PyExc_OverflowError, "fingerprints must fit in 64 bits (got a larger int)");
+        return -1;
+    }
+    if (v == -1 && PyErr_Occurred()) {
+        return -1;
+    }
+    *out = (uint64_t)v;
+    return 0;
+}
+
+/* The slot of fp (non-zero): the one holding it, or the empty one where it would go. */
+static inline uint64_t *
+probe(uint64_t *slots, uint64_t capacity, uint64_t fp)
+{
+    uint64_t mask = capacity - 1;
+    size_t i = home(fp, mask);
+    for (;;) {
+        uint64_t *s = slots + 2 * i;
+        if (s[0] == fp || s[0] == 0) {
+            return s;
+        }
+        i = (i + 1) & mask;
+    }
+}
+
+static int
+grow(ParentMap *self)
+{
+    uint64_t want = self->capacity ? self->capacity * 2 : INITIAL_SLOTS;
+    if (want > ((uint64_t)PY_SSIZE_T_MAX) / 16) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    /* calloc: large tables come zeroed from the kernel, page by page as they are touched */
+    uint64_t *fresh = PyMem_RawCalloc((size_t)want, 2 * sizeof(uint64_t));
+    if (fresh == NULL) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    for (uint64_t j = 0; j < self->capacity; j++) {
+        uint64_t *old = self->slots + 2 * j;
+        if (old[0] != 0) {
+            uint64_t *s = probe(fresh, want, old[0]);
+            s[0] = old[0];
+            s[1] = old[1];
+        }
+    }
+    PyMem_RawFree(self->slots);
+    self->slots = fresh;
+    self->capacity = want;
+    return 0;
+}
+
+/* The parent word of fp, or NULL when fp is absent. */
+static uint64_t *
+lookup(ParentMap *self, uint64_t fp)
+{
+    if (fp == 0) {
+        return self->zero_present ? &self->zero_parent : NULL;
+    }
+    if (self->capacity == 0) {
+        return NULL;
+    }
+    uint64_t *s = probe(self->slots, self->capacity, fp);
+    return s[0] == 0 ? NULL : s + 1;
+}
+
+static Py_ssize_t
+map_length(ParentMap *self)
+{
+    return (Py_ssize_t)(self->used + (self->zero_present != 0));
+}
+
+static int
+map_contains(ParentMap *self, PyObject *key)
+{
+    uint64_t fp;
+    if (fp_arg(key, &fp) < 0) {
+        return -1;
+    }
+    return lookup(self, fp) != NULL;
+}
+
+static PyObject *
+map_subscript(ParentMap *self, PyObject *key)
+{
+    uint64_t fp;
+    if (fp_arg(key, &fp) < 0) {
+        return NULL;
+    }
+    uint64_t *parent = lookup(self, fp);
+    if (parent == NULL) {
+        PyErr_SetObject(PyExc_KeyError, key);
+        return NULL;
+    }
+    if (*parent == fp) {
+        Py_RETURN_NONE;
+    }
+    return PyLong_FromLongLong((long long)(int64_t)*parent);
+}
+
+static int
+map_ass_subscript(ParentMap *self, PyObject *key, PyObject *value)
+{
+    if (value == NULL) {
+        PyErr_SetString(PyExc_TypeError, "a ParentMap only grows: its entries cannot be deleted");
+        return -1;
+    }
+    uint64_t fp, parent;
+    if (fp_arg(key, &fp) < 0) {
+        return -1;
+    }
+    if (value == Py_None) {
+        parent = fp; /* an initial state */
+    } else {
+        if (fp_arg(value, &parent) < 0) {
+            return -1;
+        }
+        if (parent == fp) {
+            PyErr_SetString(PyExc_ValueError, "a state cannot be its own parent");
+            return -1;
+        }
+    }
+    if (fp == 0) {
+        self->zero_present = 1;
+        self->zero_parent = parent;
+        return 0;
+    }
+    if ((self->used + 1) * 4 > self->capacity * 3 && grow(self) < 0) {
+        return -1;
+    }
+    uint64_t *s = probe(self->slots, self->capacity, fp);
+    if (s[0] == 0) {
+        s[0] = fp;
+        self->used++;
+    }
+    s[1] = parent;
+    return 0;
+}
+
+static PyObject *
+map_get(ParentMap *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs < 1 || nargs > 2) {
+        PyErr_Format(PyExc_TypeError, "get() takes 1 or 2 arguments (%zd given)", nargs);
+        return NULL;
+    }
+    uint64_t fp;
+    if (fp_arg(args[0], &fp) < 0) {
+        return NULL;
+    }
+    uint64_t *parent = lookup(self, fp);
+    if (parent == NULL) {
+        PyObject *d = nargs == 2 ? args[1] : Py_None;
+        Py_INCREF(d);
+        return d;
+    }
+    if (*parent == fp) {
+        Py_RETURN_NONE;
+    }
+    return PyLong_FromLongLong((long long)(int64_t)*parent);
+}
+
+static PyObject *
+map_nbytes(ParentMap *self, void *Py_UNUSED(closure))
+{
+    return PyLong_FromUnsignedLongLong(self->capacity * 2 * sizeof(uint64_t));
+}
+
+static int
+map_init(ParentMap *self, PyObject *args, PyObject *kwds)
+{
+    static char *names[] = {NULL};
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, ":ParentMap", names)) {
+        return -1;
+    }
+    PyMem_RawFree(self->slots);
+    self->slots = NULL;
+    self->capacity = 0;
+    self->used = 0;
+    self->zero_present = 0;
+    return grow(self);
+}
+
+static void
+map_dealloc(ParentMap *self)
+{
+    PyMem_RawFree(self->slots);
+    Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+static PyObject *
+map_repr(ParentMap *self)
+{
+    return PyUnicode_FromFormat("<ParentMap of %zd fingerprints, %llu slots>", map_length(self),
+                                (unsigned long long)self->capacity);
+}
+
+static PyMappingMethods map_as_mapping = {
+    .mp_length = (lenfunc)map_length,
+    .mp_subscript = (binaryfunc)map_subscript,
+    .mp_ass_subscript = (objobjargproc)map_ass_subscript,
+};
+
+static PySequenceMethods map_as_sequence = {
+    .sq_contains = (objobjproc)map_contains,
+};
+
+static PyMethodDef map_methods[] = {
+    {"get", (PyCFunction)(void (*)(void))map_get, METH_FASTCALL,
+     "get(fp[, default]): fp's parent (None for an initial state), or default when fp is absent"},
+    {NULL, NULL, 0, NULL},
+};
+
+static PyGetSetDef map_getset[] = {
+    {"nbytes", (getter)map_nbytes, NULL, "bytes of the slot array", NULL},
+    {NULL, NULL, NULL, NULL, NULL},
+};
+
+static PyTypeObject ParentMapType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "isrcheck.model._parentmap.ParentMap",
+    .tp_doc = "ParentMap(): a flat map from state fingerprints to their parent's fingerprint "
+              "(None for an initial state); it only grows",
+    .tp_basicsize = sizeof(ParentMap),
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_new = PyType_GenericNew,
+    .tp_init = (initproc)map_init,
+    .tp_dealloc = (destructor)map_dealloc,
+    .tp_repr = (reprfunc)map_repr,
+    .tp_as_mapping = &map_as_mapping,
+    .tp_as_sequence = &map_as_sequence,
+    .tp_methods = map_methods,
+    .tp_getset = map_getset,
+    .tp_hash = PyObject_HashNotImplemented,
+};
+
+static struct PyModuleDef module = {
+    PyModuleDef_HEAD_INIT,
+    .m_name = "isrcheck.model._parentmap",
+    .m_doc = "The single-process checker's flat fingerprint-to-parent map (see model/parentmap.py).",
+    .m_size = -1,
+};
+
+PyMODINIT_FUNC
+PyInit__parentmap(void)
+{
+    if (PyType_Ready(&ParentMapType) < 0) {
+        return NULL;
+    }
+    PyObject *m = PyModule_Create(&module);
+    if (m == NULL) {
+        return NULL;
+    }
+    Py_INCREF(&ParentMapType);
+    if (PyModule_AddObject(m, "ParentMap", (PyObject *)&ParentMapType) < 0) {
+        Py_DECREF(&ParentMapType);
+        Py_DECREF(m);
+        return NULL;
+    }
+    return m;
+}
