@@ -329,9 +329,10 @@ prefetch_home(FingerprintTable *self, uint64_t fp, uint64_t cap)
 
 /* settle_kept(): settle() every claim this process kept (claim's fourth argument, the parent),
  * in the order made, with the slots fetched ahead (each settle is otherwise a cache miss), and
- * forget them. Returns (one byte per kept claim, 1 for a winner; the winners' keys; their
- * fingerprints). Reading the claims from this process's own array, not from Python ints, is
- * what makes settling a level cheap. */
+ * forget them. Returns (one byte per kept claim, 1 for a winner; the winners' keys, as native
+ * int64 words in bytes; their fingerprints, a list). Reading the claims from this process's own
+ * array, not from Python ints, and handing the keys back as bytes (they are only ranked and
+ * compared, never used one by one in Python) is what makes settling a level cheap. */
 static PyObject *
 table_settle_kept(FingerprintTable *self, PyObject *Py_UNUSED(ignored))
 {
@@ -340,10 +341,11 @@ table_settle_kept(FingerprintTable *self, PyObject *Py_UNUSED(ignored))
     }
     flush_count(self); /* the claims of this process are over: make the count exact */
     Py_ssize_t n = self->nkept;
+    Py_ssize_t nwon = 0;
     PyObject *mask = PyBytes_FromStringAndSize(NULL, n);
-    PyObject *keys = PyList_New(0);
+    PyObject *keys = NULL;
     PyObject *fps = PyList_New(0);
-    if (mask == NULL || keys == NULL || fps == NULL) {
+    if (mask == NULL || fps == NULL) {
         goto fail;
     }
     char *won = PyBytes_AS_STRING(mask);
@@ -363,15 +365,17 @@ table_settle_kept(FingerprintTable *self, PyObject *Py_UNUSED(ignored))
         }
         __atomic_store_n(w + 1, e[2], __ATOMIC_RELEASE); /* only the unique winner of fp gets here */
         won[j] = 1;
-        PyObject *key = PyLong_FromUnsignedLongLong(e[0]);
         PyObject *fp = PyLong_FromLongLong((long long)(int64_t)e[1]);
-        if (key == NULL || fp == NULL || PyList_Append(keys, key) < 0 || PyList_Append(fps, fp) < 0) {
-            Py_XDECREF(key);
+        if (fp == NULL || PyList_Append(fps, fp) < 0) {
             Py_XDECREF(fp);
             goto fail;
         }
-        Py_DECREF(key);
         Py_DECREF(fp);
+        self->kept[nwon++] = e[0]; /* the winners' keys, in order, over the claims already read */
+    }
+    keys = PyBytes_FromStringAndSize((const char *)self->kept, nwon * (Py_ssize_t)sizeof(uint64_t));
+    if (keys == NULL) {
+        goto fail;
     }
     self->nkept = 0;
     if (self->kept_room > (1 << 20)) { /* a large level's array is not kept for the next one */
@@ -386,6 +390,101 @@ fail:
     Py_XDECREF(keys);
     Py_XDECREF(fps);
     return NULL;
+}
+
+/* A buffer argument of native int64 words: its words and how many, or -1 with an exception. */
+static int
+words_arg(PyObject *o, Py_buffer *view, const char *what)
+{
+    if (PyObject_GetBuffer(o, view, PyBUF_SIMPLE) < 0) {
+        return -1;
+    }
+    if (view->len % (Py_ssize_t)sizeof(int64_t) != 0) {
+        PyErr_Format(PyExc_ValueError, "%s: %zd bytes are not a whole number of 64-bit keys", what, view->len);
+        PyBuffer_Release(view);
+        return -1;
+    }
+    return 0;
+}
+
+#define MAX_RUNS 1024
+
+/* ranks_in_level(keys, runs): for each key of keys (sorted int64 words), how many keys of the
+ * level are smaller, the level being the sorted runs (one per worker, int64 words each); every
+ * key must be in one run. One merge walk in C: a held state's rank is its position among every
+ * worker's states of the level, which its successors' discovery keys are made of. */
+static PyObject *
+table_ranks_in_level(PyObject *Py_UNUSED(cls), PyObject *const *args, Py_ssize_t nargs)
+{
+    if (check_nargs("ranks_in_level", nargs, 2) < 0) {
+        return NULL;
+    }
+    if (!PyList_Check(args[1])) {
+        PyErr_Format(PyExc_TypeError, "ranks_in_level() takes a list of runs (got %.100s)", Py_TYPE(args[1])->tp_name);
+        return NULL;
+    }
+    Py_ssize_t nruns = PyList_GET_SIZE(args[1]);
+    if (nruns > MAX_RUNS) {
+        PyErr_Format(PyExc_ValueError, "ranks_in_level() takes at most %d runs", MAX_RUNS);
+        return NULL;
+    }
+    Py_buffer own, views[MAX_RUNS];
+    Py_ssize_t walked[MAX_RUNS];
+    Py_ssize_t got = 0;
+    PyObject *result = NULL;
+    if (words_arg(args[0], &own, "keys") < 0) {
+        return NULL;
+    }
+    for (; got < nruns; got++) {
+        if (words_arg(PyList_GET_ITEM(args[1], got), &views[got], "a run") < 0) {
+            goto done;
+        }
+        walked[got] = 0;
+    }
+    const int64_t *keys = own.buf;
+    Py_ssize_t n = own.len / (Py_ssize_t)sizeof(int64_t);
+    result = PyList_New(n);
+    if (result == NULL) {
+        goto done;
+    }
+    for (Py_ssize_t j = 0; j < n; j++) {
+        int64_t key = keys[j];
+        if (j > 0 && key <= keys[j - 1]) {
+            PyErr_SetString(PyExc_ValueError, "ranks_in_level(): the keys are not in increasing order");
+            Py_CLEAR(result);
+            goto done;
+        }
+        Py_ssize_t position = 0;
+        int present = 0;
+        for (Py_ssize_t r = 0; r < nruns; r++) {
+            const int64_t *run = views[r].buf;
+            Py_ssize_t end = views[r].len / (Py_ssize_t)sizeof(int64_t);
+            Py_ssize_t p = walked[r];
+            while (p < end && run[p] < key) {
+                p++;
+            }
+            walked[r] = p;
+            position += p;
+            present |= p < end && run[p] == key;
+        }
+        if (!present) {
+            PyErr_Format(PyExc_ValueError, "a held state's key %lld is not among the level's keys", (long long)key);
+            Py_CLEAR(result);
+            goto done;
+        }
+        PyObject *rank = PyLong_FromSsize_t(position);
+        if (rank == NULL) {
+            Py_CLEAR(result);
+            goto done;
+        }
+        PyList_SET_ITEM(result, j, rank);
+    }
+done:
+    PyBuffer_Release(&own);
+    for (Py_ssize_t r = 0; r < got; r++) {
+        PyBuffer_Release(&views[r]);
+    }
+    return result;
 }
 
 /* The key and parent words of the fingerprint argument: 0 with *w set (NULL when absent), or -1
@@ -633,7 +732,10 @@ static PyMethodDef table_methods[] = {
      "settle(fp, key, parent): store parent if key is fp's stored key; whether it was"},
     {"settle_kept", (PyCFunction)table_settle_kept, METH_NOARGS,
      "settle_kept(): settle every claim this process kept (claim's parent argument), in order, and forget them; "
-     "(a byte per claim, 1 for a winner; the winners' keys; their fingerprints)"},
+     "(a byte per claim, 1 for a winner; the winners' keys as int64 words; their fingerprints)"},
+    {"ranks_in_level", (PyCFunction)(void (*)(void))table_ranks_in_level, METH_FASTCALL | METH_STATIC,
+     "ranks_in_level(keys, runs): for each of the sorted int64 keys, how many keys of the sorted int64 runs "
+     "are smaller (each key must be in one run)"},
     {"entry", (PyCFunction)table_entry, METH_O, "entry(fp): (key, parent) of fp, or None"},
     {"key_of", (PyCFunction)table_key_of, METH_O, "key_of(fp): the stored key of fp, or None"},
     {"flush", (PyCFunction)table_flush, METH_NOARGS,

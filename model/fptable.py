@@ -29,6 +29,7 @@ under one ``multiprocessing.Lock``) for installs without a C compiler; :func:`ne
 from __future__ import annotations
 
 import mmap
+from array import array
 import multiprocessing
 import weakref
 from typing import Any
@@ -68,6 +69,14 @@ def _key_part(k: int) -> int:
     if k >> 63:
         raise OverflowError("keys must fit in 63 bits (got a larger int)")
     return k
+
+
+def _words(b: bytes, what: str) -> list[int]:
+    if len(b) % 8:
+        raise ValueError(f"{what}: {len(b)} bytes are not a whole number of 64-bit keys")
+    words = array("q")
+    words.frombytes(b)
+    return words.tolist()
 
 
 def _round_up(n: int) -> int:
@@ -203,14 +212,39 @@ class PyFingerprintTable:
             self._words[at + 1] = parent_word
             return True
 
-    def settle_kept(self) -> tuple[bytes, list[int], list[int]]:
+    def settle_kept(self) -> tuple[bytes, bytes, list[int]]:
         """:meth:`settle` every claim this process kept (``claim``'s parent), in the order made,
-        and forget them: (a byte per kept claim, 1 for a winner; the winners' keys; their
-        fingerprints)."""
+        and forget them: (a byte per kept claim, 1 for a winner; the winners' keys, as native
+        int64 words; their fingerprints)."""
         kept, self._kept = self._kept, []
         won = bytes(self.settle(fp, key, parent) for key, fp, parent in kept)
         winners = [(key, fp) for (key, fp, _), w in zip(kept, won) if w]
-        return won, [key for key, _ in winners], [fp for _, fp in winners]
+        return won, array("q", [key for key, _ in winners]).tobytes(), [fp for _, fp in winners]
+
+    @staticmethod
+    def ranks_in_level(keys: bytes, runs: list[bytes]) -> list[int]:
+        """For each of ``keys`` (sorted int64 words), how many keys of the level are smaller, the
+        level being ``runs`` (sorted int64 words, one run per worker); each key must be in one."""
+        own = _words(keys, "keys")
+        level = [_words(run, "a run") for run in runs]
+        walked = [0] * len(level)
+        ranks: list[int] = []
+        for j, key in enumerate(own):
+            if j and key <= own[j - 1]:
+                raise ValueError("ranks_in_level(): the keys are not in increasing order")
+            position = 0
+            present = False
+            for r, run in enumerate(level):
+                p, end = walked[r], len(run)
+                while p < end and run[p] < key:
+                    p += 1
+                walked[r] = p
+                position += p
+                present = present or (p < end and run[p] == key)
+            if not present:
+                raise ValueError(f"a held state's key {key} is not among the level's keys")
+            ranks.append(position)
+        return ranks
 
     def entry(self, fp: int) -> tuple[int, int] | None:
         """(stored key, parent) of fp (parent 0 until settled), or None if absent."""

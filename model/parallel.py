@@ -209,7 +209,12 @@ class _Worker:
         self.ctrl = ctrl
         self.table = table
         self.checks = Checks.of(model)
-        self.frontier: list[tuple[int, int, Any]] = sorted(init, key=lambda e: e[0])
+        # the held frontier, in key order, as three lists (no tuple per state): the states'
+        # discovery keys (native int64 words), their fingerprints, and the states themselves
+        held = sorted(init, key=_first)
+        self.keys: bytes = array("q", [k for k, _, _ in held]).tobytes()
+        self.fps: list[int] = [fp for _, fp, _ in held]
+        self.states: list[Any] = [st for _, _, st in held]
         self.mesh = _Mesh(in_fds, out_fds)
         # a model's binary state codec (optional: ``state_codec``) carries the states that move
         # between workers; without one they are pickled. Built once before the fork (building it
@@ -224,7 +229,7 @@ class _Worker:
         self.level_ranks: list[int] = []
         self.level_starts: list[int] = []
         self.level_actions: list[Any] = []
-        self.new_keys: list[int] = []
+        self.new_keys: array[int] = array("q")
 
     # -- main loop
     def serve(self) -> None:
@@ -260,18 +265,13 @@ class _Worker:
         actions, next_state, fingerprint = model.actions, model.next_state, model.fingerprint
         legal, broken_transition = self.checks.legal, self.checks.broken_transition
         claim = self.table.claim
+        clock = time.perf_counter()
         # A held state's rank is how many keys of the level are smaller than its own, in every
-        # worker's run; each run is walked alongside the held states (all in key order).
-        runs: list[list[int]] = []
-        for b in level_keys:
-            packed = array("q")
-            packed.frombytes(b)
-            runs.append(packed.tolist())
-        walked = [0] * len(runs)
+        # worker's run (one merge walk, in C in the compiled build)
+        ranks: list[int] = self.table.ranks_in_level(self.keys, level_keys)
         level_base = (level + 1) << LEVEL_SHIFT
         kept_states: list[Any] = []
         self.kept_states = kept_states
-        ranks: list[int] = []
         starts: list[int] = []
         taken: list[str] = []  # names of the actions taken, in event order (for coverage)
         viol: tuple | None = None  # first violating event of this worker, in key order
@@ -284,29 +284,13 @@ class _Worker:
         unsafe: set[int] = set()
         witnessing: dict[int, list[str]] = {}
         self.unsafe, self.witnessing = unsafe, witnessing
-        clock = time.perf_counter()
-        # taken from the end, so each state is released right after its expansion (hot), not
-        # with the whole level when the next frontier replaces it
-        expanding = self.frontier
-        expanding.reverse()
-        self.frontier = []
+        fps, states = self.fps, self.states
         self.level_ranks = ranks
-        while expanding:
-            key, fp, s = expanding.pop()
-            position = 0
-            present = False
-            for r, run in enumerate(runs):
-                p = walked[r]
-                end = len(run)
-                while p < end and run[p] < key:
-                    p += 1
-                walked[r] = p
-                position += p
-                if p < end and run[p] == key:
-                    present = True
-            if not present:
-                raise RuntimeError(f"a held state's key {key} is not among the level's keys")
-            ranks.append(position)
+        for j in range(len(states)):
+            s = states[j]
+            states[j] = None  # released right after its expansion (hot), not with the whole level
+            fp = fps[j]
+            position = ranks[j]
             base = level_base | position << ACTION_BITS
             starts.append(len(taken))
             acts = actions(s)
@@ -325,7 +309,7 @@ class _Worker:
                 if not legal(s, t):
                     viol = (base | i, "transition", broken_transition(s, t), fp, a, t, "")
                 tfp = fingerprint(t)
-                won = claim(tfp, base, i, fp)  # kept by the table with its parent, if won
+                won: int = claim(tfp, base, i, fp)  # kept by the table with its parent, if won
                 if won < 0:
                     won = self._wait_for_growth(tfp, base, i, fp)
                 if won:
@@ -358,28 +342,31 @@ class _Worker:
         breaks an always property, the first to witness each sometimes property)."""
         clock = time.perf_counter()
         won, new_keys, new_fps = self.table.settle_kept()
-        frontier: list[tuple[int, int, Any]] = list(zip(new_keys, new_fps, compress(self.kept_states, won)))
+        states = list(compress(self.kept_states, won))
         self.kept_states = []
+        keys = array("q")
+        keys.frombytes(new_keys)
         unsafe, witnessing = self.unsafe, self.witnessing
         witnessed: dict[str, int] = {}
         first_bad: tuple | None = None
         if unsafe or witnessing:
-            for ek, tfp, t in frontier:
+            for j in range(len(states)):
+                tfp = new_fps[j]
                 names = witnessing.get(tfp)
                 if names is not None:
                     for name in names:
                         if name not in witnessed:
-                            witnessed[name] = ek
+                            witnessed[name] = keys[j]
                 if tfp in unsafe:
-                    first_bad = (ek, "always", self.checks.broken_always(t), tfp, None, None, "")
+                    first_bad = (keys[j], "always", self.checks.broken_always(states[j]), tfp, None, None, "")
                     break  # nothing after it in key order can matter
         self.unsafe, self.witnessing = set(), {}
-        self.frontier = frontier
-        self.new_keys = new_keys
+        self.keys, self.fps, self.states = new_keys, new_fps, states
+        self.new_keys = keys
         _settle_gc()
         return {
-            "new_keys": array("q", new_keys).tobytes(),
-            "held": len(frontier),
+            "new_keys": new_keys,
+            "held": len(states),
             "violations": [first_bad] if first_bad is not None else [],
             "witnessed": witnessed,
             "clock": time.perf_counter() - clock,
@@ -394,23 +381,43 @@ class _Worker:
             self.mesh.begin(lambda batch, peer: received.extend(batch))
         else:
             self.mesh.begin(lambda batch, peer: received.extend((k, fp, codec.decode(b)) for k, fp, b in batch))
-        frontier = self.frontier
+        keys = array("q")
+        keys.frombytes(self.keys)
+        fps, states = self.fps, self.states
         for giver, receiver, count in plan:
             if giver != self.me or count <= 0:
                 continue
-            step = len(frontier) / count
-            picks = {int(j * step) for j in range(count)}
-            give = [e for j, e in enumerate(frontier) if j in picks]
-            frontier = [e for j, e in enumerate(frontier) if j not in picks]
+            step = len(states) / count
+            picks = sorted({int(j * step) for j in range(count)})
+            give = [(keys[j], fps[j], states[j]) for j in picks]
+            # what stays: the runs between the picks, copied a slice at a time
+            bounds = [-1, *picks, len(states)]
+            keys = array("q", b"".join(keys[a + 1:b].tobytes() for a, b in zip(bounds, bounds[1:])))
+            fps = [fp for a, b in zip(bounds, bounds[1:]) for fp in fps[a + 1:b]]
+            states = [st for a, b in zip(bounds, bounds[1:]) for st in states[a + 1:b]]
             if codec is not None:
-                give = [(k, fp, codec.encode(s)) for k, fp, s in give]
+                give = [(k, fp, codec.encode(st)) for k, fp, st in give]
             for j in range(0, len(give), BATCH):
                 self.mesh.send(receiver, _frame(give[j:j + BATCH]))
         self.mesh.finish()
         if received:
-            frontier += received
-            frontier.sort(key=_first)
-        self.frontier = frontier
+            # merged into the held lists in key order: each received state goes where bisect puts it
+            received.sort(key=_first)
+            at = [bisect_left(keys, k) for k, _, _ in received]
+            bounds = [0, *at, len(states)]
+            merged_keys, merged_fps, merged_states = array("q"), [], []
+            for r in range(len(bounds) - 1):
+                a, b = bounds[r], bounds[r + 1]
+                merged_keys.extend(keys[a:b])
+                merged_fps.extend(fps[a:b])
+                merged_states.extend(states[a:b])
+                if r < len(received):
+                    k, fp, st = received[r]
+                    merged_keys.append(k)
+                    merged_fps.append(fp)
+                    merged_states.append(st)
+            keys, fps, states = merged_keys, merged_fps, merged_states
+        self.keys, self.fps, self.states = keys.tobytes(), fps, states
         return len(received)
 
     def _cut(self, stop: int) -> tuple[int, int, dict[str, int]]:
@@ -523,7 +530,8 @@ class ParallelChecker(Search, Generic[S, A]):
         # fingerprint table in the middle of a level), the seconds the workers spent expanding and
         # settling (expand_s, settle_s: summed over workers and levels), the slowest worker's
         # seconds of each level, summed over levels (expand_slowest_s, settle_slowest_s), and the
-        # coordinator's between levels (between_levels_s: growing the table, balancing)
+        # coordinator's between levels (between_levels_s: growing the table, balancing; of it,
+        # balance_s: the workers moving states to even out the frontier)
         self.stats: Counter[str] = Counter()
         self._table: Any = None  # the shared fingerprint table of the run in progress
         self._initial_keys: list[bytes] = []  # the initial states' keys, sorted, as one int64 run
@@ -678,7 +686,10 @@ class ParallelChecker(Search, Generic[S, A]):
                     table.grow()
                 plan = _balance_plan([r["held"] for r in settled])
                 if plan:
+                    balancing = time.perf_counter()
                     self.stats["moved_states"] += sum(self._ask_all(("balance", plan)))
+                    balanced: Any = time.perf_counter() - balancing  # the stats hold seconds too
+                    self.stats["balance_s"] += balanced
                 if self.progress is not None:
                     now = time.perf_counter()
                     if now - last_report >= self.progress_every:

@@ -3,6 +3,7 @@ growth, sharing across fork; the C and the Python table alike."""
 from __future__ import annotations
 
 import multiprocessing
+from array import array
 import pickle
 import random
 from collections.abc import Callable
@@ -103,13 +104,43 @@ def test_settle_kept_settles_the_claims_kept_with_a_parent(make: Callable[..., A
         t.claim(fp, 0, 0)
     won, keys, winners = t.settle_kept()
     assert isinstance(won, bytes) and list(won) == [n % 2 for n in range(len(fps))]
-    assert keys == [2 * n + 1 for n in range(len(fps)) if n % 2]
+    assert isinstance(keys, bytes) and array("q", keys).tolist() == [2 * n + 1 for n in range(len(fps)) if n % 2]
     assert winners == [fp for n, fp in enumerate(fps) if n % 2]
     for n, fp in enumerate(fps):
         assert t.entry(fp) == ((0, 0) if n % 2 == 0 else (2 * n + 1, n - 1000))
     assert t.entry(12345) == (7, 0)  # never settled
-    assert t.settle_kept() == (b"", [], [])  # forgotten once settled
+    assert t.settle_kept() == (b"", b"", [])  # forgotten once settled
     assert len(t) == len(fps) + 1
+
+
+def _words(*keys: int) -> bytes:
+    return array("q", keys).tobytes()
+
+
+def test_ranks_in_level_counts_the_smaller_keys_of_every_run(make: Callable[..., Any]) -> None:
+    runs = [_words(2, 9, 40), _words(), _words(5, 7, 41, 50)]
+    # each held key's rank is its position in the merged level: 2 5 7 9 40 41 50
+    assert make.ranks_in_level(_words(5, 9, 50), runs) == [1, 3, 6]
+    assert make.ranks_in_level(_words(2, 7, 40, 41), runs) == [0, 2, 4, 5]
+    assert make.ranks_in_level(_words(), runs) == []
+    rng = random.Random(3)
+    level = sorted(rng.sample(range(1 << 50), 2000))
+    split: list[list[int]] = [[], [], []]  # each key of the level in one worker's run
+    for k in level:
+        split[rng.randrange(3)].append(k)
+    held = sorted(rng.sample(level, 500))
+    assert make.ranks_in_level(_words(*held), [_words(*r) for r in split]) == [level.index(k) for k in held]
+
+
+def test_ranks_in_level_refuses_what_is_not_a_level(make: Callable[..., Any]) -> None:
+    with pytest.raises(ValueError, match="not among the level's keys"):
+        make.ranks_in_level(_words(3), [_words(1, 2), _words(4)])
+    with pytest.raises(ValueError, match="increasing order"):
+        make.ranks_in_level(_words(2, 1), [_words(1, 2)])
+    with pytest.raises(ValueError, match="whole number of 64-bit keys"):
+        make.ranks_in_level(b"\x01\x02", [_words(1)])
+    with pytest.raises(ValueError, match="whole number of 64-bit keys"):
+        make.ranks_in_level(_words(1), [_words(1) + b"\x00"])
 
 
 def test_growth_is_asked_for_and_keeps_every_entry(make: Callable[..., Any]) -> None:
