@@ -86,8 +86,8 @@ def _remove_compiled() -> None:
 
 
 #: the plain C extensions beside the mypyc modules, in model/: model/_newtuple.c, model/_partshash.c,
-#: model/_fptable.c, model/_parentmap.c
-NATIVE_C = ("_newtuple", "_partshash", "_fptable", "_parentmap")
+#: model/_fptable.c, model/_parentmap.c, model/_codec.c
+NATIVE_C = ("_newtuple", "_partshash", "_fptable", "_parentmap", "_codec")
 
 
 def _extensions() -> list:

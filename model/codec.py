@@ -26,7 +26,12 @@ types (classes, IntEnum members, bools, ``None``), so ``hash`` survives the roun
 states have equal encodings, so :func:`digest` of the bytes is a process-independent fingerprint.
 
 The module is plain typed Python so that mypyc can compile it. It imports nothing of the project
-but ``model/`` (and only in :func:`kafka_state_codec`).
+but ``model/`` (and only in :func:`kafka_state_codec`). In the compiled build the same program also
+runs in C (``model/_codec.c``, built from this codec's tables): it answers every valid state and
+encoding and answers None for anything else, and then the program here runs on the same input and
+raises the error (or, should the C engine ever refuse something valid, gives the answer slowly).
+So the Python program stays the definition of the format; tests/model/test_codec_engine.py holds
+the two to the same answers.
 """
 from __future__ import annotations
 
@@ -134,7 +139,8 @@ class StateCodec:
     same signature read each other's bytes, any other codec refuses them.
     """
 
-    def __init__(self, root: type, enums: Mapping[tuple[str, str], type[enum.IntEnum]] | None = None) -> None:
+    def __init__(self, root: type, enums: Mapping[tuple[str, str], type[enum.IntEnum]] | None = None,
+                 *, native: bool = True) -> None:
         if not _is_namedtuple(root):
             raise TypeError(f"{root!r} is not a NamedTuple class")
         self.root: type = root
@@ -174,6 +180,28 @@ class StateCodec:
         #: the bytes that start every encoding of this codec
         self.header: bytes = MAGIC + raw
         self.schema_text: str = text
+        #: the same program run in C (model/_codec.c), when built and wanted (``native``): it
+        #: answers every valid state and encoding, and leaves everything else to the program here
+        self._engine: Any = self._native_engine() if native else None
+
+    def _native_engine(self) -> Any:
+        from isrcheck import native
+
+        if not native.compiled_wanted():
+            return None
+        try:
+            from ._codec import CodecEngine
+        except ImportError:  # a pure install (ISRCHECK_BUILD_PURE=1)
+            return None
+        return CodecEngine(self.header, self._root_index, [list(p) for p in self._progs], list(self._ops),
+                           list(self._classes), list(self._enums), list(self._enum_maps),
+                           [list(f) for f in self._fixed], [list(u) for u in self._unions], list(self._node_min),
+                           MAX_BYTES)
+
+    @property
+    def native(self) -> bool:
+        """Whether this codec runs its program in C (model/_codec.c)."""
+        return self._engine is not None
 
     @property
     def classes(self) -> tuple[type, ...]:
@@ -309,6 +337,10 @@ class StateCodec:
     # ------------------------------------------------------------------ encoding
     def encode(self, state: Any) -> bytes:
         """The state as bytes (header, then the values depth first)."""
+        if self._engine is not None:
+            done = self._engine.encode(state)
+            if done is not None:
+                return done  # type: ignore[no-any-return]
         if type(state) is not self.root:
             raise CodecError(f"cannot encode a {type(state).__name__}: expected a {self.root.__name__}")
         out: list[int] = list(self.header)
@@ -485,6 +517,10 @@ class StateCodec:
     # ------------------------------------------------------------------ decoding
     def decode(self, data: Any) -> Any:
         """The state encoded in ``data``; :class:`CodecError` unless it is a valid encoding."""
+        if self._engine is not None:
+            state = self._engine.decode(data)
+            if state is not None:
+                return state
         if type(data) is not bytes:
             if not isinstance(data, (bytes, bytearray, memoryview)):
                 raise CodecError(f"cannot decode a {type(data).__name__}: expected bytes")
@@ -775,20 +811,21 @@ def _dec_ints(d: bytes, p: int) -> tuple[tuple[int, ...], int]:
     return tuple(items), p
 
 
-_KAFKA: StateCodec | None = None
+_KAFKA: dict[bool, StateCodec] = {}
 
 
-def kafka_state_codec() -> StateCodec:
+def kafka_state_codec(native: bool = True) -> StateCodec:
     """The codec of :class:`isrcheck.model.state.State`, with the controller's partition and
     replica states rebuilt as :class:`PartitionState` and :class:`ReplicaState` members (built once
-    per process)."""
-    global _KAFKA
-    if _KAFKA is None:
+    per process; ``native=False``: one that never runs the program in C, for comparisons)."""
+    codec = _KAFKA.get(native)
+    if codec is None:
         from .state import State
         from .tables import PartitionState, ReplicaState
 
-        _KAFKA = StateCodec(State, enums={
+        codec = StateCodec(State, enums={
             ("Controller", "partition_states"): PartitionState,
             ("Controller", "replica_states"): ReplicaState,
-        })
-    return _KAFKA
+        }, native=native)
+        _KAFKA[native] = codec
+    return codec

@@ -1,0 +1,9 @@
+"""Type stub of the C extension model/_codec.c (see there and model/codec.py)."""
+from typing import Any
+
+class CodecEngine:
+    def __init__(self, header: bytes, root: int, progs: list[list[tuple[int, int]]], nodes: list[tuple[int, int]],
+                 classes: list[type], enum_types: list[type], enum_maps: list[dict[int, Any]],
+                 fixed: list[list[int]], unions: list[list[int]], node_min: list[int], max_bytes: int) -> None: ...
+    def encode(self, state: Any, /) -> bytes | None: ...
+    def decode(self, data: object, /) -> Any: ...
