@@ -9,7 +9,7 @@ NATIVE := $(VENV)/.compiled
 # model/_fptable.c, the parallel workers' shared fingerprint table; model/_parentmap.c, the
 # single-process checker's fingerprint-to-parent map; model/_codec.c, the state codec's program);
 # a change recompiles them.
-NATIVE_SOURCES := $(wildcard model/*.py) model/_newtuple.c model/_partshash.c model/_fptable.c model/_parentmap.c model/_codec.c invariants/properties.py peers/kafka_specification/model.py setup.py isrcheck/native.py
+NATIVE_SOURCES := $(wildcard model/*.py) model/_newtuple.c model/_partshash.c model/_fptable.c model/_parentmap.c model/_codec.c model/_fingerprints.h invariants/properties.py peers/kafka_specification/model.py setup.py isrcheck/native.py
 
 .DEFAULT_GOAL := install
 .PHONY: install check test gate-all bench bench-peer bench-liveness bench-impl bench-spark bench-simulation system-deps clean

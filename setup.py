@@ -88,6 +88,8 @@ def _remove_compiled() -> None:
 #: the plain C extensions beside the mypyc modules, in model/: model/_newtuple.c, model/_partshash.c,
 #: model/_fptable.c, model/_parentmap.c, model/_codec.c
 NATIVE_C = ("_newtuple", "_partshash", "_fptable", "_parentmap", "_codec")
+#: headers they include (model/_fingerprints.h: what the two fingerprint tables share)
+NATIVE_HEADERS = ("_fingerprints.h",)
 
 
 def _extensions() -> list:
@@ -102,7 +104,8 @@ def _extensions() -> list:
     paths = _staging_tree(modules)
     _record_sources(modules, paths)
     # plain C extensions (see each file): the state classes' constructor, the state fingerprint
-    plain = [Extension(f"isrcheck.model.{leaf}", [str(Path("model") / f"{leaf}.c")]) for leaf in NATIVE_C]
+    plain = [Extension(f"isrcheck.model.{leaf}", [str(Path("model") / f"{leaf}.c")],
+                       depends=[str(Path("model") / h) for h in NATIVE_HEADERS]) for leaf in NATIVE_C]
     return plain + mypycify(paths, opt_level="3", debug_level="0", group_name=group,
                                  target_dir=str(ROOT / "build" / "mypyc-c"))
 

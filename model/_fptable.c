@@ -24,12 +24,13 @@
 #include <string.h>
 #include <sys/mman.h>
 
+#include "_fingerprints.h"
+
 #ifndef MAP_NORESERVE
 #define MAP_NORESERVE 0
 #endif
 
 #define EMPTY_KEY UINT64_MAX
-#define MIX ((uint64_t)0x9E3779B97F4A7C15ULL)
 #define MIN_SLOTS ((Py_ssize_t)16)
 #define MOST_SLOTS ((Py_ssize_t)1 << 48) /* beyond any address space: the reservation halves anyway */
 
@@ -72,14 +73,6 @@ static inline uint64_t
 load(uint64_t *w)
 {
     return __atomic_load_n(w, __ATOMIC_ACQUIRE);
-}
-
-static inline size_t
-home(uint64_t fp, uint64_t mask)
-{
-    uint64_t h = fp * MIX;
-    h ^= h >> 32;
-    return (size_t)(h & mask);
 }
 
 /* Lower the key word *w to key if that is smaller; 1 if this call stored it. */
@@ -192,27 +185,6 @@ claim(FingerprintTable *self, uint64_t fp, uint64_t key)
     __atomic_store_n(self->base + H_GROW, 1, __ATOMIC_RELEASE);
     flush_count(self);
     return -1;
-}
-
-/* A fingerprint argument: any int in the signed 64-bit range, as its unsigned word. */
-static int
-fp_arg(PyObject *o, uint64_t *out)
-{
-    if (!PyLong_Check(o)) {
-        PyErr_Format(PyExc_TypeError, "fingerprints must be ints (got %.100s)", Py_TYPE(o)->tp_name);
-        return -1;
-    }
-    int overflow;
-    long long v = PyLong_AsLongLongAndOverflow(o, &overflow);
-    if (overflow) {
-        PyErr_SetString(PyExc_OverflowError, "fingerprints must fit in 64 bits (got a larger int)");
-        return -1;
-    }
-    if (v == -1 && PyErr_Occurred()) {
-        return -1;
-    }
-    *out = (uint64_t)v;
-    return 0;
 }
 
 /* A key, or a part of one: an int in [0, 2**63). */

@@ -19,7 +19,8 @@
 
 #include <stdint.h>
 
-#define MIX ((uint64_t)0x9E3779B97F4A7C15ULL)
+#include "_fingerprints.h"
+
 #define INITIAL_SLOTS ((uint64_t)1024)
 
 typedef struct {
@@ -30,35 +31,6 @@ typedef struct {
     int zero_present;    /* fingerprint 0 is stored */
     uint64_t zero_parent;
 } ParentMap;
-
-static inline size_t
-home(uint64_t fp, uint64_t mask)
-{
-    uint64_t h = fp * MIX;
-    h ^= h >> 32;
-    return (size_t)(h & mask);
-}
-
-/* A fingerprint argument as its 64-bit word: an int in [-2**63, 2**63). */
-static int
-fp_arg(PyObject *o, uint64_t *out)
-{
-    if (!PyLong_Check(o)) {
-        PyErr_Format(PyExc_TypeError, "fingerprints must be ints (got %.100s)", Py_TYPE(o)->tp_name);
-        return -1;
-    }
-    int overflow;
-    long long v = PyLong_AsLongLongAndOverflow(o, &overflow);
-    if (overflow) {
-        PyErr_SetString(PyExc_OverflowError, "fingerprints must fit in 64 bits (got a larger int)");
-        return -1;
-    }
-    if (v == -1 && PyErr_Occurred()) {
-        return -1;
-    }
-    *out = (uint64_t)v;
-    return 0;
-}
 
 /* The slot of fp (non-zero): the one holding it, or the empty one where it would go. */
 static inline uint64_t *
