@@ -159,6 +159,15 @@ put_ints(Out *o, PyObject *t)
 }
 
 static int
+put_bool(Out *o, PyObject *x)
+{
+    if (x == Py_True) {
+        return put_byte(o, 1);
+    }
+    return x == Py_False ? put_byte(o, 0) : 0;
+}
+
+static int
 put_enum(CodecEngine *e, Out *o, int ei, PyObject *x)
 {
     if (Py_TYPE(x) != e->enum_types[ei] && !PyLong_CheckExact(x)) {
@@ -214,13 +223,7 @@ enc_struct(CodecEngine *e, Out *o, int ci, PyObject *s, int depth)
             TRY(put_ints(o, x));
             break;
         case OP_BOOL:
-            if (x == Py_True) {
-                TRY(put_byte(o, 1));
-            } else if (x == Py_False) {
-                TRY(put_byte(o, 0));
-            } else {
-                return 0;
-            }
+            TRY(put_bool(o, x));
             break;
         case OP_ENUM:
             TRY(put_enum(e, o, op.arg, x));
@@ -346,13 +349,7 @@ enc_node(CodecEngine *e, Out *o, int nid, PyObject *x, int depth)
     case OP_INT:
         return put_int(o, x);
     case OP_BOOL:
-        if (x == Py_True) {
-            return put_byte(o, 1);
-        }
-        if (x == Py_False) {
-            return put_byte(o, 0);
-        }
-        return 0;
+        return put_bool(o, x);
     case OP_ENUM:
         return put_enum(e, o, a, x);
     default:
@@ -473,6 +470,21 @@ get_tag(In *in, unsigned *out)
 }
 
 static int
+get_bool(In *in, PyObject **out)
+{
+    unsigned w;
+    int r = get_tag(in, &w);
+    if (r <= 0) {
+        return r;
+    }
+    if (w > 1) {
+        return 0;
+    }
+    *out = Py_NewRef(w ? Py_True : Py_False);
+    return 1;
+}
+
+static int
 get_ints(CodecEngine *e, In *in, Py_ssize_t count, int counted, PyObject **out)
 {
     Py_ssize_t n = count;
@@ -564,18 +576,9 @@ dec_struct(CodecEngine *e, In *in, int ci, PyObject **out, int depth)
                 r = get_ints(e, in, 0, 1, &x);
             }
             break;
-        case OP_BOOL: {
-            unsigned w;
-            r = get_tag(in, &w);
-            if (r > 0) {
-                if (w > 1) {
-                    r = 0;
-                } else {
-                    x = Py_NewRef(w ? Py_True : Py_False);
-                }
-            }
+        case OP_BOOL:
+            r = get_bool(in, &x);
             break;
-        }
         case OP_ENUM:
             r = get_enum(e, in, op.arg, &x);
             break;
@@ -723,18 +726,8 @@ dec_node(CodecEngine *e, In *in, int nid, PyObject **out, int depth)
     }
     case OP_INT:
         return get_int(in, out);
-    case OP_BOOL: {
-        unsigned w;
-        r = get_tag(in, &w);
-        if (r <= 0) {
-            return r;
-        }
-        if (w > 1) {
-            return 0;
-        }
-        *out = Py_NewRef(w ? Py_True : Py_False);
-        return 1;
-    }
+    case OP_BOOL:
+        return get_bool(in, out);
     case OP_ENUM:
         return get_enum(e, in, a, out);
     default:
