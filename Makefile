@@ -5,11 +5,11 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 NATIVE := $(VENV)/.compiled
 # What mypyc compiles (isrcheck/native.py lists the modules) and the plain C extensions beside it
-# (model/_newtuple.c, the state classes' constructor; model/_partshash.c, the state fingerprint;
-# model/_fptable.c, the parallel workers' shared fingerprint table; model/_parentmap.c, the
-# single-process checker's fingerprint-to-parent map; model/_codec.c, the state codec's program);
+# (engine/_newtuple.c, the state classes' constructor; model/_partshash.c, the state fingerprint;
+# engine/_fptable.c, the parallel workers' shared fingerprint table; engine/_parentmap.c, the
+# single-process checker's fingerprint-to-parent map; engine/_codec.c, the state codec's program);
 # a change recompiles them.
-NATIVE_SOURCES := $(wildcard model/*.py) model/_newtuple.c model/_partshash.c model/_fptable.c model/_parentmap.c model/_codec.c model/_fingerprints.h invariants/properties.py peers/kafka_specification/model.py setup.py isrcheck/native.py
+NATIVE_SOURCES := $(wildcard engine/*.py engine/*.c engine/*.h model/*.py model/*.c invariants/properties.py invariants/properties/*.py) peers/kafka_specification/model.py setup.py isrcheck/native.py
 
 .DEFAULT_GOAL := install
 .PHONY: install check test gate-all bench bench-peer bench-liveness bench-impl bench-spark bench-simulation system-deps clean
@@ -20,7 +20,7 @@ $(STAMP): pyproject.toml
 	$(PY) -m pip install --quiet -e '.[test,spark]'
 	touch $(STAMP) $(NATIVE)
 
-## the compiled build: the model, the properties and the engine, compiled by mypyc, and model/_newtuple.c, model/_partshash.c, model/_fptable.c, model/_parentmap.c and model/_codec.c (setup.py)
+## the compiled build: the model, the properties and the engine, compiled by mypyc, and engine/_newtuple.c, model/_partshash.c, engine/_fptable.c, engine/_parentmap.c and engine/_codec.c (setup.py)
 $(NATIVE): $(NATIVE_SOURCES) | $(STAMP)
 	$(PY) -m pip install --quiet --no-deps -e .
 	touch $(NATIVE)

@@ -80,16 +80,20 @@ def _remove_compiled() -> None:
         folder = ROOT / dirs[top] / package[len(top):].lstrip(".").replace(".", "/")
         for built in folder.glob(f"{leaf}.*.so"):
             built.unlink()
-    for leaf in NATIVE_C:
-        for built in (ROOT / "model").glob(f"{leaf}.*.so"):
+    for folder, leaf in NATIVE_C:
+        for built in (ROOT / folder).glob(f"{leaf}.*.so"):
             built.unlink()
 
 
-#: the plain C extensions beside the mypyc modules, in model/: model/_newtuple.c, model/_partshash.c,
-#: model/_fptable.c, model/_parentmap.c, model/_codec.c
-NATIVE_C = ("_newtuple", "_partshash", "_fptable", "_parentmap", "_codec")
-#: headers they include (model/_fingerprints.h: what the two fingerprint tables share)
-NATIVE_HEADERS = ("_fingerprints.h",)
+#: the plain C extensions beside the mypyc modules, as (folder, name): the engine's generic ones
+#: (engine/_newtuple.c, engine/_fptable.c, engine/_parentmap.c, engine/_codec.c) and the Kafka
+#: model's state fingerprint (model/_partshash.c)
+NATIVE_C = (("engine", "_newtuple"), ("engine", "_fptable"), ("engine", "_parentmap"), ("engine", "_codec"),
+            ("model", "_partshash"))
+#: headers they include (engine/_fingerprints.h: what the two fingerprint tables share)
+NATIVE_HEADERS = ("engine/_fingerprints.h",)
+#: the import package of each folder holding plain C extensions
+_C_PACKAGE = {"engine": "isrcheck.engine", "model": "isrcheck.model"}
 
 
 def _extensions() -> list:
@@ -104,8 +108,8 @@ def _extensions() -> list:
     paths = _staging_tree(modules)
     _record_sources(modules, paths)
     # plain C extensions (see each file): the state classes' constructor, the state fingerprint
-    plain = [Extension(f"isrcheck.model.{leaf}", [str(Path("model") / f"{leaf}.c")],
-                       depends=[str(Path("model") / h) for h in NATIVE_HEADERS]) for leaf in NATIVE_C]
+    plain = [Extension(f"{_C_PACKAGE[folder]}.{leaf}", [str(Path(folder) / f"{leaf}.c")],
+                       depends=list(NATIVE_HEADERS)) for folder, leaf in NATIVE_C]
     return plain + mypycify(paths, opt_level="3", debug_level="0", group_name=group,
                                  target_dir=str(ROOT / "build" / "mypyc-c"))
 

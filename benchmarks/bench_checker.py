@@ -42,9 +42,9 @@ def measure(spec: dict[str, Any]) -> dict[str, Any]:
     """Run one check in this process and return its figures (called in a child interpreter)."""
     from isrcheck import native
     from isrcheck.invariants import build_model
-    from isrcheck.model.checker import Checker
+    from isrcheck.engine.checker import Checker
     from isrcheck.model.config import from_mapping
-    from isrcheck.model.parallel import ParallelChecker
+    from isrcheck.engine.parallel import ParallelChecker
 
     model = build_model(from_mapping(spec["config"]), symmetry=spec.get("symmetry"))
     limits = {"max_states": spec.get("max_states"), "max_depth": spec.get("max_depth")}

@@ -1,4 +1,4 @@
-"""Time and memory of the liveness checker (isrcheck.model.liveness) on manifest models.
+"""Time and memory of the liveness checker (isrcheck.engine.liveness) on manifest models.
 
     .venv/bin/python benchmarks/bench_liveness.py             # the default models (a minute or two)
     .venv/bin/python benchmarks/bench_liveness.py --quick     # the first default model only
@@ -77,7 +77,7 @@ def _with_reverse(g: Any) -> Any:
     that is all ``components`` reads)."""
     from array import array
 
-    from isrcheck.model.liveness import Graph
+    from isrcheck.engine.liveness import Graph
 
     n = g.states
     offsets, dst = g.offsets, g.dst
@@ -154,7 +154,7 @@ def _scc_figures(g: Any, n: int, repeat: int) -> dict[str, Any]:
     import gc
 
     import networkx as nx
-    from isrcheck.model.liveness import components
+    from isrcheck.engine.liveness import components
 
     r: dict[str, Any] = {}
     r["tarjan_s"], ours = _timed(lambda: components(g, range(n)), repeat)
@@ -364,7 +364,7 @@ def main(argv: list[str] | None = None) -> int:
             failed.append(name)
     if results:
         first = results[0]
-        print(f"# build: {first['build']}; model/liveness.py (graph, Tarjan, verdicts): {first['liveness_module']}")
+        print(f"# build: {first['build']}; engine/liveness.py (graph, Tarjan, verdicts): {first['liveness_module']}")
         print()
         print("graph (build_graph; B/state counts edges; +ints = with the index's int objects; RSS+ = peak RSS "
               "during the build (getrusage ru_maxrss) minus RSS before it (/proc/self/statm))")

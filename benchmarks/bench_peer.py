@@ -25,7 +25,7 @@ from typing import Any
 
 def measure(spec: dict[str, Any]) -> dict[str, Any]:
     """One check in this process (called in a child interpreter)."""
-    from isrcheck.model.checker import Checker
+    from isrcheck.engine.checker import Checker
     from isrcheck.peers.kafka_specification import PeerModel
 
     model = PeerModel(spec["module"], spec["replicas"], spec["symmetry"], properties=spec["properties"])
@@ -33,7 +33,7 @@ def measure(spec: dict[str, Any]) -> dict[str, Any]:
     limits = {"max_states": spec.get("max_states")}
     before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     if workers > 1:
-        from isrcheck.model.parallel import ParallelChecker
+        from isrcheck.engine.parallel import ParallelChecker
 
         checker = ParallelChecker(model, workers=workers, **limits)
         result = checker.run()

@@ -36,7 +36,7 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
 
     from isrcheck.invariants import build_model
-    from isrcheck.model.checker import Checker
+    from isrcheck.engine.checker import Checker
     from isrcheck.model.config import from_mapping
 
     symmetry = None

@@ -34,10 +34,10 @@ from typing import Any
 
 from isrcheck import manifest
 from isrcheck.invariants import build_model
-from isrcheck.model.checker import Checker
-from isrcheck.model.codec import kafka_state_codec
-from isrcheck.model.engine import Checks
-from isrcheck.model.explore import expand
+from isrcheck.engine.checker import Checker
+from isrcheck.model.statecodec import kafka_state_codec
+from isrcheck.engine.core import Checks
+from isrcheck.engine.explore import expand
 from isrcheck.pipeline.explore import Explorer
 from isrcheck.pipeline.explore_spark import level_group
 from isrcheck.pipeline.levels import gc_paused

@@ -104,7 +104,7 @@ def main() -> int:
     # the deposed-controller weaknesses (17 and 20 steps): BMC from the state `tail` steps before the
     # explicit checker's counterexample ends, so that the run stays in minutes
     from isrcheck.invariants import build_model
-    from isrcheck.model.checker import Checker
+    from isrcheck.engine.checker import Checker
 
     for name, tail in ([("deposed-controller-reassignment", 5), ("deposed-controller-ar-write", 5)]
                        if not args.quick else [("deposed-controller-reassignment", 3)]):

@@ -34,7 +34,7 @@ import networkx as nx
 
 from isrcheck.invariants import build_model
 from isrcheck.model.actions import Action
-from isrcheck.model.checker import ModelFault
+from isrcheck.engine.checker import ModelFault
 from isrcheck.model.config import Config
 from isrcheck.model.observe import observe
 from isrcheck.model.protocol import Protocol

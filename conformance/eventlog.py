@@ -47,7 +47,7 @@ from typing import Any
 from isrcheck import __version__
 from isrcheck.invariants import build_model
 from isrcheck.model.actions import Action
-from isrcheck.model.checker import ModelFault
+from isrcheck.engine.checker import ModelFault
 from isrcheck.model.config import Config
 from isrcheck.model.observe import observe
 from isrcheck.specs.actions import VocabularyError, action_json, action_text, actions as vocabulary, check_action

@@ -5,7 +5,7 @@ symmetry and property selection) and turns the first violation into a :class:`~.
 Counterexample states are concrete even under symmetry reduction (the checker rebuilds them by
 replaying actions), so the trace's actions can be driven on the implementation as they are.
 :func:`samples` takes random walks (``random.Random(seed)``; the same seed gives the same paths).
-:func:`lasso` runs the liveness check (:mod:`isrcheck.model.liveness`) for one property under the
+:func:`lasso` runs the liveness check (:mod:`isrcheck.engine.liveness`) for one property under the
 model's weak-fairness assumptions and turns its counterexample into a trace with ``loop`` set: a
 path whose end repeats forever (or, when the loop is the last state alone, stutters there).
 :func:`export` is what ``isrcheck traces export`` calls; with ``property`` it writes the
@@ -20,8 +20,8 @@ from pathlib import Path
 from isrcheck.invariants import ALL_PROPERTIES, build_model
 from isrcheck.invariants.liveness import LIVENESS_NAMES
 from isrcheck.invariants.liveness import check as check_liveness_of
-from isrcheck.model.checker import Checker, CheckResult, Step
-from isrcheck.model.explore import walk
+from isrcheck.engine.checker import Checker, CheckResult, Step
+from isrcheck.engine.explore import walk
 from isrcheck.model.protocol import Protocol
 from isrcheck.model.config import Config, ConfigError
 from isrcheck.specs.manifest import Target

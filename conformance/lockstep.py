@@ -21,7 +21,7 @@ from hypothesis.stateful import RuleBasedStateMachine, invariant, rule, run_stat
 
 from isrcheck.invariants import build_model
 from isrcheck.model.actions import Action
-from isrcheck.model.checker import replay_actions
+from isrcheck.engine.checker import replay_actions
 from isrcheck.model.config import Config
 from isrcheck.specs.actions import action_text
 

@@ -24,7 +24,7 @@ from isrcheck.impl import config as impl_config
 from isrcheck.impl.simulator import ActionError, NotEnabled, Simulator
 from isrcheck.invariants import build_model
 from isrcheck.model.actions import Action
-from isrcheck.model.checker import ModelFault
+from isrcheck.engine.checker import ModelFault
 from isrcheck.model.config import Config
 from isrcheck.model.kafka import KafkaModel
 from isrcheck.model.observe import observe

@@ -49,7 +49,7 @@ from pathlib import Path
 from typing import Any
 
 from isrcheck import __version__
-from isrcheck.model.checker import Step
+from isrcheck.engine.checker import Step
 from isrcheck.model.config import Config
 from isrcheck.model.observe import observe
 from isrcheck.specs.actions import VocabularyError, action_json, check_action

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 
 from isrcheck.model.brokersets import members, render as render_set
-from isrcheck.model.engine import Violation
+from isrcheck.engine.core import Violation
 from isrcheck.model.records import ids_in, render_log
 from isrcheck.model.state import NO_LEADER, State
 

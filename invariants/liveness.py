@@ -2,7 +2,7 @@
 
 Each is a leads-to, ``P ~> Q``, over instances (a partition, a broker's copy of a partition, a
 record), checked under weak fairness of the healing actions (specs/actions.toml, ``fairness``) by
-:mod:`isrcheck.model.liveness`. ``masks(state)`` returns the premise and goal bitmasks, bit ``i``
+:mod:`isrcheck.engine.liveness`. ``masks(state)`` returns the premise and goal bitmasks, bit ``i``
 for ``instances[i]``. A goal includes the ways an obligation legitimately ends (the partition is
 deleted, the broker stops, the producer is told its write failed), so that only waiting forever
 counts against the protocol.
@@ -12,8 +12,8 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 
 from isrcheck.model.config import Config, ConfigError
-from isrcheck.model.engine import Progress
-from isrcheck.model.liveness import LeadsTo, LivenessResult, check_liveness
+from isrcheck.engine.core import Progress
+from isrcheck.engine.liveness import LeadsTo, LivenessResult, check_liveness
 from isrcheck.model.protocol import Protocol
 from isrcheck.model.state import NO_LEADER, State
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
-from isrcheck.model.checker import Property
+from isrcheck.engine.checker import Property
 from isrcheck.model.config import Config, ConfigError
 from isrcheck.model.kafka import KafkaModel
 from isrcheck.model.protocol import Protocol

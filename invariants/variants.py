@@ -254,7 +254,7 @@ def failure_path(failure: VariantFailure, max_states: int = 1_000_000) -> tuple[
     from collections import deque
 
     from isrcheck.invariants import build_model
-    from isrcheck.model.checker import ModelFault
+    from isrcheck.engine.checker import ModelFault
 
     cfg = _CONFIGS.get(failure.variant)
     if cfg is None:

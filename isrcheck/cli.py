@@ -20,12 +20,12 @@ from isrcheck import __version__, manifest, render, resources
 from isrcheck import native as _native
 from isrcheck.invariants import ALL_PROPERTIES, build_model
 from isrcheck.invariants import liveness as live
-from isrcheck.model.liveness import LivenessError
-from isrcheck.model.checker import Checker
-from isrcheck.model.parallel import search
+from isrcheck.engine.liveness import LivenessError
+from isrcheck.engine.checker import Checker
+from isrcheck.engine.parallel import search
 from isrcheck.model.config import ConfigError
 from isrcheck.specs.inputs import InputError
-from isrcheck.model.simulate import STRATEGIES, simulate as run_simulation
+from isrcheck.engine.simulate import STRATEGIES, simulate as run_simulation
 from isrcheck.invariants.variants import (VariantError, VariantFailure, debug_option, debug_requested, load_variant,
                                report_failure, variant_option)
 from isrcheck.model.symmetry import symmetry_allowed

@@ -32,7 +32,7 @@ from isrcheck.conformance.replay import conform_trace
 from isrcheck.conformance.selflog import validate_selflogs
 from isrcheck.conformance.traces import TraceError, load_trace, trace_from_steps, write_trace
 from isrcheck.model.config import ConfigError
-from isrcheck.model.liveness import LivenessError
+from isrcheck.engine.liveness import LivenessError
 from isrcheck.specs.actions import VocabularyError, action_text
 from isrcheck.specs.inputs import InputError, Kind, read_head
 from isrcheck.specs.manifest import ManifestError
@@ -194,7 +194,7 @@ def _junit(path: str, what: str, rows: list[tuple[str, float, Any, str | None, i
 def _save(config: Any, actions: list[tuple[str, tuple]], path: str, label: str, factory: Any = None) -> None:
     from isrcheck.invariants import build_model
     from isrcheck.model.actions import Action
-    from isrcheck.model.checker import replay_actions
+    from isrcheck.engine.checker import replay_actions
 
     model = build_model(config, protocol=factory(config) if factory else None, symmetry=False, properties=[])
     steps = replay_actions(model, [Action(n, tuple(a)) for n, a in actions])

@@ -29,10 +29,10 @@ from isrcheck.invariants import ALL_PROPERTIES, build_model
 from isrcheck.invariants import liveness as live
 from isrcheck.invariants.variants import load_variant, variant_option
 from isrcheck.model.actions import Action
-from isrcheck.model.checker import Checker
+from isrcheck.engine.checker import Checker
 from isrcheck.model.config import ConfigError
-from isrcheck.model.engine import Checks, ModelFault, Step
-from isrcheck.model.explore import verdicts
+from isrcheck.engine.core import Checks, ModelFault, Step
+from isrcheck.engine.explore import verdicts
 from isrcheck.tracefile import check_replay
 
 __all__ = ["graph", "report"]

@@ -12,8 +12,8 @@ from rich.markup import escape
 from rich.text import Text
 
 from isrcheck import render, resources
-from isrcheck.model.checker import CheckResult, Violation
-from isrcheck.model.parallel import search
+from isrcheck.engine.checker import CheckResult, Violation
+from isrcheck.engine.parallel import search
 
 from isrcheck.peers.kafka_specification.model import MODULES, PeerModel, PeerModelError, PeerState, state_line
 

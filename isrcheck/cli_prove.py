@@ -132,7 +132,7 @@ def _print_counterexamples(console: Console, obligations: Sequence[Obligation]) 
             console.print(f"  {line}", highlight=False, markup=False, soft_wrap=True)
         trace = getattr(o, "trace", None)
         if trace:
-            from isrcheck.model.checker import Step
+            from isrcheck.engine.checker import Step
 
             render.print_wide(console, render.trace_table([Step(a, st) for a, st in trace],
                                                           title=f"Counterexample: {o.property} after {len(trace) - 1} steps",
@@ -171,7 +171,7 @@ def _obligation_json(o: Obligation) -> dict[str, Any]:
         d["counterexample"]["after_state"] = render.state_to_json(cti.after)
     trace = getattr(o, "trace", None)
     if trace:  # BMC: the replayed trace, as `isrcheck check --json` prints one
-        from isrcheck.model.checker import Step
+        from isrcheck.engine.checker import Step
 
         d["counterexample"]["trace"] = render.trace_to_json([Step(a, st) for a, st in trace])
     return d

@@ -26,7 +26,7 @@ from isrcheck.invariants.variants import VariantFailure, failure_from_text, vari
 
 
 def _user_errors() -> tuple[type[BaseException], ...]:
-    from isrcheck.model.codec import CodecError
+    from isrcheck.engine.codec import CodecError
 
     return (ConfigError, ManifestError, ActionSyntaxError, PipelineError, CodecError)
 

@@ -14,7 +14,7 @@ from typing import Any
 
 from isrcheck import manifest
 from isrcheck.invariants import build_model
-from isrcheck.model.checker import Checker, CheckResult, Step, Violation
+from isrcheck.engine.checker import Checker, CheckResult, Step, Violation
 from isrcheck.model.config import Config, ConfigError
 from isrcheck.model.protocol import Protocol
 from isrcheck.model.state import State

@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from isrcheck import manifest
 from isrcheck.invariants import build_model
 from isrcheck.model.brokersets import members
-from isrcheck.model.checker import Checker, Step, Violation
+from isrcheck.engine.checker import Checker, Step, Violation
 from isrcheck.model.records import render_log
 from isrcheck.model.state import NO_LEADER
 from isrcheck.specs.weaknesses import load_weaknesses

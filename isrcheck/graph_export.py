@@ -3,7 +3,7 @@
 ``isrcheck graph`` is for looking at a model, not for checking it: a designer opens the DOT in
 Graphviz, the GraphML in yEd or Gephi, or reads the JSON (each node with its whole state). So the
 graph is built by the liveness checker's breadth-first graph builder
-(:func:`isrcheck.model.liveness.build_graph`, the one exploration that keeps every edge) with the
+(:func:`isrcheck.engine.liveness.build_graph`, the one exploration that keeps every edge) with the
 model seen through :class:`_Recorder`, which keeps what that builder has no use for: the states
 themselves, the action of every edge (as the edge's label) and the steps that change nothing (the
 builder drops them; here they are self-loops, so the edges are exactly the checker's transitions).
@@ -27,10 +27,10 @@ from typing import Any
 import networkx as nx
 
 from isrcheck.model.brokersets import render as render_set
-from isrcheck.model.checker import Checker, Violation
-from isrcheck.model.engine import Step
+from isrcheck.engine.checker import Checker, Violation
+from isrcheck.engine.core import Step
 from isrcheck.model.kafka import KafkaModel
-from isrcheck.model.liveness import LeadsTo, build_graph
+from isrcheck.engine.liveness import LeadsTo, build_graph
 from isrcheck.model.records import render_log
 from isrcheck.model.state import NO_LEADER, State
 from isrcheck.render import state_to_json

@@ -21,7 +21,7 @@ from typing import Any
 
 from isrcheck import __version__, render
 from isrcheck.model.config import Config
-from isrcheck.model.engine import Step
+from isrcheck.engine.core import Step
 from isrcheck.sequence import CLIENTS, CONTROLLER, STORE, Lane, Message, Note, lanes, sequence
 
 #: lane -> colour of its head band and lifeline (brokers take BROKER_COLOURS in turn)

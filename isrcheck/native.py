@@ -22,11 +22,18 @@ from typing import Any
 
 #: Modules compiled by mypyc at install, as import names. setup.py compiles exactly these.
 COMPILED_MODULES: tuple[str, ...] = (
+    "isrcheck.engine.core",
+    "isrcheck.engine.explore",
+    "isrcheck.engine.checker",
+    "isrcheck.engine.parallel",
+    "isrcheck.engine.liveness",
+    "isrcheck.engine.codec",
     "isrcheck.model.brokersets",
     "isrcheck.model.records",
     "isrcheck.model.epochs",
     "isrcheck.model.state",
     "isrcheck.model.statehash",
+    "isrcheck.model.statecodec",
     "isrcheck.model.tables",
     "isrcheck.model.selectors",
     "isrcheck.model.world",
@@ -37,12 +44,6 @@ COMPILED_MODULES: tuple[str, ...] = (
     "isrcheck.model.actions",
     "isrcheck.model.kafka",
     "isrcheck.model.symmetry",
-    "isrcheck.model.codec",
-    "isrcheck.model.engine",
-    "isrcheck.model.explore",
-    "isrcheck.model.checker",
-    "isrcheck.model.parallel",
-    "isrcheck.model.liveness",
     "isrcheck.invariants.properties",
     "isrcheck.peers.kafka_specification.model",
 )
@@ -138,7 +139,7 @@ def install_pure_finder() -> None:
 
 def build() -> str:
     """``"compiled"`` when the compiled modules are in use in this process, else ``"pure"``."""
-    spec = importlib.util.find_spec("isrcheck.model.checker")  # the loaded module's, once imported
+    spec = importlib.util.find_spec("isrcheck.engine.checker")  # the loaded module's, once imported
     origin = spec.origin if spec is not None else None
     return "compiled" if origin and not origin.endswith(".py") else "pure"
 

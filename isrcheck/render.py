@@ -22,7 +22,7 @@ from isrcheck.invariants.explain import describe, detail
 from isrcheck.model.action_text import to_json as action_to_json
 from isrcheck.model.brokersets import members
 from isrcheck.model.brokersets import render as render_set
-from isrcheck.model.checker import CheckResult, Progress, Step, Violation
+from isrcheck.engine.checker import CheckResult, Progress, Step, Violation
 from isrcheck.model.config import Config
 from isrcheck.model.records import record_epoch, record_id, render_log
 from isrcheck.model.state import (

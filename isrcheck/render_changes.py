@@ -18,7 +18,7 @@ from rich.console import RenderableType
 from rich.table import Table
 from rich.text import Text
 
-from isrcheck.model.checker import Step
+from isrcheck.engine.checker import Step
 from isrcheck.statefields import ABSENT, changes, fields, group_rank
 
 __all__ = ["changes_table", "initial_state_table", "verbose_tables"]

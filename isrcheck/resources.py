@@ -25,7 +25,7 @@ import click
 
 from isrcheck import render
 from isrcheck.model.config import ConfigError
-from isrcheck.model.engine import Progress
+from isrcheck.engine.core import Progress
 
 __all__ = ["MEMORY_ENV", "STEPS_ENV", "PROGRESS_ENV", "DEFAULT_MAX_STEPS", "Ceiling", "parse_size",
            "default_memory_ceiling", "memory_ceiling", "memory_option", "step_cap", "steps_option",

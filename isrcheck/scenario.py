@@ -22,9 +22,9 @@ from isrcheck import manifest
 from isrcheck.invariants import build_model
 from isrcheck.model.action_text import parse
 from isrcheck.model.actions import Action
-from isrcheck.model.engine import Checks, Model, ModelFault, Step
-from isrcheck.model.explore import replay_actions, verdicts
-from isrcheck.model.memory import CHECK_EVERY, resident_bytes
+from isrcheck.engine.core import Checks, Model, ModelFault, Step
+from isrcheck.engine.explore import replay_actions, verdicts
+from isrcheck.engine.memory import CHECK_EVERY, resident_bytes
 from isrcheck.model.config import Config, ConfigError, from_mapping
 from isrcheck.specs.actions import ActionSyntaxError
 from isrcheck.specs.inputs import Kind

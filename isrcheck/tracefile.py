@@ -18,7 +18,7 @@ from isrcheck.conformance.sides import acked_of
 from isrcheck.conformance.traces import Trace, TraceError, load_trace
 from isrcheck.invariants import build_model
 from isrcheck.model.actions import Action
-from isrcheck.model.engine import Step
+from isrcheck.engine.core import Step
 from isrcheck.model.observe import observe
 from isrcheck.scenario import Scenario, ScenarioError, replay
 from isrcheck.specs.inputs import InputError, Kind, read_head

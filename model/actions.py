@@ -15,7 +15,7 @@ from isrcheck.specs.actions import action_text
 from . import broker as B
 from . import controller as C
 from .brokersets import members
-from .engine import tuple_constructor
+from isrcheck.engine.core import tuple_constructor
 from .protocol import Protocol
 from .state import (
     ASK_EPOCH_END,
@@ -43,7 +43,7 @@ class Action(NamedTuple):
 
 
 # Every state's enabled actions are built anew, most of them the same few values (Fetch(2, 0), ...).
-# They are built with the state classes' constructor (model/_newtuple.c in the compiled build, see
+# They are built with the state classes' constructor (engine/_newtuple.c in the compiled build, see
 # state.py), which costs less than looking an already built one up: interning them in a table
 # (done before that constructor existed) hashed a key tuple per action, 4% of a step.
 _new: Final[Callable[..., Any]] = tuple_constructor()

@@ -11,8 +11,10 @@ from isrcheck.specs.actions import fair_actions
 
 from .actions import Action, apply, enabled_actions, initial_controller
 from .brokersets import mask_of
-from .checker import ModelFault, Property
-from .codec import StateCodec, kafka_state_codec
+from isrcheck.engine.core import ModelFault, Property
+from isrcheck.engine.codec import StateCodec
+
+from .statecodec import kafka_state_codec
 from .protocol import Protocol
 from .state import Broker, Budget, Controller, Ghost, Replica, State, Zk, ZkPartition
 from .statehash import new_hasher

@@ -15,7 +15,7 @@ from isrcheck.specs.protocol import EpochAnswer, Generation
 
 from .brokersets import size
 from . import epochs as E
-from .checker import Property
+from isrcheck.engine.core import Property
 from .config import Config
 from .follower import become_follower_reconciling_by_epoch, become_follower_truncating_to_hw
 from .selectors import SELECTORS, Election, Selector, SelectorInput

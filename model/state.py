@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, Final, NamedTuple
 
-from .engine import tuple_constructor
+from isrcheck.engine.core import tuple_constructor
 
 NO_LEADER: Final = 0
 UNKNOWN_EPOCH: Final = -1
@@ -150,7 +150,7 @@ class State(NamedTuple):
 # ---------------------------------------------------------------------------- fast constructors
 # Calling a NamedTuple class runs its generated ``__new__``, interpreted Python even in the compiled
 # build; on the checker's hot path that was the largest cost of a step. These build the same values
-# (equal, same class, same hash) through ``_new``: model/_newtuple.c in the compiled build (one
+# (equal, same class, same hash) through ``_new``: engine/_newtuple.c in the compiled build (one
 # allocation, no argument parsing), ``tuple.__new__`` otherwise. Every field is passed: a NamedTuple
 # built this way gets no defaults filled in.
 #

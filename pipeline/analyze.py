@@ -81,7 +81,7 @@ def decode_observe_arrow(batches: Any) -> Any:
 
     from isrcheck.model.observe import observe
 
-    from isrcheck.model.codec import kafka_state_codec
+    from isrcheck.model.statecodec import kafka_state_codec
 
     decode = kafka_state_codec().decode
     schema = pa.schema([("fingerprint", pa.int64()), ("depth", pa.int32()), ("observation", pa.string())])

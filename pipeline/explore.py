@@ -3,11 +3,11 @@ on Spark for the wide levels, in-process again for the tail.
 
 Every level is written as Parquet under the run directory (:mod:`.store`), whichever engine
 computed it, so a run can be interrupted and resumed at any level boundary. Both engines compute a
-level with :func:`isrcheck.model.explore.expand` and reduce it with the same rules (:mod:`isrcheck.model.explore` explains the
+level with :func:`isrcheck.engine.explore.expand` and reduce it with the same rules (:mod:`isrcheck.engine.explore` explains the
 keys), so the result — distinct states, depth, outcome, counterexample length, transitions and
-coverage — equals the single-process :class:`~isrcheck.model.checker.Checker`'s. Counterexamples
+coverage — equals the single-process :class:`~isrcheck.engine.checker.Checker`'s. Counterexamples
 are rebuilt from the parent links stored in the levels with
-:func:`~isrcheck.model.explore.replay_fingerprints`, so only real states are printed.
+:func:`~isrcheck.engine.explore.replay_fingerprints`, so only real states are printed.
 """
 from __future__ import annotations
 
@@ -20,10 +20,10 @@ from pathlib import Path
 from typing import Any
 
 from isrcheck import __version__
-from isrcheck.model.engine import Checks, CheckResult, ModelFault, Step, Violation, outcome_of
-from isrcheck.model.explore import (Successor, count_until, expand, first_event_key, initial_level, nth_action,
+from isrcheck.engine.core import Checks, CheckResult, ModelFault, Step, Violation, outcome_of
+from isrcheck.engine.explore import (Successor, count_until, expand, first_event_key, initial_level, nth_action,
                                     replay_fingerprints, sorted_new)
-from isrcheck.model.codec import kafka_state_codec
+from isrcheck.model.statecodec import kafka_state_codec
 
 from .errors import PipelineError
 from .explore_spark import spark_level

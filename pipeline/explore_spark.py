@@ -2,7 +2,7 @@
 
 The frontier (level ``d``) is read from Parquet and spread over partitions; each Python worker
 rebuilds the model from its :class:`~.spec.ModelSpec` JSON (once per process), decodes its states,
-and runs :func:`isrcheck.model.explore.expand` per Arrow batch (``mapInArrow``). The workers emit one table of
+and runs :func:`isrcheck.engine.explore.expand` per Arrow batch (``mapInArrow``). The workers emit one table of
 rows of several kinds (:data:`EXPANSION_SCHEMA`): successors (first occurrence per batch, with the
 always-properties they break), violation events, coverage counts and witnessed sometimes-properties
 (with the first key of each). The expansion is cached and read by two jobs: one aggregation that
@@ -23,10 +23,10 @@ from typing import Any
 
 import pyarrow as pa
 
-from isrcheck.model.codec import kafka_state_codec
+from isrcheck.model.statecodec import kafka_state_codec
 
-from isrcheck.model.engine import Checks
-from isrcheck.model.explore import FAULT, TRANSITION, Event, Successor, count_until, expand
+from isrcheck.engine.core import Checks
+from isrcheck.engine.explore import FAULT, TRANSITION, Event, Successor, count_until, expand
 
 from .levels import LevelJob, LevelOutcome, gc_paused, states_limit, stop_from
 from .spec import model_for
@@ -113,7 +113,7 @@ def expand_arrow(spec_json: str, unwitnessed: list[str], skip_bc: tuple[str, Any
 
 
 def count_arrow(spec_json: str, cutoff: tuple[int, int], batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-    """Coverage of the steps up to ``cutoff`` (see :func:`isrcheck.model.explore.count_until`)."""
+    """Coverage of the steps up to ``cutoff`` (see :func:`isrcheck.engine.explore.count_until`)."""
     model = model_for(spec_json)
     decode = kafka_state_codec().decode
     total: Counter[str] = Counter()

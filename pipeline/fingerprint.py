@@ -10,7 +10,7 @@ The model's own fingerprint (:class:`isrcheck.model.statehash.StateHasher`) puts
 None's place, so it is the same in every process on every supported Python, and the pipeline uses
 it: scheme :data:`SCHEME`, recorded by run directories and corpora (a resume or a corpus of another
 scheme is refused). Before it, the pipeline digested each state's binary encoding with BLAKE2b
-(:func:`isrcheck.model.codec.digest`, scheme ``blake2b-64-binary:<codec signature>``): four times
+(:func:`isrcheck.engine.codec.digest`, scheme ``blake2b-64-binary:<codec signature>``): four times
 the cost of the fingerprint per successor, on top of the encoding. :class:`StableModel` can still
 use that digest (``force_digest=True``), to check the two define the same equivalence.
 """
@@ -19,7 +19,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from isrcheck.model.codec import kafka_state_codec
+from isrcheck.model.statecodec import kafka_state_codec
 
 DIGEST_SCHEME = f"blake2b-64-binary:{kafka_state_codec().signature}"
 SCHEME = "parts-hash-64"

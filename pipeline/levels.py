@@ -1,7 +1,7 @@
 """What a level of a pipeline exploration yields, and where a checker would stop inside it.
 
 Shared by the in-process levels (:mod:`.explore`) and the Spark levels (:mod:`.explore_spark`),
-which compute the same :class:`LevelOutcome` by the key rules of :mod:`isrcheck.model.explore`.
+which compute the same :class:`LevelOutcome` by the key rules of :mod:`isrcheck.engine.explore`.
 :class:`LevelJob` is what a Spark level needs of the run it belongs to.
 """
 from __future__ import annotations
@@ -13,8 +13,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from isrcheck.model.engine import paused_gc
-from isrcheck.model.explore import FAULT, Key, Successor
+from isrcheck.engine.core import paused_gc
+from isrcheck.engine.explore import FAULT, Key, Successor
 
 from .session import LazySession
 from .store import RunStore
@@ -23,7 +23,7 @@ from .store import RunStore
 @contextlib.contextmanager
 def gc_paused() -> Iterator[None]:
     """The cyclic garbage collector paused while a level's states are expanded, as the checker does
-    (:func:`isrcheck.model.engine.paused_gc`: states are acyclic and freed by reference counting).
+    (:func:`isrcheck.engine.core.paused_gc`: states are acyclic and freed by reference counting).
     Without it, decoding a batch of states in a Spark worker triggered collections that cost four
     times the decoding itself."""
     resume = paused_gc()

@@ -1,7 +1,7 @@
 """Paths through a model, as pure functions: seeded random walks, shortest paths out of a
 breadth-first search, and the corpus rows of a path (no Spark here).
 
-Walks and replays are the engine's (:mod:`isrcheck.model.explore`): at each step the enabled
+Walks and replays are the engine's (:mod:`isrcheck.engine.explore`): at each step the enabled
 actions are shuffled and the first one that changes the state is taken; a walk ends when no action
 changes the state, after ``max_depth`` steps, or at the first step that breaks a property (that
 step is the walk's last row). The walk is a function of its seed alone.
@@ -15,9 +15,9 @@ from collections.abc import Sequence
 from typing import Any
 
 from isrcheck.model.action_text import to_json as action_json
-from isrcheck.model.checker import Checker
-from isrcheck.model.engine import Checks, Property, action_name
-from isrcheck.model.explore import PathStep, replay_checked, walk
+from isrcheck.engine.checker import Checker
+from isrcheck.engine.core import Checks, Property, action_name
+from isrcheck.engine.explore import PathStep, replay_checked, walk
 from isrcheck.model.observe import observe
 
 from .exercise import exercised
@@ -31,7 +31,7 @@ def derived_seed(seed: int, index: int, salt: str = "walk") -> int:
 
 
 def random_walk(model: Any, seed: int, max_depth: int) -> list[PathStep]:
-    """One seeded walk (:func:`isrcheck.model.explore.walk`)."""
+    """One seeded walk (:func:`isrcheck.engine.explore.walk`)."""
     return list(walk(model, random.Random(seed), max_depth))
 
 

@@ -60,7 +60,7 @@ def _atomic_write_json(path: Path, obj: Any) -> None:
 
 def codec_id() -> str:
     """The state codec as run directories record it: the binary codec's format and schema signature."""
-    from isrcheck.model.codec import kafka_state_codec
+    from isrcheck.model.statecodec import kafka_state_codec
 
     return f"binary-1:{kafka_state_codec().signature}"
 

@@ -3,7 +3,7 @@ exhaust.
 
 The walks are split over a fixed number of tasks (``--tasks``, 8 by default, independent of the
 cluster, so that a seed gives the same run anywhere); task ``i`` runs
-:func:`isrcheck.model.simulate.simulate` with the seed :func:`.paths.derived_seed` ``(seed, i)``.
+:func:`isrcheck.engine.simulate.simulate` with the seed :func:`.paths.derived_seed` ``(seed, i)``.
 The driver aggregates: violations found (the shortest first, ties to the lowest task), distinct
 states over all tasks (fingerprints are process-independent, :mod:`.fingerprint`), action coverage
 and witnessed properties.
@@ -16,8 +16,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from isrcheck.model.action_text import parse
-from isrcheck.model.checker import ModelFault, Step, Violation
-from isrcheck.model.simulate import simulate
+from isrcheck.engine.checker import ModelFault, Step, Violation
+from isrcheck.engine.simulate import simulate
 
 from .paths import derived_seed
 from .spec import ModelSpec

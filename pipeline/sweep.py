@@ -16,7 +16,7 @@ A grid file (TOML) names a starting configuration and, per key, the values to tr
 
 The grid is the cartesian product, in the order the keys are written. Every point is validated
 before anything runs (a bad point is a one-line error naming it). Each point is one task that runs
-the single-process :class:`~isrcheck.model.checker.Checker` (the whole check stays in one process);
+the single-process :class:`~isrcheck.engine.checker.Checker` (the whole check stays in one process);
 the results come back as one table.
 """
 from __future__ import annotations
@@ -154,7 +154,7 @@ def point_text(point: dict[str, Any]) -> str:
 def run_point(task: str) -> dict[str, Any]:
     """One grid point, checked in this process (a Spark task)."""
     from isrcheck.invariants import build_model
-    from isrcheck.model.checker import Checker
+    from isrcheck.engine.checker import Checker
 
     t = json.loads(task)
     cfg = from_mapping(t["config"])

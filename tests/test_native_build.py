@@ -30,9 +30,9 @@ _SNIPPET = """
     import json
     from isrcheck import manifest, native
     from isrcheck.invariants import build_model
-    from isrcheck.model.checker import Checker
-    from isrcheck.model.fptable import new_table
-    from isrcheck.model.parallel import ParallelChecker
+    from isrcheck.engine.checker import Checker
+    from isrcheck.engine.fptable import new_table
+    from isrcheck.engine.parallel import ParallelChecker
     from isrcheck.peers.kafka_specification import PeerModel
 
     def summary(result):
@@ -113,7 +113,7 @@ def test_a_variant_subclasses_the_compiled_protocol(tmp_path) -> None:
 
 def test_describe_names_the_build() -> None:
     assert native.describe().startswith(("compiled", "pure"))
-    assert set(native.COMPILED_MODULES) >= {"isrcheck.model.checker", "isrcheck.model.actions",
+    assert set(native.COMPILED_MODULES) >= {"isrcheck.engine.checker", "isrcheck.model.actions",
                                              "isrcheck.invariants.properties"}
 
 

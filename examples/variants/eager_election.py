@@ -5,7 +5,7 @@ or not (trading durability for availability). Check it with
 
 and the checker answers with a counterexample in which an acknowledged write is lost.
 """
-from isrcheck.model.checker import Property
+from isrcheck.engine.checker import Property
 from isrcheck.model.protocol import Protocol
 from isrcheck.model.selectors import Election, Selector, SelectorInput
 from isrcheck.model.state import State

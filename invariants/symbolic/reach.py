@@ -36,7 +36,7 @@ def search_for(cfg: Any, wanted: list[Any], max_states: int = DEFAULT_MAX_STATES
     """Search the reachable states of ``cfg`` (under ``protocol``, the model's by default) for each
     state of ``wanted`` (model States)."""
     from isrcheck.invariants import build_model
-    from isrcheck.model.checker import ModelFault
+    from isrcheck.engine.checker import ModelFault
 
     model = build_model(cfg, protocol=protocol, properties=[])
     fp = model.fingerprint
@@ -95,7 +95,7 @@ def find_breaking_step(cfg: Any, prop: str, action_names: set[str], max_states: 
     fails (for OnlyValidTransitions: the action is refused as an illegal move). None when there is
     none among the first ``max_states`` states, or ``prop`` is not an always-property of the model."""
     from isrcheck.invariants import build_model
-    from isrcheck.model.checker import ModelFault
+    from isrcheck.engine.checker import ModelFault
 
     model = build_model(cfg, protocol=protocol, symmetry=False, properties=[])
     props = {p.name: p for p in build_model(cfg, protocol=protocol, symmetry=False).properties()

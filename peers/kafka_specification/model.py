@@ -1,5 +1,5 @@
 """The public TLA+ specification of Kafka's replication protocol (hachikuji/kafka-specification), as a
-:class:`~isrcheck.model.checker.Model` for the project's generic checker.
+:class:`~isrcheck.engine.checker.Model` for the project's generic checker.
 
 One partition, a fixed set of replicas, a controller without state of its own that writes the quorum
 state (ZooKeeper) directly and sends LeaderAndIsr requests, and five variants of the follower's
@@ -24,9 +24,9 @@ from collections.abc import Sequence
 from itertools import permutations
 from typing import Final, NamedTuple
 
-from isrcheck.model.checker import Property
-from isrcheck.model.codec import StateCodec
-from isrcheck.model.engine import tuple_constructor
+from isrcheck.engine.checker import Property
+from isrcheck.engine.codec import StateCodec
+from isrcheck.engine.core import tuple_constructor
 
 #: stable short names -> TLA+ module names
 MODULES: dict[str, str] = {
@@ -101,7 +101,7 @@ class PeerState(NamedTuple):
     requests: tuple[int, ...]
 
 
-_new: Final = tuple_constructor()  # model/_newtuple.c in the compiled build (see model/state.py)
+_new: Final = tuple_constructor()  # engine/_newtuple.c in the compiled build (see model/state.py)
 _PEER_STATE: Final = PeerState
 
 

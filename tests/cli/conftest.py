@@ -16,7 +16,7 @@ from click.testing import CliRunner, Result
 from isrcheck import manifest
 from isrcheck.cli import main
 from isrcheck.invariants import build_model
-from isrcheck.model.checker import Checker
+from isrcheck.engine.checker import Checker
 from isrcheck.model.config import from_mapping
 from isrcheck.specs.manifest import ModelEntry, parse_manifest
 

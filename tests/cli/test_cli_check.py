@@ -5,7 +5,7 @@ import json
 
 from isrcheck.invariants import build_model
 from isrcheck.model.action_text import from_json
-from isrcheck.model.checker import replay_actions
+from isrcheck.engine.checker import replay_actions
 from isrcheck.model.config import from_mapping
 from isrcheck.render import state_to_json
 from isrcheck.scenario import run_scenario

@@ -11,7 +11,7 @@ import pytest
 
 from isrcheck import manifest
 from isrcheck.invariants import liveness as live
-from isrcheck.model.liveness import LivenessResult, LivenessVerdict
+from isrcheck.engine.liveness import LivenessResult, LivenessVerdict
 from isrcheck.render import LOOP_MARK
 from isrcheck.specs.manifest import LivenessExpect, ManifestError, parse_manifest
 

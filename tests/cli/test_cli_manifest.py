@@ -9,7 +9,7 @@ import pytest
 
 from isrcheck import manifest
 from isrcheck.manifest import MODEL_READER, compare
-from isrcheck.model.checker import CheckResult, Step, Violation
+from isrcheck.engine.checker import CheckResult, Step, Violation
 from isrcheck.specs.manifest import ManifestError, UnknownModel, get, parse_manifest, select
 
 GOOD = {

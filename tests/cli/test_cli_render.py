@@ -10,7 +10,7 @@ from isrcheck import render
 from isrcheck.invariants import build_model
 from isrcheck.model.action_text import parse_all
 from isrcheck.model.actions import Action
-from isrcheck.model.checker import Checker, CheckResult, Step, Violation, replay_actions
+from isrcheck.engine.checker import Checker, CheckResult, Step, Violation, replay_actions
 from isrcheck.model.config import from_mapping
 
 SMALL = {"brokers": 3, "max_records": 1}

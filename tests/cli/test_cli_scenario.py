@@ -61,7 +61,7 @@ def test_bad_scenarios(tmp_path, text, fragment):
 
 def test_broken_properties_finds_the_step():
     model = build_model(from_mapping({"brokers": 3, "max_records": 1, "faults": {"crashes": 1}}))
-    from isrcheck.model.checker import Checker
+    from isrcheck.engine.checker import Checker
 
     v = Checker(model).run().violations[0]
     steps = replay(model, [s.action for s in v.trace[1:]])

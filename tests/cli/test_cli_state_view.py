@@ -7,8 +7,8 @@ from typing import Any, NamedTuple
 
 import pytest
 from isrcheck.invariants import build_model
-from isrcheck.model.checker import Checker
-from isrcheck.model.engine import ModelFault
+from isrcheck.engine.checker import Checker
+from isrcheck.engine.core import ModelFault
 from isrcheck.model.state import (
     Broker,
     Budget,

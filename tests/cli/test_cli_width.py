@@ -8,7 +8,7 @@ from collections import Counter
 import pytest
 from isrcheck.invariants import build_model
 from isrcheck.model.action_text import parse_all
-from isrcheck.model.checker import Checker, replay_actions
+from isrcheck.engine.checker import Checker, replay_actions
 from isrcheck.model.config import from_mapping
 from rich.console import Console
 

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from isrcheck.invariants import build_model
-from isrcheck.model.checker import Checker
+from isrcheck.engine.checker import Checker
 from isrcheck.model.config import from_mapping
 from isrcheck.sequence import Message, sequence
 

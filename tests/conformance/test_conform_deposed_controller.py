@@ -15,7 +15,7 @@ from isrcheck import manifest
 from isrcheck.conformance.replay import conform_actions
 from isrcheck.conformance.sides import ImplFailed, ImplSide
 from isrcheck.invariants import build_model
-from isrcheck.model.checker import Checker
+from isrcheck.engine.checker import Checker
 from isrcheck.model.config import apply_overrides, from_mapping
 
 

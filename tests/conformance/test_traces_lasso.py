@@ -16,7 +16,7 @@ from isrcheck.conformance.export import ExportError, export, lasso, samples
 from isrcheck.conformance.traces import TraceError, dumps_itf, dumps_jsonl, load_trace, loads_trace
 from isrcheck.invariants import build_model
 from isrcheck.invariants.liveness import applicable_liveness
-from isrcheck.model.liveness import check_liveness
+from isrcheck.engine.liveness import check_liveness
 
 MODEL, PROP = "undetected-restart", "PartitionEventuallyLed"
 

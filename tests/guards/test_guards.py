@@ -8,7 +8,7 @@ import pytest
 
 from isrcheck import manifest, specs
 from isrcheck.invariants import build_model
-from isrcheck.model.checker import Checker
+from isrcheck.engine.checker import Checker
 from isrcheck.model.config import from_mapping
 from isrcheck.model.protocol import Protocol
 

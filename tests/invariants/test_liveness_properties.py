@@ -19,7 +19,7 @@ from isrcheck.invariants import build_model
 from isrcheck.invariants import liveness as live
 from isrcheck.model.actions import Action
 from isrcheck.model.config import ConfigError, from_mapping
-from isrcheck.model.engine import ModelFault
+from isrcheck.engine.core import ModelFault
 from isrcheck.model.state import NO_LEADER
 from isrcheck.specs.actions import fair_actions
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from isrcheck.invariants import ALL_PROPERTIES, applicable_properties, build_model, property_names
-from isrcheck.model.checker import Checker
+from isrcheck.engine.checker import Checker
 from isrcheck.model.config import from_mapping
 from isrcheck.model.records import make_record
 from isrcheck.model.state import NO_LEADER

@@ -31,7 +31,7 @@ from isrcheck.invariants.symbolic.replication import (
     unsupported_reason,
 )
 from isrcheck.invariants.symbolic.verdicts import Verdict
-from isrcheck.model.checker import Checker
+from isrcheck.engine.checker import Checker
 from isrcheck.model.actions import apply, enabled_actions
 from isrcheck.model.config import from_mapping
 from isrcheck.model.tables import PartitionState as PS

@@ -37,7 +37,7 @@ from isrcheck.invariants.symbolic.types import numval
 from isrcheck.invariants.symbolic.verdicts import Verdict
 from isrcheck.model.action_text import parse_all
 from isrcheck.model.actions import apply, enabled_actions
-from isrcheck.model.checker import Checker
+from isrcheck.engine.checker import Checker
 from isrcheck.model.config import from_mapping
 from isrcheck.model.protocol import Protocol
 from isrcheck.model.records import make_record

@@ -26,7 +26,7 @@ from isrcheck.invariants.symbolic.reach import classify
 from isrcheck.invariants.symbolic.replication import Encoding, concrete, evaluate
 from isrcheck.invariants.symbolic.verdicts import Verdict
 from isrcheck.model.action_text import from_json
-from isrcheck.model.checker import Checker
+from isrcheck.engine.checker import Checker
 from isrcheck.model.config import from_mapping
 from z3_states import reachable, sample
 

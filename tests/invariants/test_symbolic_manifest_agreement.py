@@ -30,7 +30,7 @@ from isrcheck.invariants.symbolic.replication import (
     unsupported_reason,
 )
 from isrcheck.invariants.symbolic.verdicts import Verdict
-from isrcheck.model.checker import Checker
+from isrcheck.engine.checker import Checker
 
 SHALLOW = 3
 TAIL = 3

@@ -39,7 +39,7 @@ from isrcheck.invariants.symbolic.replication import (
 from isrcheck.invariants.symbolic.verdicts import Verdict
 from isrcheck.model.action_text import parse_all
 from isrcheck.model.actions import apply, enabled_actions
-from isrcheck.model.checker import Checker
+from isrcheck.engine.checker import Checker
 from isrcheck.model.config import from_mapping
 from z3_states import reachable, sample
 

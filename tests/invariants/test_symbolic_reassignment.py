@@ -22,7 +22,7 @@ from isrcheck import manifest
 from isrcheck.invariants import ALL_PROPERTIES, build_model
 from isrcheck.invariants.symbolic.reassignment import Reassignment, list_table, universe
 from isrcheck.model import controller as C
-from isrcheck.model.checker import Checker
+from isrcheck.engine.checker import Checker
 from isrcheck.model.config import from_mapping
 from isrcheck.model.selectors import NoEligibleLeader, SelectorInput, reassigned_partition
 from isrcheck.model.world import World

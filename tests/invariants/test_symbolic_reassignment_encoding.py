@@ -34,7 +34,7 @@ from isrcheck.invariants.symbolic import replication as R
 from isrcheck.invariants.symbolic.instance import Unsupported
 from isrcheck.invariants.symbolic.replication import Encoding, concrete, evaluate
 from isrcheck.model.actions import Action
-from isrcheck.model.checker import Checker, ModelFault
+from isrcheck.engine.checker import Checker, ModelFault
 from isrcheck.model.state import LeaderAndIsr, StopReplica
 from z3_states import reachable_with_model as reachable
 

@@ -30,7 +30,7 @@ from isrcheck.invariants.symbolic.replication import (
 from isrcheck.invariants.symbolic.types import numval
 from isrcheck.invariants.symbolic.verdicts import Verdict
 from isrcheck.model.actions import Action, apply, enabled_actions
-from isrcheck.model.checker import Checker
+from isrcheck.engine.checker import Checker
 from isrcheck.model.config import from_mapping
 from z3_states import reachable, sample
 

@@ -26,7 +26,7 @@ from isrcheck.invariants.symbolic.transitions import (
 )
 from isrcheck.invariants.symbolic.verdicts import Verdict
 from isrcheck.model.actions import initial_controller
-from isrcheck.model.checker import Checker
+from isrcheck.engine.checker import Checker
 from isrcheck.model.config import from_mapping
 from isrcheck.model.controller import next_reassignment_step
 from isrcheck.model.tables import recording_moves

@@ -9,7 +9,7 @@ from collections import deque
 from typing import Any
 
 from isrcheck.invariants import build_model
-from isrcheck.model.checker import ModelFault
+from isrcheck.engine.checker import ModelFault
 
 
 def reachable_with_model(cfg: Any, limit: int = 4000) -> tuple[Any, list[Any]]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from isrcheck import manifest
 from isrcheck.invariants import build_model
-from isrcheck.model.checker import ModelFault
+from isrcheck.engine.checker import ModelFault
 from isrcheck.model.world import ControllerWork
 
 from test_statehash import reachable

@@ -12,7 +12,7 @@ import pytest
 
 from isrcheck import manifest, native
 from isrcheck.invariants import build_model
-from isrcheck.model.checker import ModelFault
+from isrcheck.engine.checker import ModelFault
 from isrcheck.model.state import Broker, State
 from isrcheck.model.statehash import NONE_HASH, StateHasher
 

@@ -5,7 +5,7 @@ import pytest
 
 from isrcheck.invariants import build_model
 from isrcheck.model.actions import Action, apply
-from isrcheck.model.checker import Checker
+from isrcheck.engine.checker import Checker
 from isrcheck.model.config import from_mapping
 from isrcheck.model.tables import PartitionState as PS
 

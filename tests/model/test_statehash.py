@@ -12,7 +12,7 @@ import pytest
 
 from isrcheck import manifest
 from isrcheck.invariants import build_model
-from isrcheck.model.checker import ModelFault
+from isrcheck.engine.checker import ModelFault
 from isrcheck.model.statehash import NONE_HASH, StateHasher, broker_hash
 
 # deposed controllers (a state's `stale` is None, then a Controller) and reassignments (brokers
@@ -25,7 +25,7 @@ FIRST_FINGERPRINTS = """
 import json, sys
 from isrcheck import manifest
 from isrcheck.invariants import build_model
-from isrcheck.model.checker import Checker
+from isrcheck.engine.checker import Checker
 found = []
 model = build_model(manifest.get(sys.argv[1]).config, properties=[])
 Checker(model, max_states=int(sys.argv[2]), observer=lambda s, fp, d: found.append(fp)).run()

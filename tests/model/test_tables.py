@@ -11,7 +11,7 @@ import itertools
 import pytest
 
 from isrcheck.model.actions import Action
-from isrcheck.model.checker import ModelFault
+from isrcheck.engine.checker import ModelFault
 from isrcheck.model.kafka import KafkaModel
 from isrcheck.model.tables import (
     IllegalTransition,

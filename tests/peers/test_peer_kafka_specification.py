@@ -9,7 +9,7 @@ from itertools import permutations
 
 import pytest
 
-from isrcheck.model.checker import Checker
+from isrcheck.engine.checker import Checker
 from isrcheck.peers.kafka_specification import (
     MODULES,
     PeerAction,

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from isrcheck import manifest
 from isrcheck.invariants import build_model
-from isrcheck.model.checker import Checker
+from isrcheck.engine.checker import Checker
 from isrcheck.pipeline.explore import Explorer
 from isrcheck.pipeline.spec import ModelSpec
 

@@ -79,7 +79,7 @@ def test_sweep_table(cli, spark_session, tmp_path):
     rows = json.loads(r.stdout)["rows"]
     assert [x["values"] for x in rows] == [{"brokers": 2, "faults.crashes": 1}, {"brokers": 3, "faults.crashes": 1}]
     from isrcheck.invariants import build_model
-    from isrcheck.model.checker import Checker
+    from isrcheck.engine.checker import Checker
     from isrcheck.model.config import from_mapping
 
     for x in rows:
@@ -151,7 +151,7 @@ def test_traces_schema_and_counts(corpus, spark_session):
     exhaustive = [s for s in by_trace.values() if s[0]["mode"] == "exhaustive"]
     assert {s[0]["seed"] for s in exhaustive} == {None}
     from isrcheck.invariants import build_model
-    from isrcheck.model.checker import Checker
+    from isrcheck.engine.checker import Checker
 
     cfg = manifest.get("controlled-shutdown").config_with(["generation=kip-320"])
     deepest = Checker(build_model(cfg)).run().depth

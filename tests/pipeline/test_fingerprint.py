@@ -10,8 +10,8 @@ import pytest
 
 from isrcheck import manifest
 from isrcheck.invariants import build_model
-from isrcheck.model.checker import ModelFault
-from isrcheck.model.codec import kafka_state_codec
+from isrcheck.engine.checker import ModelFault
+from isrcheck.model.statecodec import kafka_state_codec
 from isrcheck.pipeline.errors import PipelineError
 from isrcheck.pipeline.fingerprint import StableModel
 from isrcheck.pipeline.spec import ModelSpec
@@ -48,7 +48,7 @@ def test_stable_fingerprints_are_the_same_in_another_process():
     prog = (
         "import json, sys\n"
         "from isrcheck.pipeline.spec import ModelSpec\n"
-        "from isrcheck.model.codec import kafka_state_codec\n"
+        "from isrcheck.model.statecodec import kafka_state_codec\n"
         "spec = ModelSpec.from_json(sys.argv[1]); m = spec.build(); c = kafka_state_codec()\n"
         "print(json.dumps([m.fingerprint(c.decode(bytes.fromhex(b))) for b in json.load(sys.stdin)]))\n"
     )

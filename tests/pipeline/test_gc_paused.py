@@ -7,7 +7,7 @@ import pyarrow as pa
 import pytest
 
 from isrcheck import manifest
-from isrcheck.model.codec import kafka_state_codec
+from isrcheck.model.statecodec import kafka_state_codec
 from isrcheck.pipeline.explore_spark import expand_arrow
 from isrcheck.pipeline.levels import gc_paused
 from isrcheck.pipeline.spec import ModelSpec

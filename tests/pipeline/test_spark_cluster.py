@@ -14,7 +14,7 @@ import pytest
 
 from isrcheck import manifest
 from isrcheck.invariants import build_model
-from isrcheck.model.checker import Checker
+from isrcheck.engine.checker import Checker
 from isrcheck.model.config import from_mapping
 
 pytestmark = [pytest.mark.spark, pytest.mark.cluster]

@@ -1,4 +1,4 @@
-"""isrcheck.model.simulate: seeded random walks over any model."""
+"""isrcheck.engine.simulate: seeded random walks over any model."""
 from __future__ import annotations
 
 from dataclasses import asdict
@@ -7,9 +7,9 @@ import pytest
 
 from isrcheck.invariants import build_model
 from isrcheck.model.actions import Action
-from isrcheck.model.checker import ModelFault, Progress, Property, replay_actions
+from isrcheck.engine.checker import ModelFault, Progress, Property, replay_actions
 from isrcheck.model.config import from_mapping
-from isrcheck.model.simulate import SimulationResult, simulate
+from isrcheck.engine.simulate import SimulationResult, simulate
 
 SMALL = {"brokers": 3, "max_records": 1}
 SMALL_CRASH = {"brokers": 3, "max_records": 1, "faults": {"crashes": 1}}

@@ -1,4 +1,4 @@
-"""The searches' memory ceiling (``max_memory``, model/memory.py): past it, Checker,
+"""The searches' memory ceiling (``max_memory``, engine/memory.py): past it, Checker,
 ParallelChecker and simulate stop with ``limit_hit = "memory"`` and the incomplete outcome;
 below it (or without it) they give their usual result.
 
@@ -11,11 +11,11 @@ import multiprocessing
 import os
 
 from isrcheck.invariants import build_model
-from isrcheck.model.checker import Checker
+from isrcheck.engine.checker import Checker
 from isrcheck.model.config import from_mapping
-from isrcheck.model.memory import CHECK_EVERY, resident_bytes
-from isrcheck.model.parallel import ParallelChecker
-from isrcheck.model.simulate import simulate
+from isrcheck.engine.memory import CHECK_EVERY, resident_bytes
+from isrcheck.engine.parallel import ParallelChecker
+from isrcheck.engine.simulate import simulate
 
 # clean election, one crash, one ISR shrink: 9,222 states, several readings' worth
 CONFIG = {"brokers": 3, "replication_factor": 2, "max_records": 2, "faults": {"crashes": 1, "isr_shrinks": 1}}

@@ -22,7 +22,7 @@ else uses the table. The capacity lives in the shared header too, so every proce
 grown table. Memory is reserved up front for ``max_slots`` slots (``MAP_NORESERVE``: only
 touched pages count), so growing never moves the mapping.
 
-Two implementations with the same layout and answers: model/_fptable.c (lock-free, with atomic
+Two implementations with the same layout and answers: engine/_fptable.c (lock-free, with atomic
 compare-and-swap on the shared words) and :class:`PyFingerprintTable` below (the same steps
 under one ``multiprocessing.Lock``) for installs without a C compiler; :func:`new_table` picks.
 """
@@ -40,7 +40,7 @@ _MIX = 0x9E3779B97F4A7C15
 _MIN_SLOTS = 16
 _MOST_SLOTS = 1 << 48
 
-# the shared header, in 64-bit words (as model/_fptable.c)
+# the shared header, in 64-bit words (as engine/_fptable.c)
 _H_CAPACITY, _H_COUNT, _H_GROW, _H_ZERO_PRESENT, _H_ZERO_KEY, _H_ZERO_PARENT = range(6)
 _HEADER_WORDS = 8
 _SLOT_WORDS = 4  # fingerprint (0: empty), key, parent, spare (32 bytes: one cache line holds whole slots)
@@ -97,7 +97,7 @@ def _release(view: memoryview, mm: mmap.mmap) -> None:
 
 
 class PyFingerprintTable:
-    """model/_fptable.c's ``FingerprintTable`` in Python: the same layout, the same answers, every
+    """engine/_fptable.c's ``FingerprintTable`` in Python: the same layout, the same answers, every
     method under one lock (made here, so forked children share it with the mapping)."""
 
     def __init__(self, max_slots: int, initial_slots: int = 1 << 16) -> None:
@@ -324,7 +324,7 @@ class PyFingerprintTable:
 
 
 def new_table(max_slots: int, initial_slots: int = 1 << 16) -> Any:
-    """A fresh shared table: model/_fptable.c's ``FingerprintTable`` when it is built and compiled
+    """A fresh shared table: engine/_fptable.c's ``FingerprintTable`` when it is built and compiled
     code is wanted, else :class:`PyFingerprintTable` (the same answers, under a lock)."""
     from isrcheck import native
 

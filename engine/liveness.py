@@ -49,7 +49,7 @@ from collections.abc import Callable, Hashable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple, Protocol
 
-from .engine import Model, ModelFault, Progress, Step, Violation, paused_gc
+from .core import Model, ModelFault, Progress, Step, Violation, paused_gc
 from .explore import replay_fingerprints
 
 NO_LABEL = -1

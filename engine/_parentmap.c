@@ -1,11 +1,11 @@
-/* ParentMap: the single-process checker's fingerprint-to-parent map, flat (see model/parentmap.py).
+/* ParentMap: the single-process checker's fingerprint-to-parent map, flat (see engine/parentmap.py).
  *
  * Why in C: a dict of Python ints costs about 90 bytes a state (the dict's entry and index, plus a
  * 48-byte int object for every key) and three dependent cache misses for a lookup that hits (the
  * index, the entry, the key object the entry points to). This table is one array of 16-byte slots,
  * (fingerprint, parent fingerprint), open addressing with linear probing, grown by doubling at a
  * load of 3/4: 21-43 bytes a state, and one miss per lookup. Nothing else in it: no keys, no
- * sharing between processes (the parallel checker has model/_fptable.c for that).
+ * sharing between processes (the parallel checker has engine/_fptable.c for that).
  *
  * It is a mapping, as the dict it replaces (``fp in m``, ``m[fp]``, ``m[fp] = parent``, ``len(m)``),
  * so the checker's code is the same for both and reaches these functions through the type's slots,
@@ -243,7 +243,7 @@ static PyGetSetDef map_getset[] = {
 
 static PyTypeObject ParentMapType = {
     PyVarObject_HEAD_INIT(NULL, 0)
-    .tp_name = "isrcheck.model._parentmap.ParentMap",
+    .tp_name = "isrcheck.engine._parentmap.ParentMap",
     .tp_doc = "ParentMap(): a flat map from state fingerprints to their parent's fingerprint "
               "(None for an initial state); it only grows",
     .tp_basicsize = sizeof(ParentMap),
@@ -261,8 +261,8 @@ static PyTypeObject ParentMapType = {
 
 static struct PyModuleDef module = {
     PyModuleDef_HEAD_INIT,
-    .m_name = "isrcheck.model._parentmap",
-    .m_doc = "The single-process checker's flat fingerprint-to-parent map (see model/parentmap.py).",
+    .m_name = "isrcheck.engine._parentmap",
+    .m_doc = "The single-process checker's flat fingerprint-to-parent map (see engine/parentmap.py).",
     .m_size = -1,
 };
 

@@ -31,7 +31,7 @@ import random
 from collections.abc import Iterator, Set
 from typing import Any
 
-from .engine import Checks, Model, ModelFault, action_name
+from .core import Checks, Model, ModelFault, action_name
 from .explore import ALWAYS, FAULT, TRANSITION, PathStep, walk_start
 
 __all__ = ["SPREAD", "Weights", "swarm_walk"]

@@ -1,4 +1,4 @@
-"""Type stub of the C extension model/_parentmap.c (see model/parentmap.py)."""
+"""Type stub of the C extension engine/_parentmap.c (see engine/parentmap.py)."""
 from typing import overload
 
 class ParentMap:

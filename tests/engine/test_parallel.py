@@ -1,4 +1,4 @@
-"""The multi-process checker (model/parallel.py) against the single-process one.
+"""The multi-process checker (engine/parallel.py) against the single-process one.
 
 ParallelChecker must give the same result as Checker on every model: distinct states, depth,
 outcome, transitions, coverage, unwitnessed properties and the same shortest counterexample,
@@ -13,9 +13,9 @@ from typing import NamedTuple
 import pytest
 
 from isrcheck.invariants import build_model
-from isrcheck.model.checker import Checker, CheckResult, ModelFault, Progress, Property
+from isrcheck.engine.checker import Checker, CheckResult, ModelFault, Progress, Property
 from isrcheck.model.config import from_mapping
-from isrcheck.model.parallel import ParallelChecker, WorkerError
+from isrcheck.engine.parallel import ParallelChecker, WorkerError
 
 pytestmark = pytest.mark.skipif(
     "fork" not in multiprocessing.get_all_start_methods(), reason="the parallel checker forks"

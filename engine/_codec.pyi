@@ -1,4 +1,4 @@
-"""Type stub of the C extension model/_codec.c (see there and model/codec.py)."""
+"""Type stub of the C extension engine/_codec.c (see there and engine/codec.py)."""
 from typing import Any
 
 class CodecEngine:

@@ -1,10 +1,10 @@
-"""Multi-process breadth-first search: the same search as :class:`~isrcheck.model.checker.Checker`
+"""Multi-process breadth-first search: the same search as :class:`~isrcheck.engine.checker.Checker`
 spread over long-lived worker processes.
 
 Design (level-synchronous; one fingerprint table shared by all; states stay where they are made):
 
 * The visited set and the parent map are one open-addressing table in shared memory
-  (:mod:`~isrcheck.model.fptable`), made before the fork. Each worker *holds* part of the BFS
+  (:mod:`~isrcheck.engine.fptable`), made before the fork. Each worker *holds* part of the BFS
   frontier (concrete states) and expands it. For each successor it *claims* the successor's
   fingerprint with the event's discovery key (below): the table keeps the smallest key ever
   claimed for a fingerprint, an atomic minimum, so who wins does not depend on timing. A worker
@@ -65,7 +65,7 @@ from typing import Any, Generic
 from .frames import END_FRAME, HDR, PeerGone as _PeerGone, WorkerError
 from .frames import frame as _frame
 from .checker import Checker
-from .engine import A, Checks, CheckResult, Kind, Model, ModelFault, Progress, S, Search, Step, Violation, action_name, result_of
+from .core import A, Checks, CheckResult, Kind, Model, ModelFault, Progress, S, Search, Step, Violation, action_name, result_of
 from .explore import replay_fingerprints
 from .fptable import new_table
 from .memory import WATCH_SECONDS, MemoryCeilingHit, resident_bytes, shared_bytes, shmem_bytes

@@ -1,5 +1,5 @@
-"""The state codec's program run in C (model/_codec.c) against the same program in Python
-(model/codec.py with ``native=False``): the same bytes for every reachable state of several models,
+"""The state codec's program run in C (engine/_codec.c) against the same program in Python
+(engine/codec.py with ``native=False``): the same bytes for every reachable state of several models,
 the same state back for every valid encoding, and never an answer where the Python program refuses
 (the engine then answers None, and the codec lets the Python program raise its CodecError)."""
 from __future__ import annotations
@@ -11,12 +11,13 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from isrcheck.model.codec import HEADER_SIZE, MAX_BYTES, CodecError, StateCodec, kafka_state_codec
+from isrcheck.engine.codec import HEADER_SIZE, MAX_BYTES, CodecError, StateCodec
+from isrcheck.model.statecodec import kafka_state_codec
 from isrcheck.peers.kafka_specification import PeerModel
 
 from test_codec import _Peer, _Tiny, Colour, _Leaf, _Ping, _Pong, reachable, same
 
-pytest.importorskip("isrcheck.model._codec", reason="a pure install builds no C extension")
+pytest.importorskip("isrcheck.engine._codec", reason="a pure install builds no C extension")
 
 
 def _fast() -> StateCodec:
@@ -50,7 +51,7 @@ def test_a_peer_models_states_too() -> None:
     fast, slow = model.state_codec, StateCodec(type(next(iter(model.init_states()))), native=False)
     if not fast.native:
         pytest.skip("the codec runs in Python")
-    from isrcheck.model.checker import Checker
+    from isrcheck.engine.checker import Checker
 
     states: list = []
     Checker(PeerModel("kip-320", replicas=2, properties=[]), observer=lambda s, fp, d: states.append(s)).run()
@@ -157,7 +158,7 @@ def test_ints_of_every_size(x: int, xs: list[int], flag: bool) -> None:
 
 
 def test_inconsistent_tables_are_refused_when_the_engine_is_built() -> None:
-    from isrcheck.model._codec import CodecEngine
+    from isrcheck.engine._codec import CodecEngine
 
     ok = dict(header=b"IS\x01" + bytes(8), root=0, progs=[[(0, 0)]], nodes=[], classes=[_Ping], enum_types=[],
               enum_maps=[], fixed=[], unions=[], node_min=[], max_bytes=1 << 20)

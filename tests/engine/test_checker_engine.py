@@ -1,11 +1,11 @@
-"""The generic BFS checker (model/checker.py) on toy models that know nothing about Kafka."""
+"""The generic BFS checker (engine/checker.py) on toy models that know nothing about Kafka."""
 from __future__ import annotations
 
 from typing import NamedTuple
 
 import pytest
 
-from isrcheck.model.checker import (
+from isrcheck.engine.checker import (
     Checker,
     ModelFault,
     Property,

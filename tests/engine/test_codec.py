@@ -1,4 +1,4 @@
-"""The binary state codec (model/codec.py): lossless round trips over every reachable state of
+"""The binary state codec (engine/codec.py): lossless round trips over every reachable state of
 several models, and a clear CodecError for every kind of bad input."""
 from __future__ import annotations
 
@@ -13,8 +13,9 @@ from hypothesis import strategies as st
 
 from isrcheck import manifest
 from isrcheck.invariants import build_model
-from isrcheck.model.checker import Checker
-from isrcheck.model.codec import HEADER_SIZE, MAGIC, CodecError, StateCodec, digest, kafka_state_codec
+from isrcheck.engine.checker import Checker
+from isrcheck.engine.codec import HEADER_SIZE, MAGIC, CodecError, StateCodec, digest
+from isrcheck.model.statecodec import kafka_state_codec
 from isrcheck.model.tables import PartitionState, ReplicaState
 
 # (model, max_states): every reachable state, or the first max_states of them
@@ -116,7 +117,7 @@ def test_digest_is_stable_and_the_same_in_another_process():
     assert len(set(here)) == len(here)
     assert [codec.fingerprint(s) for s in states] == here
     prog = ("import sys\n"
-            "from isrcheck.model.codec import digest, kafka_state_codec\n"
+            "from isrcheck.engine.codec import digest\nfrom isrcheck.model.statecodec import kafka_state_codec\n"
             "c = kafka_state_codec()\n"
             "for line in sys.stdin:\n"
             "    b = bytes.fromhex(line.strip())\n"

@@ -1,4 +1,4 @@
-"""model/_newtuple.c, the state classes' constructor in the compiled build, against tuple.__new__."""
+"""engine/_newtuple.c, the state classes' constructor in the compiled build, against tuple.__new__."""
 from __future__ import annotations
 
 import gc
@@ -12,7 +12,7 @@ from isrcheck import native
 from isrcheck.model import state
 from isrcheck.model.state import Broker, Budget, Replica
 
-newtuple = pytest.importorskip("isrcheck.model._newtuple", reason="a pure install builds no C extension")
+newtuple = pytest.importorskip("isrcheck.engine._newtuple", reason="a pure install builds no C extension")
 
 SAMPLES = [
     (Replica, ((1, 2), 1, 0, 1, 0, 7, 1, (2, 2, 2), 0, 7, ((0, 0),), 0, ())),

@@ -3,7 +3,7 @@
 It is the checker's whole memory of the states it has seen (the states themselves are not kept;
 see specs/07-checker.md), so its size per state is what bounds how wide a model can be checked.
 A dict of Python ints costs about 90 bytes a state: its entry and index slot, and a 48-byte int
-object for every 64-bit fingerprint it holds. model/_parentmap.c's ``ParentMap`` holds the two
+object for every 64-bit fingerprint it holds. engine/_parentmap.c's ``ParentMap`` holds the two
 fingerprints in one 16-byte slot of a flat array (open addressing, grown by doubling at a load of
 3/4): 21-43 bytes a state, with one cache miss per lookup instead of three.
 
@@ -18,7 +18,7 @@ from typing import Any
 
 
 def new_parent_map() -> Any:
-    """A fresh, empty map: model/_parentmap.c's ``ParentMap`` where it is built and compiled code
+    """A fresh, empty map: engine/_parentmap.c's ``ParentMap`` where it is built and compiled code
     is wanted, else a dict."""
     from isrcheck import native
 

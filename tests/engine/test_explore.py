@@ -1,4 +1,4 @@
-"""The exploration kit (model/explore.py) and the verdicts of model/engine.py, on toy models.
+"""The exploration kit (engine/explore.py) and the verdicts of engine/core.py, on toy models.
 
 The kit is what the simulator, the pipeline and conformance's exports share with the checker: a
 level, a walk, a replay. These tests pin each piece against the checker's own answers.
@@ -10,10 +10,10 @@ import random
 import pytest
 
 from isrcheck.invariants import build_model
-from isrcheck.model.checker import Checker
+from isrcheck.engine.checker import Checker
 from isrcheck.model.config import from_mapping
-from isrcheck.model.engine import Checks, ModelFault, Property, Step, action_name
-from isrcheck.model.explore import (ALWAYS, FAULT, TRANSITION, count_until, expand, first_event_key, initial_level,
+from isrcheck.engine.core import Checks, ModelFault, Property, Step, action_name
+from isrcheck.engine.explore import (ALWAYS, FAULT, TRANSITION, count_until, expand, first_event_key, initial_level,
                                     replay_checked, replay_fingerprints, sorted_new, verdicts, walk)
 
 from test_checker_engine import Act, Counters, Toy
@@ -145,7 +145,7 @@ def test_replay_gives_the_checkers_trace_and_the_verdict_of_each_step():
 
 def test_the_simulator_and_the_kit_walk_the_same_path():
     """simulate() is built on walk(): its first walk from a seed is the kit's walk from that seed."""
-    from isrcheck.model.simulate import simulate
+    from isrcheck.engine.simulate import simulate
 
     model = build_model(from_mapping({"brokers": 2, "replication_factor": 2, "max_records": 1}), symmetry=False)
     result = simulate(model, seed=11, walks=1, max_depth=9)

@@ -26,8 +26,9 @@ types (classes, IntEnum members, bools, ``None``), so ``hash`` survives the roun
 states have equal encodings, so :func:`digest` of the bytes is a process-independent fingerprint.
 
 The module is plain typed Python so that mypyc can compile it. It imports nothing of the project
-but ``model/`` (and only in :func:`kafka_state_codec`). In the compiled build the same program also
-runs in C (``model/_codec.c``, built from this codec's tables): it answers every valid state and
+but the package root (a model's own codec, such as the Kafka model's ``model/statecodec.py``, is
+built from it). In the compiled build the same program also
+runs in C (``engine/_codec.c``, built from this codec's tables): it answers every valid state and
 encoding and answers None for anything else, and then the program here runs on the same input and
 raises the error (or, should the C engine ever refuse something valid, gives the answer slowly).
 So the Python program stays the definition of the format; tests/model/test_codec_engine.py holds
@@ -47,7 +48,7 @@ import typing
 from collections.abc import Mapping
 from typing import Any, Final
 
-__all__ = ["CodecError", "StateCodec", "digest", "kafka_state_codec", "MAGIC", "HEADER_SIZE", "MAX_BYTES"]
+__all__ = ["CodecError", "StateCodec", "digest", "MAGIC", "HEADER_SIZE", "MAX_BYTES"]
 
 MAGIC: Final = b"IS\x01"  # isrcheck state, format 1
 HEADER_SIZE: Final = len(MAGIC) + 8
@@ -180,7 +181,7 @@ class StateCodec:
         #: the bytes that start every encoding of this codec
         self.header: bytes = MAGIC + raw
         self.schema_text: str = text
-        #: the same program run in C (model/_codec.c), when built and wanted (``native``): it
+        #: the same program run in C (engine/_codec.c), when built and wanted (``native``): it
         #: answers every valid state and encoding, and leaves everything else to the program here
         self._engine: Any = self._native_engine() if native else None
 
@@ -200,7 +201,7 @@ class StateCodec:
 
     @property
     def native(self) -> bool:
-        """Whether this codec runs its program in C (model/_codec.c)."""
+        """Whether this codec runs its program in C (engine/_codec.c)."""
         return self._engine is not None
 
     @property
@@ -809,23 +810,3 @@ def _dec_ints(d: bytes, p: int) -> tuple[tuple[int, ...], int]:
             w, p = _get_long(d, p, w)
         items.append(w)
     return tuple(items), p
-
-
-_KAFKA: dict[bool, StateCodec] = {}
-
-
-def kafka_state_codec(native: bool = True) -> StateCodec:
-    """The codec of :class:`isrcheck.model.state.State`, with the controller's partition and
-    replica states rebuilt as :class:`PartitionState` and :class:`ReplicaState` members (built once
-    per process; ``native=False``: one that never runs the program in C, for comparisons)."""
-    codec = _KAFKA.get(native)
-    if codec is None:
-        from .state import State
-        from .tables import PartitionState, ReplicaState
-
-        codec = StateCodec(State, enums={
-            ("Controller", "partition_states"): PartitionState,
-            ("Controller", "replica_states"): ReplicaState,
-        }, native=native)
-        _KAFKA[native] = codec
-    return codec

@@ -1,4 +1,4 @@
-/* What model/_fptable.c and model/_parentmap.c, the two tables of visited states' fingerprints,
+/* What engine/_fptable.c and engine/_parentmap.c, the two tables of visited states' fingerprints,
  * share: reading a fingerprint argument, and the home slot of a fingerprint in a table of a
  * power-of-two capacity. Fingerprints are the models' signed 64-bit ints, held as their words. */
 #ifndef ISRCHECK_FINGERPRINTS_H

@@ -1,4 +1,4 @@
-"""The shared fingerprint table (model/fptable.py, model/_fptable.c): smallest-key claims, settling,
+"""The shared fingerprint table (engine/fptable.py, engine/_fptable.c): smallest-key claims, settling,
 growth, sharing across fork; the C and the Python table alike."""
 from __future__ import annotations
 
@@ -10,14 +10,14 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
-from isrcheck.model.fptable import PyFingerprintTable
+from isrcheck.engine.fptable import PyFingerprintTable
 from native_helpers import run_json
 
 SMALLEST, LARGEST = -(1 << 63), (1 << 63) - 1
 
 
 def _c_table() -> Any:
-    module = pytest.importorskip("isrcheck.model._fptable", reason="a pure install builds no C extension")
+    module = pytest.importorskip("isrcheck.engine._fptable", reason="a pure install builds no C extension")
     return module.FingerprintTable
 
 
@@ -258,7 +258,7 @@ def test_pickling_is_refused(make: Callable[..., Any]) -> None:
 NEW_TABLE = """
 import json
 from isrcheck import native
-from isrcheck.model.fptable import new_table
+from isrcheck.engine.fptable import new_table
 t = new_table(1 << 10, 16)
 answer = t.claim(-5, 0, 1)
 print(json.dumps([native.compiled_wanted(), type(t).__module__, type(t).__name__, answer, t.key_of(-5)]))
@@ -273,8 +273,8 @@ def test_new_table_picks_the_build(pure: bool) -> None:
     if not pure and not wanted:
         pytest.skip("the compiled modules are stale, so this interpreter runs the Python source")
     if pure:
-        assert (module, name) == ("isrcheck.model.fptable", "PyFingerprintTable")
+        assert (module, name) == ("isrcheck.engine.fptable", "PyFingerprintTable")
     else:
-        assert (module, name) == ("isrcheck.model._fptable", "FingerprintTable")
+        assert (module, name) == ("isrcheck.engine._fptable", "FingerprintTable")
     assert (answer, key) == (1, 1)
 

@@ -5,7 +5,7 @@ that changes the state or ``max_depth`` actions were taken. Steps that leave the
 (a follower fetching when there is nothing new) are checked but not taken, so walks do not
 spin in place; they end when the system is quiescent. Every state is checked against the
 ``always`` properties, every step against the ``transition`` properties (and a step that raises
-:class:`~isrcheck.model.checker.ModelFault` is a violation), and ``sometimes`` properties are
+:class:`~isrcheck.engine.checker.ModelFault` is a violation), and ``sometimes`` properties are
 recorded when witnessed. The walk is a function of the seed alone: the same seed, model and
 bounds give the same result, in any process.
 
@@ -26,15 +26,15 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from .engine import Checks, Model, Progress, Step, Violation, action_name
+from .core import Checks, Model, Progress, Step, Violation, action_name
 from .explore import TRANSITION, FAULT, walk
 from .swarm import swarm_walk
 from .memory import CHECK_EVERY, resident_bytes
 
 __all__ = ["STRATEGIES", "SimulationResult", "simulate"]
 
-#: how a walk chooses its next action: "swarm" (model/swarm.py: per-walk random weights and a
-#: preference for states not reached before; the default) or "uniform" (model/explore.py's walk)
+#: how a walk chooses its next action: "swarm" (engine/swarm.py: per-walk random weights and a
+#: preference for states not reached before; the default) or "uniform" (engine/explore.py's walk)
 STRATEGIES = ("swarm", "uniform")
 
 SimOutcome = Literal["success", "safety_failure", "vacuous", "incomplete"]

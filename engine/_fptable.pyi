@@ -1,4 +1,4 @@
-"""Type stub of the C extension model/_fptable.c (see there and model/fptable.py)."""
+"""Type stub of the C extension engine/_fptable.c (see there and engine/fptable.py)."""
 from typing import NoReturn
 
 class FingerprintTable:

@@ -1,5 +1,5 @@
 /* FingerprintTable: the parallel checker's set of visited fingerprints, one hash table in shared
- * memory that every forked worker claims successors in (see model/fptable.py for the design and
+ * memory that every forked worker claims successors in (see engine/fptable.py for the design and
  * for PyFingerprintTable, the same table in Python).
  *
  * Why in C: a claim happens once per successor, so it has to cost about what a dict lookup costs,
@@ -34,7 +34,7 @@
 #define MIN_SLOTS ((Py_ssize_t)16)
 #define MOST_SLOTS ((Py_ssize_t)1 << 48) /* beyond any address space: the reservation halves anyway */
 
-/* The shared header, in 64-bit words before the slots (model/fptable.py uses the same layout). */
+/* The shared header, in 64-bit words before the slots (engine/fptable.py uses the same layout). */
 enum {
     H_CAPACITY,     /* slots in use (a power of two) */
     H_COUNT,        /* entries, fingerprint 0 included */
@@ -733,7 +733,7 @@ static PySequenceMethods table_as_sequence = {
 
 static PyTypeObject FingerprintTableType = {
     PyVarObject_HEAD_INIT(NULL, 0)
-    .tp_name = "isrcheck.model._fptable.FingerprintTable",
+    .tp_name = "isrcheck.engine._fptable.FingerprintTable",
     .tp_doc = PyDoc_STR("FingerprintTable(max_slots, initial_slots=65536): fingerprints with their smallest "
                         "discovery key and parent, in memory shared by forked processes"),
     .tp_basicsize = sizeof(FingerprintTable),

@@ -1,5 +1,5 @@
-"""The single-process checker's flat fingerprint-to-parent map (model/parentmap.py,
-model/_parentmap.c): the dict's answers for everything the checker asks, growth, the edge
+"""The single-process checker's flat fingerprint-to-parent map (engine/parentmap.py,
+engine/_parentmap.c): the dict's answers for everything the checker asks, growth, the edge
 fingerprints, refusals, and its size per entry."""
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ fingerprints = st.integers(SMALLEST, LARGEST)
 
 
 def _parent_map() -> Any:
-    module = pytest.importorskip("isrcheck.model._parentmap", reason="a pure install builds no C extension")
+    module = pytest.importorskip("isrcheck.engine._parentmap", reason="a pure install builds no C extension")
     return module.ParentMap()
 
 
@@ -98,7 +98,7 @@ def test_refusals_are_clear() -> None:
 NEW_MAP = """
 import json
 from isrcheck import native
-from isrcheck.model.parentmap import new_parent_map
+from isrcheck.engine.parentmap import new_parent_map
 m = new_parent_map()
 m[-5] = None
 m[6] = -5
@@ -113,5 +113,5 @@ def test_new_parent_map_picks_the_build(pure: bool) -> None:
     wanted, module, name, *answers = run_json(NEW_MAP, pure=pure)
     if not pure and not wanted:
         pytest.skip("the compiled modules are stale, so this interpreter runs the Python source")
-    assert (module, name) == (("builtins", "dict") if pure else ("isrcheck.model._parentmap", "ParentMap"))
+    assert (module, name) == (("builtins", "dict") if pure else ("isrcheck.engine._parentmap", "ParentMap"))
     assert answers == [None, -5, 2]

@@ -1,4 +1,4 @@
-/* CodecEngine: model/codec.py's state codec program, run in C (see that module for the format).
+/* CodecEngine: engine/codec.py's state codec program, run in C (see that module for the format).
  *
  * Why: a state moves between processes as bytes (the parallel workers even out their frontiers;
  * every Spark worker decodes each state it expands and encodes each successor it keeps), and the
@@ -22,7 +22,7 @@
 #include <stdint.h>
 #include <string.h>
 
-/* opcodes: model/codec.py's OP_* (the same numbers) */
+/* opcodes: engine/codec.py's OP_* (the same numbers) */
 enum {
     OP_INT = 0, OP_BOOL = 1, OP_ENUM = 2, OP_INTS = 3, OP_ENUMS = 4, OP_STRUCT = 5, OP_OPT = 6,
     OP_SEQ = 7, OP_FIXED = 8, OP_UNION = 9, OP_EMPTY_OR = 10, OP_INTRUN = 11, OP_FIXINTS = 12,
@@ -1088,9 +1088,9 @@ static PyMethodDef engine_methods[] = {
 
 static PyTypeObject CodecEngineType = {
     PyVarObject_HEAD_INIT(NULL, 0)
-    .tp_name = "isrcheck.model._codec.CodecEngine",
+    .tp_name = "isrcheck.engine._codec.CodecEngine",
     .tp_doc = PyDoc_STR("CodecEngine(header, root, progs, nodes, classes, enum_types, enum_maps, fixed, unions, "
-                        "node_min, max_bytes): StateCodec's program run in C (see model/codec.py)"),
+                        "node_min, max_bytes): StateCodec's program run in C (see engine/codec.py)"),
     .tp_basicsize = sizeof(CodecEngine),
     .tp_flags = Py_TPFLAGS_DEFAULT,
     .tp_new = PyType_GenericNew,
@@ -1100,7 +1100,7 @@ static PyTypeObject CodecEngineType = {
 };
 
 static struct PyModuleDef codec_module = {
-    PyModuleDef_HEAD_INIT, "_codec", "model/codec.py's state codec program, run in C.", -1,
+    PyModuleDef_HEAD_INIT, "_codec", "engine/codec.py's state codec program, run in C.", -1,
     NULL, NULL, NULL, NULL, NULL,
 };
 

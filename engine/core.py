@@ -47,7 +47,7 @@ class ModelFault(Exception):
 
 class Model(Protocol[S, A]):
     """What the engine sees of a model. A model may also offer ``state_codec`` (a
-    :class:`~isrcheck.model.codec.StateCodec` of its states), which the parallel workers then use
+    :class:`~isrcheck.engine.codec.StateCodec` of its states), which the parallel workers then use
     to move states instead of pickle."""
 
     def init_states(self) -> Sequence[S]: ...
@@ -242,14 +242,14 @@ def paused_gc() -> bool:
 # ---------------------------------------------------------------------------- state objects
 # A model whose states are NamedTuples builds them on the hot path; the NamedTuple constructor is
 # interpreted even in the compiled build. ``tuple_constructor()`` gives ``new(cls, *items)``:
-# model/_newtuple.c where it is built (one allocation, no argument parsing), else ``tuple.__new__``.
+# engine/_newtuple.c where it is built (one allocation, no argument parsing), else ``tuple.__new__``.
 def _tuple_new(cls: type, *items: object) -> tuple:
     """The pure-Python constructor: ``tuple.__new__`` with the items as one tuple."""
     return tuple.__new__(cls, items)  # type: ignore[call-overload]
 
 
 def tuple_constructor() -> Callable[..., Any]:
-    """``new(cls, *items)``: model/_newtuple.c when it is built and compiled code is wanted, else
+    """``new(cls, *items)``: engine/_newtuple.c when it is built and compiled code is wanted, else
     :func:`_tuple_new`; both give equal objects of the same class."""
     from isrcheck import native
 

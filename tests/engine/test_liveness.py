@@ -1,4 +1,4 @@
-"""The generic liveness checker (model/liveness.py) on toy models that know nothing about Kafka.
+"""The generic liveness checker (engine/liveness.py) on toy models that know nothing about Kafka.
 
 Every model here is a transition table over small ints; ``fair_key`` says which actions are weakly
 fair. The property-based tests compare the checker with independent oracles: networkx for the
@@ -14,8 +14,8 @@ import networkx as nx
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from isrcheck.model.engine import ModelFault
-from isrcheck.model.liveness import (
+from isrcheck.engine.core import ModelFault
+from isrcheck.engine.liveness import (
     NO_LABEL,
     LeadsTo,
     LivenessError,

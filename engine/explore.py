@@ -9,8 +9,8 @@ Every way of moving through a model is built from these pieces, each written onc
 - :func:`replay_fingerprints`, :func:`replay_actions` and :func:`replay_checked` rebuild concrete
   states along a path: every counterexample of every search, scripted scenarios, conformance replay.
 
-What a violation is comes from :class:`~isrcheck.model.engine.Checks` alone. The two exhaustive
-searches, :class:`~isrcheck.model.checker.Checker` and the parallel workers, keep their innermost
+What a violation is comes from :class:`~isrcheck.engine.core.Checks` alone. The two exhaustive
+searches, :class:`~isrcheck.engine.checker.Checker` and the parallel workers, keep their innermost
 loop written out in place: it is the hot path, and the two settle a new state differently (in one
 dictionary, or with its owner among the processes; ARCHITECTURE.md "The exploration kit"). They ask
 ``Checks`` for every verdict and replay their counterexamples with this module.
@@ -32,7 +32,7 @@ from collections.abc import Callable, Container, Iterable, Iterator, Mapping, Se
 from dataclasses import dataclass, field
 from typing import Any
 
-from .engine import Checks, Model, ModelFault, Step, action_name
+from .core import Checks, Model, ModelFault, Step, action_name
 
 Key = tuple[int, int]
 

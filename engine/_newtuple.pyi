@@ -1,4 +1,4 @@
-"""Type stub of the C extension model/_newtuple.c (see there)."""
+"""Type stub of the C extension engine/_newtuple.c (see there)."""
 from typing import Any
 
 def new(cls: type, *items: object) -> Any: ...
