@@ -34,7 +34,8 @@ import networkx as nx
 
 from isrcheck.invariants import build_model
 from isrcheck.model.actions import Action
-from isrcheck.engine.checker import ModelFault
+from isrcheck.engine.core import ModelFault
+from isrcheck.engine.explore import BreadthFirst
 from isrcheck.model.config import Config
 from isrcheck.model.observe import observe
 from isrcheck.model.protocol import Protocol
@@ -73,32 +74,33 @@ def build_graph(config: Config, protocol: Protocol | None = None, max_states: in
     """The full reachable state graph of ``config`` (raises :class:`GraphTooLarge` past ``max_states``)."""
     model = build_model(config, protocol=protocol, symmetry=False, properties=[])
     g = nx.MultiDiGraph()
-    init = model.init_states()[0]
-    fp0 = hash(init)
-    states = {fp0: init}
+    states: dict[int, Any] = {}
     acts: dict[Edge, Action] = {}
     faults: list[tuple[int, Action, str]] = []
-    g.add_node(fp0, depth=0)
-    queue = deque([(init, fp0, 0)])
-    while queue:
-        s, fp, d = queue.popleft()
-        for a in model.actions(s):
-            try:
-                t = model.next_state(s, a)
-            except ModelFault as e:
-                faults.append((fp, a, str(e)))
-                continue
-            tfp = hash(t)
-            if tfp not in states:
-                if len(states) >= max_states:
-                    raise GraphTooLarge(f"more than {max_states} states: too large to cover")
-                states[tfp] = t
-                g.add_node(tfp, depth=d + 1)
-                queue.append((t, tfp, d + 1))
-            key = str(a)
-            g.add_edge(fp, tfp, key=key)
-            acts[(fp, tfp, key)] = a
-    return StateGraph(g, fp0, states, acts, faults)
+    depth: dict[int, int] = {}
+
+    def on_state(fp: int, s: Any, d: int) -> None:
+        if fp not in states:  # an initial state
+            states[fp] = s
+            depth[fp] = d
+            g.add_node(fp, depth=d)
+
+    def on_edge(fp: int, a: Action, tfp: int, t: Any, new: bool) -> None:
+        if new:
+            states[tfp] = t
+            depth[tfp] = depth[fp] + 1
+            g.add_node(tfp, depth=depth[tfp])
+        key = str(a)
+        g.add_edge(fp, tfp, key=key)
+        acts[(fp, tfp, key)] = a
+
+    def on_fault(fp: int, a: Action, e: ModelFault) -> None:
+        faults.append((fp, a, str(e)))
+
+    visit = BreadthFirst(model, key=hash, max_states=max_states).run(on_state, on_edge, on_fault)
+    if not visit.complete:
+        raise GraphTooLarge(f"more than {max_states} states: too large to cover")
+    return StateGraph(g, hash(model.init_states()[0]), states, acts, faults)
 
 
 # ---------------------------------------------------------------------------- path sets

@@ -47,7 +47,7 @@ from typing import Any
 from isrcheck import __version__
 from isrcheck.invariants import build_model
 from isrcheck.model.actions import Action
-from isrcheck.engine.checker import ModelFault
+from isrcheck.engine.explore import successors
 from isrcheck.model.config import Config
 from isrcheck.model.observe import observe
 from isrcheck.specs.actions import VocabularyError, action_json, action_text, actions as vocabulary, check_action
@@ -528,17 +528,14 @@ def _explain(model: Any, candidates: Mapping[int, Any], ev: Event, facts: _Gette
         can_silent = k < k_max and (ph == 1 or not quiet)
         if ph == 1 and not can_silent:
             continue
-        for a in model.actions(s):
+        def wanted(a: Any) -> bool:
+            return (ph == 0 and _matches_action(a, ev.action)) or (can_silent and a.name in silent)
+
+        for a, t in successors(model, s, wanted):
             main = ph == 0 and _matches_action(a, ev.action)
             hush = can_silent and a.name in silent
-            if not (main or hush):
-                continue
-            try:
-                t = model.next_state(s, a)
-                if settle:
-                    t = _settled(model, t, settle)
-            except ModelFault:
-                continue
+            if settle:
+                t = _settled(model, t, settle)
             tfp = hash(t)
             if main:
                 main_seen = True
@@ -557,12 +554,10 @@ def _explain(model: Any, candidates: Mapping[int, Any], ev: Event, facts: _Gette
 def _settled(model: Any, s: Any, names: Sequence[str]) -> Any:
     """``s`` after every enabled ``names`` action that changes it, until none does."""
     for _ in range(64):
-        for a in model.actions(s):
-            if a.name in names:
-                t = model.next_state(s, a)
-                if t != s:
-                    s = t
-                    break
+        for _a, t in successors(model, s, lambda a: a.name in names):
+            if t != s:
+                s = t
+                break
         else:
             return s
     return s

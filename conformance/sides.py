@@ -24,7 +24,7 @@ from isrcheck.impl import config as impl_config
 from isrcheck.impl.simulator import ActionError, NotEnabled, Simulator
 from isrcheck.invariants import build_model
 from isrcheck.model.actions import Action
-from isrcheck.engine.checker import ModelFault
+from isrcheck.engine.explore import replay
 from isrcheck.model.config import Config
 from isrcheck.model.kafka import KafkaModel
 from isrcheck.model.observe import observe
@@ -96,12 +96,12 @@ class ModelSide:
 
     def step(self, name: str, args: tuple) -> None:
         a = Action(name, tuple(args))
-        if a not in self.model.actions(self.state):
+        r = replay(self.model, [a], self.state)
+        if r.stopped_at is not None:
             raise ModelRefused(f"{a} is not enabled in the model")
-        try:
-            self.state = self.model.next_state(self.state, a)
-        except ModelFault as e:
-            raise ModelRefused(f"{a}: {e.property_name}: {e}") from None
+        if r.fault is not None:
+            raise ModelRefused(f"{a}: {r.fault.property_name}: {r.fault}") from None
+        self.state = r.steps[-1].state
 
     def observation(self) -> dict[str, Any]:
         return observe(self.state)

@@ -6,8 +6,12 @@ Every way of moving through a model is built from these pieces, each written onc
   per Arrow batch and in-process on narrow levels;
 - :func:`walk` takes one seeded random walk: the simulator, the pipeline's trace corpus and
   conformance's sample exports;
-- :func:`replay_fingerprints`, :func:`replay_actions` and :func:`replay_checked` rebuild concrete
-  states along a path: every counterexample of every search, scripted scenarios, conformance replay.
+- :func:`replay_fingerprints`, :func:`replay`, :func:`replay_actions` and :func:`replay_checked`
+  rebuild concrete states along a path: every counterexample of every search, scripted scenarios,
+  trace files, conformance replay;
+- :class:`BreadthFirst` visits the reachable graph with a callback per state and per edge (the
+  coverage paths, the graph exports, the variant debugger, z3's explicit side), and
+  :func:`successors` gives one state's steps to a search with its own order (event-log validation).
 
 What a violation is comes from :class:`~isrcheck.engine.core.Checks` alone. The two exhaustive
 searches, :class:`~isrcheck.engine.checker.Checker` and the parallel workers, keep their innermost
@@ -27,7 +31,7 @@ Batches of one level combine by taking the minimum key per fingerprint.
 from __future__ import annotations
 
 import random
-from collections import Counter
+from collections import Counter, deque
 from collections.abc import Callable, Container, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -235,7 +239,8 @@ def walk_start(model: Model[Any, Any], rng: random.Random, checks: Checks) -> Pa
 
 
 def walk(model: Model[Any, Any], rng: random.Random, max_depth: int, checks: Checks | None = None, *,
-         skip_faults: bool = False) -> Iterator[PathStep]:
+         skip_faults: bool = False, order: Callable[[Any, list[Any]], list[Any]] | None = None,
+         fresh: Callable[[Any], bool] | None = None) -> Iterator[PathStep]:
     """One random walk, a function of ``rng``'s state: the initial state, then at each step the
     enabled actions in random order and the first one that changes the state.
 
@@ -244,6 +249,10 @@ def walk(model: Model[Any, Any], rng: random.Random, max_depth: int, checks: Che
     state (quiescence), after ``max_depth`` steps, or at the first step that breaks a property
     (yielded, with ``kind`` set, as the walk's last step). With ``skip_faults`` a faulting action is
     passed over like one that changes nothing (for paths that only need to be legal).
+
+    Other walks are this one with another choice (the swarm walk of :mod:`.swarm`): ``order(state,
+    enabled)`` orders the enabled actions instead of a shuffle, and with ``fresh(next_state)`` the
+    first action that reaches a fresh state wins, the first that changes the state only failing that.
     """
     checks = checks if checks is not None else Checks.of(model)
     first = walk_start(model, rng, checks)
@@ -253,8 +262,12 @@ def walk(model: Model[Any, Any], rng: random.Random, max_depth: int, checks: Che
     state = first.state
     for _ in range(max_depth):
         enabled = list(model.actions(state))
-        rng.shuffle(enabled)
+        if order is None:
+            rng.shuffle(enabled)
+        else:
+            enabled = order(state, enabled)
         taken: PathStep | None = None
+        fallback: tuple[Any, Any] | None = None
         for a in enabled:
             try:
                 t = model.next_state(state, a)
@@ -267,16 +280,137 @@ def walk(model: Model[Any, Any], rng: random.Random, max_depth: int, checks: Che
             if bad:
                 taken = PathStep(a, t, bad + checks.broken_always(t), kind=TRANSITION)
                 break
-            if t != state:
-                broken = checks.broken_always(t)
-                taken = PathStep(a, t, broken, kind=ALWAYS if broken else "")
+            if t == state:
+                continue
+            if fresh is None or fresh(t):
+                fallback = (a, t)
                 break
+            if fallback is None:
+                fallback = (a, t)
         if taken is None:
-            return
+            if fallback is None:
+                return
+            a, t = fallback
+            broken = checks.broken_always(t)
+            taken = PathStep(a, t, broken, kind=ALWAYS if broken else "")
         yield taken
         if taken.kind:
             return
         state = taken.state
+
+
+# --------------------------------------------------------------------------- one state's steps
+def successors(model: Model[Any, Any], state: Any,
+               where: Callable[[Any], bool] | None = None) -> Iterator[tuple[Any, Any]]:
+    """Each enabled action of ``state`` (those ``where`` accepts) with the state it leads to, in the
+    model's order; a step that raises :class:`ModelFault` is passed over. For the searches that
+    choose their own order or their own notion of a visited state (conformance's event-log
+    validation), so that no code outside the engine calls ``next_state`` in a loop of its own."""
+    for a in model.actions(state):
+        if where is not None and not where(a):
+            continue
+        try:
+            t = model.next_state(state, a)
+        except ModelFault:
+            continue
+        yield a, t
+
+
+# --------------------------------------------------------------------------- a visit of the graph
+class BreadthFirst:
+    """A breadth-first visit of every reachable state, with a callback per state and per edge.
+
+    For the tools that need the reachable graph itself rather than a verdict: the coverage paths of
+    conformance, the graph exports, the debugger of a variant that raises, z3's explicit side. The
+    checkers keep their own loop (ARCHITECTURE.md, "The exploration kit"); this one favours
+    clarity: it keeps every state's parent and the action into it, so :meth:`path_to` gives a
+    shortest path to any state it has met.
+
+    ``on_state(key, state, depth)`` is called once per distinct state as it is expanded;
+    ``on_edge(key, action, next_key, next_state, new)`` once per transition (``new``: the
+    transition found that state); ``on_fault(key, action, fault)`` for a step that raises
+    :class:`ModelFault`. A callback that returns True ends the visit there. Any other exception of
+    the model or a callback propagates, and :attr:`current` then says which state (and action) was
+    being expanded. ``key`` identifies states (the model's fingerprint by default); ``max_states``
+    bounds how many the visit keeps (it stops at the first state past it, or with ``drain`` goes on
+    expanding the states it kept without keeping new ones), and ``max_depth`` how deep it expands.
+    """
+
+    def __init__(self, model: Model[Any, Any], *, key: Callable[[Any], int] | None = None,
+                 max_states: int | None = None, max_depth: int | None = None, drain: bool = False) -> None:
+        self.model = model
+        self.key = key if key is not None else model.fingerprint
+        self.max_states = max_states
+        self.max_depth = max_depth
+        self.drain = drain
+        #: key -> (the parent's key, the action from it) for every state met; (None, None) for an initial state
+        self.parents: dict[int, tuple[int | None, Any]] = {}
+        #: the key of the state being expanded, and the action being taken (None between actions)
+        self.current: tuple[int | None, Any] = (None, None)
+        #: whether every reachable state was expanded (False when a bound or a callback stopped it)
+        self.complete = False
+        self.stopped = False
+
+    def run(self, on_state: Callable[[int, Any, int], bool | None] | None = None,
+            on_edge: Callable[[int, Any, int, Any, bool], bool | None] | None = None,
+            on_fault: Callable[[int, Any, ModelFault], bool | None] | None = None) -> BreadthFirst:
+        model, key, parents = self.model, self.key, self.parents
+        queue: deque[tuple[int, Any, int]] = deque()
+        for s in model.init_states():
+            k = key(s)
+            if k not in parents:
+                parents[k] = (None, None)
+                queue.append((k, s, 0))
+        bounded = False
+        while queue:
+            k, s, depth = queue.popleft()
+            self.current = (k, None)
+            if on_state is not None and on_state(k, s, depth):
+                self.stopped = True
+                return self
+            if self.max_depth is not None and depth >= self.max_depth:
+                bounded = True
+                continue
+            for a in model.actions(s):
+                self.current = (k, a)
+                try:
+                    t = model.next_state(s, a)
+                except ModelFault as e:
+                    if on_fault is not None and on_fault(k, a, e):
+                        self.stopped = True
+                        return self
+                    continue
+                tk = key(t)
+                new = tk not in parents
+                if new:
+                    if self.max_states is not None and len(parents) >= self.max_states:
+                        if not self.drain:
+                            return self
+                        bounded = True
+                        new = False
+                        if on_edge is None:
+                            continue
+                    else:
+                        parents[tk] = (k, a)
+                        queue.append((tk, t, depth + 1))
+                if on_edge is not None and on_edge(k, a, tk, t, new):
+                    self.stopped = True
+                    return self
+            self.current = (k, None)
+        self.complete = not bounded
+        return self
+
+    def path_to(self, k: int) -> list[Any]:
+        """The actions of a shortest path from an initial state to the state with key ``k``."""
+        out: list[Any] = []
+        cur: int | None = k
+        while cur is not None:
+            up, a = self.parents[cur]
+            if up is not None:
+                out.append(a)
+            cur = up
+        out.reverse()
+        return out
 
 
 # --------------------------------------------------------------------------- a replay
@@ -308,17 +442,58 @@ def replay_fingerprints(model: Model[Any, Any], chain: Sequence[int],
     return steps
 
 
-def replay_actions(model: Model[Any, Any], actions: Sequence[Any], init: Any = None) -> list[Step]:
-    """Run a scripted list of actions from an initial state; every action must be enabled."""
+@dataclass
+class Replay:
+    """A scripted path as far as the model takes it: ``steps`` holds the initial state, then a
+    step per action taken (a faulting action's with no state, as in a counterexample). When an
+    action was not enabled, ``stopped_at`` is its 1-based position and ``enabled`` what was enabled
+    there; when one raised :class:`ModelFault`, ``fault`` holds it and it is the last step."""
+
+    steps: list[Step]
+    stopped_at: int | None = None
+    enabled: list[Any] = field(default_factory=list)
+    fault: ModelFault | None = None
+
+    @property
+    def complete(self) -> bool:
+        """Every action was taken, none faulted."""
+        return self.stopped_at is None and self.fault is None
+
+
+def replay(model: Model[Any, Any], actions: Iterable[Any], init: Any = None, *,
+           stop: Callable[[int], bool] | None = None) -> Replay:
+    """Take ``actions`` one after another from ``init`` (the model's first initial state), each
+    only if enabled, and say where the path ended: every scripted scenario, trace file and rebuilt
+    violation goes through here. ``stop(i)`` (0-based, before action ``i``) ends it early, as a
+    memory ceiling does, without marking it stopped."""
     state = init if init is not None else model.init_states()[0]
-    steps = [Step(None, state)]
+    out = Replay([Step(None, state)])
     for i, a in enumerate(actions):
+        if stop is not None and stop(i):
+            break
         enabled = list(model.actions(state))
         if a not in enabled:
-            raise ValueError(f"step {i + 1}: {a} is not enabled")
-        state = model.next_state(state, a)
-        steps.append(Step(a, state))
-    return steps
+            out.stopped_at, out.enabled = i + 1, enabled
+            break
+        try:
+            state = model.next_state(state, a)
+        except ModelFault as e:
+            out.steps.append(Step(a, None))
+            out.fault = e
+            break
+        out.steps.append(Step(a, state))
+    return out
+
+
+def replay_actions(model: Model[Any, Any], actions: Sequence[Any], init: Any = None) -> list[Step]:
+    """Run a scripted list of actions from an initial state; every action must be enabled (a
+    ``ValueError`` naming the step otherwise) and a faulting one raises its :class:`ModelFault`."""
+    r = replay(model, actions, init)
+    if r.stopped_at is not None:
+        raise ValueError(f"step {r.stopped_at}: {actions[r.stopped_at - 1]} is not enabled")
+    if r.fault is not None:
+        raise r.fault
+    return r.steps
 
 
 def replay_checked(model: Model[Any, Any], chain: Sequence[int], checks: Checks | None = None) -> list[PathStep]:
@@ -355,5 +530,5 @@ def parent_chain(parents: Mapping[int, int | None], fp: int) -> list[int]:
 
 
 __all__ = ["Key", "FAULT", "TRANSITION", "ALWAYS", "Successor", "Event", "Expansion", "initial_level", "expand",
-           "count_until", "first_event_key", "sorted_new", "nth_action", "PathStep", "walk", "replay_fingerprints",
-           "replay_actions", "replay_checked", "verdicts", "parent_chain"]
+           "count_until", "first_event_key", "sorted_new", "nth_action", "PathStep", "walk", "successors", "BreadthFirst",
+           "replay_fingerprints", "Replay", "replay", "replay_actions", "replay_checked", "verdicts", "parent_chain"]

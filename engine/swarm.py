@@ -31,8 +31,8 @@ import random
 from collections.abc import Iterator, Set
 from typing import Any
 
-from .core import Checks, Model, ModelFault, action_name
-from .explore import ALWAYS, FAULT, TRANSITION, PathStep, walk_start
+from .core import Checks, Model, action_name
+from .explore import PathStep, walk
 
 __all__ = ["SPREAD", "Weights", "swarm_walk"]
 
@@ -67,41 +67,17 @@ class Weights:
 
 def swarm_walk(model: Model[Any, Any], rng: random.Random, max_depth: int, checks: Checks,
                seen: Set[int]) -> Iterator[PathStep]:
-    """One swarm walk (see the module's docstring); ``seen`` is read, never changed."""
+    """One swarm walk (see the module's docstring); ``seen`` is read, never changed. It is
+    :func:`~.explore.walk` with the actions ordered by this walk's weights (an exponential race:
+    each action's time is ``-log(u) / weight``) and a preference for a state not in ``seen``."""
     weights = Weights(random.Random(rng.random()))
     taken: dict[Any, int] = {}
     fingerprint = model.fingerprint
-    first = walk_start(model, rng, checks)
-    yield first
-    if first.broken:
-        return
-    state = first.state
-    for _ in range(max_depth):
-        order = sorted(model.actions(state),
-                       key=lambda a: -math.log(rng.random() or 5e-324) / weights.weight(a, taken.get(a, 0)))
-        pick: tuple[Any, Any] | None = None
-        for a in order:
-            try:
-                t = model.next_state(state, a)
-            except ModelFault as e:
-                yield PathStep(a, None, [e.property_name], str(e), FAULT)
-                return
-            bad = checks.broken_transition(state, t)
-            if bad:
-                yield PathStep(a, t, bad + checks.broken_always(t), kind=TRANSITION)
-                return
-            if t == state:
-                continue
-            if fingerprint(t) not in seen:
-                pick = (a, t)
-                break
-            if pick is None:
-                pick = (a, t)
-        if pick is None:
-            return
-        a, state = pick
-        broken = checks.broken_always(state)
-        yield PathStep(a, state, broken, kind=ALWAYS if broken else "")
-        if broken:
-            return
-        taken[a] = taken.get(a, 0) + 1
+
+    def order(state: Any, enabled: list[Any]) -> list[Any]:
+        return sorted(enabled, key=lambda a: -math.log(rng.random() or 5e-324) / weights.weight(a, taken.get(a, 0)))
+
+    for step in walk(model, rng, max_depth, checks, order=order, fresh=lambda t: fingerprint(t) not in seen):
+        yield step  # the consumer asks for the next step only now: the count below comes first
+        if step.action is not None:
+            taken[step.action] = taken.get(step.action, 0) + 1

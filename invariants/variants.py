@@ -251,59 +251,40 @@ def failure_path(failure: VariantFailure, max_states: int = 1_000_000) -> tuple[
     (``"enabled actions"``, an action, or ``"properties"``); None when no configuration was recorded
     or the search gives up. The model is rebuilt from the configuration the variant was last built for
     and searched breadth first (the action order of the checker), catching the failure."""
-    from collections import deque
-
+    from isrcheck.engine.explore import BreadthFirst
     from isrcheck.invariants import build_model
-    from isrcheck.engine.checker import ModelFault
 
     cfg = _CONFIGS.get(failure.variant)
     if cfg is None:
         return None
     try:
         model = build_model(cfg, protocol=load_variant(failure.variant)(cfg), symmetry=False)
-        inits = list(model.init_states())
         props = [p for p in model.properties() if p.kind == "always"]
     except VariantFailure:
         return [], "building the model"
-    parent: dict[Any, tuple[Any, Any]] = {}
-    queue: deque[Any] = deque()
-    for s in inits:
-        if s not in parent:
-            parent[s] = (None, None)
-            queue.append(s)
+    raised_in_properties: list[int] = []
 
-    def path_to(s: Any) -> list[str]:
-        out: list[str] = []
-        while True:
-            prev, action = parent[s]
-            if prev is None:
-                return out[::-1]
-            out.append(str(action))
-            s = prev
-
-    while queue and len(parent) <= max_states:
-        s = queue.popleft()
+    def check_properties(key: int, state: Any, depth: int) -> bool:
         try:
             for p in props:
-                p.check(s)
+                p.check(state)
         except VariantFailure:
-            return path_to(s), "properties"
+            raised_in_properties.append(key)
+            return True
         except Exception:  # noqa: BLE001 - not the variant's: not what we look for
             pass
-        try:
-            actions = list(model.actions(s))
-        except VariantFailure:
-            return path_to(s), "enabled actions"
-        for a in actions:
-            try:
-                t = model.next_state(s, a)
-            except VariantFailure:
-                return path_to(s), str(a)
-            except ModelFault:
-                continue
-            if t not in parent:
-                parent[t] = (s, a)
-                queue.append(t)
+        return False
+
+    visit = BreadthFirst(model, max_states=max_states)
+    try:
+        visit.run(on_state=check_properties)
+    except VariantFailure:
+        key, action = visit.current
+        if key is None:  # while listing the initial states
+            return [], "building the model"
+        return [str(a) for a in visit.path_to(key)], "enabled actions" if action is None else str(action)
+    if raised_in_properties:
+        return [str(a) for a in visit.path_to(raised_in_properties[0])], "properties"
     return None
 
 

@@ -31,8 +31,8 @@ from isrcheck.invariants.variants import load_variant, variant_option
 from isrcheck.model.actions import Action
 from isrcheck.engine.checker import Checker
 from isrcheck.model.config import ConfigError
-from isrcheck.engine.core import Checks, ModelFault, Step
-from isrcheck.engine.explore import verdicts
+from isrcheck.engine.core import Checks, Step
+from isrcheck.engine.explore import replay, verdicts
 from isrcheck.tracefile import check_replay
 
 __all__ = ["graph", "report"]
@@ -165,19 +165,11 @@ def _model_report(name: str | None, config_file: str | None, overrides: tuple[st
 def _replay(model: Any, actions: list[Action], source: str) -> list[Step]:
     """The trace's actions run on the model from its initial state; a last step that breaks a state
     machine has no state (as in a counterexample)."""
-    state = model.init_states()[0]
-    steps = [Step(None, state)]
-    for i, a in enumerate(actions, 1):
-        if a not in model.actions(state):
-            raise TraceError(f"{source}: step {i}: {a} is not enabled in the model (a trace of another "
-                             "variant? give --variant)")
-        try:
-            state = model.next_state(state, a)
-        except ModelFault:
-            steps.append(Step(a, None))
-            break
-        steps.append(Step(a, state))
-    return steps
+    r = replay(model, actions)
+    if r.stopped_at is not None:
+        raise TraceError(f"{source}: step {r.stopped_at}: {actions[r.stopped_at - 1]} is not enabled in the model "
+                         "(a trace of another variant? give --variant)")
+    return r.steps
 
 
 def _trace_report(path: str, variant: str | None) -> Report:

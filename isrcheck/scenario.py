@@ -22,8 +22,8 @@ from isrcheck import manifest
 from isrcheck.invariants import build_model
 from isrcheck.model.action_text import parse
 from isrcheck.model.actions import Action
-from isrcheck.engine.core import Checks, Model, ModelFault, Step
-from isrcheck.engine.explore import replay_actions, verdicts
+from isrcheck.engine.core import Checks, Model, Step
+from isrcheck.engine import explore
 from isrcheck.engine.memory import CHECK_EVERY, resident_bytes
 from isrcheck.model.config import Config, ConfigError, from_mapping
 from isrcheck.specs.actions import ActionSyntaxError
@@ -98,27 +98,25 @@ def replay(model: Model[Any, Any], actions: Sequence[Action], source: str = "sce
     """Replay ``actions`` from the initial state; a step that is not enabled (or that breaks a
     state machine) is a one-line :class:`ScenarioError` naming the step. With ``max_memory``
     (bytes), the replay stops early, returning fewer steps, once resident memory passes it."""
-    steps: list[Step] = [Step(None, model.init_states()[0])]
-    for i, a in enumerate(actions):
-        if max_memory is not None and i % CHECK_EVERY == 0 and resident_bytes() > max_memory:
-            break
-        state = steps[-1].state
-        enabled = list(model.actions(state))
-        if a not in enabled:
-            listed = ", ".join(str(e) for e in enabled) or "nothing"
-            raise ScenarioError(f"{source}: step {i + 1}: {a} is not enabled; enabled: {listed}")
-        try:
-            _, after = replay_actions(model, [a], init=state)
-        except ModelFault as e:
-            raise ScenarioError(f"{source}: step {i + 1}: {a} breaks {e.property_name}: {e}") from None
-        steps.append(after)
-    return steps
+    def over_memory(i: int) -> bool:
+        return max_memory is not None and i % CHECK_EVERY == 0 and resident_bytes() > max_memory
+
+    r = explore.replay(model, actions, stop=over_memory)
+    if r.stopped_at is not None:
+        listed = ", ".join(str(e) for e in r.enabled) or "nothing"
+        raise ScenarioError(f"{source}: step {r.stopped_at}: {actions[r.stopped_at - 1]} is not enabled; "
+                            f"enabled: {listed}")
+    if r.fault is not None:
+        e = r.fault
+        raise ScenarioError(f"{source}: step {len(r.steps) - 1}: {r.steps[-1].action} breaks {e.property_name}: "
+                            f"{e}") from None
+    return r.steps
 
 
 def broken_properties(model: Model[Any, Any], steps: Sequence[Step]) -> list[tuple[int, str]]:
     """``(step, property)`` for the first step at which each always/transition property breaks."""
     found: dict[str, int] = {}
-    for i, ps in enumerate(verdicts(steps, Checks.of(model))):
+    for i, ps in enumerate(explore.verdicts(steps, Checks.of(model))):
         for name in ps.broken:
             found.setdefault(name, i)
     return sorted(((i, name) for name, i in found.items()))

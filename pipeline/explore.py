@@ -22,7 +22,7 @@ from typing import Any
 from isrcheck import __version__
 from isrcheck.engine.core import Checks, CheckResult, ModelFault, Step, Violation, outcome_of
 from isrcheck.engine.explore import (Successor, count_until, expand, first_event_key, initial_level, nth_action,
-                                    replay_fingerprints, sorted_new)
+                                    replay, replay_fingerprints, sorted_new)
 from isrcheck.model.statecodec import kafka_state_codec
 
 from .errors import PipelineError
@@ -328,8 +328,5 @@ class Explorer:
             if v["fault"]:
                 steps.append(Step(a, None))
             else:
-                try:
-                    steps.append(Step(a, model.next_state(last, a)))
-                except ModelFault:  # pragma: no cover - deterministic model
-                    steps.append(Step(a, None))
+                steps += replay(model, [a], last).steps[1:]
         return Violation(v["property"], v["kind"], steps, v["message"])

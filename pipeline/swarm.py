@@ -16,7 +16,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from isrcheck.model.action_text import parse
-from isrcheck.engine.checker import ModelFault, Step, Violation
+from isrcheck.engine.core import Violation
+from isrcheck.engine.explore import replay
 from isrcheck.engine.simulate import simulate
 
 from .paths import derived_seed
@@ -101,16 +102,7 @@ class SwarmResult:
 def rebuild(model: Any, v: dict[str, Any]) -> Violation:
     """A task's violation as a trace of real states (replayed from its action texts)."""
     init = next(s for s in model.init_states() if model.fingerprint(s) == v["init"])
-    steps = [Step(None, init)]
-    state = init
-    for i, text in enumerate(v["actions"]):
-        a = parse(text)
-        try:
-            state = model.next_state(state, a)
-        except ModelFault:
-            steps.append(Step(a, None))
-            break
-        steps.append(Step(a, state))
+    steps = replay(model, [parse(text) for text in v["actions"]], init).steps
     return Violation(v["property"], v["kind"], steps, v["message"])
 
 

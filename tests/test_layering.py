@@ -257,3 +257,41 @@ def test_invariants_and_conformance_use_the_layers_below_them():
     assert ("invariants", "model") in used and ("model", "engine") in used and ("peers", "engine") in used
     assert ("conformance", "impl") in used and ("conformance", "model") in used
     assert ("impl", "specs") in used and ("model", "specs") in used
+
+
+# ---------------------------------------------------------------------------- searches through the kit
+def _loops_calling(tree: ast.AST, method: str) -> list[int]:
+    """Line numbers of calls ``x.method(...)`` that sit inside a ``for`` or ``while`` loop (or a
+    comprehension) of the same function."""
+    found: list[int] = []
+
+    def scan(node: ast.AST, in_loop: bool) -> None:
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
+                scan(child, False)  # a loop outside a function does not make its body a loop
+                continue
+            looping = in_loop or isinstance(child, (ast.For, ast.While, ast.AsyncFor, ast.comprehension))
+            if (looping and isinstance(child, ast.Call) and isinstance(child.func, ast.Attribute)
+                    and child.func.attr == method):
+                found.append(child.lineno)
+            scan(child, looping)
+
+    scan(tree, False)
+    return found
+
+
+def test_the_loop_finder_sees_a_loop_and_not_a_delegation():
+    looped = ast.parse("def f(m, s):\n    for a in m.actions(s):\n        t = m.next_state(s, a)\n")
+    delegating = ast.parse("class W:\n    def next_state(self, s, a):\n        return self.m.next_state(s, a)\n")
+    assert _loops_calling(looped, "next_state") == [3]
+    assert _loops_calling(delegating, "next_state") == []
+
+
+def test_no_module_outside_the_engine_steps_a_model_in_a_loop_of_its_own():
+    """Every search and replay goes through the engine's kit (engine/explore.py: walks, the
+    breadth-first visit, successors, replays), so a fix to how a path is taken or checked is made
+    once: no module of another package calls a model's ``next_state`` in a loop."""
+    bad = [f"{path.relative_to(ROOT)}:{line}"
+           for name, (folder, path) in sorted(project_modules().items()) if folder != "engine"
+           for line in _loops_calling(ast.parse(path.read_text(encoding="utf-8")), "next_state")]
+    assert bad == []

@@ -9,7 +9,6 @@ pre-state equal to a reachable one up to renaming brokers is found).
 """
 from __future__ import annotations
 
-from collections import deque
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -35,43 +34,23 @@ class Reach:
 def search_for(cfg: Any, wanted: list[Any], max_states: int = DEFAULT_MAX_STATES, protocol: Any = None) -> Reach:
     """Search the reachable states of ``cfg`` (under ``protocol``, the model's by default) for each
     state of ``wanted`` (model States)."""
+    from isrcheck.engine.explore import BreadthFirst
     from isrcheck.invariants import build_model
-    from isrcheck.engine.checker import ModelFault
 
     model = build_model(cfg, protocol=protocol, properties=[])
-    fp = model.fingerprint
     targets: dict[int, list[int]] = {}
     for i, s in enumerate(wanted):
-        targets.setdefault(fp(s), []).append(i)
+        targets.setdefault(model.fingerprint(s), []).append(i)
     out = Reach()
-    seen: set[int] = set()
-    queue: deque[tuple[Any, int]] = deque()
-    for s in model.init_states():
-        f = fp(s)
-        if f not in seen:
-            seen.add(f)
-            queue.append((s, 0))
-    while queue:
-        s, d = queue.popleft()
-        f = fp(s)
-        for i in targets.get(f, ()):
-            out.found.setdefault(i, d)
-        if len(out.found) == len(wanted):
-            break
-        for a in model.actions(s):
-            try:
-                t = model.next_state(s, a)
-            except ModelFault:
-                continue
-            g = fp(t)
-            if g not in seen:
-                if len(seen) >= max_states:
-                    out.searched = len(seen)
-                    return out
-                seen.add(g)
-                queue.append((t, d + 1))
-    out.searched = len(seen)
-    out.complete = not queue
+
+    def on_state(key: int, state: Any, depth: int) -> bool:
+        for i in targets.get(key, ()):
+            out.found.setdefault(i, depth)
+        return len(out.found) == len(wanted)
+
+    visit = BreadthFirst(model, max_states=max_states).run(on_state)
+    out.searched = len(visit.parents)
+    out.complete = visit.complete
     return out
 
 
@@ -94,8 +73,8 @@ def find_breaking_step(cfg: Any, prop: str, action_names: set[str], max_states: 
     first state where ``prop`` holds and an action named in ``action_names`` leads to a state where it
     fails (for OnlyValidTransitions: the action is refused as an illegal move). None when there is
     none among the first ``max_states`` states, or ``prop`` is not an always-property of the model."""
+    from isrcheck.engine.explore import BreadthFirst, replay
     from isrcheck.invariants import build_model
-    from isrcheck.engine.checker import ModelFault
 
     model = build_model(cfg, protocol=protocol, symmetry=False, properties=[])
     props = {p.name: p for p in build_model(cfg, protocol=protocol, symmetry=False).properties()
@@ -103,41 +82,36 @@ def find_breaking_step(cfg: Any, prop: str, action_names: set[str], max_states: 
     check = props[prop].check if prop in props else None
     if check is None and prop != "OnlyValidTransitions":
         return None
-    fp = model.fingerprint
-    parent: dict[int, tuple[int | None, Any, Any]] = {}  # fingerprint -> (parent's, action, state)
-    queue: deque[Any] = deque()
-    for s in model.init_states():
-        f = fp(s)
-        if f not in parent:
-            parent[f] = (None, None, s)
-            queue.append(s)
+    states: dict[int, Any] = {}
+    holds: dict[int, bool] = {}
+    found: list[Witness] = []
+    visit = BreadthFirst(model, max_states=max_states, drain=True)
 
-    def trace_to(s: Any, extra: list[tuple[Any, Any]]) -> list[tuple[Any, Any]]:
-        out = []
-        f: int | None = fp(s)
-        while f is not None:
-            up, a, st = parent[f]
-            out.append((a, st))
-            f = up
-        return out[::-1] + extra
+    def trace_to(key: int, extra: tuple[Any, Any]) -> list[tuple[Any, Any]]:
+        root: int | None = key
+        while visit.parents[root][0] is not None:  # type: ignore[index]
+            root = visit.parents[root][0]  # type: ignore[index]
+        steps = replay(model, visit.path_to(key), init=states[root]).steps  # type: ignore[index]
+        return [(st.action, st.state) for st in steps] + [extra]
 
-    while queue:
-        s = queue.popleft()
-        holds = check is None or check(s)
-        for a in model.actions(s):
-            try:
-                t = model.next_state(s, a)
-            except ModelFault as e:
-                if check is None and a.name in action_names and e.property_name == prop:
-                    return Witness(trace_to(s, [(a, s)]), len(parent))
-                continue
-            if check is not None and holds and a.name in action_names and not check(t):
-                return Witness(trace_to(s, [(a, t)]), len(parent))
-            g = fp(t)
-            if g not in parent and len(parent) < max_states:
-                parent[g] = (fp(s), a, t)
-                queue.append(t)
-    return None
+    def on_state(key: int, state: Any, depth: int) -> None:
+        states[key] = state
+        holds[key] = check is None or check(state)
+
+    def on_edge(key: int, a: Any, tkey: int, t: Any, new: bool) -> bool:
+        if check is not None and holds[key] and a.name in action_names and not check(t):
+            found.append(Witness(trace_to(key, (a, t)), len(visit.parents)))
+            return True
+        return False
+
+    def on_fault(key: int, a: Any, e: Any) -> bool:
+        if check is None and a.name in action_names and e.property_name == prop:
+            found.append(Witness(trace_to(key, (a, states[key])), len(visit.parents)))
+            return True
+        return False
+
+    visit.run(on_state, on_edge, on_fault)
+    return found[0] if found else None
 
 
 def classify(cfg: Any, obligations: Sequence[Any], max_states: int, protocol: Any = None,
