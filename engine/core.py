@@ -28,13 +28,16 @@ Kind = Literal["always", "sometimes", "transition", "liveness"]
 class Property(NamedTuple):
     """A named property. ``always``: holds in every state; ``sometimes``: holds in at least one
     reachable state (a guard against a vacuous model); ``transition``: holds on every step,
-    ``check(before, after)``."""
+    ``check(before, after)``. ``explain``, when given, takes the same arguments as ``check`` on a
+    violation and answers the one line naming the offending values (a designer's property says
+    there what it found; the model's own are explained by their modules)."""
 
     name: str
     kind: Kind
     check: Callable[..., bool]
     spec: str = ""
     description: str = ""
+    explain: Callable[..., str] | None = None
 
 
 class ModelFault(Exception):

@@ -282,11 +282,11 @@ def build_model(cfg: Config, protocol: Protocol | None = None, symmetry: bool | 
     protocol = protocol or Protocol(cfg)
     if symmetry is None:
         symmetry = symmetry_allowed(cfg)
-    props = applicable_properties(cfg)
-    if properties is not None:
-        unknown = sorted(set(properties) - set(property_names()))
+    props = applicable_properties(cfg) + protocol.extra_properties()
+    if properties is not None:  # a variant's properties are named and chosen like the model's own
+        known = property_names() + [p.name for p in props if p.name not in property_names()]
+        unknown = sorted(set(properties) - set(known))
         if unknown:
-            raise ConfigError(f"unknown property {unknown[0]!r} (known: {', '.join(property_names())})")
+            raise ConfigError(f"unknown property {unknown[0]!r} (known: {', '.join(known)})")
         props = [p for p in props if p.kind == "sometimes" or p.name in properties]
-    props += protocol.extra_properties()
     return KafkaModel(protocol, props, symmetry=symmetry)

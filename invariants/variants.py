@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from isrcheck.model.config import Config, ConfigError
+from isrcheck.model.extension import ExtensionError
 from isrcheck.model.protocol import Protocol
 
 ProtocolFactory = Callable[[Config], Protocol]
@@ -100,12 +101,14 @@ def load_variant(text: str, *, search_path: str | None = None) -> ProtocolFactor
     module, sep, attr = text.rpartition(":")
     if not sep or not module or not attr:
         raise VariantError(f"--variant expects MODULE:ATTR (e.g. my_variants:EagerElection), got {text!r}")
+    before = model_snapshot()
     try:
         mod = _import(module, search_path)
     except VariantError:
         raise
     except Exception as e:  # the user's module failed to import: say why, in one line
         raise VariantError(f"cannot import variant module {module!r}: {type(e).__name__}: {e}") from None
+    refuse_patches(text, before)
     try:
         obj = getattr(mod, attr)
     except AttributeError:
@@ -117,12 +120,16 @@ def load_variant(text: str, *, search_path: str | None = None) -> ProtocolFactor
     if callable(obj):
         def factory(cfg: Config) -> Protocol:
             _CONFIGS[text] = cfg
+            before = model_snapshot()
             try:
                 made = obj(cfg)
             except _PASS_THROUGH:
                 raise
+            except ExtensionError as e:
+                raise VariantError(f"variant {text}: {e}") from None
             except Exception as e:  # noqa: BLE001 - the variant's own code
                 raise VariantFailure(text, attr, _exc_text(e)) from None
+            refuse_patches(text, before)
             if not isinstance(made, Protocol):
                 raise VariantError(f"{text} returned {type(made).__name__}, not a Protocol")
             return _guard_instance(made, text)
@@ -142,8 +149,10 @@ def _exc_text(e: BaseException) -> str:
 
 def _model_exception(e: BaseException) -> bool:
     """The model's own exceptions (NoEligibleLeader, IllegalTransition, ...) are part of the Protocol
-    contract and pass through a guard unchanged."""
-    return isinstance(e, VariantFailure) or type(e).__module__.startswith("isrcheck.model")
+    contract and pass through a guard unchanged (not a misuse of the variant's fields, which is
+    the variant's error)."""
+    return isinstance(e, VariantFailure) or (type(e).__module__.startswith("isrcheck.model")
+                                             and not isinstance(e, ExtensionError))
 
 
 _PASS_THROUGH = (VariantFailure,)
@@ -174,17 +183,20 @@ def _wrap(fn: Callable[..., Any], text: str, method: str) -> Callable[..., Any]:
 
 
 def _guard_property(p: Any, text: str) -> Any:
-    check = p.check
+    def guarded(fn: Callable[..., Any], what: str) -> Callable[..., Any]:
+        def call(*args: Any) -> Any:
+            try:
+                return fn(*args)
+            except Exception as e:  # noqa: BLE001
+                if _model_exception(e):
+                    raise
+                raise VariantFailure(text, f"extra_properties ({what} of property {p.name})", _exc_text(e)) from None
 
-    def guarded_check(*args: Any) -> bool:
-        try:
-            return check(*args)
-        except Exception as e:  # noqa: BLE001
-            if _model_exception(e):
-                raise
-            raise VariantFailure(text, f"extra_properties (property {p.name})", _exc_text(e)) from None
+        return call
 
-    return p._replace(check=guarded_check)
+    explain = p.explain
+    return p._replace(check=guarded(p.check, "check"),
+                      explain=None if explain is None else guarded(explain, "explain"))
 
 
 def _guarded_class(cls: type, text: str) -> type:
@@ -207,12 +219,16 @@ def _guarded_class(cls: type, text: str) -> type:
 
     def __init__(self: Any, config: Config) -> None:
         _CONFIGS[text] = config
+        before = model_snapshot()
         try:
             orig_init(self, config)
+        except ExtensionError as e:  # the variant's declared fields cannot describe state
+            raise VariantError(f"variant {text}: {e}") from None
         except Exception as e:  # noqa: BLE001
             if _model_exception(e):
                 raise
             raise VariantFailure(text, "__init__", _exc_text(e)) from None
+        refuse_patches(text, before)
 
     ns["__init__"] = __init__
     made = type(cls.__name__, (cls,), ns)
@@ -229,6 +245,46 @@ def _guard_instance(obj: Protocol, text: str) -> Protocol:
     except TypeError:  # a compiled class that cannot change: left unguarded
         pass
     return obj
+
+
+# ---------------------------------------------------------------------------- no silent no-op
+#: the packages whose modules the model runs: a variant that replaces something in them has no effect
+#: on the compiled build (its functions call each other natively) and is refused on both builds
+_WATCHED = ("isrcheck.model", "isrcheck.engine", "isrcheck.invariants.properties")
+
+Snapshot = dict[tuple[str, str], int]
+
+
+def model_snapshot() -> Snapshot:
+    """``id`` of every attribute of the model's, the engine's and the properties' modules, and of
+    every attribute defined in their classes: what a variant could replace (monkeypatch)."""
+    out: Snapshot = {}
+    for name, mod in list(sys.modules.items()):
+        if mod is None or not (name in _WATCHED or name.startswith(tuple(w + "." for w in _WATCHED))):
+            continue
+        for attr, value in list(vars(mod).items()):
+            out[(name, attr)] = id(value)
+            if inspect.isclass(value) and getattr(value, "__module__", None) == name:
+                for key, member in list(vars(value).items()):
+                    out[(f"{name}.{attr}", key)] = id(member)
+    return out
+
+
+def refuse_patches(text: str, before: Snapshot) -> None:
+    """Refuse a variant that replaced, added or removed anything in the model's modules while it
+    was imported or built: the model would not run it (the compiled build calls its own functions
+    directly), so the checker would judge a protocol the designer did not write."""
+    after = model_snapshot()
+    changed = sorted(k for k in before.keys() & after.keys() if before[k] != after[k])
+    modules = {m for m, _ in before}
+    added = sorted(k for k in after.keys() - before.keys() if k[0] in modules)
+    removed = sorted(before.keys() - after.keys())
+    for verb, keys in (("replaces", changed), ("adds", added), ("removes", removed)):
+        if keys:
+            where = ", ".join(f"{m}.{a}" for m, a in keys[:3]) + (f" and {len(keys) - 3} more" if len(keys) > 3 else "")
+            raise VariantError(f"variant {text} {verb} {where}: the model does not run a patched module (the "
+                               "compiled build calls its own code); override a Protocol method instead (README, "
+                               "\"Variants\": the hook table)")
 
 
 # ---------------------------------------------------------------------------- Spark workers

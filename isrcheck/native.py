@@ -34,6 +34,7 @@ COMPILED_MODULES: tuple[str, ...] = (
     "isrcheck.model.state",
     "isrcheck.model.statehash",
     "isrcheck.model.statecodec",
+    "isrcheck.model.extension",
     "isrcheck.model.tables",
     "isrcheck.model.selectors",
     "isrcheck.model.world",

@@ -16,7 +16,8 @@ from . import broker as B
 from . import controller as C
 from .brokersets import members
 from isrcheck.engine.core import tuple_constructor
-from .protocol import Protocol
+from .extension import Scope
+from .protocol import Protocol, Stop
 from .state import (
     ASK_EPOCH_END,
     FETCHING,
@@ -83,11 +84,11 @@ def enabled_actions(protocol: Protocol, s: State) -> list[Action]:
                 continue
             if r.leader == b:
                 if (s.ghost[p].produced < protocol.max_records and zk.partitions[p].replicas
-                        and (protocol.acks_one or r.isr.bit_count() >= protocol.min_insync_replicas)):
+                        and protocol.accepts_produce(r)):
                     out.append(make_action("Produce", (b, p)))
                 if budget.isr_shrinks and protocol.isr_write_succeeds(zk.partitions[p].version, r.zk_version):
                     for f in members(r.isr):
-                        if f != b:
+                        if f != b and protocol.may_shrink_isr(r, f, r.isr & ~(1 << f)):
                             out.append(make_action("ShrinkIsr", (b, p, f)))
             elif r.leader != NO_LEADER:
                 if r.fetch_state == FETCHING:
@@ -175,6 +176,8 @@ def enabled_actions(protocol: Protocol, s: State) -> list[Action]:
                 out.append(make_action("Restart", (b,)))
             elif budget.undetected_restarts:
                 out.append(make_action("QuickRestart", (b,)))
+    if protocol.has_extra_actions:
+        out.extend(protocol.extra_enabled(s))
     return out
 
 
@@ -229,7 +232,8 @@ def _controller_failover(w: World) -> None:
     w.controller_epoch += 1
     cfg = w.protocol.config
     nb, np_ = cfg.brokers, cfg.partitions
-    new = ControllerWork(initial_controller(w.controller_epoch, nb, np_))
+    new = ControllerWork(initial_controller(w.controller_epoch, nb, np_,
+                                            w.protocol.extension.initial(Scope.CONTROLLER)))
     w.replace_active(new, keep_old_as_stale=cfg.stale_controller)
     C.on_controller_failover(w, new)
 
@@ -274,12 +278,16 @@ def _crash(w: World, b: int) -> None:
 
 def _lossy_crash(w: World, b: int, kept: tuple[int, ...]) -> None:
     _spend(w, "lossy_crashes")
-    B.crash(w, b, kept)
+    B.crash(w, b, kept, Stop.LOSSY_CRASH)
+
+
+def _restart(w: World, b: int) -> None:
+    B.restart(w, b, noticed=True)
 
 
 def _quick_restart(w: World, b: int) -> None:
     _spend(w, "undetected_restarts")
-    B.restart(w, b)
+    B.restart(w, b, noticed=False)
 
 
 def _expire_session(w: World, b: int) -> None:
@@ -315,7 +323,7 @@ APPLY: Final[dict[str, Callable[..., None]]] = {
     "RequestTopicDeletion": _request_deletion,
     "Crash": _crash,
     "LossyCrash": _lossy_crash,
-    "Restart": B.restart,
+    "Restart": _restart,
     "QuickRestart": _quick_restart,
     "ExpireSession": _expire_session,
     "Reregister": B.reregister,
@@ -325,13 +333,19 @@ APPLY: Final[dict[str, Callable[..., None]]] = {
 def apply(protocol: Protocol, s: State, action: Action) -> State:
     """The state after ``action``; raises IllegalTransition if a state machine forbids a move."""
     w = World(protocol, s)
-    APPLY[action.name](w, *action.args)
+    effect = APPLY.get(action.name)
+    if effect is not None:
+        effect(w, *action.args)
+    else:  # one of a variant's own actions (or a name nobody knows: the variant says so)
+        protocol.extra_apply(w, action)
     return w.freeze()
 
 
-def initial_controller(epoch: int, brokers: int, partitions: int) -> Controller:
+def initial_controller(epoch: int, brokers: int, partitions: int, ext: tuple[int, ...] = ()) -> Controller:
+    """A controller's context as it is elected, before it reads anything (``ext``: a variant's
+    controller fields at their initial values)."""
     return make_controller(
         epoch, 0, (0,) * brokers, (PS.NON_EXISTENT,) * partitions,
         tuple((0,) * brokers for _ in range(partitions)), (0,) * partitions,
-        ((),) * partitions, ((),) * partitions, 0,
+        ((),) * partitions, ((),) * partitions, 0, ext,
     )

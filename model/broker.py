@@ -28,9 +28,11 @@ from .state import (
     make_replica,
     make_zk_partition,
 )
+from .extension import Scope
+from .protocol import Stop
 from .tables import ReplicaState as RS
 from .tables import check_replica_move
-from .world import World, fresh_replica
+from .world import World
 
 
 # ---------------------------------------------------------------------------- controller requests
@@ -39,7 +41,7 @@ def handle_request(w: World, b: int, req: Request) -> None:
     if not w.protocol.accepts_controller_epoch(req[1], br.controller_epoch):
         return  # from a deposed controller: rejected
     if req[1] > br.controller_epoch:
-        w.set_broker(b - 1, make_broker(br.alive, req[1], br.replicas))
+        w.set_broker(b - 1, make_broker(br.alive, req[1], br.replicas, br.ext))
     if req[0] == LEADER_AND_ISR:
         _leader_and_isr(w, b, req)  # type: ignore[arg-type]
     elif req[0] == STOP_REPLICA:
@@ -53,7 +55,7 @@ def _leader_and_isr(w: World, b: int, req: LeaderAndIsr) -> None:
     p = req.partition
     r = w.replica(b, p)
     if r is None:
-        r = fresh_replica(len(w.brokers))  # startReplica: create the partition locally
+        r = w.fresh_replica()  # startReplica: create the partition locally
     if not w.protocol.accepts_leader_epoch(req.leader_epoch, r.leader_epoch):
         w.set_replica(b, p, r)
         return  # stale leader epoch: rejected
@@ -64,17 +66,7 @@ def _leader_and_isr(w: World, b: int, req: LeaderAndIsr) -> None:
 
 
 def _become_leader(w: World, b: int, p: int, r: Replica, req: LeaderAndIsr) -> None:
-    assigned = mask_of(req.replicas)
-    epochs = r.epochs
-    if w.protocol.uses_leader_epochs:
-        epochs = E.assign(epochs, req.leader_epoch, len(r.log))
-    if r.leader == b:  # still the leader, with a newer epoch (an ISR or assignment change)
-        r = make_replica(r.log, r.hw, r.checkpoint, r.leader, req.leader_epoch, req.isr, req.zk_version, r.remote_leo,
-                         r.pending, assigned, epochs, r.fetch_state, r.answer)
-    else:
-        r = make_replica(r.log, r.hw, r.checkpoint, b, req.leader_epoch, req.isr, req.zk_version,
-                    (0,) * len(w.brokers), 0, assigned, epochs, FETCHING, ())
-    r = advance_hw(w, b, p, r)
+    r = advance_hw(w, b, p, w.protocol.become_leader(w, b, p, r, req))
     w.set_replica(b, p, r)
     w.expose(p, r.log, r.hw)
 
@@ -85,39 +77,22 @@ def offsets_for_leader_epoch(w: World, f: int, p: int) -> None:
     assert rf is not None
     rl = w.replica(rf.leader, p)
     assert rl is not None
-    asked = E.latest(rf.epochs)
-    if w.protocol.answers_with_epoch:  # KIP-279 on: the epoch answered for, and where it ends
-        answer = E.end_offset_kip279(rl.epochs, len(rl.log), asked)
-    else:  # KIP-101: where the asked epoch ends
-        answer = E.end_offset_kip101(rl.epochs, len(rl.log), asked)
+    answer = w.protocol.epoch_end_answer(rl, E.latest(rf.epochs))
     w.set_replica(f, p, make_replica(rf.log, rf.hw, rf.checkpoint, rf.leader, rf.leader_epoch, rf.isr, rf.zk_version,
-                                     rf.remote_leo, rf.pending, rf.assigned, rf.epochs, TRUNCATE_PENDING, answer))
+                                     rf.remote_leo, rf.pending, rf.assigned, rf.epochs, TRUNCATE_PENDING, answer,
+                                     rf.ext))
 
 
 def truncate_to_epoch_end(w: World, f: int, p: int) -> None:
     """Apply the OffsetsForLeaderEpoch answer: truncate, then fetch (or ask again, KIP-279)."""
     rf = w.replica(f, p)
     assert rf is not None
-    epoch, end = rf.answer
-    leo = len(rf.log)
-    done = True
-    if epoch == E.UNDEFINED:  # neither side knows a common epoch: fall back to the HW
-        cut = min(rf.hw, leo)
-    elif not w.protocol.answers_with_epoch:
-        cut = min(end, leo)
-    else:
-        # the follower reads its own cache with the leader's rule
-        mine, my_end = E.end_offset_kip279(rf.epochs, leo, epoch)
-        if mine == E.UNDEFINED:
-            cut, done = min(rf.hw, leo), True
-        else:
-            cut = min(end, my_end)
-            done = mine == epoch
+    cut, done = w.protocol.truncation_point(rf)
     log = rf.log[:cut]
     state = FETCHING if done or not log else ASK_EPOCH_END
     w.set_replica(f, p, make_replica(log, min(rf.hw, cut), rf.checkpoint, rf.leader, rf.leader_epoch, rf.isr,
                                      rf.zk_version, rf.remote_leo, rf.pending, rf.assigned, E.truncate(rf.epochs, cut),
-                                     state, ()))
+                                     state, (), rf.ext))
 
 
 def _stop_replica(w: World, b: int, req: StopReplica) -> None:
@@ -132,17 +107,15 @@ def _stop_replica(w: World, b: int, req: StopReplica) -> None:
     elif r is not None and r.leader != b:
         # stop fetching
         w.set_replica(b, p, make_replica(r.log, r.hw, r.checkpoint, NO_LEADER, r.leader_epoch, r.isr, r.zk_version,
-                                         r.remote_leo, r.pending, r.assigned, r.epochs, r.fetch_state, r.answer))
+                                         r.remote_leo, r.pending, r.assigned, r.epochs, r.fetch_state, r.answer, r.ext))
 
 
 # ---------------------------------------------------------------------------- replication path
 def advance_hw(w: World, leader: int, p: int, r: Replica) -> Replica:
-    """HW = the smallest LEO in the leader's ISR; acknowledge what that commits."""
-    new_hw = len(r.log)
-    remote = r.remote_leo
-    for m in members(r.isr):
-        if m != leader and remote[m - 1] < new_hw:
-            new_hw = remote[m - 1]
+    """Advance the leader's HW by the protocol's rule (``Protocol.high_watermark``: by default the
+    smallest LEO in its ISR) and acknowledge what that commits. The HW never goes back, and never
+    past the leader's own log end."""
+    new_hw = min(w.protocol.high_watermark(w, leader, p, r), len(r.log))
     if new_hw <= r.hw:
         return r
     pending = r.pending
@@ -153,7 +126,7 @@ def advance_hw(w: World, leader: int, p: int, r: Replica) -> Replica:
                 w.acknowledge(p, committed)
             pending &= ~committed
     r = make_replica(r.log, new_hw, r.checkpoint, r.leader, r.leader_epoch, r.isr, r.zk_version,
-                r.remote_leo, pending, r.assigned, r.epochs, r.fetch_state, r.answer)
+                     r.remote_leo, pending, r.assigned, r.epochs, r.fetch_state, r.answer, r.ext)
     w.expose(p, r.log, new_hw)
     return r
 
@@ -168,7 +141,8 @@ def produce(w: World, leader: int, p: int) -> None:
     if w.protocol.uses_leader_epochs:
         epochs = E.assign(epochs, r.leader_epoch, len(r.log))
     r = make_replica(r.log + (make_record(rid, r.leader_epoch),), r.hw, r.checkpoint, r.leader, r.leader_epoch, r.isr,
-                     r.zk_version, r.remote_leo, r.pending | 1 << rid, r.assigned, epochs, r.fetch_state, r.answer)
+                     r.zk_version, r.remote_leo, r.pending | 1 << rid, r.assigned, epochs, r.fetch_state, r.answer,
+                     r.ext)
     w.set_replica(leader, p, advance_hw(w, leader, p, r))
 
 
@@ -182,19 +156,19 @@ def fetch(w: World, f: int, p: int) -> None:
     if offset > len(rl.log):  # OffsetOutOfRange: the follower truncates to the leader's LEO
         log = rf.log[: len(rl.log)]
         w.set_replica(f, p, make_replica(log, min(rf.hw, len(log)), rf.checkpoint, rf.leader, rf.leader_epoch,
-                                    rf.isr, rf.zk_version, rf.remote_leo, rf.pending, rf.assigned,
-                                    E.truncate(rf.epochs, len(log)), rf.fetch_state, rf.answer))
+                                         rf.isr, rf.zk_version, rf.remote_leo, rf.pending, rf.assigned,
+                                         E.truncate(rf.epochs, len(log)), rf.fetch_state, rf.answer, rf.ext))
         return
     answered_hw = rl.hw  # the response carries the HW read before this fetch is recorded
     remote = rl.remote_leo
     isr, zk_version = rl.isr, rl.zk_version
-    if not isr >> f & 1 and w.protocol.may_join_isr(rl, offset):
-        new_version = write_isr(w, leader, p, rl, isr | bit(f))
-        if new_version:
-            isr, zk_version = isr | bit(f), new_version
+    if not isr >> f & 1 and w.protocol.may_expand_isr(rl, f, offset, isr | bit(f)):
+        written = write_isr(w, leader, p, rl, isr | bit(f))
+        if written is not None:
+            zk_version, isr = written
     rl = make_replica(rl.log, rl.hw, rl.checkpoint, rl.leader, rl.leader_epoch, isr, zk_version,
-                 remote[: f - 1] + (offset,) + remote[f:], rl.pending, rl.assigned, rl.epochs, rl.fetch_state,
-                 rl.answer)
+                      remote[: f - 1] + (offset,) + remote[f:], rl.pending, rl.assigned, rl.epochs, rl.fetch_state,
+                      rl.answer, rl.ext)
     rl = advance_hw(w, leader, p, rl)
     w.set_replica(leader, p, rl)
     end = len(rl.log)
@@ -204,60 +178,69 @@ def fetch(w: World, f: int, p: int) -> None:
     log = rf.log + rl.log[offset:end]
     epochs = E.after_append(rf.epochs, log, offset) if w.protocol.uses_leader_epochs else rf.epochs
     w.set_replica(f, p, make_replica(log, min(answered_hw, len(log)), rf.checkpoint, rf.leader, rf.leader_epoch,
-                                rf.isr, rf.zk_version, rf.remote_leo, rf.pending, rf.assigned, epochs,
-                                rf.fetch_state, rf.answer))
+                                     rf.isr, rf.zk_version, rf.remote_leo, rf.pending, rf.assigned, epochs,
+                                     rf.fetch_state, rf.answer, rf.ext))
 
 
-def write_isr(w: World, leader: int, p: int, rl: Replica, isr: int) -> int:
-    """The leader's conditional write of its leader/ISR view; the new znode version, or 0 if refused.
+def write_isr(w: World, leader: int, p: int, rl: Replica, isr: int) -> tuple[int, int] | None:
+    """The leader's conditional write of its leader/ISR view: the new znode version and the ISR
+    written, or None if refused.
 
-    The leader writes what it believes (itself as leader, its leader epoch, the new ISR), on the
-    condition that the znode still has the version it last saw. A refused write leaves ZooKeeper
-    and the leader's cached ISR unchanged until the controller's LeaderAndIsr arrives.
+    The leader writes what it believes (itself as leader, its leader epoch, the new ISR: what
+    ``Protocol.leader_isr_change`` decides), on the condition that the znode still has the version
+    it last saw. A refused write leaves ZooKeeper and the leader's cached ISR unchanged until the
+    controller's LeaderAndIsr arrives.
     """
     zp = w.parts[p]
     if not w.protocol.isr_write_succeeds(zp.version, rl.zk_version):
-        return 0
-    w.set_part(p, make_zk_partition(zp.replicas, leader, isr, rl.leader_epoch, zp.version + 1, zp.controller_epoch))
-    return zp.version + 1
+        return None
+    change = w.protocol.leader_isr_change(w, leader, p, rl, isr)
+    ext = zp.ext if change.fields is None else change.fields
+    w.set_part(p, make_zk_partition(zp.replicas, change.leader, change.isr, rl.leader_epoch, zp.version + 1,
+                                    zp.controller_epoch, ext))
+    return zp.version + 1, change.isr
 
 
 def shrink_isr(w: World, leader: int, p: int, follower: int) -> None:
     rl = w.replica(leader, p)
     assert rl is not None
-    new_isr = rl.isr & ~bit(follower)
-    version = write_isr(w, leader, p, rl, new_isr)
-    assert version, "ShrinkIsr is enabled only when the conditional write succeeds"
-    rl = make_replica(rl.log, rl.hw, rl.checkpoint, rl.leader, rl.leader_epoch, new_isr, version, rl.remote_leo, rl.pending,
-                      rl.assigned, rl.epochs, rl.fetch_state, rl.answer)
+    written = write_isr(w, leader, p, rl, rl.isr & ~bit(follower))
+    assert written is not None, "ShrinkIsr is enabled only when the conditional write succeeds"
+    version, new_isr = written
+    rl = make_replica(rl.log, rl.hw, rl.checkpoint, rl.leader, rl.leader_epoch, new_isr, version, rl.remote_leo,
+                      rl.pending, rl.assigned, rl.epochs, rl.fetch_state, rl.answer, rl.ext)
     w.set_replica(leader, p, advance_hw(w, leader, p, rl))
+
+
+def _checkpointed(r: Replica) -> Replica:
+    """``r`` with its HW written to the checkpoint file."""
+    return make_replica(r.log, r.hw, r.hw, r.leader, r.leader_epoch, r.isr, r.zk_version, r.remote_leo,
+                        r.pending, r.assigned, r.epochs, r.fetch_state, r.answer, r.ext)
 
 
 def checkpoint_hw(w: World, b: int, p: int) -> None:
     r = w.replica(b, p)
     assert r is not None
-    w.set_replica(b, p, make_replica(r.log, r.hw, r.hw, r.leader, r.leader_epoch, r.isr, r.zk_version, r.remote_leo,
-                                     r.pending, r.assigned, r.epochs, r.fetch_state, r.answer))
+    w.set_replica(b, p, _checkpointed(r))
 
 
 # ---------------------------------------------------------------------------- crashes
-def crash(w: World, b: int, kept: tuple[int, ...] | None = None) -> None:
-    """The broker stops; only its logs and HW checkpoints survive (``kept``: surviving lengths)."""
+def crash(w: World, b: int, kept: tuple[int, ...] | None = None, how: Stop = Stop.CRASH) -> None:
+    """The broker stops; what survives of each replica is ``Protocol.replica_after_stop`` (its log,
+    or with ``kept`` the surviving lengths, and its HW checkpoint); the broker's variant fields
+    that are not persistent go back to their initial values."""
     br = w.brokers[b - 1]
-    periodic = w.protocol.periodic_checkpoints
+    protocol = w.protocol
     replicas: list[Replica | None] = []
     for p, r in enumerate(br.replicas):
         if r is None:
             replicas.append(None)
-            continue
-        log = r.log if kept is None else r.log[: kept[p]]
-        on_disk = r.checkpoint if periodic else r.hw
-        hw = min(on_disk, len(log))
-        replicas.append(make_replica(log, hw, hw if periodic else 0, NO_LEADER, -1, 0, 0, (), 0, 0,
-                                E.truncate(r.epochs, len(log)), FETCHING, ()))
-    w.set_broker(b - 1, make_broker(False, 0, tuple(replicas)))
+        else:
+            replicas.append(protocol.replica_after_stop(r, len(r.log) if kept is None else kept[p], how))
+    w.set_broker(b - 1, make_broker(False, 0, tuple(replicas), protocol.extension.after_crash(Scope.BROKER, br.ext)))
     w.set_inbox(b - 1, ())
     w.live &= ~bit(b)
+    protocol.on_stop(w, b, how)
 
 
 def graceful_stop(w: World, b: int) -> None:
@@ -265,16 +248,15 @@ def graceful_stop(w: World, b: int) -> None:
     br = w.brokers[b - 1]
     if w.protocol.periodic_checkpoints:
         w.set_broker(b - 1, make_broker(br.alive, br.controller_epoch, tuple(
-            None if r is None else make_replica(r.log, r.hw, r.hw, r.leader, r.leader_epoch, r.isr, r.zk_version,
-                                                r.remote_leo, r.pending, r.assigned, r.epochs, r.fetch_state, r.answer)
-            for r in br.replicas)))
-    crash(w, b)
+            None if r is None else _checkpointed(r) for r in br.replicas), br.ext))
+    crash(w, b, None, Stop.CONTROLLED_SHUTDOWN)
 
 
-def restart(w: World, b: int) -> None:
+def restart(w: World, b: int, noticed: bool) -> None:
     br = w.brokers[b - 1]
-    w.set_broker(b - 1, make_broker(True, br.controller_epoch, br.replicas))
+    w.set_broker(b - 1, make_broker(True, br.controller_epoch, br.replicas, br.ext))
     _register(w, b)
+    w.protocol.on_restart(w, b, noticed)
 
 
 def _register(w: World, b: int) -> None:

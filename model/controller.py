@@ -24,7 +24,8 @@ from .state import (
 from .tables import PartitionState as PS
 from .tables import ReplicaState as RS
 from .tables import check_partition_move, check_replica_move
-from .world import ControllerWork, World, empty_zk_partition
+from .protocol import Removal
+from .world import ControllerWork, World
 
 
 class Fenced(Exception):
@@ -67,15 +68,21 @@ def send_leader_and_isr(w: World, c: ControllerWork, p: int, to: tuple[int, ...]
             w.send(b, req)
 
 
-def write_leader_isr(w: World, c: ControllerWork, p: int, leader: int, isr: int) -> None:
-    """Conditional write of the leader/ISR znode with a new leader epoch.
-
-    The check-then-write of the 0.8 design: refuse when a newer controller wrote the znode.
-    """
-    zp = w.parts[p]
-    if zp.controller_epoch > c.epoch or w.protocol.controller_fenced(w, c):
+def check_not_fenced(w: World, c: ControllerWork, p: int) -> None:
+    """Raise :class:`Fenced` when ``c`` may not write partition ``p``'s leader/ISR znode: a newer
+    controller wrote it (the 0.8 check-then-write), or ZooKeeper refuses a deposed controller."""
+    if w.parts[p].controller_epoch > c.epoch or w.protocol.controller_fenced(w, c):
         raise Fenced()
-    w.set_part(p, make_zk_partition(zp.replicas, leader, isr, zp.leader_epoch + 1, zp.version + 1, c.epoch))
+
+
+def write_leader_isr(w: World, c: ControllerWork, p: int, leader: int, isr: int,
+                     fields: tuple[int, ...] | None = None) -> None:
+    """Conditional write of the leader/ISR znode with a new leader epoch (and, when a variant's
+    decision gave them, the partition's new variant ``fields``)."""
+    check_not_fenced(w, c, p)
+    zp = w.parts[p]
+    w.set_part(p, make_zk_partition(zp.replicas, leader, isr, zp.leader_epoch + 1, zp.version + 1, c.epoch,
+                                    zp.ext if fields is None else fields))
 
 
 # ---------------------------------------------------------------------------- partition state machine
@@ -103,30 +110,31 @@ def _initialize_leader_and_isr(w: World, c: ControllerWork, p: int) -> None:
     zp = w.parts[p]
     if zp.version != 0 or w.protocol.controller_fenced(w, c):
         raise Fenced()  # another controller created the znode first
-    isr = 0
-    for b in live:
-        isr |= bit(b)
-    w.set_part(p, make_zk_partition(zp.replicas, live[0], isr, 0, 1, c.epoch))
+    first = w.protocol.initial_leader_and_isr(live)
+    w.set_part(p, make_zk_partition(zp.replicas, first.leader, first.isr, 0, 1, c.epoch,
+                                    zp.ext if first.fields is None else first.fields))
     send_leader_and_isr(w, c, p, live)
     broadcast_metadata(w, c)
 
 
 def _elect(w: World, c: ControllerWork, p: int, selector: Selector) -> Election:
     zp = w.parts[p]
-    inp = SelectorInput(
-        assignment=assignment(w, c, p), leader=zp.leader, isr=zp.isr, live=c.live,
-        shutting_down=c.shutting_down, target=c.reassign_new[p],
-        unclean_election=w.protocol.unclean_leader_election,
-    )
+    inp = SelectorInput(assignment(w, c, p), zp.leader, zp.isr, c.live, c.shutting_down, c.reassign_new[p],
+                        w.protocol.unclean_leader_election, p, zp.leader_epoch, zp.ext,
+                        tuple([br.replicas[p] for br in w.brokers]))
     election = w.protocol.select(selector, inp)
-    write_leader_isr(w, c, p, election.leader, election.isr)
+    write_leader_isr(w, c, p, election.leader, election.isr, election.fields)
     send_leader_and_isr(w, c, p, election.receivers)
     broadcast_metadata(w, c)
     return election
 
 
 # ---------------------------------------------------------------------------- replica state machine
-def replica_to(w: World, c: ControllerWork, p: int, b: int, target: RS) -> bool:
+def replica_to(w: World, c: ControllerWork, p: int, b: int, target: RS,
+               cause: Removal = Removal.BROKER_FAILURE) -> bool:
+    """Move replica ``b`` of ``p``; False when the move could not happen (fenced, or a leader that
+    cannot be a new replica). ``cause``: why a replica goes OfflineReplica (the ISR removal's hook
+    is told)."""
     source = c.replica_states[p][b - 1]
     check_replica_move(p, b, source, target)
     zp = w.parts[p]
@@ -145,7 +153,7 @@ def replica_to(w: World, c: ControllerWork, p: int, b: int, target: RS) -> bool:
         # failure handled, the connection closed) gets nothing. Only a running broker whose session
         # expired is in that position; a stopped one would drop the request anyway.
         try:
-            _remove_from_isr(w, c, p, b)
+            _remove_from_isr(w, c, p, b, cause)
         except Fenced:
             return False
     elif target == RS.DELETION_STARTED:
@@ -154,21 +162,19 @@ def replica_to(w: World, c: ControllerWork, p: int, b: int, target: RS) -> bool:
     return True
 
 
-def _remove_from_isr(w: World, c: ControllerWork, p: int, b: int) -> None:
-    """Take a replica out of the ISR in ZooKeeper and tell the leader.
-
-    The last ISR member is kept unless unclean election is enabled; a removed leader leaves the
-    partition leaderless. Both bump the leader epoch.
+def _remove_from_isr(w: World, c: ControllerWork, p: int, b: int, cause: Removal) -> None:
+    """Take a replica out of the ISR in ZooKeeper and tell the leader (and, from 0.11 on, the
+    other replicas): what the write leaves is the protocol's decision (``Protocol.isr_removal``:
+    by default the last ISR member stays unless unclean election is enabled, and a removed
+    leader leaves the partition leaderless). It bumps the leader epoch.
     """
     zp = w.parts[p]
     if not zp.version or not zp.isr >> b & 1:
         return
-    new_leader = NO_LEADER if zp.leader == b else zp.leader
-    new_isr = zp.isr & ~bit(b)
-    if not new_isr and not w.protocol.unclean_leader_election:
-        new_isr = zp.isr
-    write_leader_isr(w, c, p, new_leader, new_isr)
-    send_leader_and_isr(w, c, p, w.protocol.isr_removal_receivers(new_leader, assignment(w, c, p), b))
+    check_not_fenced(w, c, p)  # before the decision: a refused write must leave no trace of it
+    change = w.protocol.isr_removal(w, c, p, b, cause)
+    write_leader_isr(w, c, p, change.leader, change.isr, change.fields)
+    send_leader_and_isr(w, c, p, w.protocol.isr_removal_receivers(change.leader, assignment(w, c, p), b))
     broadcast_metadata(w, c)
 
 
@@ -216,7 +222,8 @@ def on_broker_failure(w: World, c: ControllerWork, dead: int) -> None:
                 if state in (RS.DELETION_STARTED, RS.OFFLINE):
                     replica_to(w, c, p, b, RS.DELETION_INELIGIBLE)
             elif state != RS.NON_EXISTENT:
-                replica_to(w, c, p, b, RS.OFFLINE)
+                replica_to(w, c, p, b, RS.OFFLINE, Removal.BROKER_FAILURE)
+    w.protocol.on_broker_failure(w, c, dead)
 
 
 def on_broker_startup(w: World, c: ControllerWork, new: int) -> None:
@@ -231,12 +238,13 @@ def on_broker_startup(w: World, c: ControllerWork, new: int) -> None:
             state = c.replica_states[p][b - 1]
             if w.deleting >> p & 1:
                 if state == RS.DELETION_INELIGIBLE:  # retry the deletion on the returning broker
-                    if replica_to(w, c, p, b, RS.OFFLINE):
+                    if replica_to(w, c, p, b, RS.OFFLINE, Removal.DELETION):
                         replica_to(w, c, p, b, RS.DELETION_STARTED)
             elif state != RS.NON_EXISTENT:
                 replica_to(w, c, p, b, RS.ONLINE)
     _elect_offline_and_new(w, c)
     resume_reassignments_on(c, new)
+    w.protocol.on_broker_startup(w, c, new)
 
 
 def resume_reassignments_on(c: ControllerWork, new: int) -> None:
@@ -331,7 +339,7 @@ def controlled_shutdown(w: World, c: ControllerWork, b: int) -> None:
             if len(ar) > 1:
                 partition_to(w, c, p, PS.ONLINE, Selector.CONTROLLED_SHUTDOWN)
         else:
-            replica_to(w, c, p, b, RS.OFFLINE)
+            replica_to(w, c, p, b, RS.OFFLINE, Removal.CONTROLLED_SHUTDOWN)
 
 
 def start_topic_deletion(w: World, c: ControllerWork) -> None:
@@ -343,7 +351,7 @@ def start_topic_deletion(w: World, c: ControllerWork) -> None:
         for b in assignment(w, c, p):
             if c.replica_states[p][b - 1] == RS.NON_EXISTENT:
                 continue
-            if not replica_to(w, c, p, b, RS.OFFLINE):
+            if not replica_to(w, c, p, b, RS.OFFLINE, Removal.DELETION):
                 return  # fenced: a newer controller owns the deletion
             if c.live >> b & 1:
                 replica_to(w, c, p, b, RS.DELETION_STARTED)
@@ -386,7 +394,7 @@ def complete_topic_deletion(w: World, c: ControllerWork) -> None:
                 replica_to(w, c, p, b, RS.NON_EXISTENT)
         if c.partition_states[p] != PS.NON_EXISTENT:
             partition_to(w, c, p, PS.NON_EXISTENT)
-        w.set_part(p, empty_zk_partition())
+        w.set_part(p, w.empty_zk_partition())
         w.set_reassign(p, ())
         w.preferred &= ~bit(p)
         c.set_reassign_step(p, 0)
@@ -458,7 +466,8 @@ def _start(w: World, c: ControllerWork, p: int) -> bool:
     c.set_reassignment(p, current, target)
     union = current + tuple(r for r in target if r not in current)
     zp = w.parts[p]
-    w.set_part(p, make_zk_partition(union, zp.leader, zp.isr, zp.leader_epoch, zp.version, zp.controller_epoch))
+    w.set_part(p, make_zk_partition(union, zp.leader, zp.isr, zp.leader_epoch, zp.version, zp.controller_epoch,
+                                    zp.ext))
     return True
 
 
@@ -504,7 +513,7 @@ def _leader(w: World, c: ControllerWork, p: int) -> bool:
 def _old_offline(w: World, c: ControllerWork, p: int) -> bool:
     for b in c.reassign_old[p]:
         if b not in c.reassign_new[p]:
-            if not replica_to(w, c, p, b, RS.OFFLINE):
+            if not replica_to(w, c, p, b, RS.OFFLINE, Removal.REASSIGNMENT):
                 raise Fenced()
     return True
 
@@ -523,7 +532,7 @@ def _ar_in_zk(w: World, c: ControllerWork, p: int) -> bool:
         raise Fenced()
     zp = w.parts[p]
     w.set_part(p, make_zk_partition(c.reassign_new[p], zp.leader, zp.isr, zp.leader_epoch, zp.version,
-                                    zp.controller_epoch))
+                                    zp.controller_epoch, zp.ext))
     return True
 
 

@@ -16,7 +16,8 @@ from isrcheck.engine.codec import StateCodec
 
 from .statecodec import kafka_state_codec
 from .protocol import Protocol
-from .state import Broker, Budget, Controller, Ghost, Replica, State, Zk, ZkPartition
+from .extension import Scope
+from .state import FETCHING, Broker, Controller, Ghost, Replica, State, Zk, ZkPartition, initial_budget
 from .statehash import new_hasher
 from .symmetry import canonical
 from .tables import IllegalTransition
@@ -34,6 +35,7 @@ def initial_state(protocol: Protocol) -> State:
     as after creation and delivery of the first LeaderAndIsr requests.
     """
     cfg = protocol.config
+    ext = protocol.extension
     nb, np_ = cfg.brokers, cfg.partitions
     everyone = mask_of(cfg.broker_ids)
     created = not cfg.operations.topic_creation
@@ -41,12 +43,12 @@ def initial_state(protocol: Protocol) -> State:
     for p in range(np_):
         ar = cfg.replicas_of(p)
         if created:
-            parts.append(ZkPartition(ar, ar[0], mask_of(ar), 0, 1, FIRST_CONTROLLER_EPOCH))
+            parts.append(ZkPartition(ar, ar[0], mask_of(ar), 0, 1, FIRST_CONTROLLER_EPOCH, ext.initial(Scope.PARTITION)))
         else:
-            parts.append(ZkPartition(ar, 0, 0, 0, 0, 0))
+            parts.append(ZkPartition(ar, 0, 0, 0, 0, 0, ext.initial(Scope.PARTITION)))
     zk = Zk(everyone, (0,) * nb, FIRST_CONTROLLER_EPOCH, tuple(parts), ((),) * np_, 0, 0)
 
-    c = initial_controller(FIRST_CONTROLLER_EPOCH, nb, np_)
+    c = initial_controller(FIRST_CONTROLLER_EPOCH, nb, np_, ext.initial(Scope.CONTROLLER))
     if created:
         replica_states = []
         for p in range(np_):
@@ -64,17 +66,17 @@ def initial_state(protocol: Protocol) -> State:
                 replicas.append(None)
             elif b == ar[0]:
                 epochs = ((0, 0),) if protocol.uses_leader_epochs else ()
-                replicas.append(Replica((), 0, 0, b, 0, mask_of(ar), 1, (0,) * nb, 0, mask_of(ar), epochs))
+                replicas.append(Replica((), 0, 0, b, 0, mask_of(ar), 1, (0,) * nb, 0, mask_of(ar), epochs, FETCHING, (),
+                                        ext.initial(Scope.REPLICA)))
             else:
-                replicas.append(Replica((), 0, 0, ar[0], 0, 0, 0, (), 0, 0))
-        brokers.append(Broker(True, FIRST_CONTROLLER_EPOCH if created else 0, tuple(replicas)))
+                replicas.append(Replica((), 0, 0, ar[0], 0, 0, 0, (), 0, 0, (), FETCHING, (),
+                                        ext.initial(Scope.REPLICA)))
+        brokers.append(Broker(True, FIRST_CONTROLLER_EPOCH if created else 0, tuple(replicas),
+                              ext.initial(Scope.BROKER)))
 
-    f, o = cfg.faults, cfg.operations
-    budget = Budget(f.crashes, f.lossy_crashes, f.undetected_restarts, f.controller_failovers,
-                    f.isr_shrinks, f.delayed_requests, f.session_expiries, o.preferred_elections,
-                    o.controlled_shutdowns, o.topic_deletions)
+    budget = initial_budget(cfg)
     ghost = tuple(Ghost(0, 0, (), ()) for _ in range(np_))
-    reassignments = tuple((r.partition, r.target) for r in o.reassignments)
+    reassignments = tuple((r.partition, r.target) for r in cfg.operations.reassignments)
     return State(zk, c, None, tuple(brokers), ((),) * nb, ghost, budget, reassignments)
 
 
@@ -136,7 +138,7 @@ class KafkaModel:
 
     def fingerprint(self, state: State) -> int:
         if self.symmetry:
-            return self._fingerprint(canonical(state))
+            return self._fingerprint(canonical(state, self.protocol.extension))
         return self._fingerprint(state)
 
 

@@ -9,7 +9,7 @@ for every input and the designer API replace one of them.
 from __future__ import annotations
 
 from enum import Enum
-from typing import Final, NamedTuple
+from typing import Any, Final, NamedTuple
 
 from .brokersets import bit
 
@@ -27,6 +27,8 @@ class Election(NamedTuple):
     isr: int  # bitmask
     receivers: tuple[int, ...]  # brokers that get LeaderAndIsr, in assignment order
     unclean: bool = False  # the leader came from outside the ISR
+    #: a variant's new partition fields, written with the leader (None: unchanged)
+    fields: tuple[int, ...] | None = None
 
 
 class NoEligibleLeader(Exception):
@@ -39,7 +41,13 @@ class NoEligibleLeader(Exception):
 
 
 class SelectorInput(NamedTuple):
-    """What a selector may look at. Masks are bitmasks of broker ids."""
+    """What a selector may look at. Masks are bitmasks of broker ids.
+
+    The model's selectors read the controller's knowledge of the partition (the first seven
+    fields). A designer's selector may also read the partition's variant fields in ZooKeeper and
+    each broker's replica as it is (``replicas[b - 1]``, None where broker ``b`` hosts none: its
+    log, high watermark, leader epoch and epoch cache), e.g. to elect the longest log.
+    """
 
     assignment: tuple[int, ...]  # AR in preference order
     leader: int  # current leader, 0 for none
@@ -48,6 +56,10 @@ class SelectorInput(NamedTuple):
     shutting_down: int = 0
     target: tuple[int, ...] = ()  # RAR, for the ReassignedPartition selector
     unclean_election: bool = False
+    partition: int = 0
+    leader_epoch: int = 0  # in ZooKeeper
+    fields: tuple[int, ...] = ()  # the partition's variant fields in ZooKeeper (ZkPartition.ext)
+    replicas: tuple[Any, ...] = ()  # per broker: its Replica of the partition, or None
 
 
 def _live_in(replicas: tuple[int, ...], live: int) -> tuple[int, ...]:

@@ -56,6 +56,7 @@ class ZkPartition(NamedTuple):
     leader_epoch: int
     version: int  # zkVersion of the leader/ISR znode; 0 while that znode does not exist
     controller_epoch: int  # epoch of the controller that last wrote leader/ISR
+    ext: tuple[int, ...] = ()  # a variant's partition fields (model/extension.py), () without one
 
 
 class Zk(NamedTuple):
@@ -80,6 +81,7 @@ class Controller(NamedTuple):
     reassign_old: tuple[tuple[int, ...], ...]  # OAR per partition while reassigning
     reassign_new: tuple[tuple[int, ...], ...]  # RAR per partition while reassigning
     shutting_down: int  # brokers in controlled shutdown, bitmask
+    ext: tuple[int, ...] = ()  # a variant's controller fields (model/extension.py), () without one
 
 
 class Replica(NamedTuple):
@@ -99,6 +101,7 @@ class Replica(NamedTuple):
     epochs: tuple[tuple[int, int], ...] = ()  # leader-epoch cache: (epoch, start offset), on disk
     fetch_state: int = 0  # FETCHING, or a follower reconciling its log (see below)
     answer: tuple[int, ...] = ()  # the (epoch, end offset) answer of OffsetsForLeaderEpoch, once received
+    ext: tuple[int, ...] = ()  # a variant's replica fields (model/extension.py), () without one
 
 
 FETCHING: Final = 0  # the follower fetches normally
@@ -110,6 +113,7 @@ class Broker(NamedTuple):
     alive: bool
     controller_epoch: int  # highest controller epoch seen since start-up
     replicas: tuple[Replica | None, ...]  # per partition; None when the broker hosts no replica
+    ext: tuple[int, ...] = ()  # a variant's broker fields (model/extension.py), () without one
 
 
 class Ghost(NamedTuple):
@@ -122,7 +126,9 @@ class Ghost(NamedTuple):
 
 
 class Budget(NamedTuple):
-    """Remaining perturbations and administrative operations."""
+    """Remaining perturbations and administrative operations: one field per budgeted fault
+    (``Config.faults``) and per counted operation (``Config.operations``), named as there; the
+    initial budget is read from the configuration by these names (:func:`initial_budget`)."""
 
     crashes: int
     lossy_crashes: int
@@ -173,18 +179,19 @@ _BUDGET: Final = Budget
 def make_replica(log: tuple[int, ...], hw: int, checkpoint: int, leader: int, leader_epoch: int, isr: int,
                  zk_version: int, remote_leo: tuple[int, ...], pending: int, assigned: int,
                  epochs: tuple[tuple[int, int], ...] = (), fetch_state: int = FETCHING,
-                 answer: tuple[int, ...] = ()) -> Replica:
+                 answer: tuple[int, ...] = (), ext: tuple[int, ...] = ()) -> Replica:
     return _new(_REPLICA, log, hw, checkpoint, leader, leader_epoch, isr, zk_version, remote_leo, pending, assigned,
-                epochs, fetch_state, answer)
+                epochs, fetch_state, answer, ext)
 
 
-def make_broker(alive: bool, controller_epoch: int, replicas: tuple[Replica | None, ...]) -> Broker:
-    return _new(_BROKER, alive, controller_epoch, replicas)
+def make_broker(alive: bool, controller_epoch: int, replicas: tuple[Replica | None, ...],
+                ext: tuple[int, ...] = ()) -> Broker:
+    return _new(_BROKER, alive, controller_epoch, replicas, ext)
 
 
 def make_zk_partition(replicas: tuple[int, ...], leader: int, isr: int, leader_epoch: int, version: int,
-                      controller_epoch: int) -> ZkPartition:
-    return _new(_ZK_PARTITION, replicas, leader, isr, leader_epoch, version, controller_epoch)
+                      controller_epoch: int, ext: tuple[int, ...] = ()) -> ZkPartition:
+    return _new(_ZK_PARTITION, replicas, leader, isr, leader_epoch, version, controller_epoch, ext)
 
 
 def make_zk(live: int, registrations: tuple[int, ...], controller_epoch: int, partitions: tuple[ZkPartition, ...],
@@ -195,9 +202,9 @@ def make_zk(live: int, registrations: tuple[int, ...], controller_epoch: int, pa
 def make_controller(epoch: int, live: int, registrations: tuple[int, ...], partition_states: tuple[int, ...],
                     replica_states: tuple[tuple[int, ...], ...], reassign_step: tuple[int, ...],
                     reassign_old: tuple[tuple[int, ...], ...], reassign_new: tuple[tuple[int, ...], ...],
-                    shutting_down: int) -> Controller:
+                    shutting_down: int, ext: tuple[int, ...] = ()) -> Controller:
     return _new(_CONTROLLER, epoch, live, registrations, partition_states, replica_states, reassign_step,
-                reassign_old, reassign_new, shutting_down)
+                reassign_old, reassign_new, shutting_down, ext)
 
 
 def make_ghost(produced: int, acked: int, exposed: tuple[int, ...], reassign_origin: tuple[int, ...]) -> Ghost:
@@ -222,6 +229,14 @@ def make_stop_replica(controller_epoch: int, partition: int, delete: bool) -> St
 
 def make_update_metadata(controller_epoch: int) -> UpdateMetadata:
     return _new(_UPDATE_METADATA, UPDATE_METADATA, controller_epoch)
+
+
+def initial_budget(config: Any) -> Budget:
+    """The budget a configuration gives: each field of :class:`Budget` read, by its name, from the
+    configuration's ``faults`` or ``operations`` (a test holds the three lists to one another)."""
+    faults, operations = config.faults, config.operations
+    return Budget(*[getattr(faults, name) if hasattr(faults, name) else getattr(operations, name)
+                    for name in Budget._fields])
 
 
 def budget_with(budget: Budget, index: int, value: int) -> Budget:

@@ -47,7 +47,7 @@ def broker_hash(broker: Any) -> int:
     replicas: tuple[Any, ...] = b[_REPLICAS]
     for r in replicas:
         if r is None:
-            return hash((b[0], b[1], tuple([NONE_HASH if x is None else x for x in replicas])))
+            return hash((b[0], b[1], tuple([NONE_HASH if x is None else x for x in replicas])) + b[_REPLICAS + 1:])
     return hash(broker)
 
 

@@ -10,8 +10,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from .extension import Scope
 from .records import ids_in
 from .state import (
+    FETCHING,
     UPDATE_METADATA,
     Broker,
     Controller,
@@ -47,7 +49,7 @@ class ControllerWork:
     """
 
     __slots__ = ("base", "epoch", "live", "registrations", "partition_states", "replica_states",
-                 "reassign_step", "reassign_old", "reassign_new", "shutting_down")
+                 "reassign_step", "reassign_old", "reassign_new", "shutting_down", "ext")
 
     def __init__(self, c: Controller) -> None:
         self.base = c
@@ -60,6 +62,7 @@ class ControllerWork:
         self.reassign_old: tuple[tuple[int, ...], ...] = c.reassign_old
         self.reassign_new: tuple[tuple[int, ...], ...] = c.reassign_new
         self.shutting_down = c.shutting_down
+        self.ext: tuple[int, ...] = c.ext  # a variant's controller fields
 
     # the states are typed object, not int: the compiled build would turn an IntEnum member into a
     # plain int (equal, but it prints differently from the pure build's)
@@ -88,11 +91,12 @@ class ControllerWork:
         if (self.epoch == c.epoch and self.live == c.live and self.registrations is c.registrations
                 and self.partition_states is c.partition_states and self.replica_states is c.replica_states
                 and self.reassign_step is c.reassign_step and self.reassign_old is c.reassign_old
-                and self.reassign_new is c.reassign_new and self.shutting_down == c.shutting_down):
+                and self.reassign_new is c.reassign_new and self.shutting_down == c.shutting_down
+                and self.ext is c.ext):
             return c
         return make_controller(self.epoch, self.live, self.registrations, self.partition_states,
                                self.replica_states, self.reassign_step, self.reassign_old, self.reassign_new,
-                               self.shutting_down)
+                               self.shutting_down, self.ext)
 
 
 def _with(items: tuple, i: int, value: object) -> tuple:
@@ -209,7 +213,59 @@ class World:
             items = list(reps)
             items[p] = r
             changed = tuple(items)
-        self.set_broker(b - 1, make_broker(br.alive, br.controller_epoch, changed))
+        self.set_broker(b - 1, make_broker(br.alive, br.controller_epoch, changed, br.ext))
+
+    # ------------------------------------------------------------------ a variant's fields
+    # (model/extension.py) Reads and writes by name, for the hooks of a variant that adds effects
+    # (``Protocol.on_*``, ``extra_apply``); decisions return their writes instead (IsrChange).
+    def part_field(self, p: int, name: str) -> int:
+        return self.protocol.extension.get(Scope.PARTITION, self.parts[p].ext, name)
+
+    def set_part_field(self, p: int, name: str, value: int) -> None:
+        zp = self.parts[p]
+        ext = self.protocol.extension.with_value(Scope.PARTITION, zp.ext, name, value)
+        if ext is not zp.ext:
+            self.set_part(p, make_zk_partition(zp.replicas, zp.leader, zp.isr, zp.leader_epoch, zp.version,
+                                               zp.controller_epoch, ext))
+
+    def replica_field(self, b: int, p: int, name: str) -> int:
+        r = self.replica(b, p)
+        if r is None:
+            raise ValueError(f"broker {b} hosts no replica of partition {p}")
+        return self.protocol.extension.get(Scope.REPLICA, r.ext, name)
+
+    def set_replica_field(self, b: int, p: int, name: str, value: int) -> None:
+        r = self.replica(b, p)
+        if r is None:
+            raise ValueError(f"broker {b} hosts no replica of partition {p}")
+        ext = self.protocol.extension.with_value(Scope.REPLICA, r.ext, name, value)
+        if ext is not r.ext:
+            self.set_replica(b, p, make_replica(r.log, r.hw, r.checkpoint, r.leader, r.leader_epoch, r.isr,
+                                                r.zk_version, r.remote_leo, r.pending, r.assigned, r.epochs,
+                                                r.fetch_state, r.answer, ext))
+
+    def broker_field(self, b: int, name: str) -> int:
+        return self.protocol.extension.get(Scope.BROKER, self.brokers[b - 1].ext, name)
+
+    def set_broker_field(self, b: int, name: str, value: int) -> None:
+        br = self.brokers[b - 1]
+        ext = self.protocol.extension.with_value(Scope.BROKER, br.ext, name, value)
+        if ext is not br.ext:
+            self.set_broker(b - 1, make_broker(br.alive, br.controller_epoch, br.replicas, ext))
+
+    def controller_field(self, c: ControllerWork, name: str) -> int:
+        return self.protocol.extension.get(Scope.CONTROLLER, c.ext, name)
+
+    def set_controller_field(self, c: ControllerWork, name: str, value: int) -> None:
+        c.ext = self.protocol.extension.with_value(Scope.CONTROLLER, c.ext, name, value)
+
+    def fresh_replica(self) -> Replica:
+        """A replica just created by LeaderAndIsr (startReplica), the variant's fields initial."""
+        return fresh_replica(len(self.brokers), self.protocol.extension.initial(Scope.REPLICA))
+
+    def empty_zk_partition(self) -> ZkPartition:
+        """A partition znode removed (topic deletion), the variant's fields initial."""
+        return empty_zk_partition(self.protocol.extension.initial(Scope.PARTITION))
 
     def send(self, b: int, request: Request) -> None:
         """Queue a controller request for broker ``b``; a dead broker's connection drops it.
@@ -272,13 +328,15 @@ class World:
                      self.budget, self.reassignments)
 
 
-def fresh_replica(brokers: int) -> Replica:
-    """A replica just created by LeaderAndIsr (an empty log, no role yet)."""
-    return make_replica((), 0, 0, 0, -1, 0, 0, (), 0, 0)
+def fresh_replica(brokers: int, ext: tuple[int, ...] = ()) -> Replica:
+    """A replica just created by LeaderAndIsr: an empty log, no role yet (``ext``: a variant's
+    replica fields; the symbolic encodings, which run the model's own protocol, use none)."""
+    return make_replica((), 0, 0, 0, -1, 0, 0, (), 0, 0, (), FETCHING, (), ext)
 
 
-def empty_zk_partition() -> ZkPartition:
-    return make_zk_partition((), 0, 0, 0, 0, 0)
+def empty_zk_partition(ext: tuple[int, ...] = ()) -> ZkPartition:
+    """A partition without a znode (deleted, or not created yet)."""
+    return make_zk_partition((), 0, 0, 0, 0, 0, ext)
 
 
 def acked_missing(log: tuple[int, ...], ghost: Ghost) -> int:

@@ -15,8 +15,8 @@ from isrcheck.model.state import Broker, Budget, Replica
 newtuple = pytest.importorskip("isrcheck.engine._newtuple", reason="a pure install builds no C extension")
 
 SAMPLES = [
-    (Replica, ((1, 2), 1, 0, 1, 0, 7, 1, (2, 2, 2), 0, 7, ((0, 0),), 0, ())),
-    (Broker, (True, 3, (None,))),
+    (Replica, ((1, 2), 1, 0, 1, 0, 7, 1, (2, 2, 2), 0, 7, ((0, 0),), 0, (), (4,))),
+    (Broker, (True, 3, (None,), ())),
     (Budget, tuple(range(10))),
 ]
 

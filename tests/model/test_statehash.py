@@ -101,6 +101,6 @@ def test_none_is_hashed_as_a_fixed_number() -> None:
     states = reachable("reassignment-broker-crash", 600)
     broker = next(br for s in states for br in s.brokers if None in br.replicas)
     swapped = tuple(NONE_HASH if r is None else r for r in broker.replicas)
-    assert broker_hash(broker) == hash((broker.alive, broker.controller_epoch, swapped))
+    assert broker_hash(broker) == hash((broker.alive, broker.controller_epoch, swapped, broker.ext))
     full = next(br for s in states for br in s.brokers if None not in br.replicas)
     assert broker_hash(full) == hash(full)
