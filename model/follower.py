@@ -15,7 +15,8 @@ def become_follower_truncating_to_hw(r: Replica, req: LeaderAndIsr) -> Replica:
     log = r.log
     if r.leader != req.leader:
         log = log[: r.hw]
-    return make_replica(log, min(r.hw, len(log)), r.checkpoint, req.leader, req.leader_epoch, 0, 0, (), 0, 0)
+    return make_replica(log, min(r.hw, len(log)), r.checkpoint, req.leader, req.leader_epoch, 0, 0, (), 0, 0,
+                        (), FETCHING, (), r.ext)
 
 
 def become_follower_reconciling_by_epoch(r: Replica, req: LeaderAndIsr, on_every_epoch: bool) -> Replica:
@@ -30,4 +31,4 @@ def become_follower_reconciling_by_epoch(r: Replica, req: LeaderAndIsr, on_every
     if changed:
         state, answer = (ASK_EPOCH_END if r.log else FETCHING), ()
     return make_replica(r.log, r.hw, r.checkpoint, req.leader, req.leader_epoch, 0, 0, (), 0, 0,
-                        r.epochs, state, answer)
+                        r.epochs, state, answer, r.ext)

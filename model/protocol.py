@@ -19,6 +19,7 @@ from typing import Protocol as Structural
 from mypy_extensions import mypyc_attr
 
 from isrcheck.engine.core import Property
+from isrcheck.specs.actions import add_variant_actions
 from isrcheck.specs.protocol import EpochAnswer, Generation
 
 from . import epochs as E
@@ -148,6 +149,8 @@ class Protocol:
         #: whether enabled_actions must ask the variant for its actions (a flag: the model's own
         #: protocol pays one attribute read per state for them)
         self.has_extra_actions: bool = bool(self.variant_actions)
+        if self.variant_actions:  # their text and JSON forms are read like the model's from now on
+            add_variant_actions([(a.name, tuple(a.args), a.fair) for a in self.variant_actions])
 
     @property
     def generation(self) -> Generation:

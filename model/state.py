@@ -158,7 +158,9 @@ class State(NamedTuple):
 # build; on the checker's hot path that was the largest cost of a step. These build the same values
 # (equal, same class, same hash) through ``_new``: engine/_newtuple.c in the compiled build (one
 # allocation, no argument parsing), ``tuple.__new__`` otherwise. Every field is passed: a NamedTuple
-# built this way gets no defaults filled in.
+# built this way gets no defaults filled in. ``ext`` (a variant's fields) has no default either, so
+# that a step rebuilding an object cannot drop them by omission (the type checker of the compiled
+# build refuses such a call).
 #
 # Final: the compiled build keeps these in C variables instead of looking each name up in the
 # module's dictionary on every call (8% of a check's time before).
@@ -178,19 +180,19 @@ _BUDGET: Final = Budget
 
 def make_replica(log: tuple[int, ...], hw: int, checkpoint: int, leader: int, leader_epoch: int, isr: int,
                  zk_version: int, remote_leo: tuple[int, ...], pending: int, assigned: int,
-                 epochs: tuple[tuple[int, int], ...] = (), fetch_state: int = FETCHING,
-                 answer: tuple[int, ...] = (), ext: tuple[int, ...] = ()) -> Replica:
+                 epochs: tuple[tuple[int, int], ...], fetch_state: int, answer: tuple[int, ...],
+                 ext: tuple[int, ...]) -> Replica:
     return _new(_REPLICA, log, hw, checkpoint, leader, leader_epoch, isr, zk_version, remote_leo, pending, assigned,
                 epochs, fetch_state, answer, ext)
 
 
 def make_broker(alive: bool, controller_epoch: int, replicas: tuple[Replica | None, ...],
-                ext: tuple[int, ...] = ()) -> Broker:
+                ext: tuple[int, ...]) -> Broker:
     return _new(_BROKER, alive, controller_epoch, replicas, ext)
 
 
 def make_zk_partition(replicas: tuple[int, ...], leader: int, isr: int, leader_epoch: int, version: int,
-                      controller_epoch: int, ext: tuple[int, ...] = ()) -> ZkPartition:
+                      controller_epoch: int, ext: tuple[int, ...]) -> ZkPartition:
     return _new(_ZK_PARTITION, replicas, leader, isr, leader_epoch, version, controller_epoch, ext)
 
 
@@ -202,7 +204,7 @@ def make_zk(live: int, registrations: tuple[int, ...], controller_epoch: int, pa
 def make_controller(epoch: int, live: int, registrations: tuple[int, ...], partition_states: tuple[int, ...],
                     replica_states: tuple[tuple[int, ...], ...], reassign_step: tuple[int, ...],
                     reassign_old: tuple[tuple[int, ...], ...], reassign_new: tuple[tuple[int, ...], ...],
-                    shutting_down: int, ext: tuple[int, ...] = ()) -> Controller:
+                    shutting_down: int, ext: tuple[int, ...]) -> Controller:
     return _new(_CONTROLLER, epoch, live, registrations, partition_states, replica_states, reassign_step,
                 reassign_old, reassign_new, shutting_down, ext)
 

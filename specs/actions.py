@@ -33,12 +33,12 @@ from .inputs import json_depth, max_depth
 from .protocol import STEP_INFO
 
 __all__ = [
-    "ACTORS", "ARG_TYPES", "ActionSpec", "ActionSyntaxError", "VocabularyError",
+    "ACTORS", "ARG_TYPES", "ActionSpec", "ActionSyntaxError", "VocabularyError", "add_variant_actions",
     "action_arity", "action_json", "fair_actions", "action_text", "actions", "arg_problem", "check_action", "entry_problems",
     "load_actions", "read_json", "read_text",
 ]
 
-ACTORS = ("controller", "broker", "admin", "fault")
+ACTORS = ("controller", "broker", "admin", "fault")  # and "variant", for an action a variant adds
 ARG_TYPES = ("controller_epoch", "broker", "partition", "step", "index", "broker_list", "log_lengths")
 
 
@@ -70,11 +70,43 @@ def load_actions() -> dict[str, dict[str, Any]]:
 
 
 @lru_cache(maxsize=1)
-def actions() -> dict[str, ActionSpec]:
-    """Name -> :class:`ActionSpec`, in the file's order."""
+def _file_actions() -> dict[str, ActionSpec]:
     return {name: ActionSpec(name, a["actor"], tuple((x["name"], x["type"]) for x in a.get("args", [])),
                              a.get("budget"), a.get("fairness"))
             for name, a in load_actions().items()}
+
+
+#: actions a designer's variant added in this process (:func:`add_variant_actions`), after the file's
+_VARIANT_ACTIONS: dict[str, ActionSpec] = {}
+
+
+def actions() -> dict[str, ActionSpec]:
+    """Name -> :class:`ActionSpec`, in the file's order, then the actions of a loaded variant."""
+    if not _VARIANT_ACTIONS:
+        return _file_actions()
+    return {**_file_actions(), **_VARIANT_ACTIONS}
+
+
+def add_variant_actions(entries: list[tuple[str, tuple[str, ...], bool]]) -> None:
+    """Make a variant's own actions part of the vocabulary of this process: each ``(name, argument
+    kinds, fair)``, so that their text and JSON forms are read like the model's (scenarios, trace
+    files, ``unfair``) and liveness checks know which are fair. A name of the file's, an unknown
+    argument kind or a name used differently by an earlier variant is a :class:`VocabularyError`."""
+    for name, kinds, fair in entries:
+        if not isinstance(name, str) or not re.fullmatch(r"[A-Z][A-Za-z0-9]*", name):
+            raise VocabularyError(f"a variant's action name must be a CamelCase word, got {_clip(name)}")
+        if name in _file_actions():
+            raise VocabularyError(f"the variant's action {name} has the name of one of the model's (specs/actions.toml)")
+        bad = [k for k in kinds if k not in ARG_TYPES]
+        if bad:
+            raise VocabularyError(f"the variant's action {name}: unknown argument kind {bad[0]!r} (known: "
+                                  f"{', '.join(ARG_TYPES)})")
+        spec = ActionSpec(name, "variant", tuple((f"arg{i + 1}", k) for i, k in enumerate(kinds)), None,
+                          "weak" if fair else None)
+        known = _VARIANT_ACTIONS.get(name)
+        if known is not None and known != spec:
+            raise VocabularyError(f"two variants declare the action {name} differently")
+        _VARIANT_ACTIONS[name] = spec
 
 
 def action_arity(name: str) -> int:

@@ -28,7 +28,7 @@ GATES = ("default", "all")
 EXPECTS = ("success", "safety_failure")
 
 _REQUIRED = ("name", "description", "gate", "expect", "config")
-_KNOWN = frozenset(_REQUIRED) | {"property", "length", "states", "symmetry", "properties", "liveness"}
+_KNOWN = frozenset(_REQUIRED) | {"property", "length", "states", "symmetry", "properties", "liveness", "variant"}
 _LIVENESS_KEYS = frozenset({"length", "loop", "expected"})
 
 C = TypeVar("C")
@@ -92,6 +92,9 @@ class ModelEntry(Generic[C]):
     config: C
     properties: tuple[str, ...] | None = None  # check only these safety properties (None: all)
     liveness: tuple[LivenessExpect, ...] = ()  # the liveness verdicts pinned ([model.liveness])
+    #: a designer's variant the entry is checked with, ``path.py:Attr`` (a path relative to the
+    #: project's checkout: :func:`variant_path`), or None for the model's own protocol
+    variant: str | None = None
     raw_config: Mapping[str, Any] = field(default_factory=dict, compare=False, hash=False, repr=False)
     reader: Reader[C] | None = field(default=None, compare=False, hash=False, repr=False)
 
@@ -105,7 +108,8 @@ class ModelEntry(Generic[C]):
 
     def target(self, overrides: Sequence[str] = ()) -> Target[C]:
         """What checking this entry checks: its configuration (with overrides), symmetry and properties."""
-        return Target(self.name, self.config_with(overrides), self.symmetry, self, self.properties)
+        return Target(self.name, self.config_with(overrides), self.symmetry, self, self.properties,
+                      variant_path(self.variant) if self.variant else None)
 
 
 @dataclass(frozen=True)
@@ -117,6 +121,21 @@ class Target(Generic[C]):
     symmetry: bool | None
     entry: ModelEntry[C] | None = None
     properties: tuple[str, ...] | None = None
+    variant: str | None = None  # the variant the manifest names for it (``path.py:Attr``), resolved
+
+
+def variant_path(text: str) -> str:
+    """A manifest entry's ``variant`` with its file path made absolute: relative paths are the
+    checkout's (``examples/variants/x.py:X``), so the gate finds them from any directory; a module
+    name (``pkg.mod:X``) is left as it is."""
+    module, sep, attr = text.rpartition(":")
+    if sep and module.endswith(".py") and not module.startswith("/"):
+        from pathlib import Path
+
+        here = Path(__file__).resolve().parent.parent / module
+        if here.is_file():
+            return f"{here}:{attr}"
+    return text
 
 
 def _fail(source: str, where: str, message: str) -> ManifestError:
@@ -158,13 +177,16 @@ def parse_entry(raw: Any, index: int, reader: Reader[C], source: str = MANIFEST)
     prop = raw.get("property")
     length = raw.get("length")
     states = raw.get("states")
+    variant = raw.get("variant")
+    if variant is not None and (not isinstance(variant, str) or ":" not in variant):
+        raise _fail(source, where, f"variant must be \"MODULE:ATTR\" (e.g. examples/variants/x.py:X), got {variant!r}")
     if expect == "safety_failure":
         if prop is None or length is None:
             raise _fail(source, where, "expect = \"safety_failure\" needs both property and length")
         if states is not None:
             raise _fail(source, where, "states is pinned only for expect = \"success\"")
         known = list(reader.property_names())
-        if prop not in known:
+        if prop not in known and variant is None:  # a variant's own are checked when it is loaded
             hint = difflib.get_close_matches(str(prop), known, n=1)
             more = f" (did you mean {hint[0]!r}?)" if hint else f" (known: {', '.join(known)})"
             raise _fail(source, where, f"unknown property {prop!r}{more}")
@@ -183,7 +205,7 @@ def parse_entry(raw: Any, index: int, reader: Reader[C], source: str = MANIFEST)
         if not isinstance(only, list) or not only or not all(isinstance(x, str) for x in only):
             raise _fail(source, where, "properties must be a non-empty list of property names")
         for x in only:
-            if x not in reader.property_names():
+            if x not in reader.property_names() and variant is None:
                 raise _fail(source, where, f"unknown property {x!r} in properties")
         only = tuple(only)
     liveness = _liveness(source, where, raw.get("liveness"), reader)
@@ -195,7 +217,7 @@ def parse_entry(raw: Any, index: int, reader: Reader[C], source: str = MANIFEST)
     except ValueError as e:
         raise _fail(source, where, f"config: {e}") from None
     return ModelEntry(name, description, gate, expect, prop, length, states, symmetry, config, only, liveness,
-                      raw_config, reader)
+                      variant, raw_config, reader)
 
 
 def _liveness(source: str, where: str, raw: Any, reader: Reader[Any]) -> tuple[LivenessExpect, ...]:
