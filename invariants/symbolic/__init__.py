@@ -27,7 +27,14 @@ before it:
   (``isrcheck bmc``);
 - ``committed``: the committed-prefix facts of the kip-320 strengthening pool (every HW, checkpoint
   and the exposed log held alike by the ISR; answers and joins that keep it so);
-- ``induction``: inductive invariants by Houdini, with counterexamples to induction
+- ``candidates``: the strengthening candidates every generation gets (the replication path's
+  bookkeeping, the fault-free facts), as predicates over a symbolic state;
+- ``epoch_candidates``: the candidates of the leader-epoch generations (the epoch cache, durability
+  through OffsetsForLeaderEpoch, kip-320's reconciliation, and committed's facts);
+- ``pool``: what Houdini starts from: the bounded state space, an encoding's candidates, the pinned
+  strengthenings Houdini keeps on two manifest models;
+- ``cti``: a counterexample to induction decoded into model states and printed as lines;
+- ``houdini``: inductive invariants by Houdini, with counterexamples to induction
   (``isrcheck prove inductive``);
 - ``reach``: the explicit checker's side of a counterexample to induction (its pre-state reached,
   or a reachable state from which the same action breaks the property: REFUTED with that run);
@@ -41,8 +48,9 @@ inside a function)::
     types <- instance <- epochs, admin, reassignment
     admin, reassignment <- operations
     epochs <- generations, committed
-    generations, operations <- replication <- bmc (with ..properties), induction (with committed)
-    verdicts <- reach; generations, induction, reach <- mutations
+    generations, operations <- replication <- bmc (with ..properties), candidates, cti
+    candidates, committed <- epoch_candidates <- pool <- houdini (with cti)
+    verdicts <- reach; generations, houdini, reach <- mutations
 
 This package imports none of its modules itself: import the one you need.
 """

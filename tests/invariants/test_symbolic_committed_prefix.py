@@ -16,7 +16,8 @@ from __future__ import annotations
 import pytest
 
 from isrcheck.invariants.symbolic.committed import KIP_320_COMMITTED_PREFIX
-from isrcheck.invariants.symbolic.induction import KIP_320_STRENGTHENING, candidates_for, check_preserved
+from isrcheck.invariants.symbolic.houdini import check_preserved
+from isrcheck.invariants.symbolic.pool import KIP_320_STRENGTHENING, candidates_for
 from isrcheck.invariants.symbolic.replication import Encoding, concrete, evaluate
 from isrcheck.invariants.symbolic.verdicts import Verdict
 from isrcheck.model.config import from_mapping

@@ -1,4 +1,5 @@
-"""Inductive invariants of the replication encoding (invariants/symbolic/induction.py).
+"""Inductive invariants of the replication encoding (invariants/symbolic/houdini.py, its pool in
+candidates.py, epoch_candidates.py and pool.py).
 
 - without faults, every safety property is proved inductive (with the strengthening Houdini keeps);
 - under the seeds' high-watermark truncation, NoCommittedWriteLost is not inductive: the
@@ -23,16 +24,15 @@ from collections import deque
 import pytest
 
 from isrcheck.invariants import ALL_PROPERTIES, build_model
-from isrcheck.invariants.symbolic.induction import (
-    CANDIDATES,
-    EPOCH_CANDIDATES,
+from isrcheck.invariants.symbolic.candidates import CANDIDATES
+from isrcheck.invariants.symbolic.epoch_candidates import EPOCH_CANDIDATES
+from isrcheck.invariants.symbolic.houdini import check_preserved, prove_inductive
+from isrcheck.invariants.symbolic.pool import (
     HIGH_WATERMARK_STRENGTHENING,
     KIP_320_DURABILITY,
     KIP_320_RECONCILIATION,
     KIP_320_STRENGTHENING,
     candidates_for,
-    check_preserved,
-    prove_inductive,
 )
 from isrcheck.invariants.symbolic.replication import Encoding, concrete, evaluate
 from isrcheck.invariants.symbolic.verdicts import Verdict
