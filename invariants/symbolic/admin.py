@@ -45,6 +45,7 @@ from isrcheck.model.tables import PartitionState as PS
 from isrcheck.model.tables import ReplicaState as RS
 
 from .instance import ControllerContext, Instance
+from .logic import number, truth
 from .types import (REQ_LAI, REQ_STOP, as_bool, check_partition_move, check_replica_move, conj, first_of, fresh_name,
                     fresh_replica_if, ite, negate, num, numval, SymState)
 
@@ -146,13 +147,13 @@ class SymAdmin:
 
     def decode(self, model: z3.ModelRef, st: State) -> State:
         def bv(t: z3.ExprRef) -> bool:
-            return z3.is_true(model.eval(t, model_completion=True))
+            return truth(model, t)
 
         c = st.controller
         pstates = []
         for p, ps in enumerate(c.partition_states):
             pstates.append(PS.NON_EXISTENT if bv(self.none[p]) else PS.NEW if bv(self.new[p]) else ps)
-        rstates = tuple(tuple(model.eval(self.rstate[p][b], model_completion=True).as_signed_long()
+        rstates = tuple(tuple(number(model, self.rstate[p][b])
                               if b in self.rstate[p] else RS.NON_EXISTENT for b in range(1, len(row) + 1))
                         for p, row in enumerate(c.replica_states))
         brokers = tuple(br._replace(replicas=tuple(
@@ -163,7 +164,7 @@ class SymAdmin:
         deleting = mask_of(p for p, x in enumerate(self.deleting) if bv(x))
         inbox = tuple(tuple(req._replace(delete=True) if isinstance(req, StopReplica) and bv(self.qdel[i + 1][k]) else req
                             for k, req in enumerate(q)) for i, q in enumerate(st.inbox))
-        budget = st.budget._replace(topic_deletions=model.eval(self.deletions, model_completion=True).as_signed_long())
+        budget = st.budget._replace(topic_deletions=number(model, self.deletions))
         return st._replace(zk=st.zk._replace(partitions=parts, deleting=deleting), inbox=inbox, budget=budget,
                            controller=c._replace(partition_states=tuple(pstates), replica_states=rstates),
                            brokers=brokers)

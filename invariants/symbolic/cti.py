@@ -16,6 +16,7 @@ from isrcheck.model.records import render_log
 from isrcheck.model.state import ASK_EPOCH_END, FETCHING, TRUNCATE_PENDING, LeaderAndIsr, State, StopReplica
 
 from .instance import Instance
+from .logic import Judgement
 from .replication import Encoding
 from .types import SymState
 
@@ -100,14 +101,15 @@ class Cti:
         return out
 
 
-def counterexample_to_induction(enc: Encoding, pre: SymState, inst: Instance, model: Any) -> Cti:
-    """The pair of model states (and the action between them) that a satisfying z3 ``model`` of a
-    query on ``inst`` from the symbolic state ``pre`` describes, decoded by the model's own types."""
-    before = pre.decode(model, enc.init_state)
-    after = inst.effect.decode(model, enc.init_state)
-    label = str(enc.action_of(inst, model))
+def counterexample_to_induction(enc: Encoding, inst: Instance, judgement: Judgement[SymState]) -> Cti:
+    """The pair of model states (and the action ``inst`` between them) of a refuted consecution
+    check on ``inst`` (its states: the symbolic state before and ``inst``'s effect), decoded by the
+    model's own types."""
+    decoded = judgement.counterexample(lambda m, s: s.decode(m, enc.init_state))
+    assert decoded is not None and judgement.model is not None, "only a refuted check has a counterexample"
+    before, after = decoded
+    label = str(enc.action_of(inst, judgement.model))
     return Cti(before, label, inst.kind, after, describe_pair(before, label, after, enc))
-
 
 
 __all__ = ["Cti", "counterexample_to_induction", "describe", "describe_pair"]

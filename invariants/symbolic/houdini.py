@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
-from typing import Any, NamedTuple
+from typing import Any
 
 import z3
 
@@ -33,7 +33,8 @@ from .instance import Instance
 from .pool import HIGH_WATERMARK_STRENGTHENING, bounds, candidates_for, member_term
 from .replication import Encoding
 from .types import SymState
-from .verdicts import Obligation, Progress, Verdict, new_solver, no_progress
+from .logic import Judgement, Query, Solver, consecution, truth
+from .verdicts import Obligation, Progress, Verdict, no_progress
 
 
 # ============================================================================ queries
@@ -48,26 +49,6 @@ def _preference(inst: Instance) -> tuple[int, str]:
         if inst.kind.startswith(k):
             return (i, inst.kind)
     return (len(_PREFERENCE) + (1 if inst.name == "ProcessBrokerChange" else 0), inst.kind)
-
-
-class _Answer(NamedTuple):
-    result: z3.CheckSatResult
-    model: Any  # a z3.ModelRef when ``result`` is sat, else None
-
-
-class _Query:
-    """A fixed base of constraints; each check runs on a fresh solver (non-incremental z3
-    preprocesses and bit-blasts the problem, much faster here than push/pop)."""
-
-    def __init__(self, timeout: float | None, base: list[z3.BoolRef]) -> None:
-        self.timeout = timeout
-        self.base = base
-
-    def check(self, extra: list[z3.BoolRef]) -> _Answer:
-        sv = new_solver(self.timeout)
-        sv.add(*self.base, *extra)
-        r = sv.check()
-        return _Answer(r, sv.model() if r == z3.sat else None)
 
 
 @dataclass
@@ -90,11 +71,11 @@ class InductionResult:
 
 
 def _init_holds(enc: Encoding, preds: dict[str, Pred]) -> dict[str, bool]:
+    """Which members of the pool hold in the initial state: one solver holding the pinned initial
+    state, each member's negation checked as an assumption (the state is concrete, so z3 decides)."""
     s = enc.fresh("init")
-    solver = z3.Solver()
-    solver.add(enc.init_pin(s))
-    return {n: solver.check(z3.Not(f(enc, s))) == z3.unsat for n, f in preds.items()}
-
+    solver = Solver(None, enc.init_pin(s))
+    return {n: solver.check(z3.Not(f(enc, s))).proved for n, f in preds.items()}
 
 
 # ---------------------------------------------------------------------------- the phases of prove_inductive
@@ -111,8 +92,8 @@ class Encoded:
     insts: list[Instance]  # cheap actions first: they drop most candidates before the costly broker changes
     pre_terms: dict[str, z3.BoolRef]
     post_terms: list[dict[str, z3.BoolRef]]  # per instance
-    solvers: list[_Query]  # per instance
-    illegal: list[_Query] = field(default_factory=list)  # per instance: the step is an illegal move
+    steps: list[Query]  # per instance: the bounded pre-state, the guard, a legal step that does not overflow
+    illegal: list[Query] = field(default_factory=list)  # per instance: the step is an illegal move
 
     @property
     def generation(self) -> str:
@@ -165,10 +146,9 @@ def encode(cfg: Any, generation_name: str | None = None, timeout: float | None =
     post_terms = [{n: preds[n](enc, i.effect) for n in preds} for i in insts]
     base = bounds(enc, s)
     # an illegal move (OnlyValidTransitions) ends the run in the model: only legal steps lead on
-    solvers = [_Query(timeout, [base, inst.guard, z3.Not(inst.effect.overflow), z3.Not(inst.illegal)])
-               for inst in insts]
-    illegal = [_Query(timeout, [base, inst.guard, inst.illegal]) for inst in insts]
-    return Encoded(enc, preds, tuple(n for n, ok in init.items() if not ok), s, insts, pre_terms, post_terms, solvers,
+    steps = [Query((base, inst.guard, z3.Not(inst.effect.overflow), z3.Not(inst.illegal)), timeout) for inst in insts]
+    illegal = [Query((base, inst.guard, inst.illegal), timeout) for inst in insts]
+    return Encoded(enc, preds, tuple(n for n, ok in init.items() if not ok), s, insts, pre_terms, post_terms, steps,
                    illegal)
 
 
@@ -192,17 +172,17 @@ def houdini(e: Encoded, progress: Progress = no_progress) -> Fixpoint:
                     break
                 progress(f"{e.generation}: {inst.label()}: {len(live)} invariants")
                 t0 = time.perf_counter()
-                r, m = e.solvers[k].check([e.pre_terms[n] for n in live] + [z3.Or([z3.Not(post[n]) for n in live])])
+                j = consecution(e.steps[k], e.pre, inst.effect, [e.pre_terms[n] for n in live], [post[n] for n in live])
                 timing[inst.kind] = timing.get(inst.kind, 0.0) + time.perf_counter() - t0
                 queries += 1
-                if r == z3.unsat:
+                if j.answer.proved:
                     break
-                if r != z3.sat:
+                if j.answer.unknown:
                     for n in live:
                         unknown.setdefault(n, f"z3 gave up on {inst.label()}")
                     break
-                broken = [n for n in live if z3.is_false(m.eval(post[n], model_completion=True))]
-                cti = counterexample_to_induction(e.enc, e.pre, inst, m)
+                broken = [n for n in live if not truth(j.answer.model, post[n])]
+                cti = counterexample_to_induction(e.enc, inst, j)
                 for n in broken:
                     dropped[n] = cti
                     active.remove(n)
@@ -230,15 +210,15 @@ def explain(e: Encoded, fix: Fixpoint, lost: list[str], every_action: bool,
         todo = list(lost)
         while todo:
             progress(f"{e.generation}: counterexamples through {inst.kind}")
-            r, m = e.solvers[k].check(inv_terms + [e.pre_terms[n] for n in todo]
-                                      + [z3.Or([z3.Not(post[n]) for n in todo])])
+            j = consecution(e.steps[k], e.pre, inst.effect, inv_terms + [e.pre_terms[n] for n in todo],
+                            [post[n] for n in todo])
             queries += 1
-            if r != z3.sat:
+            if not j.answer.refuted:
                 break
-            broken = [n for n in todo if z3.is_false(m.eval(post[n], model_completion=True))]
+            broken = [n for n in todo if not truth(j.answer.model, post[n])]
             if not broken:
                 break
-            cti = counterexample_to_induction(e.enc, e.pre, inst, m)
+            cti = counterexample_to_induction(e.enc, inst, j)
             for n in broken:
                 first.setdefault(n, cti)
                 if inst.kind not in per_kind.setdefault(n, []):
@@ -254,11 +234,12 @@ def check_epochs_monotonic(e: Encoded, kept: list[str]) -> StepCheck:
     cti: Cti | None = None
     queries = 0
     for k, inst in enumerate(e.insts):
-        r, m = e.solvers[k].check(inv + [z3.Not(e.enc.step_properties(e.pre, inst.effect)["EpochsMonotonic"])])
+        j = consecution(e.steps[k], e.pre, inst.effect, inv,
+                        e.enc.step_properties(e.pre, inst.effect)["EpochsMonotonic"])
         queries += 1
-        if r == z3.sat and cti is None:
-            cti = counterexample_to_induction(e.enc, e.pre, inst, m)
-        elif r not in (z3.sat, z3.unsat):
+        if j.answer.refuted and cti is None:
+            cti = counterexample_to_induction(e.enc, inst, j)
+        elif j.answer.unknown:
             unknown.append(inst.label())
     return StepCheck(cti, unknown, queries)
 
@@ -307,11 +288,11 @@ def check_only_valid_transitions(e: Encoded, kept: list[str]) -> StepCheck:
     for k, inst in enumerate(e.insts):
         if z3.is_false(z3.simplify(inst.illegal)):
             continue
-        r, m = e.illegal[k].check(inv)
+        j = Judgement(e.illegal[k].check(*inv), (e.pre, inst.effect))
         queries += 1
-        if r == z3.sat and cti is None:
-            cti = counterexample_to_induction(e.enc, e.pre, inst, m)
-        elif r not in (z3.sat, z3.unsat):
+        if j.answer.refuted and cti is None:
+            cti = counterexample_to_induction(e.enc, inst, j)
+        elif j.answer.unknown:
             unknown.append(inst.label())
     return StepCheck(cti, unknown, queries)
 
@@ -402,14 +383,14 @@ def check_preserved(cfg: Any, prop: str, kinds: tuple[str, ...] | None = None,
         t0 = time.perf_counter()
         verdict, cti = Verdict.PROVED, None
         for inst in insts:
-            q = _Query(timeout, [*base, inst.guard, z3.Not(inst.effect.overflow)])
-            post = member_term(enc, inst.effect, prop, preds)
-            r, m = q.check([z3.Not(post)])
-            if r == z3.sat:
-                cti = counterexample_to_induction(enc, s, inst, m)
+            # the assumed invariant is part of the step's base: one query per instance
+            step = Query((*base, inst.guard, z3.Not(inst.effect.overflow)), timeout)
+            j = consecution(step, s, inst.effect, (), member_term(enc, inst.effect, prop, preds))
+            if j.answer.refuted:
+                cti = counterexample_to_induction(enc, inst, j)
                 verdict = Verdict.REFUTED
                 break
-            if r != z3.unsat:
+            if j.answer.unknown:
                 verdict = Verdict.UNKNOWN
         ob = InductionObligation("inductive", f"{prop} preserved by {kind}", enc.rule.name, verdict,
                                  time.perf_counter() - t0, scope)

@@ -48,8 +48,10 @@ from isrcheck.model.tables import PartitionState, ReplicaState
 
 from .admin import Admin, SymAdmin, needs_admin
 from .instance import Encoder, Instance
+from .logic import number, truth
 from .reassignment import Reassignment, SymReassign
-from .types import NUM_MAX, REQ_LAI, REQ_STOP, as_bool, as_int, conj, first_of, fresh_name, ite, negate, num, numval, SymState
+from .types import (NUM_MAX, REQ_LAI, REQ_STOP, as_bool, conj, decode_mask, first_of, fresh_name, ite, negate, num,
+                    numval, SymState)
 
 B = z3.BoolVal
 I = numval  # noqa: E741
@@ -176,34 +178,27 @@ class SymOps:
 
     def decode(self, model: z3.ModelRef, st: State) -> State:
         """``st`` (decoded by SymState) completed with the controller side."""
-        def iv(t: z3.ExprRef) -> int:
-            return as_int(model, t)
-
-        def bv(t: z3.ExprRef) -> bool:
-            return z3.is_true(model.eval(t, model_completion=True))
-
-        def mask(d: dict[int, z3.BoolRef]) -> int:
-            return mask_of(b for b, t in d.items() if bv(t))
-
-        epoch = iv(self.zk_epoch)
-        parts = tuple(zp._replace(controller_epoch=iv(self.part_epoch[p])) for p, zp in enumerate(st.zk.partitions))
-        preferred = mask_of(p for p, x in enumerate(self.preferred) if bv(x))
+        epoch = number(model, self.zk_epoch)
+        parts = tuple(zp._replace(controller_epoch=number(model, self.part_epoch[p]))
+                      for p, zp in enumerate(st.zk.partitions))
+        preferred = mask_of(p for p, x in enumerate(self.preferred) if truth(model, x))
         zk = st.zk._replace(controller_epoch=epoch, partitions=parts, preferred=preferred)
-        brokers = tuple(Broker(br.alive, iv(self.broker_epoch[i + 1]), br.replicas) for i, br in enumerate(st.brokers))
-        inbox = tuple(tuple(req._replace(controller_epoch=iv(self.req_epoch[i + 1][k])) for k, req in enumerate(q))
-                      for i, q in enumerate(st.inbox))
-        controller = st.controller._replace(epoch=epoch, shutting_down=mask(self.shutting))
+        brokers = tuple(Broker(br.alive, number(model, self.broker_epoch[i + 1]), br.replicas)
+                        for i, br in enumerate(st.brokers))
+        inbox = tuple(tuple(req._replace(controller_epoch=number(model, self.req_epoch[i + 1][k]))
+                            for k, req in enumerate(q)) for i, q in enumerate(st.inbox))
+        controller = st.controller._replace(epoch=epoch, shutting_down=decode_mask(model, self.shutting))
         stale: Controller | None = None
-        if bv(self.stale):
-            live = mask(self.stale_live)
+        if truth(model, self.stale):
+            live = decode_mask(model, self.stale_live)
             stale = controller._replace(
-                epoch=epoch - 1, live=live, shutting_down=mask(self.stale_shutting),
-                partition_states=tuple(PartitionState.ONLINE if bv(o) else PartitionState.OFFLINE
+                epoch=epoch - 1, live=live, shutting_down=decode_mask(model, self.stale_shutting),
+                partition_states=tuple(PartitionState.ONLINE if truth(model, o) else PartitionState.OFFLINE
                                        for o in self.stale_online),
                 replica_states=tuple(tuple(ReplicaState.NON_EXISTENT if rs == ReplicaState.NON_EXISTENT
                                            else ReplicaState.ONLINE if live >> (b + 1) & 1 else ReplicaState.OFFLINE
                                            for b, rs in enumerate(row)) for row in controller.replica_states))
-        budget = st.budget._replace(**{f: iv(self.budget[f]) for f in BUDGETS})
+        budget = st.budget._replace(**{f: number(model, self.budget[f]) for f in BUDGETS})
         out = st._replace(zk=zk, controller=controller, stale=stale, brokers=brokers, inbox=inbox, budget=budget)
         if self.admin is not None:
             out = self.admin.decode(model, out)

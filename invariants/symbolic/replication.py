@@ -44,6 +44,7 @@ from isrcheck.model.state import State
 from .admin import admin_unsupported
 from .generations import GENERATIONS, generation
 from .instance import Instance, TruncationRule, Unsupported
+from .logic import number
 from .operations import Operations, needs_operations
 from .reassignment import universe
 from .types import (
@@ -53,7 +54,6 @@ from .types import (
     REQ_STOP,
     REQ_UM,
     as_bool,
-    as_int,
     conj,
     disj,
     first_of,
@@ -777,7 +777,7 @@ class Encoding:
     # ------------------------------------------------------------------ concrete actions
     def action_of(self, inst: Instance, m: z3.ModelRef) -> Action:
         if inst.name == "LossyCrash":
-            kept = tuple(as_int(m, inst.extra["kept"][p]) if p in inst.extra["kept"] else 0
+            kept = tuple(number(m, inst.extra["kept"][p]) if p in inst.extra["kept"] else 0
                          for p in range(self.P))
             return Action("LossyCrash", (inst.args[0], kept))
         return Action(inst.name, inst.args)

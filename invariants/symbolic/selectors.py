@@ -31,7 +31,8 @@ from isrcheck.model.brokersets import members, render
 from isrcheck.model.selectors import SELECTORS, Election, NoEligibleLeader, Selector, SelectorInput
 
 from .types import SymElection, SymSelectorInput, bv_bit, bv_member, bv_subset, election_tuple
-from .verdicts import Obligation, Progress, Verdict, new_solver, no_progress, timed_check, verdict_of
+from .logic import Solver
+from .verdicts import Obligation, Progress, Verdict, no_progress
 
 SelectFn = Callable[[Selector, SelectorInput], Election]
 """The variant hook's signature: ``Protocol.select(selector, inp)``."""
@@ -526,38 +527,34 @@ def prove_clause(selector: Selector, clause: Clause, brokers: int, timeout: floa
     i = SymSelectorInput.fresh(brokers)
     e = (encoding or ENCODINGS[selector])(i)
     v = z3_view(i, e)
-    s = new_solver(timeout)
-    s.add(i.wellformed())
+    s = Solver(timeout, i.wellformed())
     if clause.premise is not None:
         s.add(clause.premise(v))
     s.add(z3.Not(clause.check(v)))
-    result, seconds = timed_check(s)
-    verdict = verdict_of(result)
+    answer = s.check()
     scope = f"every input over 1..{brokers} brokers"
     if clause.premise_text:
         scope += f", given {clause.premise_text}"
-    ob = Obligation("selectors", f"{selector.value}: {clause.name}", "", verdict, seconds, scope)
-    if verdict == Verdict.REFUTED:
-        m = _small_model(s, i) or s.model()
+    ob = Obligation("selectors", f"{selector.value}: {clause.name}", "", answer.verdict, answer.seconds, scope)
+    if answer.model is not None:
+        m = _small_model(s, i) or answer.model
         inp = i.decode(m)
         out = e.decode(m)
         ob.counterexample, ob.lines = _counterexample(selector, inp, out, what=clause.name)
-    elif verdict == Verdict.UNKNOWN:
-        ob.detail = f"z3: {s.reason_unknown()}"
+    elif answer.unknown:
+        ob.detail = f"z3: {answer.reason}"
     return ob
 
 
-def _small_model(s: z3.Solver, i: SymSelectorInput) -> z3.ModelRef | None:
+def _small_model(s: Solver, i: SymSelectorInput) -> z3.ModelRef | None:
     """A counterexample over as few brokers as possible (easier to read): ids and sets within 1..k."""
     for k in range(1, i.brokers + 1):
         ids = i.const(((1 << (k + 1)) - 1) & ~1)
-        s.push()
-        s.add(z3.ULE(i.length, i.const(k)), z3.ULE(i.target_length, i.const(k)), z3.ULE(i.leader, i.const(k)))
-        s.add(*[bv_subset(m, ids) for m in (i.isr, i.live, i.shutting_down)])
-        s.add(*[z3.ULE(a, i.const(k)) for a in (*i.assignment, *i.target)])
-        r = s.check()
-        m = s.model() if r == z3.sat else None
-        s.pop()
+        within = [z3.ULE(i.length, i.const(k)), z3.ULE(i.target_length, i.const(k)), z3.ULE(i.leader, i.const(k)),
+                  *[bv_subset(m, ids) for m in (i.isr, i.live, i.shutting_down)],
+                  *[z3.ULE(a, i.const(k)) for a in (*i.assignment, *i.target)]]
+        with s.frame(*within):
+            m = s.check().model
         if m is not None:
             return m
     return None
@@ -570,11 +567,11 @@ def witness_note(selector: Selector, brokers: int, timeout: float | None) -> str
     text, pred = NOTES[selector]
     i = SymSelectorInput.fresh(brokers)
     e = ENCODINGS[selector](i)
-    s = new_solver(timeout)
-    s.add(i.wellformed(), pred(z3_view(i, e)))
-    if s.check() != z3.sat:
+    s = Solver(timeout, i.wellformed(), pred(z3_view(i, e)))
+    found = s.check().model
+    if found is None:
         return ""
-    m = _small_model(s, i) or s.model()
+    m = _small_model(s, i) or found
     return f"{selector.value} {text}: {describe_input(i.decode(m), selector)} -> {describe_output(e.decode(m))}"
 
 

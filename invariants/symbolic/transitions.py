@@ -43,7 +43,8 @@ from isrcheck.model.tables import ReplicaState as R
 from isrcheck.specs.protocol import REASSIGNMENT_STEPS, step_number
 
 from .types import fresh_name, partition_move_ok, replica_move_ok, state_label
-from .verdicts import Obligation, Progress, Verdict, new_solver, no_progress, timed_check, verdict_of
+from .logic import Query, check, consecution, initiation, number, truth
+from .verdicts import Obligation, Progress, Verdict, no_progress
 
 # ============================================================================ facts about a pair
 BOOL_FACTS = (
@@ -808,15 +809,10 @@ def _setup(prog: Program, with_invariants: bool) -> tuple[Env, Env, dict[str, z3
 
 
 def _values(m: z3.ModelRef, e: Env, frees: dict[str, z3.BoolRef] | None = None) -> dict[str, Any]:
-    def b(t: z3.ExprRef) -> bool:
-        return z3.is_true(m.eval(t, model_completion=True))
-
-    out = {"partition": int(m.eval(e.ps, model_completion=True).as_long()),
-           "replica": int(m.eval(e.rs, model_completion=True).as_long()),
-           "step": int(m.eval(e.step, model_completion=True).as_long()),
-           "facts": {f: b(e.facts[f]) for f in BOOL_FACTS}}
+    out = {"partition": number(m, e.ps), "replica": number(m, e.rs), "step": number(m, e.step),
+           "facts": {f: truth(m, e.facts[f]) for f in BOOL_FACTS}}
     if frees:
-        out["choices"] = {f: b(t) for f, t in frees.items()}
+        out["choices"] = {f: truth(m, t) for f, t in frees.items()}
     return out
 
 
@@ -843,20 +839,16 @@ def check_program(prog: Program, timeout: float | None, with_invariants: bool = 
     """Every move of ``prog`` is in its table, from every pair state its guards and the context
     invariants admit."""
     pre, start, frees, run, premises = _setup(prog, with_invariants)
-    s = new_solver(timeout)
-    s.add(*premises)
-    s.add(z3.Or([z3.Not(ob) for ob, _ in run.obligations]) if run.obligations else z3.BoolVal(False))
-    result, seconds = timed_check(s)
-    verdict = verdict_of(result)
+    some_move_illegal = z3.Or([z3.Not(ob) for ob, _ in run.obligations]) if run.obligations else z3.BoolVal(False)
+    answer = check(*premises, some_move_illegal, timeout=timeout)
     scope = ("every pair state satisfying the operation's guards"
              + (" and the context invariants" if with_invariants and prog.context != "fresh" else ""))
-    ob = Obligation("transitions", f"{prog.name}: every move is in its table", "", verdict, seconds, scope,
-                    detail=f"{len(run.obligations)} moves, model/controller.py {prog.code}")
-    if verdict == Verdict.REFUTED:
-        m = s.model()
+    ob = Obligation("transitions", f"{prog.name}: every move is in its table", "", answer.verdict, answer.seconds,
+                    scope, detail=f"{len(run.obligations)} moves, model/controller.py {prog.code}")
+    if answer.model is not None:
+        m = answer.model
         v = _values(m, pre, frees)
-        refusals = {k: z3.is_true(m.eval(t, model_completion=True))
-                    for k, t in run.refusal_terms.items()}
+        refusals = {k: truth(m, t) for k, t in run.refusal_terms.items()}
         replay = _replay(prog, v, refusals)
         ob.counterexample = {"operation": prog.name, "source": {**v, "partition": state_label("partition", v["partition"]),
                                                                 "replica": state_label("replica", v["replica"])},
@@ -865,8 +857,8 @@ def check_program(prog: Program, timeout: float | None, with_invariants: bool = 
         ob.lines = [f"source: {_describe(v)}",
                     f"moves:  {'; '.join(r.text() for r in replay.moves)}",
                     f"illegal: {replay.illegal.text() if replay.illegal else '(none on replay)'}"]
-    elif verdict == Verdict.UNKNOWN:
-        ob.detail += f"; z3: {s.reason_unknown()}"
+    elif answer.unknown:
+        ob.detail += f"; z3: {answer.reason}"
     return ob
 
 
@@ -874,15 +866,14 @@ def check_preservation(inv: tuple[str, Cond], programs: Sequence[Program], timeo
     """``inv`` holds initially and every program preserves it (given all invariants before)."""
     name, cond = inv
     start_t = time.perf_counter()
-    s0 = new_solver(timeout)
     e0 = _sym_env("init")
-    s0.add(_domain(e0), _axioms(e0), INITIAL.sym(e0), z3.Not(cond.sym(e0)))
-    r0 = s0.check()
-    if r0 != z3.unsat:
-        ob = Obligation("transitions", f"invariant {name}", "", verdict_of(r0), time.perf_counter() - start_t,
+    init = initiation(e0, [_domain(e0), _axioms(e0), INITIAL.sym(e0)], cond.sym(e0), timeout)
+    if not init.answer.proved:
+        ob = Obligation("transitions", f"invariant {name}", "", init.verdict, time.perf_counter() - start_t,
                         "the initial controller contexts")
-        if r0 == z3.sat:
-            v = _values(s0.model(), e0)
+        initial = init.counterexample(_values)
+        if initial is not None:
+            (v,) = initial
             ob.lines = [f"initial pair: {_describe(v)}"]
             ob.counterexample = {"initial": v}
         return ob
@@ -891,17 +882,14 @@ def check_preservation(inv: tuple[str, Cond], programs: Sequence[Program], timeo
         pre, start, frees, run, premises = _setup(prog, with_invariants=True)
         havoc = {f: z3.Bool(fresh_name(f"post.{f}")) for f in ZK_FACTS}
         post = post_env(prog, start, run.e, frees, True, havoc)
-        s = new_solver(timeout)
-        s.add(*premises, _axioms(post), _domain(post))
-        s.add(*[ob for ob, _ in run.obligations])  # illegal moves are reported by check_program
-        s.add(z3.Not(cond.sym(post)))
-        r = s.check()
-        if r == z3.sat:
-            m = s.model()
+        # the premises hold the invariants before the step; illegal moves are reported by check_program
+        step = Query((*premises, _axioms(post), _domain(post), *[ob for ob, _ in run.obligations]), timeout)
+        j = consecution(step, pre, post, (), cond.sym(post))
+        if j.model is not None:
+            m = j.model
             v = _values(m, pre, frees)
             after = _values(m, post)
-            refusals = {k: z3.is_true(m.eval(t, model_completion=True))
-                        for k, t in run.refusal_terms.items()}
+            refusals = {k: truth(m, t) for k, t in run.refusal_terms.items()}
             replay = _replay(prog, v, refusals)
             ob = Obligation("transitions", f"invariant {name}", "", Verdict.REFUTED, time.perf_counter() - start_t,
                             "initial contexts, then every operation and every change by other actors",
@@ -914,7 +902,7 @@ def check_preservation(inv: tuple[str, Cond], programs: Sequence[Program], timeo
                         f"moves:  {'; '.join(x.text() for x in replay.moves) or 'none'}",
                         f"after:  {_describe(after)}"]
             return ob
-        if r != z3.unsat:
+        if j.answer.unknown:
             unknown.append(prog.name)
     seconds = time.perf_counter() - start_t
     verdict = Verdict.UNKNOWN if unknown else Verdict.PROVED

@@ -16,8 +16,9 @@ Everything the symbolic checks say about the model goes through here, in both di
   ``State`` (:meth:`SymState.decode`), so that counterexamples are printed, and checked, by the
   model's own code.
 
-This module imports nothing else of the package (every other module of ``invariants/symbolic/``
-builds on it). Nothing outside ``invariants/`` imports z3.
+This module imports only the logic layer of the package (:mod:`.logic`, to read values out of a z3
+model); every module of ``invariants/symbolic/`` that speaks of the model's types builds on it.
+Nothing outside ``invariants/`` imports z3.
 """
 from __future__ import annotations
 
@@ -54,6 +55,8 @@ from isrcheck.model.tables import (
 )
 from isrcheck.model.world import fresh_replica
 
+from .logic import number, truth, unsigned
+
 _fresh = count()
 
 
@@ -83,10 +86,6 @@ def bv_member(mask: z3.BitVecRef, broker: z3.BitVecRef | int) -> z3.BoolRef:
 
 def bv_subset(a: z3.BitVecRef, b: z3.BitVecRef) -> z3.BoolRef:
     return a & ~b == 0
-
-
-def bv_value(model: z3.ModelRef, term: z3.ExprRef) -> int:
-    return model.eval(term, model_completion=True).as_long()
 
 
 # ============================================================================ selector inputs
@@ -178,16 +177,16 @@ class SymSelectorInput:
     # ------------------------------------------------------------------ concrete <-> symbolic
     def decode(self, model: z3.ModelRef) -> SelectorInput:
         """The concrete input a z3 model describes."""
-        n = bv_value(model, self.length)
-        tn = bv_value(model, self.target_length)
+        n = unsigned(model, self.length)
+        tn = unsigned(model, self.target_length)
         return SelectorInput(
-            assignment=tuple(bv_value(model, a) for a in self.assignment[:n]),
-            leader=bv_value(model, self.leader),
-            isr=bv_value(model, self.isr),
-            live=bv_value(model, self.live),
-            shutting_down=bv_value(model, self.shutting_down),
-            target=tuple(bv_value(model, t) for t in self.target[:tn]),
-            unclean_election=z3.is_true(model.eval(self.unclean_election, model_completion=True)),
+            assignment=tuple(unsigned(model, a) for a in self.assignment[:n]),
+            leader=unsigned(model, self.leader),
+            isr=unsigned(model, self.isr),
+            live=unsigned(model, self.live),
+            shutting_down=unsigned(model, self.shutting_down),
+            target=tuple(unsigned(model, t) for t in self.target[:tn]),
+            unclean_election=truth(model, self.unclean_election),
         )
 
     def substitution(self, inp: SelectorInput) -> list[tuple[z3.ExprRef, z3.ExprRef]]:
@@ -241,9 +240,8 @@ class SymElection:
         return (bool(ok), leader, isr, receivers, bool(unclean))
 
     def decode(self, model: z3.ModelRef) -> tuple[bool, int, int, int, bool]:
-        return (z3.is_true(model.eval(self.ok, model_completion=True)), bv_value(model, self.leader),
-                bv_value(model, self.isr), bv_value(model, self.receivers),
-                z3.is_true(model.eval(self.unclean, model_completion=True)))
+        return (truth(model, self.ok), unsigned(model, self.leader), unsigned(model, self.isr),
+                unsigned(model, self.receivers), truth(model, self.unclean))
 
 
 def election_tuple(e: Election | None) -> tuple[bool, int, int, int, bool]:
@@ -375,9 +373,10 @@ def first_of(options: Sequence[tuple[z3.BoolRef, int]]) -> z3.ArithRef:
     return out
 
 
-def as_int(model: z3.ModelRef, t: z3.ExprRef) -> int:
-    v = model.eval(t, model_completion=True)
-    return v.as_signed_long() if z3.is_bv_value(v) else v.as_long()
+def decode_mask(model: z3.ModelRef, bits: dict[int, z3.BoolRef]) -> int:
+    """The model's bitmask of a broker set encoded as one Boolean per broker (bit ``b`` set when
+    ``bits[b]`` is true in ``model``)."""
+    return mask_of(b for b, t in bits.items() if truth(model, t))
 
 
 @dataclass
@@ -752,13 +751,13 @@ class SymState:
         (the configuration's initial state) or follow from the encoded ones (see specs/08)."""
 
         def iv(t: z3.ExprRef) -> int:
-            return as_int(model, t)
+            return number(model, t)
 
         def bv(t: z3.ExprRef) -> bool:
-            return z3.is_true(model.eval(t, model_completion=True))
+            return truth(model, t)
 
         def mask(d: dict[int, z3.BoolRef]) -> int:
-            return mask_of(b for b, t in d.items() if bv(t))
+            return decode_mask(model, d)
 
         def records(lg: SymLog) -> tuple[int, ...]:
             n = max(0, min(iv(lg.length), self.max_records))
@@ -857,6 +856,6 @@ __all__ = [
     "NO_LEADER", "SymSelectorInput", "SymElection", "SymState", "SymLog", "SymReplica", "SymRequest",
     "SymInbox", "SymZkPartition", "SymGhost", "SymEpochs", "bv_bit", "bv_member", "bv_subset", "election_tuple",
     "partition_move_ok", "replica_move_ok", "check_partition_move", "check_replica_move", "state_in", "state_label", "mask_width", "fresh_name",
-    "num", "numval", "as_int", "NUM_BITS", "NUM_MAX", "ite", "imin", "conj", "disj", "negate", "as_bool", "first_of",
-    "fresh_replica_if",
+    "num", "numval", "decode_mask", "NUM_BITS", "NUM_MAX", "ite", "imin", "conj", "disj", "negate", "as_bool",
+    "first_of", "fresh_replica_if",
 ]
