@@ -18,7 +18,7 @@ from .candidates import CANDIDATES, Pred
 from .committed import KIP_320_COMMITTED_PREFIX
 from .epoch_candidates import EPOCH_CANDIDATES
 from .replication import ALWAYS, Encoding
-from .types import NUM_MAX, SymLog, SymState
+from .types import NUM_MAX, SymLog, SymState, budget_limit
 
 
 # ============================================================================ the bounded state space
@@ -53,11 +53,8 @@ def bounds(enc: Encoding, s: SymState) -> z3.BoolRef:
         for sl in q.slots:
             out += [sl.leader_epoch >= 0, sl.leader_epoch <= NUM_MAX, sl.zk_version >= 0, sl.zk_version <= NUM_MAX,
                     z3.Or([sl.leader == m for m in range(0, enc.N + 1)]), sl.partition >= 0, sl.partition < enc.P]
-    f = enc.cfg.faults
-    limits = {"crashes": f.crashes, "lossy_crashes": f.lossy_crashes, "undetected_restarts": f.undetected_restarts,
-              "isr_shrinks": f.isr_shrinks, "delayed_requests": f.delayed_requests}
     for name, v in s.budget.items():
-        out += [v >= 0, v <= limits[name]]
+        out += [v >= 0, v <= budget_limit(enc.cfg, name)]
     out += _ops_bounds(enc, s)
     return z3.And(out)
 
@@ -71,10 +68,7 @@ def _ops_bounds(enc: Encoding, s: SymState) -> list[z3.BoolRef]:
     if ops is None:
         return []
     cfg = enc.cfg
-    limits = {"preferred_elections": cfg.operations.preferred_elections,
-              "controlled_shutdowns": cfg.operations.controlled_shutdowns,
-              "controller_failovers": cfg.faults.controller_failovers}
-    out = [z3.And(v >= 0, v <= limits[n]) for n, v in ops.budget.items()]
+    out = [z3.And(v >= 0, v <= budget_limit(cfg, n)) for n, v in ops.budget.items()]
     top = 1 + cfg.faults.controller_failovers
     out += [ops.zk_epoch >= 1, ops.zk_epoch <= top]
     out += [z3.And(v >= 0, v <= ops.zk_epoch) for v in (*ops.part_epoch, *ops.broker_epoch.values())]

@@ -67,6 +67,7 @@ from .types import (
     SymReplica,
     SymRequest,
     SymState,
+    uncovered_budget,
 )
 
 B = z3.BoolVal
@@ -800,14 +801,15 @@ NOT_ENCODED = {
 
 def unsupported_reason(cfg: Config) -> str:
     """Why ``cfg`` is outside the fragment the encoding covers ('' when it is inside)."""
-    o, f = cfg.operations, cfg.faults
+    o = cfg.operations
     if cfg.generation not in GENERATIONS:
         return (f"the symbolic encoding does not cover generation = {cfg.generation.value!r} (encoded: "
                 f"{', '.join(GENERATIONS)}); `isrcheck check` does")
     if cfg.detect_restarts:
         return "the symbolic encoding does not cover bounce detection (detect_restarts)"
-    if f.session_expiries:
-        return "the symbolic encoding does not cover broker session expiries (faults.session_expiries)"
+    uncovered = uncovered_budget(cfg)  # a counter of the model's budget that no action of the encoding spends
+    if uncovered:
+        return f"the symbolic encoding does not cover {uncovered}"
     if cfg.controller_connections != "shared":
         return "the symbolic encoding does not cover per-controller connections (controller_connections)"
     if cfg.max_fetch_records:
