@@ -11,9 +11,9 @@ module holds the families every generation gets (:data:`CANDIDATES`):
   leader, ...), which Houdini keeps only where the configuration has no faults to break them.
 
 The leader-epoch generations add :mod:`.epoch_candidates` (and the committed prefix of
-:mod:`.committed`); :mod:`.pool` says which families an encoding gets. The helpers below the
-families' vocabulary (:func:`is_prefix`, :func:`history_points`, :func:`blank_unless`) are shared with
-:mod:`.epoch_candidates`.
+:mod:`.committed`); :mod:`.pool` says which families an encoding gets. The families' vocabulary
+(:func:`every_replica`, :func:`replica_pairs`, :func:`is_prefix`, :func:`history_points`,
+:func:`blank_unless`) is shared with :mod:`.epoch_candidates`.
 """
 from __future__ import annotations
 
@@ -31,6 +31,17 @@ Pred = Callable[[Encoding, SymState], z3.BoolRef]
 
 
 # ============================================================================ the bookkeeping of the replication path
+def every_replica(enc: Encoding, s: SymState) -> list[tuple[int, int, Any]]:
+    """(partition, broker, its replica) for every replica the state holds, partition by partition."""
+    return [(p, b, r) for p in range(enc.P) for b, r in s.replicas[p].items()]
+
+
+def replica_pairs(enc: Encoding, s: SymState) -> list[tuple[int, int, Any, int, Any]]:
+    """(partition, L, L's replica, m, m's replica) for every two different replicas of a partition."""
+    return [(p, L, rl, m, rm) for p in range(enc.P) for L, rl in s.replicas[p].items()
+            for m, rm in s.replicas[p].items() if m != L]
+
+
 def _logs(enc: Encoding, s: SymState, p: int) -> list[SymLog]:
     return [r.log for r in s.replicas[p].values()] + [s.ghost[p].exposed]
 
@@ -183,22 +194,18 @@ def _dead_brokers_are_blank(enc: Encoding, s: SymState) -> z3.BoolRef:
 
 
 def _followers_hold_no_leader_state(enc: Encoding, s: SymState) -> z3.BoolRef:
-    out = []
-    for p in range(enc.P):
-        for b, r in s.replicas[p].items():
-            out.append(z3.Implies(r.leader != b, z3.And(
-                r.zk_version == 0, *[z3.Not(v) for v in r.isr.values()], *[v == 0 for v in r.remote_leo.values()],
-                *[z3.Not(v) for v in r.pending.values()])))
-    return z3.And(out)
+    return z3.And([z3.Implies(r.leader != b, z3.And(
+        r.zk_version == 0, *[z3.Not(v) for v in r.isr.values()], *[v == 0 for v in r.remote_leo.values()],
+        *[z3.Not(v) for v in r.pending.values()])) for p, b, r in every_replica(enc, s)])
 
 
 def _leaders_are_in_their_isr(enc: Encoding, s: SymState) -> z3.BoolRef:
-    return z3.And([z3.Implies(r.leader == b, r.isr[b]) for p in range(enc.P) for b, r in s.replicas[p].items()])
+    return z3.And([z3.Implies(r.leader == b, r.isr[b]) for p, b, r in every_replica(enc, s)])
 
 
 def _remote_below_leader_leo(enc: Encoding, s: SymState) -> z3.BoolRef:
     return z3.And([z3.Implies(r.leader == b, v <= r.log.length)
-                   for p in range(enc.P) for b, r in s.replicas[p].items() for v in r.remote_leo.values()])
+                   for p, b, r in every_replica(enc, s) for v in r.remote_leo.values()])
 
 
 def _pending_above_hw(enc: Encoding, s: SymState) -> z3.BoolRef:
@@ -253,12 +260,9 @@ def _zk_leader_leads(enc: Encoding, s: SymState) -> z3.BoolRef:
 
 
 def _others_follow_zk_leader(enc: Encoding, s: SymState) -> z3.BoolRef:
-    out = []
-    for p in range(enc.P):
-        z = s.zk[p]
-        for b, r in s.replicas[p].items():
-            out.append(z3.Implies(z.leader != b, z3.And(r.leader == z.leader, r.leader_epoch == z.leader_epoch)))
-    return z3.And(out)
+    return z3.And([z3.Implies(s.zk[p].leader != b, z3.And(r.leader == s.zk[p].leader,
+                                                          r.leader_epoch == s.zk[p].leader_epoch))
+                   for p, b, r in every_replica(enc, s)])
 
 
 def is_prefix(enc: Encoding, a: SymLog, b: SymLog) -> z3.BoolRef:
@@ -267,16 +271,10 @@ def is_prefix(enc: Encoding, a: SymLog, b: SymLog) -> z3.BoolRef:
 
 
 def _followers_are_prefixes(enc: Encoding, s: SymState) -> z3.BoolRef:
-    out = []
-    for p in range(enc.P):
-        reps = s.replicas[p]
-        for L, rl in reps.items():
-            for b, r in reps.items():
-                if b != L:
-                    out.append(z3.Implies(z3.And(r.leader == L, rl.leader == L, s.alive[L]), z3.And(
-                        is_prefix(enc, r.log, rl.log), r.hw <= rl.hw,
-                        z3.Implies(rl.isr[b], rl.hw <= rl.remote_leo[b]), rl.remote_leo[b] <= r.log.length)))
-    return z3.And(out)
+    return z3.And([z3.Implies(z3.And(r.leader == L, rl.leader == L, s.alive[L]), z3.And(
+        is_prefix(enc, r.log, rl.log), r.hw <= rl.hw,
+        z3.Implies(rl.isr[b], rl.hw <= rl.remote_leo[b]), rl.remote_leo[b] <= r.log.length))
+        for p, L, rl, b, r in replica_pairs(enc, s)])
 
 
 def _committed_below_leader_hw(enc: Encoding, s: SymState) -> z3.BoolRef:
@@ -321,4 +319,4 @@ CANDIDATES: tuple[tuple[str, Pred], ...] = (
 """The pool of every generation (the only one of high-watermark)."""
 
 
-__all__ = ["Pred", "CANDIDATES", "is_prefix", "history_points", "blank_unless"]
+__all__ = ["Pred", "CANDIDATES", "every_replica", "replica_pairs", "is_prefix", "history_points", "blank_unless"]

@@ -15,7 +15,7 @@ import z3
 
 from isrcheck.model.state import ASK_EPOCH_END, FETCHING, TRUNCATE_PENDING
 
-from .candidates import Pred, blank_unless, history_points, is_prefix
+from .candidates import Pred, blank_unless, every_replica, history_points, is_prefix, replica_pairs
 from .committed import COMMITTED_PREFIX_CANDIDATES
 from .epochs import answer_function, last as epoch_last, latest as cache_latest
 from .replication import Encoding
@@ -25,7 +25,7 @@ from .types import REQ_LAI, SymState
 # ---------------------------------------------------------------------------- leader-epoch generations
 # (true by construction, i.e. ``True``, under high-watermark, whose replicas have no epoch cache)
 def _epoch_replicas(enc: Encoding, s: SymState) -> list[tuple[int, int, Any]]:
-    return [(p, b, r) for p in range(enc.P) for b, r in s.replicas[p].items() if r.ep is not None]
+    return [(p, b, r) for p, b, r in every_replica(enc, s) if r.ep is not None]
 
 
 def _epoch_cache_well_formed(enc: Encoding, s: SymState) -> z3.BoolRef:
@@ -273,18 +273,20 @@ def _epoch_pairs(enc: Encoding, s: SymState) -> list[tuple[int, Any, int, Any]]:
             for f, rf in s.replicas[p].items() if f != L and rf.ep is not None]
 
 
+def _remote_leo_held(enc: Encoding, s: SymState, down_too: bool) -> z3.BoolRef:
+    """What a live leader records of a replica's LEO (a live one, or ``down_too`` any) is held by that
+    replica, in the same records as the leader's own."""
+    out = [z3.Implies(z3.And(s.alive[L], rl.leader == L) if down_too
+                      else z3.And(s.alive[L], rl.leader == L, s.alive[m]),
+                      z3.And(rl.remote_leo[m] <= rm.log.length, enc.prefix_eq(rm.log, rl.log, rl.remote_leo[m])))
+           for p, L, rl, m, rm in replica_pairs(enc, s)]
+    return z3.And(out) if out else z3.BoolVal(True)
+
+
 def _remote_leo_sound(enc: Encoding, s: SymState) -> z3.BoolRef:
     """What a live leader records of a live replica's LEO is really held by that replica, in the same
     records as its own (so an HW computed from remote LEOs never counts records a follower lacks)."""
-    out = []
-    for p in range(enc.P):
-        reps = s.replicas[p]
-        for L, rl in reps.items():
-            for m, rm in reps.items():
-                if m != L:
-                    out.append(z3.Implies(z3.And(s.alive[L], rl.leader == L, s.alive[m]), z3.And(
-                        rl.remote_leo[m] <= rm.log.length, enc.prefix_eq(rm.log, rl.log, rl.remote_leo[m]))))
-    return z3.And(out) if out else z3.BoolVal(True)
+    return _remote_leo_held(enc, s, down_too=False)
 
 
 def _versions_follow_epochs(enc: Encoding, s: SymState) -> z3.BoolRef:
@@ -321,12 +323,9 @@ def _live_leaders_lead_the_znode(enc: Encoding, s: SymState) -> z3.BoolRef:
     shrinks an ISR, and a leader's own ISR writes set the znode's ISR to its view."""
     if not enc.E:
         return z3.BoolVal(True)
-    out = []
-    for p in range(enc.P):
-        z, ar = s.zk[p], enc.U[p]
-        for b, r in s.replicas[p].items():
-            out.append(z3.Implies(z3.And(s.alive[b], r.leader == b),
-                                  z3.And(z.leader == b, *[z3.Implies(z.isr[m], r.isr[m]) for m in ar])))
+    out = [z3.Implies(z3.And(s.alive[b], r.leader == b),
+                      z3.And(s.zk[p].leader == b, *[z3.Implies(s.zk[p].isr[m], r.isr[m]) for m in enc.U[p]]))
+           for p, b, r in every_replica(enc, s)]
     return z3.And(out) if out else z3.BoolVal(True)
 
 
@@ -335,12 +334,8 @@ def _committed_held_by_isr_even_if_down(enc: Encoding, s: SymState) -> z3.BoolRe
     a crash keeps the log (no lossy crash), so a broker that restarts still in the ISR holds them."""
     if not enc.E:
         return z3.BoolVal(True)
-    out = []
-    for p in range(enc.P):
-        z, g = s.zk[p], s.ghost[p]
-        for b, r in s.replicas[p].items():
-            for j in range(1, enc.K + 1):
-                out.append(z3.Implies(z3.And(z3.Or(z.isr[b], z.leader == b), g.acked[j]), enc.holds_id(r.log, j)))
+    out = [z3.Implies(z3.And(z3.Or(s.zk[p].isr[b], s.zk[p].leader == b), s.ghost[p].acked[j]), enc.holds_id(r.log, j))
+           for p, b, r in every_replica(enc, s) for j in range(1, enc.K + 1)]
     return z3.And(out) if out else z3.BoolVal(True)
 
 
@@ -349,15 +344,7 @@ def _remote_leo_sound_even_if_down(enc: Encoding, s: SymState) -> z3.BoolRef:
     by that replica even while it is down (its log survives the crash)."""
     if not enc.E:
         return z3.BoolVal(True)
-    out = []
-    for p in range(enc.P):
-        reps = s.replicas[p]
-        for L, rl in reps.items():
-            for m, rm in reps.items():
-                if m != L:
-                    out.append(z3.Implies(z3.And(s.alive[L], rl.leader == L), z3.And(
-                        rl.remote_leo[m] <= rm.log.length, enc.prefix_eq(rm.log, rl.log, rl.remote_leo[m]))))
-    return z3.And(out) if out else z3.BoolVal(True)
+    return _remote_leo_held(enc, s, down_too=True)
 
 
 def _answers_not_ahead_of_cache(enc: Encoding, s: SymState) -> z3.BoolRef:

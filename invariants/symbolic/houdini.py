@@ -22,6 +22,7 @@ against a pinned strengthening, quickly.
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -227,21 +228,33 @@ def explain(e: Encoded, fix: Fixpoint, lost: list[str], every_action: bool,
     return Explained(first, per_kind, queries)
 
 
-def check_epochs_monotonic(e: Encoded, kept: list[str]) -> StepCheck:
-    """Phase 4: does any step from a state satisfying the final invariant (``kept``) lower an epoch?"""
-    inv = [e.pre_terms[n] for n in kept]
+def _step_check(e: Encoded, judge: Callable[[int, Instance], Judgement[SymState] | None]) -> StepCheck:
+    """Phase 4's loop over the actions: each one's judgement (None: the action cannot break the
+    property), the first counterexample kept, the actions z3 gave up on listed."""
     unknown: list[str] = []
     cti: Cti | None = None
     queries = 0
     for k, inst in enumerate(e.insts):
-        j = consecution(e.steps[k], e.pre, inst.effect, inv,
-                        e.enc.step_properties(e.pre, inst.effect)["EpochsMonotonic"])
+        j = judge(k, inst)
+        if j is None:
+            continue
         queries += 1
         if j.answer.refuted and cti is None:
             cti = counterexample_to_induction(e.enc, inst, j)
         elif j.answer.unknown:
             unknown.append(inst.label())
     return StepCheck(cti, unknown, queries)
+
+
+def check_epochs_monotonic(e: Encoded, kept: list[str]) -> StepCheck:
+    """Phase 4: does any step from a state satisfying the final invariant (``kept``) lower an epoch?"""
+    inv = [e.pre_terms[n] for n in kept]
+
+    def judge(k: int, inst: Instance) -> Judgement[SymState]:
+        return consecution(e.steps[k], e.pre, inst.effect, inv,
+                           e.enc.step_properties(e.pre, inst.effect)["EpochsMonotonic"])
+
+    return _step_check(e, judge)
 
 
 def _scope(enc: Encoding) -> str:
@@ -282,50 +295,44 @@ def check_only_valid_transitions(e: Encoded, kept: list[str]) -> StepCheck:
     """Phase 4, where the encoding checks state-machine moves (reassignment, topic creation or
     deletion): is any step from a state satisfying the final invariant (``kept``) an illegal move?"""
     inv = [e.pre_terms[n] for n in kept]
-    unknown: list[str] = []
-    cti: Cti | None = None
-    queries = 0
-    for k, inst in enumerate(e.insts):
+
+    def judge(k: int, inst: Instance) -> Judgement[SymState] | None:
         if z3.is_false(z3.simplify(inst.illegal)):
-            continue
-        j = Judgement(e.illegal[k].check(*inv), (e.pre, inst.effect))
-        queries += 1
-        if j.answer.refuted and cti is None:
-            cti = counterexample_to_induction(e.enc, inst, j)
-        elif j.answer.unknown:
-            unknown.append(inst.label())
-    return StepCheck(cti, unknown, queries)
+            return None  # this action never makes an illegal move
+        return Judgement(e.illegal[k].check(*inv), (e.pre, inst.effect))
+
+    return _step_check(e, judge)
+
+
+def _step_verdict(e: Encoded, name: str, check: StepCheck, seconds: float, refuted: Callable[[str], str],
+                  proved: str) -> Obligation:
+    """Phase 5 for a property of steps: REFUTED with the first counterexample (``refuted`` says what
+    the step of that kind did), UNKNOWN where z3 gave up, else PROVED (``proved`` says what)."""
+    gen, scope = e.generation, _scope(e.enc)
+    if check.cti is not None:
+        return InductionObligation("inductive", name, gen, Verdict.REFUTED, seconds, scope,
+                                   detail=refuted(check.cti.kind), counterexample=check.cti.to_json(),
+                                   lines=check.cti.lines, cti=check.cti)
+    if check.unknown:
+        return InductionObligation("inductive", name, gen, Verdict.UNKNOWN, seconds, scope,
+                                   detail="z3 gave up on " + ", ".join(check.unknown))
+    return InductionObligation("inductive", name, gen, Verdict.PROVED, seconds, scope, detail=proved)
 
 
 def only_valid_transitions_verdict(e: Encoded, check: StepCheck, seconds: float) -> Obligation:
     """Phase 5 for OnlyValidTransitions (see :func:`check_only_valid_transitions`)."""
-    gen, scope = e.generation, _scope(e.enc)
-    if check.cti is not None:
-        return InductionObligation("inductive", "OnlyValidTransitions", gen, Verdict.REFUTED, seconds, scope,
-                                   detail=f"a step from a state satisfying the invariant makes a move outside its "
-                                          f"state-machine table ({check.cti.kind}; the state after is the "
-                                          "encoding's, meaningless: the model refuses the step)",
-                                   counterexample=check.cti.to_json(), lines=check.cti.lines, cti=check.cti)
-    if check.unknown:
-        return InductionObligation("inductive", "OnlyValidTransitions", gen, Verdict.UNKNOWN, seconds, scope,
-                                   detail="z3 gave up on " + ", ".join(check.unknown))
-    return InductionObligation("inductive", "OnlyValidTransitions", gen, Verdict.PROVED, seconds, scope,
-                               detail="no step from a state satisfying the invariant is an illegal move")
+    return _step_verdict(e, "OnlyValidTransitions", check, seconds,
+                         lambda kind: f"a step from a state satisfying the invariant makes a move outside its "
+                                      f"state-machine table ({kind}; the state after is the encoding's, "
+                                      "meaningless: the model refuses the step)",
+                         "no step from a state satisfying the invariant is an illegal move")
 
 
 def epochs_monotonic_verdict(e: Encoded, check: StepCheck, seconds: float) -> Obligation:
     """Phase 5, for the transition property (see :func:`check_epochs_monotonic`)."""
-    gen, scope = e.generation, _scope(e.enc)
-    if check.cti is not None:
-        return InductionObligation("inductive", "EpochsMonotonic", gen, Verdict.REFUTED, seconds, scope,
-                                   detail=f"a step from a state satisfying the invariant lowers an epoch "
-                                          f"({check.cti.kind})",
-                                   counterexample=check.cti.to_json(), lines=check.cti.lines, cti=check.cti)
-    if check.unknown:
-        return InductionObligation("inductive", "EpochsMonotonic", gen, Verdict.UNKNOWN, seconds, scope,
-                                   detail="z3 gave up on " + ", ".join(check.unknown))
-    return InductionObligation("inductive", "EpochsMonotonic", gen, Verdict.PROVED, seconds, scope,
-                               detail="every step from a state satisfying the invariant")
+    return _step_verdict(e, "EpochsMonotonic", check, seconds,
+                         lambda kind: f"a step from a state satisfying the invariant lowers an epoch ({kind})",
+                         "every step from a state satisfying the invariant")
 
 
 def prove_inductive(cfg: Any, generation_name: str | None = None, timeout: float | None = 300.0,

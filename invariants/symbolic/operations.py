@@ -315,9 +315,7 @@ class Operations:
     def rejected_delivery(self, s: SymState, b: int, k: int, name: str, args: tuple, base: z3.BoolRef,
                           budget: str | None) -> Instance:
         """A request from a deposed controller: popped, nothing else."""
-        t = s.clone()
-        if budget:
-            t.budget[budget] = s.budget[budget] - 1
+        t = s.spend(budget)
         self.enc.pop(t, b, k)
         return Instance(name, args, f"{name}: from a deposed controller", z3.And(base, z3.Not(self.accepts(s, b, k))), t)
 

@@ -39,10 +39,9 @@ from isrcheck.model.tables import ReplicaState as RS
 
 from isrcheck.specs.protocol import REASSIGNMENT_STEPS, step_number
 
-from .instance import ControllerContext, Encoder, Instance
+from .instance import ControllerContext, Encoder, Instance, deleting_delivery
 from .logic import number, truth
-from .types import (REQ_LAI, REQ_STOP, as_bool, check_replica_move, decode_mask, fresh_name, fresh_replica_if, num,
-                    numval, SymState)
+from .types import REQ_LAI, REQ_STOP, as_bool, check_replica_move, decode_mask, fresh_name, num, numval, SymState
 
 B = z3.BoolVal
 I = numval  # noqa: E741
@@ -710,19 +709,13 @@ class Reassignment:
         fields those of a fresh replica); the controller's replica is already NonExistent."""
         ctl = _controller(enc)
         q = s.inbox[b].slots[k]
-        t = s.clone()
-        if budget:
-            t.budget[budget] = s.budget[budget] - 1
-        ctl.accepted(s, t, b, k)
-        enc.pop(t, b, k)
-        for p in range(self.P):
-            if b not in self.U[p]:
-                continue
-            c = q.partition == p
-            t.replicas[p][b] = fresh_replica_if(c, t.replicas[p][b])
+
+        def gone(t: SymState, p: int, c: z3.BoolRef) -> None:
             row = t.ops.reassign.hosted[p]
             row[b] = z3.And(row[b], z3.Not(c))
             t.ops.reassign.assigned[p][b] = {m: z3.And(x, z3.Not(c)) for m, x in t.ops.reassign.assigned[p][b].items()}
+
+        t = deleting_delivery(enc, ctl, s, b, k, budget, self.U, gone)
         guard = z3.And(s.alive[b], s.inbox[b].length > k, q.kind == REQ_STOP, s.ops.reassign.req_del[b][k],
                        ctl.accepts(s, b, k), extra)
         return Instance(name, args, f"{name}: StopReplica (delete)", guard, t)
@@ -739,11 +732,7 @@ class Reassignment:
             for p in range(self.P):
                 out += self.stale_step_instances(enc, s, e, p)
         for b in enc.brokers():
-            out.append(self.delete_delivery(enc, s, b, 0, "DeliverRequest", (b,), B(True), None))
-            if enc.cfg.faults.delayed_requests:
-                for k in range(1, enc.Q):
-                    out.append(self.delete_delivery(enc, s, b, k, "DeliverDelayedRequest", (b, k),
-                                                    s.budget["delayed_requests"] > 0, "delayed_requests"))
+            out += [self.delete_delivery(enc, s, b, *slot) for slot in enc.delivery_slots(s, b)]
         return out
 
     # ------------------------------------------------------------------ the broker change

@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import dataclasses
 import itertools
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 import z3
@@ -439,6 +439,15 @@ class Encoding:
         if self.ops is not None and self.ops.reassign is not None:
             self.ops.reassign.became_follower(t.ops.reassign, p, b)
 
+    def delivery_slots(self, s: SymState, b: int) -> Iterator[tuple[int, str, tuple, z3.BoolRef, str | None]]:
+        """(slot, action name, arguments, extra guard, budget spent) of each delivery from ``b``'s queue:
+        its head (DeliverRequest) and, with delayed requests, every later slot (DeliverDelayedRequest).
+        Lazily: each guard is built when the delivery before it has been."""
+        yield 0, "DeliverRequest", (b,), B(True), None
+        if self.cfg.faults.delayed_requests:
+            for k in range(1, self.Q):
+                yield k, "DeliverDelayedRequest", (b, k), s.budget["delayed_requests"] > 0, "delayed_requests"
+
     def deliveries(self, s: SymState, b: int, k: int, name: str, args: tuple, extra_guard: z3.BoolRef,
                    budget: str | None) -> list[Instance]:
         out = []
@@ -451,9 +460,7 @@ class Encoding:
         reassign = self.ops.reassign if self.ops is not None else None
 
         def make(kind: str, guard: z3.BoolRef, act: Callable[[SymState, SymRequest], None], lai: int = -1) -> None:
-            t = s.clone()
-            if budget:
-                t.budget[budget] = s.budget[budget] - 1
+            t = s.spend(budget)
             if self.ops is not None:
                 self.ops.accepted(s, t, b, k)
             req = self.pop(t, b, k)
@@ -650,11 +657,8 @@ class Encoding:
         f = self.cfg.faults
         out: list[Instance] = []
         for b in self.brokers():
-            out += self.deliveries(s, b, 0, "DeliverRequest", (b,), B(True), None)
-            if f.delayed_requests:
-                for k in range(1, self.Q):
-                    out += self.deliveries(s, b, k, "DeliverDelayedRequest", (b, k),
-                                           s.budget["delayed_requests"] > 0, "delayed_requests")
+            for k, name, args, extra, budget in self.delivery_slots(s, b):
+                out += self.deliveries(s, b, k, name, args, extra, budget)
             for p in range(self.P):
                 if b not in self.U[p]:
                     continue

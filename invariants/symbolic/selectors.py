@@ -264,6 +264,19 @@ def _offline_candidates(v: View) -> Any:
     return v.any(v.slots, v.live_isr)
 
 
+# clauses that more than one selector promises
+_NEVER_OUTSIDE_THE_ISR = Clause("never elects outside the ISR", _stays_in_isr)
+_KEEPS_THE_ISR = Clause("the new ISR is the current one, within AR and contains the leader",
+                        lambda v: v.ops.Implies(v.ok, v.ops.And(
+                            v.ops.eq(v.new_isr, v.isr), v.ops.member(v.new_isr, v.new_leader),
+                            v.ops.subset(v.new_isr, v.assigned()))),
+                        _isr_premise, _ISR_PREMISE)
+_TELLS_THE_LEADER_AND_LIVE_ASSIGNED = Clause(
+    "LeaderAndIsr goes to the leader and only to live assigned replicas",
+    lambda v: v.ops.Implies(v.ok, v.ops.And(v.ops.member(v.receivers, v.new_leader),
+                                            v.ops.subset(v.receivers, v.ops.inter(v.assigned(), v.live)))))
+
+
 CONTRACTS: dict[Selector, tuple[Clause, ...]] = {
     Selector.OFFLINE_PARTITION: (
         Clause("errors exactly when no candidate exists",
@@ -286,10 +299,7 @@ CONTRACTS: dict[Selector, tuple[Clause, ...]] = {
                lambda v: v.ops.Implies(v.ok, v.ops.And(
                    v.ops.Implies(v.ops.Not(v.unclean), v.first_is(v.slots, v.live_isr, v.new_leader)),
                    v.ops.Implies(v.unclean, v.first_is(v.slots, lambda b: v.ops.member(v.live, b), v.new_leader))))),
-        Clause("LeaderAndIsr goes to the leader and only to live assigned replicas",
-               lambda v: v.ops.Implies(v.ok, v.ops.And(
-                   v.ops.member(v.receivers, v.new_leader),
-                   v.ops.subset(v.receivers, v.ops.inter(v.assigned(), v.live))))),
+        _TELLS_THE_LEADER_AND_LIVE_ASSIGNED,
     ),
     Selector.REASSIGNED_PARTITION: (
         Clause("errors exactly when no candidate exists",
@@ -297,12 +307,8 @@ CONTRACTS: dict[Selector, tuple[Clause, ...]] = {
         Clause("a clean election picks a live ISR member of RAR",
                lambda v: v.ops.Implies(v.ok, v.ops.And(
                    v.live_isr(v.new_leader), v.ops.member(v.ops.mask(v.target_slots), v.new_leader)))),
-        Clause("never elects outside the ISR", _stays_in_isr),
-        Clause("the new ISR is the current one, within AR and contains the leader",
-               lambda v: v.ops.Implies(v.ok, v.ops.And(
-                   v.ops.eq(v.new_isr, v.isr), v.ops.member(v.new_isr, v.new_leader),
-                   v.ops.subset(v.new_isr, v.assigned()))),
-               _isr_premise, _ISR_PREMISE),
+        _NEVER_OUTSIDE_THE_ISR,
+        _KEEPS_THE_ISR,
         Clause("the first qualifying replica of RAR wins",
                lambda v: v.ops.Implies(v.ok, v.first_is(v.target_slots, v.live_isr, v.new_leader))),
         Clause("LeaderAndIsr goes to RAR, leader included",
@@ -318,16 +324,9 @@ CONTRACTS: dict[Selector, tuple[Clause, ...]] = {
         Clause("a clean election picks a live ISR member of AR",
                lambda v: v.ops.Implies(v.ok, v.ops.And(v.live_isr(v.new_leader),
                                                        v.ops.member(v.assigned(), v.new_leader)))),
-        Clause("never elects outside the ISR", _stays_in_isr),
-        Clause("the new ISR is the current one, within AR and contains the leader",
-               lambda v: v.ops.Implies(v.ok, v.ops.And(
-                   v.ops.eq(v.new_isr, v.isr), v.ops.member(v.new_isr, v.new_leader),
-                   v.ops.subset(v.new_isr, v.assigned()))),
-               _isr_premise, _ISR_PREMISE),
-        Clause("LeaderAndIsr goes to the leader and only to live assigned replicas",
-               lambda v: v.ops.Implies(v.ok, v.ops.And(
-                   v.ops.member(v.receivers, v.new_leader),
-                   v.ops.subset(v.receivers, v.ops.inter(v.assigned(), v.live))))),
+        _NEVER_OUTSIDE_THE_ISR,
+        _KEEPS_THE_ISR,
+        _TELLS_THE_LEADER_AND_LIVE_ASSIGNED,
     ),
     Selector.CONTROLLED_SHUTDOWN: (
         Clause("errors exactly when no candidate exists",

@@ -29,9 +29,9 @@ from __future__ import annotations
 
 import itertools
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, ClassVar
 
 import z3
 
@@ -114,54 +114,55 @@ class F(Cond):
 
 
 @dataclass(frozen=True)
-class PS(Cond):
-    states: tuple[P, ...]
+class _OneOf(Cond):
+    """The pair's value in one of its machines (``machine``: the ``Env`` field ps, rs or step) is one
+    of ``values``."""
 
-    def __init__(self, *states: P) -> None:
-        object.__setattr__(self, "states", states)
+    values: tuple[int, ...]
+    machine: ClassVar[str]
+    title: ClassVar[str]
 
-    def sym(self, e: Env) -> z3.BoolRef:
-        return z3.Or([e.ps == int(s) for s in self.states])
+    def __init__(self, *values: int) -> None:
+        object.__setattr__(self, "values", values)
 
-    def conc(self, e: Env) -> bool:
-        return e.ps in self.states
-
-    def __str__(self) -> str:
-        return "partition " + "|".join(s.label for s in self.states)
-
-
-@dataclass(frozen=True)
-class RS(Cond):
-    states: tuple[R, ...]
-
-    def __init__(self, *states: R) -> None:
-        object.__setattr__(self, "states", states)
+    @staticmethod
+    def label(value: int) -> str:
+        return str(value)
 
     def sym(self, e: Env) -> z3.BoolRef:
-        return z3.Or([e.rs == int(s) for s in self.states])
+        return z3.Or([getattr(e, self.machine) == int(v) for v in self.values])
 
     def conc(self, e: Env) -> bool:
-        return e.rs in self.states
+        return getattr(e, self.machine) in self.values
 
     def __str__(self) -> str:
-        return "replica " + "|".join(s.label for s in self.states)
+        return f"{self.title} " + "|".join(self.label(v) for v in self.values)
 
 
-@dataclass(frozen=True)
-class Step(Cond):
-    steps: tuple[int, ...]
+class PS(_OneOf):
+    """The partition's state is one of the given."""
 
-    def __init__(self, *steps: int) -> None:
-        object.__setattr__(self, "steps", steps)
+    machine, title = "ps", "partition"
 
-    def sym(self, e: Env) -> z3.BoolRef:
-        return z3.Or([e.step == k for k in self.steps])
+    @staticmethod
+    def label(value: int) -> str:
+        return P(value).label
 
-    def conc(self, e: Env) -> bool:
-        return e.step in self.steps
 
-    def __str__(self) -> str:
-        return "step " + "|".join(map(str, self.steps))
+class RS(_OneOf):
+    """The replica's state is one of the given."""
+
+    machine, title = "rs", "replica"
+
+    @staticmethod
+    def label(value: int) -> str:
+        return R(value).label
+
+
+class Step(_OneOf):
+    """The reassignment's step is one of the given."""
+
+    machine, title = "step", "step"
 
 
 def steps_from(first: str, last: str) -> Step:
@@ -203,34 +204,34 @@ class Not(Cond):
 
 
 @dataclass(frozen=True)
-class All(Cond):
+class _Junction(Cond):
+    """Conditions joined: all of them (:class:`All`) or any (:class:`AnyOf`); ``unit`` is the value of
+    none at all."""
+
     cs: tuple[Cond, ...]
+    unit: ClassVar[bool]
+    join: ClassVar[Callable[[list[z3.BoolRef]], z3.BoolRef]]
+    fold: ClassVar[Callable[[Iterable[bool]], bool]]
 
     def __init__(self, *cs: Cond) -> None:
         object.__setattr__(self, "cs", cs)
 
     def sym(self, e: Env) -> z3.BoolRef:
-        return z3.And([c.sym(e) for c in self.cs]) if self.cs else z3.BoolVal(True)
+        return type(self).join([c.sym(e) for c in self.cs]) if self.cs else z3.BoolVal(self.unit)
 
     def conc(self, e: Env) -> bool:
-        return all(c.conc(e) for c in self.cs)
+        return type(self).fold(c.conc(e) for c in self.cs)
+
+
+class All(_Junction):
+    unit, join, fold = True, z3.And, all
 
     def __str__(self) -> str:
         return " and ".join(map(str, self.cs)) or "true"
 
 
-@dataclass(frozen=True)
-class AnyOf(Cond):
-    cs: tuple[Cond, ...]
-
-    def __init__(self, *cs: Cond) -> None:
-        object.__setattr__(self, "cs", cs)
-
-    def sym(self, e: Env) -> z3.BoolRef:
-        return z3.Or([c.sym(e) for c in self.cs]) if self.cs else z3.BoolVal(False)
-
-    def conc(self, e: Env) -> bool:
-        return any(c.conc(e) for c in self.cs)
+class AnyOf(_Junction):
+    unit, join, fold = False, z3.Or, any
 
     def __str__(self) -> str:
         return "(" + " or ".join(map(str, self.cs)) + ")"

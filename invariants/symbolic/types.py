@@ -26,7 +26,7 @@ Nothing outside ``invariants/`` imports z3.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from itertools import count
 from typing import Any
@@ -387,30 +387,30 @@ def imin(a: z3.ArithRef, b: z3.ArithRef) -> z3.ArithRef:
     return z3.If(a <= b, a, b)
 
 
-def conj(*xs: z3.BoolRef | bool) -> z3.BoolRef | bool:
-    """And, keeping Python booleans where it can (so that impossible branches are not built)."""
+def _fold(xs: Iterable[z3.BoolRef | bool], unit: bool,
+          join: Callable[[list[z3.BoolRef]], z3.BoolRef]) -> z3.BoolRef | bool:
+    """``xs`` joined by ``join`` (z3.And, whose unit is True, or z3.Or, whose unit is False), keeping
+    Python booleans where it can, so that impossible branches are not built: the unit is dropped,
+    its negation decides."""
     rest = []
     for x in xs:
-        if x is False:
-            return False
-        if x is not True:
+        if x is (not unit):
+            return not unit
+        if x is not unit:
             rest.append(x)
     if not rest:
-        return True
-    return rest[0] if len(rest) == 1 else z3.And(rest)
+        return unit
+    return rest[0] if len(rest) == 1 else join(rest)
+
+
+def conj(*xs: z3.BoolRef | bool) -> z3.BoolRef | bool:
+    """And, keeping Python booleans where it can."""
+    return _fold(xs, True, z3.And)
 
 
 def disj(xs: Sequence[z3.BoolRef | bool]) -> z3.BoolRef | bool:
     """Or, keeping Python booleans where it can."""
-    rest = []
-    for x in xs:
-        if x is True:
-            return True
-        if x is not False:
-            rest.append(x)
-    if not rest:
-        return False
-    return rest[0] if len(rest) == 1 else z3.Or(rest)
+    return _fold(xs, False, z3.Or)
 
 
 def negate(x: z3.BoolRef | bool) -> z3.BoolRef | bool:
@@ -714,6 +714,14 @@ class SymState:
     def clone(self) -> SymState:
         """A structurally separate copy with the same terms (to edit field by field)."""
         return self.rebuild(self.leaves())
+
+    def spend(self, budget: str | None) -> SymState:
+        """A copy (:meth:`clone`) with one of ``budget`` (a counter of :data:`STATE_BUDGET`) spent, the
+        start of a step charged to a fault; None spends nothing."""
+        t = self.clone()
+        if budget:
+            t.budget[budget] = self.budget[budget] - 1
+        return t
 
     # ------------------------------------------------------------------ concrete -> symbolic
     def values_of(self, s: State, extra: dict[str, Any] | None = None) -> list[tuple[z3.ExprRef, z3.ExprRef]]:
