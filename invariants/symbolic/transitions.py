@@ -172,21 +172,28 @@ def steps_from(first: str, last: str) -> Step:
 
 
 @dataclass(frozen=True)
-class Ok(Cond):
+class _Flag(Cond):
+    """A flag of the program's run (``flag``: the ``Env`` field ok or stopped) is set."""
+
+    flag: ClassVar[str]
+
     def sym(self, e: Env) -> z3.BoolRef:
-        return e.ok
+        return getattr(e, self.flag)
 
     def conc(self, e: Env) -> bool:
-        return bool(e.ok)
+        return bool(getattr(e, self.flag))
 
 
-@dataclass(frozen=True)
-class Stopped(Cond):
-    def sym(self, e: Env) -> z3.BoolRef:
-        return e.stopped
+class Ok(_Flag):
+    """The last move was not refused."""
 
-    def conc(self, e: Env) -> bool:
-        return bool(e.stopped)
+    flag = "ok"
+
+
+class Stopped(_Flag):
+    """The program stopped."""
+
+    flag = "stopped"
 
 
 @dataclass(frozen=True)
