@@ -31,14 +31,14 @@ import z3
 from .candidates import Pred
 from .cti import Cti, counterexample_to_induction
 from .instance import Instance
+from .logic import Judgement, Query, Solver, consecution, truth
 from .pool import HIGH_WATERMARK_STRENGTHENING, bounds, candidates_for, member_term
 from .replication import Encoding
 from .types import SymState
-from .logic import Judgement, Query, Solver, consecution, truth
 from .verdicts import Obligation, Progress, Verdict, no_progress
 
 
-# ============================================================================ queries
+# ============================================================================ the order of counterexamples, the results
 _PREFERENCE = ("DeliverRequest: LeaderAndIsr, becomes follower", "DeliverRequest: LeaderAndIsr, becomes leader",
                "Fetch", "Produce", "ShrinkIsr")
 

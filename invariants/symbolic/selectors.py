@@ -30,8 +30,8 @@ import z3
 from isrcheck.model.brokersets import members, render
 from isrcheck.model.selectors import SELECTORS, Election, NoEligibleLeader, Selector, SelectorInput
 
-from .types import SymElection, SymSelectorInput, bv_bit, bv_member, bv_subset, election_tuple
 from .logic import Solver
+from .types import SymElection, SymSelectorInput, bv_bit, bv_member, bv_subset, election_tuple
 from .verdicts import Obligation, Progress, Verdict, no_progress
 
 SelectFn = Callable[[Selector, SelectorInput], Election]

@@ -42,8 +42,8 @@ from isrcheck.model.tables import PartitionState as P
 from isrcheck.model.tables import ReplicaState as R
 from isrcheck.specs.protocol import REASSIGNMENT_STEPS, step_number
 
-from .types import fresh_name, partition_move_ok, replica_move_ok, state_label
 from .logic import Query, check, consecution, initiation, number, truth
+from .types import fresh_name, partition_move_ok, replica_move_ok, state_label
 from .verdicts import Obligation, Progress, Verdict, no_progress
 
 # ============================================================================ facts about a pair
