@@ -22,7 +22,7 @@ from isrcheck.model.tables import IllegalTransition
 from ..properties import ALL_PROPERTIES
 from .instance import Instance
 from .replication import STEP_FAULTS, TRANSITION, Encoding
-from .logic import Answer, check, number, truth
+from .logic import Answer, Solver, number, truth
 from .types import as_bool, conj, disj, fresh_name
 from .verdicts import Obligation, Verdict
 
@@ -122,9 +122,14 @@ class Unroller:
     def check(self, goal: z3.BoolRef, timeout: float | None, illegal_last: bool = False) -> Answer:
         """Is ``goal`` reachable along legal steps (``illegal_last``: legal steps, then an illegal one)?
         REFUTED (a model: the path) when it is, PROVED when it is not."""
-        legal = [z3.Not(x) for x in (self.illegal[:-1] if illegal_last else self.illegal) if x is not False]
-        last = [as_bool(self.illegal[-1])] if illegal_last else []
-        return check(*self.constraints, *legal, *last, goal, timeout=timeout)
+        solver = Solver(timeout)
+        solver.add(*self.constraints)
+        legal = self.illegal[:-1] if illegal_last else self.illegal
+        solver.add(*[z3.Not(x) for x in legal if x is not False])
+        if illegal_last:
+            solver.add(as_bool(self.illegal[-1]))
+        solver.add(goal)
+        return solver.check().detached()
 
 
 def _property_holds(name: str, states: Sequence[State]) -> bool:

@@ -251,8 +251,9 @@ def check_epochs_monotonic(e: Encoded, kept: list[str]) -> StepCheck:
     inv = [e.pre_terms[n] for n in kept]
 
     def judge(k: int, inst: Instance) -> Judgement[SymState]:
+        # a predicate of the state after: its term is referenced only by the query while z3 checks
         return consecution(e.steps[k], e.pre, inst.effect, inv,
-                           e.enc.step_properties(e.pre, inst.effect)["EpochsMonotonic"])
+                           lambda post: e.enc.step_properties(e.pre, post)["EpochsMonotonic"])
 
     return _step_check(e, judge)
 
@@ -392,7 +393,8 @@ def check_preserved(cfg: Any, prop: str, kinds: tuple[str, ...] | None = None,
         for inst in insts:
             # the assumed invariant is part of the step's base: one query per instance
             step = Query((*base, inst.guard, z3.Not(inst.effect.overflow)), timeout)
-            j = consecution(step, s, inst.effect, (), member_term(enc, inst.effect, prop, preds))
+            post = member_term(enc, inst.effect, prop, preds)
+            j = consecution(step, s, inst.effect, (), post)
             if j.answer.refuted:
                 cti = counterexample_to_induction(enc, inst, j)
                 verdict = Verdict.REFUTED

@@ -526,7 +526,8 @@ def prove_clause(selector: Selector, clause: Clause, brokers: int, timeout: floa
     i = SymSelectorInput.fresh(brokers)
     e = (encoding or ENCODINGS[selector])(i)
     v = z3_view(i, e)
-    s = Solver(timeout, i.wellformed())
+    s = Solver(timeout)
+    s.add(i.wellformed())
     if clause.premise is not None:
         s.add(clause.premise(v))
     s.add(z3.Not(clause.check(v)))
@@ -535,7 +536,7 @@ def prove_clause(selector: Selector, clause: Clause, brokers: int, timeout: floa
     if clause.premise_text:
         scope += f", given {clause.premise_text}"
     ob = Obligation("selectors", f"{selector.value}: {clause.name}", "", answer.verdict, answer.seconds, scope)
-    if answer.model is not None:
+    if answer.refuted:
         m = _small_model(s, i) or answer.model
         inp = i.decode(m)
         out = e.decode(m)
@@ -549,10 +550,10 @@ def _small_model(s: Solver, i: SymSelectorInput) -> z3.ModelRef | None:
     """A counterexample over as few brokers as possible (easier to read): ids and sets within 1..k."""
     for k in range(1, i.brokers + 1):
         ids = i.const(((1 << (k + 1)) - 1) & ~1)
-        within = [z3.ULE(i.length, i.const(k)), z3.ULE(i.target_length, i.const(k)), z3.ULE(i.leader, i.const(k)),
-                  *[bv_subset(m, ids) for m in (i.isr, i.live, i.shutting_down)],
-                  *[z3.ULE(a, i.const(k)) for a in (*i.assignment, *i.target)]]
-        with s.frame(*within):
+        with s.frame():
+            s.add(z3.ULE(i.length, i.const(k)), z3.ULE(i.target_length, i.const(k)), z3.ULE(i.leader, i.const(k)))
+            s.add(*[bv_subset(m, ids) for m in (i.isr, i.live, i.shutting_down)])
+            s.add(*[z3.ULE(a, i.const(k)) for a in (*i.assignment, *i.target)])
             m = s.check().model
         if m is not None:
             return m
@@ -566,11 +567,12 @@ def witness_note(selector: Selector, brokers: int, timeout: float | None) -> str
     text, pred = NOTES[selector]
     i = SymSelectorInput.fresh(brokers)
     e = ENCODINGS[selector](i)
-    s = Solver(timeout, i.wellformed(), pred(z3_view(i, e)))
-    found = s.check().model
-    if found is None:
+    s = Solver(timeout)
+    s.add(i.wellformed(), pred(z3_view(i, e)))
+    found = s.check()
+    if not found.refuted:
         return ""
-    m = _small_model(s, i) or found
+    m = _small_model(s, i) or found.model
     return f"{selector.value} {text}: {describe_input(i.decode(m), selector)} -> {describe_output(e.decode(m))}"
 
 

@@ -42,7 +42,7 @@ from isrcheck.model.tables import PartitionState as P
 from isrcheck.model.tables import ReplicaState as R
 from isrcheck.specs.protocol import REASSIGNMENT_STEPS, step_number
 
-from .logic import Query, check, consecution, initiation, number, truth
+from .logic import Solver, consecution, initiation, number, truth
 from .types import fresh_name, partition_move_ok, replica_move_ok, state_label
 from .verdicts import Obligation, Progress, Verdict, no_progress
 
@@ -847,8 +847,10 @@ def check_program(prog: Program, timeout: float | None, with_invariants: bool = 
     """Every move of ``prog`` is in its table, from every pair state its guards and the context
     invariants admit."""
     pre, start, frees, run, premises = _setup(prog, with_invariants)
-    some_move_illegal = z3.Or([z3.Not(ob) for ob, _ in run.obligations]) if run.obligations else z3.BoolVal(False)
-    answer = check(*premises, some_move_illegal, timeout=timeout)
+    s = Solver(timeout)
+    s.add(*premises)
+    s.add(z3.Or([z3.Not(ob) for ob, _ in run.obligations]) if run.obligations else z3.BoolVal(False))
+    answer = s.check()
     scope = ("every pair state satisfying the operation's guards"
              + (" and the context invariants" if with_invariants and prog.context != "fresh" else ""))
     ob = Obligation("transitions", f"{prog.name}: every move is in its table", "", answer.verdict, answer.seconds,
@@ -874,8 +876,9 @@ def check_preservation(inv: tuple[str, Cond], programs: Sequence[Program], timeo
     """``inv`` holds initially and every program preserves it (given all invariants before)."""
     name, cond = inv
     start_t = time.perf_counter()
+    s0 = Solver(timeout)  # the solvers live as they always did: z3's answers depend on when terms are released
     e0 = _sym_env("init")
-    init = initiation(e0, [_domain(e0), _axioms(e0), INITIAL.sym(e0)], cond.sym(e0), timeout)
+    init = initiation(s0, e0, (_domain, _axioms, INITIAL.sym), cond.sym)
     if not init.answer.proved:
         ob = Obligation("transitions", f"invariant {name}", "", init.verdict, time.perf_counter() - start_t,
                         "the initial controller contexts")
@@ -890,11 +893,12 @@ def check_preservation(inv: tuple[str, Cond], programs: Sequence[Program], timeo
         pre, start, frees, run, premises = _setup(prog, with_invariants=True)
         havoc = {f: z3.Bool(fresh_name(f"post.{f}")) for f in ZK_FACTS}
         post = post_env(prog, start, run.e, frees, True, havoc)
-        # the premises hold the invariants before the step; illegal moves are reported by check_program
-        step = Query((*premises, _axioms(post), _domain(post), *[ob for ob, _ in run.obligations]), timeout)
-        j = consecution(step, pre, post, (), cond.sym(post))
-        if j.model is not None:
-            m = j.model
+        s = Solver(timeout)
+        s.add(*premises, _axioms(post), _domain(post))  # the premises hold the invariants before the step
+        s.add(*[ob for ob, _ in run.obligations])  # illegal moves are reported by check_program
+        answer = consecution(s, pre, post, (), cond.sym).answer
+        if answer.model is not None:
+            m = answer.model
             v = _values(m, pre, frees)
             after = _values(m, post)
             refusals = {k: truth(m, t) for k, t in run.refusal_terms.items()}
@@ -910,7 +914,7 @@ def check_preservation(inv: tuple[str, Cond], programs: Sequence[Program], timeo
                         f"moves:  {'; '.join(x.text() for x in replay.moves) or 'none'}",
                         f"after:  {_describe(after)}"]
             return ob
-        if j.answer.unknown:
+        if answer.unknown:
             unknown.append(prog.name)
     seconds = time.perf_counter() - start_t
     verdict = Verdict.UNKNOWN if unknown else Verdict.PROVED

@@ -46,10 +46,12 @@ def test_a_check_is_proved_refuted_with_a_model_or_unknown_with_a_reason():
 def test_a_frame_is_left_however_its_block_ends():
     x = z3.Int("x")
     s = Solver(None, x > 0)
-    with s.frame(x < 0):
+    with s.frame():
+        s.add(x < 0)
         assert s.check().proved
     assert s.check().refuted
-    with pytest.raises(RuntimeError), s.frame(x < 0):
+    with pytest.raises(RuntimeError), s.frame():
+        s.add(x < 0)
         raise RuntimeError("left early")
     assert s.check().refuted
     assert s.check(x < 0).proved and s.check().refuted  # an assumption holds for one check only
@@ -64,20 +66,41 @@ def test_a_querys_extras_hold_for_one_check():
 
 def test_initiation_and_consecution_of_a_counter():
     """init x = 0; step x' = x + 1 while x < 3. ``x >= 0`` is inductive; ``x <= 2`` holds initially
-    but a step breaks it: from 2 to 3."""
+    but a step breaks it: from 2 to 3. Formulas are terms over the states or predicates of them."""
     x, x1 = z3.Ints("x x1")
     step = Query((x < 3, x1 == x + 1))
-    assert initiation("s", [x == 0], x >= 0).verdict == Verdict.PROVED
-    assert consecution(step, "pre", "post", [x >= 0], x1 >= 0).verdict == Verdict.PROVED
-    assert initiation("s", [x == 0], x <= 2).verdict == Verdict.PROVED
+    assert initiation(Solver(), x, [x == 0], x >= 0).verdict == Verdict.PROVED
+    assert consecution(step, x, x1, [x >= 0], x1 >= 0).verdict == Verdict.PROVED
+    assert consecution(step, x, x1, [lambda s: s >= 0], lambda s: s >= 0).verdict == Verdict.PROVED
+    assert initiation(Solver(), x, [lambda s: s == 0], lambda s: s <= 2).verdict == Verdict.PROVED
     j = consecution(step, x, x1, [x <= 2], x1 <= 2)
     assert j.verdict == Verdict.REFUTED and j.counterexample(number) == (2, 3)
     # several goals: refuted by a step that breaks one of them, the model says which
     j = consecution(step, x, x1, [x >= 0, x <= 2], [x1 >= 0, x1 <= 2])
     assert j.counterexample(number) == (2, 3) and not truth(j.model, x1 <= 2) and truth(j.model, x1 >= 0)
-    broken = initiation(x, [x == 5], x <= 2)
+    broken = initiation(Solver(), x, [x == 5], x <= 2)
     assert broken.verdict == Verdict.REFUTED and broken.counterexample(number) == (5,)
     assert consecution(step, x, x1, [x >= 0], x1 >= 0).counterexample(number) is None
+    # on the caller's solver, which keeps the constraints
+    s = Solver(None, x < 3, x1 == x + 1)
+    j = consecution(s, x, x1, [x <= 2], lambda s: s <= 2)
+    assert j.counterexample(number) == (2, 3)
+    assert s.check().refuted and s.check(x != 2).proved  # the solver kept the step, inv and the violation
+
+
+def test_an_answers_model_is_read_while_its_solver_lives():
+    """A Solver's answer reads its model at first use, from the live solver, before it checks again;
+    a Query's (or a detached) answer has it already."""
+    x = z3.Int("x")
+    s = Solver(None, x > 3)
+    first = s.check()
+    s.check(x > 10)
+    with pytest.raises(RuntimeError):
+        first.model  # noqa: B018
+    kept = s.check().detached()
+    del s
+    assert number(kept.model, x) > 3
+    assert number(Query((x == 7,)).check().model, x) == 7
 
 
 def test_values_read_out_of_a_model():
