@@ -384,27 +384,27 @@ class FreeV(Val):
 
 
 @dataclass(frozen=True)
-class AndV(Val):
+class _BinaryV(Val):
+    """Two values joined: both (:class:`AndV`) or either (:class:`OrV`)."""
+
     a: Val
     b: Val
+    join: ClassVar[Callable[[z3.BoolRef, z3.BoolRef], z3.BoolRef]]
+    fold: ClassVar[Callable[[Iterable[bool]], bool]]
 
     def sym(self, e: Env, pre: Env, frees: dict[str, Any]) -> Any:
-        return z3.And(self.a.sym(e, pre, frees), self.b.sym(e, pre, frees))
+        return type(self).join(self.a.sym(e, pre, frees), self.b.sym(e, pre, frees))
 
     def conc(self, e: Env, pre: Env, frees: dict[str, Any]) -> Any:
-        return bool(self.a.conc(e, pre, frees)) and bool(self.b.conc(e, pre, frees))
+        return type(self).fold(bool(v.conc(e, pre, frees)) for v in (self.a, self.b))
 
 
-@dataclass(frozen=True)
-class OrV(Val):
-    a: Val
-    b: Val
+class AndV(_BinaryV):
+    join, fold = z3.And, all
 
-    def sym(self, e: Env, pre: Env, frees: dict[str, Any]) -> Any:
-        return z3.Or(self.a.sym(e, pre, frees), self.b.sym(e, pre, frees))
 
-    def conc(self, e: Env, pre: Env, frees: dict[str, Any]) -> Any:
-        return bool(self.a.conc(e, pre, frees)) or bool(self.b.conc(e, pre, frees))
+class OrV(_BinaryV):
+    join, fold = z3.Or, any
 
 
 HAVOC = "*"  # a post-fact that may take any value (subject to the axioms)
