@@ -19,7 +19,7 @@ import z3
 
 from isrcheck import manifest
 from isrcheck.invariants.symbolic.bmc import bmc
-from isrcheck.invariants.symbolic.induction import prove_inductive
+from isrcheck.invariants.symbolic.houdini import prove_inductive
 from isrcheck.invariants.symbolic.selectors import prove_selectors
 from isrcheck.invariants.symbolic.transitions import prove_transitions
 from isrcheck.invariants.symbolic.verdicts import overall

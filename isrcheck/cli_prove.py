@@ -410,7 +410,7 @@ def inductive(name: str | None, config_file: str | None, overrides: tuple[str, .
     no reachable counterexample is known (the property may well hold). --mutation M proves a
     documented mutated protocol instead, in the encoding and in the explicit checker.
     """
-    from isrcheck.invariants.symbolic.induction import prove_inductive
+    from isrcheck.invariants.symbolic.houdini import prove_inductive
 
     target = _target(name, config_file, overrides, "hw-truncation-one-crash")
     start = time.perf_counter()

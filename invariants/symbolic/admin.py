@@ -44,9 +44,10 @@ from isrcheck.model.state import State, StopReplica
 from isrcheck.model.tables import PartitionState as PS
 from isrcheck.model.tables import ReplicaState as RS
 
-from .instance import ControllerContext, Instance
+from .instance import ControllerContext, Instance, deleting_delivery
+from .logic import number, truth
 from .types import (REQ_LAI, REQ_STOP, as_bool, check_partition_move, check_replica_move, conj, first_of, fresh_name,
-                    fresh_replica_if, ite, negate, num, numval, SymState)
+                    ite, negate, num, numval, SymState)
 
 B = z3.BoolVal
 I = numval  # noqa: E741
@@ -146,13 +147,13 @@ class SymAdmin:
 
     def decode(self, model: z3.ModelRef, st: State) -> State:
         def bv(t: z3.ExprRef) -> bool:
-            return z3.is_true(model.eval(t, model_completion=True))
+            return truth(model, t)
 
         c = st.controller
         pstates = []
         for p, ps in enumerate(c.partition_states):
             pstates.append(PS.NON_EXISTENT if bv(self.none[p]) else PS.NEW if bv(self.new[p]) else ps)
-        rstates = tuple(tuple(model.eval(self.rstate[p][b], model_completion=True).as_signed_long()
+        rstates = tuple(tuple(number(model, self.rstate[p][b])
                               if b in self.rstate[p] else RS.NON_EXISTENT for b in range(1, len(row) + 1))
                         for p, row in enumerate(c.replica_states))
         brokers = tuple(br._replace(replicas=tuple(
@@ -163,7 +164,7 @@ class SymAdmin:
         deleting = mask_of(p for p, x in enumerate(self.deleting) if bv(x))
         inbox = tuple(tuple(req._replace(delete=True) if isinstance(req, StopReplica) and bv(self.qdel[i + 1][k]) else req
                             for k, req in enumerate(q)) for i, q in enumerate(st.inbox))
-        budget = st.budget._replace(topic_deletions=model.eval(self.deletions, model_completion=True).as_signed_long())
+        budget = st.budget._replace(topic_deletions=number(model, self.deletions))
         return st._replace(zk=st.zk._replace(partitions=parts, deleting=deleting), inbox=inbox, budget=budget,
                            controller=c._replace(partition_states=tuple(pstates), replica_states=rstates),
                            brokers=brokers)
@@ -423,23 +424,16 @@ class Admin:
                         budget: str | None) -> Instance:
         """A StopReplica that deletes: the replica is gone (None) and the controller's replica moves
         DeletionStarted -> DeletionSuccessful."""
-        enc = self.enc
         q = s.inbox[b].slots[k]
-        t = s.clone()
-        if budget:
-            t.budget[budget] = s.budget[budget] - 1
-        self.ops.accepted(s, t, b, k)
-        enc.pop(t, b, k)
-        for p in range(enc.P):
-            if b not in enc.AR[p]:
-                continue
-            c = q.partition == p
-            t.replicas[p][b] = fresh_replica_if(c, t.replicas[p][b])
+
+        def gone(t: SymState, p: int, c: z3.BoolRef) -> None:
             ta = t.ops.admin
             ta.hosted = tuple({m: (ite(c, B(False), x) if (r == p and m == b) else x) for m, x in h.items()}
                               for r, h in enumerate(ta.hosted))
             self._set_rstate(t, p, b, z3.And(c, s.ops.admin.rstate[p][b] == int(RS.DELETION_STARTED)),
                              RS.DELETION_SUCCESSFUL)
+
+        t = deleting_delivery(self.enc, self.ops, s, b, k, budget, self.enc.AR, gone)
         guard = z3.And(s.alive[b], s.inbox[b].length > k, q.kind == REQ_STOP, self.is_delete(s, b, k),
                        self.ops.accepts(s, b, k), extra)
         return Instance(name, args, f"{name}: StopReplica (delete)", guard, t)
@@ -456,11 +450,7 @@ class Admin:
                 out += [self.start_deletion(s, e), self.complete_deletion(s, e)]
             out.append(self.request_deletion(s))
             for b in self.enc.brokers():
-                out.append(self.delete_delivery(s, b, 0, "DeliverRequest", (b,), B(True), None))
-                if self.enc.cfg.faults.delayed_requests:
-                    for k in range(1, self.enc.Q):
-                        out.append(self.delete_delivery(s, b, k, "DeliverDelayedRequest", (b, k),
-                                                        s.budget["delayed_requests"] > 0, "delayed_requests"))
+                out += [self.delete_delivery(s, b, *slot) for slot in self.enc.delivery_slots(s, b)]
         return out
 
 

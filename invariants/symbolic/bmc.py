@@ -22,8 +22,9 @@ from isrcheck.model.tables import IllegalTransition
 from ..properties import ALL_PROPERTIES
 from .instance import Instance
 from .replication import STEP_FAULTS, TRANSITION, Encoding
-from .types import as_bool, as_int, conj, disj, fresh_name
-from .verdicts import Obligation, Verdict, new_solver
+from .logic import Answer, Solver, number, truth
+from .types import as_bool, conj, disj, fresh_name
+from .verdicts import Obligation, Verdict
 
 B = z3.BoolVal
 
@@ -52,7 +53,7 @@ def _decode_trace(enc: Encoding, m: z3.ModelRef, acts: list[z3.ArithRef],
                   steps: list[list[Instance]]) -> list[Action]:
     out = []
     for t, a in enumerate(acts):
-        k = as_int(m, a)
+        k = number(m, a)
         out.append(enc.action_of(steps[t][k], m))
     return out
 
@@ -118,19 +119,17 @@ class Unroller:
         """Whether step ``t`` (0-based) may be an illegal one at all (some instance can be)."""
         return self.illegal[t] is not False
 
-    def check(self, goal: z3.BoolRef, timeout: float | None,
-              illegal_last: bool = False) -> tuple[z3.CheckSatResult, z3.ModelRef | None, str]:
-        """Is ``goal`` reachable along legal steps (``illegal_last``: legal steps, then an illegal one)?"""
-        solver = new_solver(timeout)
+    def check(self, goal: z3.BoolRef, timeout: float | None, illegal_last: bool = False) -> Answer:
+        """Is ``goal`` reachable along legal steps (``illegal_last``: legal steps, then an illegal one)?
+        REFUTED (a model: the path) when it is, PROVED when it is not."""
+        solver = Solver(timeout)
         solver.add(*self.constraints)
         legal = self.illegal[:-1] if illegal_last else self.illegal
         solver.add(*[z3.Not(x) for x in legal if x is not False])
         if illegal_last:
             solver.add(as_bool(self.illegal[-1]))
         solver.add(goal)
-        r = solver.check()
-        return r, (solver.model() if r == z3.sat else None), ("" if r != z3.unknown else solver.reason_unknown())
-
+        return solver.check().detached()
 
 
 def _property_holds(name: str, states: Sequence[State]) -> bool:
@@ -182,17 +181,17 @@ def bmc(cfg: Config, depth: int, generation_name: str | None = None, timeout: fl
                 break
             q_start = time.perf_counter()
             goal = z3.Or(s.overflow, *[z3.Not(props[n]) for n in open_])
-            r, m, _ = un.check(goal, timeout)
-            if r == z3.unsat:
+            answer = un.check(goal, timeout)
+            if answer.proved:
                 break
-            if r != z3.sat:
+            m = answer.model
+            if m is None:
                 unknown_at = d
                 break
-            assert m is not None
-            if z3.is_true(m.eval(s.overflow, model_completion=True)):
+            if truth(m, s.overflow):
                 overflow_at = d
                 break
-            broken = [n for n in open_ if z3.is_false(m.eval(props[n], model_completion=True))]
+            broken = [n for n in open_ if not truth(m, props[n])]
             actions = _decode_trace(enc, m, un.acts, un.steps)
             states = replay(enc, actions, init_state)
             if stop_at_first:
@@ -210,9 +209,9 @@ def bmc(cfg: Config, depth: int, generation_name: str | None = None, timeout: fl
         if (d and fault and unknown_at is None and overflow_at is None and not (stop_at_first and found)
                 and un.can_be_illegal(d - 1)):
             q_start = time.perf_counter()
-            r, m, _ = un.check(B(True), timeout, illegal_last=True)
-            if r == z3.sat:
-                assert m is not None
+            answer = un.check(B(True), timeout, illegal_last=True)
+            m = answer.model
+            if m is not None:
                 actions = _decode_trace(enc, m, un.acts, un.steps)
                 states = replay(enc, actions[:-1], init_state)
                 if not _refused(enc, states[-1], actions[-1]):
@@ -221,7 +220,7 @@ def bmc(cfg: Config, depth: int, generation_name: str | None = None, timeout: fl
                                        f"but not in the model (please report)")
                 found[fault] = (d, actions, [*states, None], time.perf_counter() - q_start)
                 remaining.remove(fault)
-            elif r != z3.unsat:
+            elif answer.unknown:
                 unknown_at = d
         if unknown_at is not None or overflow_at is not None:
             break
@@ -229,7 +228,7 @@ def bmc(cfg: Config, depth: int, generation_name: str | None = None, timeout: fl
             last_depth = d - 1
             break
         if "WriteCommitted" in witnessed and witnessed["WriteCommitted"] is None:
-            if un.check(enc.write_committed(s), timeout)[0] == z3.sat:
+            if un.check(enc.write_committed(s), timeout).refuted:
                 witnessed["WriteCommitted"] = d
         last_depth = d
     seconds = time.perf_counter() - start

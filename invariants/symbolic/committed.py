@@ -7,7 +7,7 @@ holds the same records there. The facts below say so, and say why no step undoes
 HW or the start of its current epoch bounds every mark (so a follower that joins the ISR under
 KAFKA-7128 holds the whole prefix), and a pending OffsetsForLeaderEpoch answer never cuts a
 replica below its own HW, nor an ISR member below any mark. Each is a predicate over a symbolic
-state, in the shape of the pool of :mod:`.induction` (which adds them to its epoch candidates).
+state, in the shape of the pool of :mod:`.candidates` (:mod:`.epoch_candidates` adds them to its families).
 """
 from __future__ import annotations
 

@@ -19,7 +19,7 @@ reassignments to :mod:`.reassignment`). The plug-ins see the encoding only throu
 from __future__ import annotations
 
 import typing
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from typing import Any
@@ -30,7 +30,7 @@ from isrcheck.model.config import Config
 from isrcheck.model.protocol import Protocol
 from isrcheck.specs.protocol import Generation, Traits
 
-from .types import SymLog, SymReplica, SymRequest, SymState, as_bool
+from .types import SymLog, SymReplica, SymRequest, SymState, as_bool, fresh_replica_if
 
 B = z3.BoolVal
 
@@ -92,6 +92,7 @@ class Encoder(typing.Protocol):
     def send(self, t: SymState, b: int, kind: int, p: int = 0, cond: z3.BoolRef = ...,
              delete: bool = False) -> None: ...
     def pop(self, t: SymState, b: int, k: int) -> SymRequest: ...
+    def delivery_slots(self, s: SymState, b: int) -> Iterator[tuple[int, str, tuple, z3.BoolRef, str | None]]: ...
     def write_leader_isr(self, t: SymState, p: int, leader: z3.ArithRef, isr: dict[int, z3.BoolRef],
                          cond: z3.BoolRef) -> None: ...
     def unfenced(self, t: SymState, p: int) -> z3.BoolRef | bool: ...
@@ -122,6 +123,27 @@ class ControllerContext(typing.Protocol):
     def stale_epochs(self) -> range: ...
     def stale_instance(self, s: SymState, name: str, args: tuple, kind: str, e: int,
                        build: Callable[[SymState], tuple[z3.BoolRef | bool, SymState]]) -> Instance: ...
+
+
+def deleting_delivery(enc: Encoder, ctl: ControllerContext, s: SymState, b: int, k: int, budget: str | None,
+                      hosts: tuple[tuple[int, ...], ...],
+                      gone: Callable[[SymState, int, z3.BoolRef], None]) -> SymState:
+    """The state after broker ``b`` takes the deleting StopReplica in slot ``k`` of its queue, as the
+    plug-ins that delete replicas (topic deletion, reassignment step 9) share it: charged to
+    ``budget``, accepted in the context of ``ctl``, popped, and the replica of the partition it names
+    gone (a fresh replica's fields; for each partition ``p`` whose ``hosts[p]`` include ``b``), which
+    ``gone(t, p, c)`` records in the plug-in's own state (``c``: the request names ``p``)."""
+    q = s.inbox[b].slots[k]
+    t = s.spend(budget)
+    ctl.accepted(s, t, b, k)
+    enc.pop(t, b, k)
+    for p in range(enc.P):
+        if b not in hosts[p]:
+            continue
+        c = q.partition == p
+        t.replicas[p][b] = fresh_replica_if(c, t.replicas[p][b])
+        gone(t, p, c)
+    return t
 
 
 # ============================================================================ the generation plug-in
@@ -189,4 +211,4 @@ class TruncationRule:
         return []
 
 
-__all__ = ["Instance", "Unsupported", "Encoder", "ControllerContext", "TruncationRule"]
+__all__ = ["Instance", "Unsupported", "Encoder", "ControllerContext", "TruncationRule", "deleting_delivery"]

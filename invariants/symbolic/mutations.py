@@ -23,7 +23,7 @@ from isrcheck.model.protocol import Protocol
 from isrcheck.model.state import Replica
 
 from .generations import HighWatermarkTruncation, generation
-from .induction import InductionResult, prove_inductive
+from .houdini import InductionResult, prove_inductive
 from .instance import Encoder, TruncationRule, Unsupported
 from .reach import DEFAULT_MAX_STATES, classify
 from .types import SymReplica, SymRequest, imin

@@ -48,14 +48,13 @@ from isrcheck.model.tables import PartitionState, ReplicaState
 
 from .admin import Admin, SymAdmin, needs_admin
 from .instance import Encoder, Instance
+from .logic import number, truth
 from .reassignment import Reassignment, SymReassign
-from .types import NUM_MAX, REQ_LAI, REQ_STOP, as_bool, as_int, conj, first_of, fresh_name, ite, negate, num, numval, SymState
+from .types import (CONTROLLER_BUDGET, NUM_MAX, REQ_LAI, REQ_STOP, as_bool, conj, decode_mask, first_of, fresh_name,
+                    ite, negate, num, numval, SymState)
 
 B = z3.BoolVal
 I = numval  # noqa: E741
-
-BUDGETS = ("preferred_elections", "controlled_shutdowns", "controller_failovers")
-
 
 def needs_operations(cfg: Config) -> bool:
     """Whether ``cfg`` uses anything of this module (otherwise the encoding stays as it was)."""
@@ -84,7 +83,7 @@ class SymOps:
     stale_live: dict[int, z3.BoolRef]
     stale_online: tuple[z3.BoolRef, ...]
     stale_shutting: dict[int, z3.BoolRef]
-    budget: dict[str, z3.ArithRef]
+    budget: dict[str, z3.ArithRef]  # the counters of CONTROLLER_BUDGET, by the model's names
     admin: SymAdmin | None = None  # topic creation (admin.py), None when not encoded
     reassign: SymReassign | None = None  # reassignments (reassignment.py), None when not encoded
 
@@ -108,7 +107,7 @@ class SymOps:
             stale_live={b: bv(f"stale.live{b}") for b in bs},
             stale_online=tuple(bv(f"stale.online{p}") for p in range(partitions)),
             stale_shutting={b: bv(f"stale.shutting{b}") for b in bs},
-            budget={f: iv(f"budget.{f}") for f in BUDGETS},
+            budget={f: iv(f"budget.{f}") for f in CONTROLLER_BUDGET},
         )
 
     def leaves(self) -> list[z3.ExprRef]:
@@ -121,7 +120,7 @@ class SymOps:
         out += [self.stale_live[b] for b in sorted(self.stale_live)]
         out += list(self.stale_online)
         out += [self.stale_shutting[b] for b in sorted(self.stale_shutting)]
-        out += [self.budget[f] for f in BUDGETS]
+        out += [self.budget[f] for f in CONTROLLER_BUDGET]
         if self.admin is not None:
             out += self.admin.leaves()
         if self.reassign is not None:
@@ -139,7 +138,7 @@ class SymOps:
         stale_live = {b: nx() for b in sorted(self.stale_live)}
         stale_online = tuple(nx() for _ in self.stale_online)
         stale_shutting = {b: nx() for b in sorted(self.stale_shutting)}
-        budget = {f: nx() for f in BUDGETS}
+        budget = {f: nx() for f in CONTROLLER_BUDGET}
         admin = self.admin.rebuild(nx) if self.admin is not None else None
         reassign = self.reassign.rebuild(nx) if self.reassign is not None else None
         return SymOps(preferred, zk_epoch, part_epoch, broker_epoch, req_epoch, shutting, stale, stale_live,
@@ -167,7 +166,7 @@ class SymOps:
             pairs.append((x, Bv(st is not None and st.partition_states[p] == PartitionState.ONLINE)))
         for b, x in self.stale_shutting.items():
             pairs.append((x, Bv(st is not None and bool(st.shutting_down >> b & 1))))
-        pairs += [(self.budget[f], I(getattr(s.budget, f))) for f in BUDGETS]
+        pairs += [(self.budget[f], I(getattr(s.budget, f))) for f in CONTROLLER_BUDGET]
         if self.admin is not None:
             pairs += self.admin.values_of(s)
         if self.reassign is not None:
@@ -176,34 +175,27 @@ class SymOps:
 
     def decode(self, model: z3.ModelRef, st: State) -> State:
         """``st`` (decoded by SymState) completed with the controller side."""
-        def iv(t: z3.ExprRef) -> int:
-            return as_int(model, t)
-
-        def bv(t: z3.ExprRef) -> bool:
-            return z3.is_true(model.eval(t, model_completion=True))
-
-        def mask(d: dict[int, z3.BoolRef]) -> int:
-            return mask_of(b for b, t in d.items() if bv(t))
-
-        epoch = iv(self.zk_epoch)
-        parts = tuple(zp._replace(controller_epoch=iv(self.part_epoch[p])) for p, zp in enumerate(st.zk.partitions))
-        preferred = mask_of(p for p, x in enumerate(self.preferred) if bv(x))
+        epoch = number(model, self.zk_epoch)
+        parts = tuple(zp._replace(controller_epoch=number(model, self.part_epoch[p]))
+                      for p, zp in enumerate(st.zk.partitions))
+        preferred = mask_of(p for p, x in enumerate(self.preferred) if truth(model, x))
         zk = st.zk._replace(controller_epoch=epoch, partitions=parts, preferred=preferred)
-        brokers = tuple(Broker(br.alive, iv(self.broker_epoch[i + 1]), br.replicas) for i, br in enumerate(st.brokers))
-        inbox = tuple(tuple(req._replace(controller_epoch=iv(self.req_epoch[i + 1][k])) for k, req in enumerate(q))
-                      for i, q in enumerate(st.inbox))
-        controller = st.controller._replace(epoch=epoch, shutting_down=mask(self.shutting))
+        brokers = tuple(Broker(br.alive, number(model, self.broker_epoch[i + 1]), br.replicas)
+                        for i, br in enumerate(st.brokers))
+        inbox = tuple(tuple(req._replace(controller_epoch=number(model, self.req_epoch[i + 1][k]))
+                            for k, req in enumerate(q)) for i, q in enumerate(st.inbox))
+        controller = st.controller._replace(epoch=epoch, shutting_down=decode_mask(model, self.shutting))
         stale: Controller | None = None
-        if bv(self.stale):
-            live = mask(self.stale_live)
+        if truth(model, self.stale):
+            live = decode_mask(model, self.stale_live)
             stale = controller._replace(
-                epoch=epoch - 1, live=live, shutting_down=mask(self.stale_shutting),
-                partition_states=tuple(PartitionState.ONLINE if bv(o) else PartitionState.OFFLINE
+                epoch=epoch - 1, live=live, shutting_down=decode_mask(model, self.stale_shutting),
+                partition_states=tuple(PartitionState.ONLINE if truth(model, o) else PartitionState.OFFLINE
                                        for o in self.stale_online),
                 replica_states=tuple(tuple(ReplicaState.NON_EXISTENT if rs == ReplicaState.NON_EXISTENT
                                            else ReplicaState.ONLINE if live >> (b + 1) & 1 else ReplicaState.OFFLINE
                                            for b, rs in enumerate(row)) for row in controller.replica_states))
-        budget = st.budget._replace(**{f: iv(self.budget[f]) for f in BUDGETS})
+        budget = st.budget._replace(**{f: number(model, self.budget[f]) for f in CONTROLLER_BUDGET})
         out = st._replace(zk=zk, controller=controller, stale=stale, brokers=brokers, inbox=inbox, budget=budget)
         if self.admin is not None:
             out = self.admin.decode(model, out)
@@ -323,9 +315,7 @@ class Operations:
     def rejected_delivery(self, s: SymState, b: int, k: int, name: str, args: tuple, base: z3.BoolRef,
                           budget: str | None) -> Instance:
         """A request from a deposed controller: popped, nothing else."""
-        t = s.clone()
-        if budget:
-            t.budget[budget] = s.budget[budget] - 1
+        t = s.spend(budget)
         self.enc.pop(t, b, k)
         return Instance(name, args, f"{name}: from a deposed controller", z3.And(base, z3.Not(self.accepts(s, b, k))), t)
 
@@ -529,4 +519,4 @@ class Operations:
         return out
 
 
-__all__ = ["SymOps", "Operations", "needs_operations", "BUDGETS"]
+__all__ = ["SymOps", "Operations", "needs_operations"]

@@ -33,15 +33,15 @@ from typing import Any, Callable
 
 import z3
 
-from isrcheck.model.brokersets import mask_of
 from isrcheck.model.config import Config
 from isrcheck.model.state import LeaderAndIsr, State, StopReplica
 from isrcheck.model.tables import ReplicaState as RS
 
 from isrcheck.specs.protocol import REASSIGNMENT_STEPS, step_number
 
-from .instance import ControllerContext, Encoder, Instance
-from .types import REQ_LAI, REQ_STOP, as_bool, check_replica_move, fresh_name, fresh_replica_if, num, numval, SymState
+from .instance import ControllerContext, Encoder, Instance, deleting_delivery
+from .logic import number, truth
+from .types import REQ_LAI, REQ_STOP, as_bool, check_replica_move, decode_mask, fresh_name, num, numval, SymState
 
 B = z3.BoolVal
 I = numval  # noqa: E741
@@ -307,10 +307,7 @@ class Reassignment:
     def decode(self, model: z3.ModelRef, r: SymReassign, st: State) -> State:
         """``st`` with the reassignment fields a z3 model gives ``r``."""
         def iv(t: z3.ExprRef) -> int:
-            return model.eval(t, model_completion=True).as_signed_long()
-
-        def bv(t: z3.ExprRef) -> bool:
-            return z3.is_true(model.eval(t, model_completion=True))
+            return number(model, t)
 
         def lst(p: int, t: z3.ExprRef) -> List:
             k = iv(t)
@@ -326,12 +323,9 @@ class Reassignment:
         k = max(0, min(iv(r.requested), len(self.requests)))
         out = st._replace(zk=zk, ghost=ghost, controller=c, reassignments=self.requests[k:])
         if r.assigned:
-            def mask(d: dict[int, z3.BoolRef]) -> int:
-                return mask_of(m for m, x in d.items() if z3.is_true(model.eval(x, model_completion=True)))
-
             brokers = tuple(br._replace(replicas=tuple(
                 rep if rep is None or (b + 1) not in r.assigned[p]
-                else rep._replace(assigned=mask(r.assigned[p][b + 1]))
+                else rep._replace(assigned=decode_mask(model, r.assigned[p][b + 1]))
                 for p, rep in enumerate(br.replicas))) for b, br in enumerate(out.brokers))
             out = out._replace(brokers=brokers)
         if r.req_list is not None:
@@ -341,7 +335,8 @@ class Reassignment:
                 for i, req in enumerate(q)) for b, q in enumerate(out.inbox))
             out = out._replace(inbox=inbox)
         if r.req_del is not None:
-            inbox = tuple(tuple(req._replace(delete=bv(r.req_del[b + 1][i])) if isinstance(req, StopReplica) else req
+            inbox = tuple(tuple(req._replace(delete=truth(model, r.req_del[b + 1][i]))
+                                if isinstance(req, StopReplica) else req
                                 for i, req in enumerate(q)) for b, q in enumerate(out.inbox))
             out = out._replace(inbox=inbox)
         if r.rstate:
@@ -350,7 +345,7 @@ class Reassignment:
                        for p, row in enumerate(out.controller.replica_states))
             out = out._replace(controller=out.controller._replace(replica_states=rs))
             brokers = tuple(br._replace(replicas=tuple(
-                None if (b + 1) in r.hosted[p] and not bv(r.hosted[p][b + 1]) else rep
+                None if (b + 1) in r.hosted[p] and not truth(model, r.hosted[p][b + 1]) else rep
                 for p, rep in enumerate(br.replicas))) for b, br in enumerate(out.brokers))
             out = out._replace(brokers=brokers)
         if r.stale_step and out.stale is not None:
@@ -714,19 +709,13 @@ class Reassignment:
         fields those of a fresh replica); the controller's replica is already NonExistent."""
         ctl = _controller(enc)
         q = s.inbox[b].slots[k]
-        t = s.clone()
-        if budget:
-            t.budget[budget] = s.budget[budget] - 1
-        ctl.accepted(s, t, b, k)
-        enc.pop(t, b, k)
-        for p in range(self.P):
-            if b not in self.U[p]:
-                continue
-            c = q.partition == p
-            t.replicas[p][b] = fresh_replica_if(c, t.replicas[p][b])
+
+        def gone(t: SymState, p: int, c: z3.BoolRef) -> None:
             row = t.ops.reassign.hosted[p]
             row[b] = z3.And(row[b], z3.Not(c))
             t.ops.reassign.assigned[p][b] = {m: z3.And(x, z3.Not(c)) for m, x in t.ops.reassign.assigned[p][b].items()}
+
+        t = deleting_delivery(enc, ctl, s, b, k, budget, self.U, gone)
         guard = z3.And(s.alive[b], s.inbox[b].length > k, q.kind == REQ_STOP, s.ops.reassign.req_del[b][k],
                        ctl.accepts(s, b, k), extra)
         return Instance(name, args, f"{name}: StopReplica (delete)", guard, t)
@@ -743,11 +732,7 @@ class Reassignment:
             for p in range(self.P):
                 out += self.stale_step_instances(enc, s, e, p)
         for b in enc.brokers():
-            out.append(self.delete_delivery(enc, s, b, 0, "DeliverRequest", (b,), B(True), None))
-            if enc.cfg.faults.delayed_requests:
-                for k in range(1, enc.Q):
-                    out.append(self.delete_delivery(enc, s, b, k, "DeliverDelayedRequest", (b, k),
-                                                    s.budget["delayed_requests"] > 0, "delayed_requests"))
+            out += [self.delete_delivery(enc, s, b, *slot) for slot in enc.delivery_slots(s, b)]
         return out
 
     # ------------------------------------------------------------------ the broker change

@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import dataclasses
 import itertools
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 import z3
@@ -44,6 +44,7 @@ from isrcheck.model.state import State
 from .admin import admin_unsupported
 from .generations import GENERATIONS, generation
 from .instance import Instance, TruncationRule, Unsupported
+from .logic import number
 from .operations import Operations, needs_operations
 from .reassignment import universe
 from .types import (
@@ -53,7 +54,6 @@ from .types import (
     REQ_STOP,
     REQ_UM,
     as_bool,
-    as_int,
     conj,
     disj,
     first_of,
@@ -67,6 +67,7 @@ from .types import (
     SymReplica,
     SymRequest,
     SymState,
+    uncovered_budget,
 )
 
 B = z3.BoolVal
@@ -438,6 +439,15 @@ class Encoding:
         if self.ops is not None and self.ops.reassign is not None:
             self.ops.reassign.became_follower(t.ops.reassign, p, b)
 
+    def delivery_slots(self, s: SymState, b: int) -> Iterator[tuple[int, str, tuple, z3.BoolRef, str | None]]:
+        """(slot, action name, arguments, extra guard, budget spent) of each delivery from ``b``'s queue:
+        its head (DeliverRequest) and, with delayed requests, every later slot (DeliverDelayedRequest).
+        Lazily: each guard is built when the delivery before it has been."""
+        yield 0, "DeliverRequest", (b,), B(True), None
+        if self.cfg.faults.delayed_requests:
+            for k in range(1, self.Q):
+                yield k, "DeliverDelayedRequest", (b, k), s.budget["delayed_requests"] > 0, "delayed_requests"
+
     def deliveries(self, s: SymState, b: int, k: int, name: str, args: tuple, extra_guard: z3.BoolRef,
                    budget: str | None) -> list[Instance]:
         out = []
@@ -450,9 +460,7 @@ class Encoding:
         reassign = self.ops.reassign if self.ops is not None else None
 
         def make(kind: str, guard: z3.BoolRef, act: Callable[[SymState, SymRequest], None], lai: int = -1) -> None:
-            t = s.clone()
-            if budget:
-                t.budget[budget] = s.budget[budget] - 1
+            t = s.spend(budget)
             if self.ops is not None:
                 self.ops.accepted(s, t, b, k)
             req = self.pop(t, b, k)
@@ -649,11 +657,8 @@ class Encoding:
         f = self.cfg.faults
         out: list[Instance] = []
         for b in self.brokers():
-            out += self.deliveries(s, b, 0, "DeliverRequest", (b,), B(True), None)
-            if f.delayed_requests:
-                for k in range(1, self.Q):
-                    out += self.deliveries(s, b, k, "DeliverDelayedRequest", (b, k),
-                                           s.budget["delayed_requests"] > 0, "delayed_requests")
+            for k, name, args, extra, budget in self.delivery_slots(s, b):
+                out += self.deliveries(s, b, k, name, args, extra, budget)
             for p in range(self.P):
                 if b not in self.U[p]:
                     continue
@@ -777,7 +782,7 @@ class Encoding:
     # ------------------------------------------------------------------ concrete actions
     def action_of(self, inst: Instance, m: z3.ModelRef) -> Action:
         if inst.name == "LossyCrash":
-            kept = tuple(as_int(m, inst.extra["kept"][p]) if p in inst.extra["kept"] else 0
+            kept = tuple(number(m, inst.extra["kept"][p]) if p in inst.extra["kept"] else 0
                          for p in range(self.P))
             return Action("LossyCrash", (inst.args[0], kept))
         return Action(inst.name, inst.args)
@@ -800,14 +805,15 @@ NOT_ENCODED = {
 
 def unsupported_reason(cfg: Config) -> str:
     """Why ``cfg`` is outside the fragment the encoding covers ('' when it is inside)."""
-    o, f = cfg.operations, cfg.faults
+    o = cfg.operations
     if cfg.generation not in GENERATIONS:
         return (f"the symbolic encoding does not cover generation = {cfg.generation.value!r} (encoded: "
                 f"{', '.join(GENERATIONS)}); `isrcheck check` does")
     if cfg.detect_restarts:
         return "the symbolic encoding does not cover bounce detection (detect_restarts)"
-    if f.session_expiries:
-        return "the symbolic encoding does not cover broker session expiries (faults.session_expiries)"
+    uncovered = uncovered_budget(cfg)  # a counter of the model's budget that no action of the encoding spends
+    if uncovered:
+        return f"the symbolic encoding does not cover {uncovered}"
     if cfg.controller_connections != "shared":
         return "the symbolic encoding does not cover per-controller connections (controller_connections)"
     if cfg.max_fetch_records:

@@ -30,8 +30,9 @@ import z3
 from isrcheck.model.brokersets import members, render
 from isrcheck.model.selectors import SELECTORS, Election, NoEligibleLeader, Selector, SelectorInput
 
+from .logic import Solver
 from .types import SymElection, SymSelectorInput, bv_bit, bv_member, bv_subset, election_tuple
-from .verdicts import Obligation, Progress, Verdict, new_solver, no_progress, timed_check, verdict_of
+from .verdicts import Obligation, Progress, Verdict, no_progress
 
 SelectFn = Callable[[Selector, SelectorInput], Election]
 """The variant hook's signature: ``Protocol.select(selector, inp)``."""
@@ -263,6 +264,19 @@ def _offline_candidates(v: View) -> Any:
     return v.any(v.slots, v.live_isr)
 
 
+# clauses that more than one selector promises
+_NEVER_OUTSIDE_THE_ISR = Clause("never elects outside the ISR", _stays_in_isr)
+_KEEPS_THE_ISR = Clause("the new ISR is the current one, within AR and contains the leader",
+                        lambda v: v.ops.Implies(v.ok, v.ops.And(
+                            v.ops.eq(v.new_isr, v.isr), v.ops.member(v.new_isr, v.new_leader),
+                            v.ops.subset(v.new_isr, v.assigned()))),
+                        _isr_premise, _ISR_PREMISE)
+_TELLS_THE_LEADER_AND_LIVE_ASSIGNED = Clause(
+    "LeaderAndIsr goes to the leader and only to live assigned replicas",
+    lambda v: v.ops.Implies(v.ok, v.ops.And(v.ops.member(v.receivers, v.new_leader),
+                                            v.ops.subset(v.receivers, v.ops.inter(v.assigned(), v.live)))))
+
+
 CONTRACTS: dict[Selector, tuple[Clause, ...]] = {
     Selector.OFFLINE_PARTITION: (
         Clause("errors exactly when no candidate exists",
@@ -285,10 +299,7 @@ CONTRACTS: dict[Selector, tuple[Clause, ...]] = {
                lambda v: v.ops.Implies(v.ok, v.ops.And(
                    v.ops.Implies(v.ops.Not(v.unclean), v.first_is(v.slots, v.live_isr, v.new_leader)),
                    v.ops.Implies(v.unclean, v.first_is(v.slots, lambda b: v.ops.member(v.live, b), v.new_leader))))),
-        Clause("LeaderAndIsr goes to the leader and only to live assigned replicas",
-               lambda v: v.ops.Implies(v.ok, v.ops.And(
-                   v.ops.member(v.receivers, v.new_leader),
-                   v.ops.subset(v.receivers, v.ops.inter(v.assigned(), v.live))))),
+        _TELLS_THE_LEADER_AND_LIVE_ASSIGNED,
     ),
     Selector.REASSIGNED_PARTITION: (
         Clause("errors exactly when no candidate exists",
@@ -296,12 +307,8 @@ CONTRACTS: dict[Selector, tuple[Clause, ...]] = {
         Clause("a clean election picks a live ISR member of RAR",
                lambda v: v.ops.Implies(v.ok, v.ops.And(
                    v.live_isr(v.new_leader), v.ops.member(v.ops.mask(v.target_slots), v.new_leader)))),
-        Clause("never elects outside the ISR", _stays_in_isr),
-        Clause("the new ISR is the current one, within AR and contains the leader",
-               lambda v: v.ops.Implies(v.ok, v.ops.And(
-                   v.ops.eq(v.new_isr, v.isr), v.ops.member(v.new_isr, v.new_leader),
-                   v.ops.subset(v.new_isr, v.assigned()))),
-               _isr_premise, _ISR_PREMISE),
+        _NEVER_OUTSIDE_THE_ISR,
+        _KEEPS_THE_ISR,
         Clause("the first qualifying replica of RAR wins",
                lambda v: v.ops.Implies(v.ok, v.first_is(v.target_slots, v.live_isr, v.new_leader))),
         Clause("LeaderAndIsr goes to RAR, leader included",
@@ -317,16 +324,9 @@ CONTRACTS: dict[Selector, tuple[Clause, ...]] = {
         Clause("a clean election picks a live ISR member of AR",
                lambda v: v.ops.Implies(v.ok, v.ops.And(v.live_isr(v.new_leader),
                                                        v.ops.member(v.assigned(), v.new_leader)))),
-        Clause("never elects outside the ISR", _stays_in_isr),
-        Clause("the new ISR is the current one, within AR and contains the leader",
-               lambda v: v.ops.Implies(v.ok, v.ops.And(
-                   v.ops.eq(v.new_isr, v.isr), v.ops.member(v.new_isr, v.new_leader),
-                   v.ops.subset(v.new_isr, v.assigned()))),
-               _isr_premise, _ISR_PREMISE),
-        Clause("LeaderAndIsr goes to the leader and only to live assigned replicas",
-               lambda v: v.ops.Implies(v.ok, v.ops.And(
-                   v.ops.member(v.receivers, v.new_leader),
-                   v.ops.subset(v.receivers, v.ops.inter(v.assigned(), v.live))))),
+        _NEVER_OUTSIDE_THE_ISR,
+        _KEEPS_THE_ISR,
+        _TELLS_THE_LEADER_AND_LIVE_ASSIGNED,
     ),
     Selector.CONTROLLED_SHUTDOWN: (
         Clause("errors exactly when no candidate exists",
@@ -526,38 +526,35 @@ def prove_clause(selector: Selector, clause: Clause, brokers: int, timeout: floa
     i = SymSelectorInput.fresh(brokers)
     e = (encoding or ENCODINGS[selector])(i)
     v = z3_view(i, e)
-    s = new_solver(timeout)
+    s = Solver(timeout)
     s.add(i.wellformed())
     if clause.premise is not None:
         s.add(clause.premise(v))
     s.add(z3.Not(clause.check(v)))
-    result, seconds = timed_check(s)
-    verdict = verdict_of(result)
+    answer = s.check()
     scope = f"every input over 1..{brokers} brokers"
     if clause.premise_text:
         scope += f", given {clause.premise_text}"
-    ob = Obligation("selectors", f"{selector.value}: {clause.name}", "", verdict, seconds, scope)
-    if verdict == Verdict.REFUTED:
-        m = _small_model(s, i) or s.model()
+    ob = Obligation("selectors", f"{selector.value}: {clause.name}", "", answer.verdict, answer.seconds, scope)
+    if answer.refuted:
+        m = _small_model(s, i) or answer.model
         inp = i.decode(m)
         out = e.decode(m)
         ob.counterexample, ob.lines = _counterexample(selector, inp, out, what=clause.name)
-    elif verdict == Verdict.UNKNOWN:
-        ob.detail = f"z3: {s.reason_unknown()}"
+    elif answer.unknown:
+        ob.detail = f"z3: {answer.reason}"
     return ob
 
 
-def _small_model(s: z3.Solver, i: SymSelectorInput) -> z3.ModelRef | None:
+def _small_model(s: Solver, i: SymSelectorInput) -> z3.ModelRef | None:
     """A counterexample over as few brokers as possible (easier to read): ids and sets within 1..k."""
     for k in range(1, i.brokers + 1):
         ids = i.const(((1 << (k + 1)) - 1) & ~1)
-        s.push()
-        s.add(z3.ULE(i.length, i.const(k)), z3.ULE(i.target_length, i.const(k)), z3.ULE(i.leader, i.const(k)))
-        s.add(*[bv_subset(m, ids) for m in (i.isr, i.live, i.shutting_down)])
-        s.add(*[z3.ULE(a, i.const(k)) for a in (*i.assignment, *i.target)])
-        r = s.check()
-        m = s.model() if r == z3.sat else None
-        s.pop()
+        with s.frame():
+            s.add(z3.ULE(i.length, i.const(k)), z3.ULE(i.target_length, i.const(k)), z3.ULE(i.leader, i.const(k)))
+            s.add(*[bv_subset(m, ids) for m in (i.isr, i.live, i.shutting_down)])
+            s.add(*[z3.ULE(a, i.const(k)) for a in (*i.assignment, *i.target)])
+            m = s.check().model
         if m is not None:
             return m
     return None
@@ -570,11 +567,12 @@ def witness_note(selector: Selector, brokers: int, timeout: float | None) -> str
     text, pred = NOTES[selector]
     i = SymSelectorInput.fresh(brokers)
     e = ENCODINGS[selector](i)
-    s = new_solver(timeout)
+    s = Solver(timeout)
     s.add(i.wellformed(), pred(z3_view(i, e)))
-    if s.check() != z3.sat:
+    found = s.check()
+    if not found.refuted:
         return ""
-    m = _small_model(s, i) or s.model()
+    m = _small_model(s, i) or found.model
     return f"{selector.value} {text}: {describe_input(i.decode(m), selector)} -> {describe_output(e.decode(m))}"
 
 

@@ -29,9 +29,9 @@ from __future__ import annotations
 
 import itertools
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, ClassVar
 
 import z3
 
@@ -42,8 +42,9 @@ from isrcheck.model.tables import PartitionState as P
 from isrcheck.model.tables import ReplicaState as R
 from isrcheck.specs.protocol import REASSIGNMENT_STEPS, step_number
 
+from .logic import Solver, consecution, initiation, number, truth
 from .types import fresh_name, partition_move_ok, replica_move_ok, state_label
-from .verdicts import Obligation, Progress, Verdict, new_solver, no_progress, timed_check, verdict_of
+from .verdicts import Obligation, Progress, Verdict, no_progress
 
 # ============================================================================ facts about a pair
 BOOL_FACTS = (
@@ -113,54 +114,55 @@ class F(Cond):
 
 
 @dataclass(frozen=True)
-class PS(Cond):
-    states: tuple[P, ...]
+class _OneOf(Cond):
+    """The pair's value in one of its machines (``machine``: the ``Env`` field ps, rs or step) is one
+    of ``values``."""
 
-    def __init__(self, *states: P) -> None:
-        object.__setattr__(self, "states", states)
+    values: tuple[int, ...]
+    machine: ClassVar[str]
+    title: ClassVar[str]
 
-    def sym(self, e: Env) -> z3.BoolRef:
-        return z3.Or([e.ps == int(s) for s in self.states])
+    def __init__(self, *values: int) -> None:
+        object.__setattr__(self, "values", values)
 
-    def conc(self, e: Env) -> bool:
-        return e.ps in self.states
-
-    def __str__(self) -> str:
-        return "partition " + "|".join(s.label for s in self.states)
-
-
-@dataclass(frozen=True)
-class RS(Cond):
-    states: tuple[R, ...]
-
-    def __init__(self, *states: R) -> None:
-        object.__setattr__(self, "states", states)
+    @staticmethod
+    def label(value: int) -> str:
+        return str(value)
 
     def sym(self, e: Env) -> z3.BoolRef:
-        return z3.Or([e.rs == int(s) for s in self.states])
+        return z3.Or([getattr(e, self.machine) == int(v) for v in self.values])
 
     def conc(self, e: Env) -> bool:
-        return e.rs in self.states
+        return getattr(e, self.machine) in self.values
 
     def __str__(self) -> str:
-        return "replica " + "|".join(s.label for s in self.states)
+        return f"{self.title} " + "|".join(self.label(v) for v in self.values)
 
 
-@dataclass(frozen=True)
-class Step(Cond):
-    steps: tuple[int, ...]
+class PS(_OneOf):
+    """The partition's state is one of the given."""
 
-    def __init__(self, *steps: int) -> None:
-        object.__setattr__(self, "steps", steps)
+    machine, title = "ps", "partition"
 
-    def sym(self, e: Env) -> z3.BoolRef:
-        return z3.Or([e.step == k for k in self.steps])
+    @staticmethod
+    def label(value: int) -> str:
+        return P(value).label
 
-    def conc(self, e: Env) -> bool:
-        return e.step in self.steps
 
-    def __str__(self) -> str:
-        return "step " + "|".join(map(str, self.steps))
+class RS(_OneOf):
+    """The replica's state is one of the given."""
+
+    machine, title = "rs", "replica"
+
+    @staticmethod
+    def label(value: int) -> str:
+        return R(value).label
+
+
+class Step(_OneOf):
+    """The reassignment's step is one of the given."""
+
+    machine, title = "step", "step"
 
 
 def steps_from(first: str, last: str) -> Step:
@@ -170,21 +172,28 @@ def steps_from(first: str, last: str) -> Step:
 
 
 @dataclass(frozen=True)
-class Ok(Cond):
+class _Flag(Cond):
+    """A flag of the program's run (``flag``: the ``Env`` field ok or stopped) is set."""
+
+    flag: ClassVar[str]
+
     def sym(self, e: Env) -> z3.BoolRef:
-        return e.ok
+        return getattr(e, self.flag)
 
     def conc(self, e: Env) -> bool:
-        return bool(e.ok)
+        return bool(getattr(e, self.flag))
 
 
-@dataclass(frozen=True)
-class Stopped(Cond):
-    def sym(self, e: Env) -> z3.BoolRef:
-        return e.stopped
+class Ok(_Flag):
+    """The last move was not refused."""
 
-    def conc(self, e: Env) -> bool:
-        return bool(e.stopped)
+    flag = "ok"
+
+
+class Stopped(_Flag):
+    """The program stopped."""
+
+    flag = "stopped"
 
 
 @dataclass(frozen=True)
@@ -202,34 +211,34 @@ class Not(Cond):
 
 
 @dataclass(frozen=True)
-class All(Cond):
+class _Junction(Cond):
+    """Conditions joined: all of them (:class:`All`) or any (:class:`AnyOf`); ``unit`` is the value of
+    none at all."""
+
     cs: tuple[Cond, ...]
+    unit: ClassVar[bool]
+    join: ClassVar[Callable[[list[z3.BoolRef]], z3.BoolRef]]
+    fold: ClassVar[Callable[[Iterable[bool]], bool]]
 
     def __init__(self, *cs: Cond) -> None:
         object.__setattr__(self, "cs", cs)
 
     def sym(self, e: Env) -> z3.BoolRef:
-        return z3.And([c.sym(e) for c in self.cs]) if self.cs else z3.BoolVal(True)
+        return type(self).join([c.sym(e) for c in self.cs]) if self.cs else z3.BoolVal(self.unit)
 
     def conc(self, e: Env) -> bool:
-        return all(c.conc(e) for c in self.cs)
+        return type(self).fold(c.conc(e) for c in self.cs)
+
+
+class All(_Junction):
+    unit, join, fold = True, z3.And, all
 
     def __str__(self) -> str:
         return " and ".join(map(str, self.cs)) or "true"
 
 
-@dataclass(frozen=True)
-class AnyOf(Cond):
-    cs: tuple[Cond, ...]
-
-    def __init__(self, *cs: Cond) -> None:
-        object.__setattr__(self, "cs", cs)
-
-    def sym(self, e: Env) -> z3.BoolRef:
-        return z3.Or([c.sym(e) for c in self.cs]) if self.cs else z3.BoolVal(False)
-
-    def conc(self, e: Env) -> bool:
-        return any(c.conc(e) for c in self.cs)
+class AnyOf(_Junction):
+    unit, join, fold = False, z3.Or, any
 
     def __str__(self) -> str:
         return "(" + " or ".join(map(str, self.cs)) + ")"
@@ -375,27 +384,27 @@ class FreeV(Val):
 
 
 @dataclass(frozen=True)
-class AndV(Val):
+class _BinaryV(Val):
+    """Two values joined: both (:class:`AndV`) or either (:class:`OrV`)."""
+
     a: Val
     b: Val
+    join: ClassVar[Callable[[z3.BoolRef, z3.BoolRef], z3.BoolRef]]
+    fold: ClassVar[Callable[[Iterable[bool]], bool]]
 
     def sym(self, e: Env, pre: Env, frees: dict[str, Any]) -> Any:
-        return z3.And(self.a.sym(e, pre, frees), self.b.sym(e, pre, frees))
+        return type(self).join(self.a.sym(e, pre, frees), self.b.sym(e, pre, frees))
 
     def conc(self, e: Env, pre: Env, frees: dict[str, Any]) -> Any:
-        return bool(self.a.conc(e, pre, frees)) and bool(self.b.conc(e, pre, frees))
+        return type(self).fold(bool(v.conc(e, pre, frees)) for v in (self.a, self.b))
 
 
-@dataclass(frozen=True)
-class OrV(Val):
-    a: Val
-    b: Val
+class AndV(_BinaryV):
+    join, fold = z3.And, all
 
-    def sym(self, e: Env, pre: Env, frees: dict[str, Any]) -> Any:
-        return z3.Or(self.a.sym(e, pre, frees), self.b.sym(e, pre, frees))
 
-    def conc(self, e: Env, pre: Env, frees: dict[str, Any]) -> Any:
-        return bool(self.a.conc(e, pre, frees)) or bool(self.b.conc(e, pre, frees))
+class OrV(_BinaryV):
+    join, fold = z3.Or, any
 
 
 HAVOC = "*"  # a post-fact that may take any value (subject to the axioms)
@@ -808,15 +817,10 @@ def _setup(prog: Program, with_invariants: bool) -> tuple[Env, Env, dict[str, z3
 
 
 def _values(m: z3.ModelRef, e: Env, frees: dict[str, z3.BoolRef] | None = None) -> dict[str, Any]:
-    def b(t: z3.ExprRef) -> bool:
-        return z3.is_true(m.eval(t, model_completion=True))
-
-    out = {"partition": int(m.eval(e.ps, model_completion=True).as_long()),
-           "replica": int(m.eval(e.rs, model_completion=True).as_long()),
-           "step": int(m.eval(e.step, model_completion=True).as_long()),
-           "facts": {f: b(e.facts[f]) for f in BOOL_FACTS}}
+    out = {"partition": number(m, e.ps), "replica": number(m, e.rs), "step": number(m, e.step),
+           "facts": {f: truth(m, e.facts[f]) for f in BOOL_FACTS}}
     if frees:
-        out["choices"] = {f: b(t) for f, t in frees.items()}
+        out["choices"] = {f: truth(m, t) for f, t in frees.items()}
     return out
 
 
@@ -843,20 +847,18 @@ def check_program(prog: Program, timeout: float | None, with_invariants: bool = 
     """Every move of ``prog`` is in its table, from every pair state its guards and the context
     invariants admit."""
     pre, start, frees, run, premises = _setup(prog, with_invariants)
-    s = new_solver(timeout)
+    s = Solver(timeout)
     s.add(*premises)
     s.add(z3.Or([z3.Not(ob) for ob, _ in run.obligations]) if run.obligations else z3.BoolVal(False))
-    result, seconds = timed_check(s)
-    verdict = verdict_of(result)
+    answer = s.check()
     scope = ("every pair state satisfying the operation's guards"
              + (" and the context invariants" if with_invariants and prog.context != "fresh" else ""))
-    ob = Obligation("transitions", f"{prog.name}: every move is in its table", "", verdict, seconds, scope,
-                    detail=f"{len(run.obligations)} moves, model/controller.py {prog.code}")
-    if verdict == Verdict.REFUTED:
-        m = s.model()
+    ob = Obligation("transitions", f"{prog.name}: every move is in its table", "", answer.verdict, answer.seconds,
+                    scope, detail=f"{len(run.obligations)} moves, model/controller.py {prog.code}")
+    if answer.model is not None:
+        m = answer.model
         v = _values(m, pre, frees)
-        refusals = {k: z3.is_true(m.eval(t, model_completion=True))
-                    for k, t in run.refusal_terms.items()}
+        refusals = {k: truth(m, t) for k, t in run.refusal_terms.items()}
         replay = _replay(prog, v, refusals)
         ob.counterexample = {"operation": prog.name, "source": {**v, "partition": state_label("partition", v["partition"]),
                                                                 "replica": state_label("replica", v["replica"])},
@@ -865,8 +867,8 @@ def check_program(prog: Program, timeout: float | None, with_invariants: bool = 
         ob.lines = [f"source: {_describe(v)}",
                     f"moves:  {'; '.join(r.text() for r in replay.moves)}",
                     f"illegal: {replay.illegal.text() if replay.illegal else '(none on replay)'}"]
-    elif verdict == Verdict.UNKNOWN:
-        ob.detail += f"; z3: {s.reason_unknown()}"
+    elif answer.unknown:
+        ob.detail += f"; z3: {answer.reason}"
     return ob
 
 
@@ -874,15 +876,15 @@ def check_preservation(inv: tuple[str, Cond], programs: Sequence[Program], timeo
     """``inv`` holds initially and every program preserves it (given all invariants before)."""
     name, cond = inv
     start_t = time.perf_counter()
-    s0 = new_solver(timeout)
+    s0 = Solver(timeout)  # the solvers live as they always did: z3's answers depend on when terms are released
     e0 = _sym_env("init")
-    s0.add(_domain(e0), _axioms(e0), INITIAL.sym(e0), z3.Not(cond.sym(e0)))
-    r0 = s0.check()
-    if r0 != z3.unsat:
-        ob = Obligation("transitions", f"invariant {name}", "", verdict_of(r0), time.perf_counter() - start_t,
+    init = initiation(s0, e0, (_domain, _axioms, INITIAL.sym), cond.sym)
+    if not init.answer.proved:
+        ob = Obligation("transitions", f"invariant {name}", "", init.verdict, time.perf_counter() - start_t,
                         "the initial controller contexts")
-        if r0 == z3.sat:
-            v = _values(s0.model(), e0)
+        initial = init.counterexample(_values)
+        if initial is not None:
+            (v,) = initial
             ob.lines = [f"initial pair: {_describe(v)}"]
             ob.counterexample = {"initial": v}
         return ob
@@ -891,17 +893,15 @@ def check_preservation(inv: tuple[str, Cond], programs: Sequence[Program], timeo
         pre, start, frees, run, premises = _setup(prog, with_invariants=True)
         havoc = {f: z3.Bool(fresh_name(f"post.{f}")) for f in ZK_FACTS}
         post = post_env(prog, start, run.e, frees, True, havoc)
-        s = new_solver(timeout)
-        s.add(*premises, _axioms(post), _domain(post))
+        s = Solver(timeout)
+        s.add(*premises, _axioms(post), _domain(post))  # the premises hold the invariants before the step
         s.add(*[ob for ob, _ in run.obligations])  # illegal moves are reported by check_program
-        s.add(z3.Not(cond.sym(post)))
-        r = s.check()
-        if r == z3.sat:
-            m = s.model()
+        answer = consecution(s, pre, post, (), cond.sym).answer
+        if answer.model is not None:
+            m = answer.model
             v = _values(m, pre, frees)
             after = _values(m, post)
-            refusals = {k: z3.is_true(m.eval(t, model_completion=True))
-                        for k, t in run.refusal_terms.items()}
+            refusals = {k: truth(m, t) for k, t in run.refusal_terms.items()}
             replay = _replay(prog, v, refusals)
             ob = Obligation("transitions", f"invariant {name}", "", Verdict.REFUTED, time.perf_counter() - start_t,
                             "initial contexts, then every operation and every change by other actors",
@@ -914,7 +914,7 @@ def check_preservation(inv: tuple[str, Cond], programs: Sequence[Program], timeo
                         f"moves:  {'; '.join(x.text() for x in replay.moves) or 'none'}",
                         f"after:  {_describe(after)}"]
             return ob
-        if r != z3.unsat:
+        if answer.unknown:
             unknown.append(prog.name)
     seconds = time.perf_counter() - start_t
     verdict = Verdict.UNKNOWN if unknown else Verdict.PROVED

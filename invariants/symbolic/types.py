@@ -16,12 +16,17 @@ Everything the symbolic checks say about the model goes through here, in both di
   ``State`` (:meth:`SymState.decode`), so that counterexamples are printed, and checked, by the
   model's own code.
 
-This module imports nothing else of the package (every other module of ``invariants/symbolic/``
-builds on it). Nothing outside ``invariants/`` imports z3.
+The model's fault budget is named here too (:data:`BUDGET_HOME`): where the encoding counts each
+counter of the model's ``Budget`` down, by the model's own field names.
+
+This module imports only the logic layer of the package (:mod:`.logic`, to read values out of a z3
+model); every module of ``invariants/symbolic/`` that speaks of the model's types builds on it.
+Nothing outside ``invariants/`` imports z3.
 """
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+import dataclasses
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from itertools import count
 from typing import Any
@@ -29,6 +34,7 @@ from typing import Any
 import z3
 
 from isrcheck.model.brokersets import mask_of
+from isrcheck.model.config import Config, Faults, Operations
 from isrcheck.model.records import make_record, record_epoch, record_id
 from isrcheck.model.selectors import Election, SelectorInput
 from isrcheck.model.state import (
@@ -54,7 +60,64 @@ from isrcheck.model.tables import (
 )
 from isrcheck.model.world import fresh_replica
 
+from .logic import number, truth, unsigned
+
 _fresh = count()
+
+
+# ============================================================================ the fault budget, by name
+def budget_counters(section: type) -> tuple[str, ...]:
+    """The counters a configuration section (``config.Faults``, ``config.Operations``) grants, by
+    name in declaration order: its int fields, each one field of the model's ``Budget``."""
+    return tuple(f.name for f in dataclasses.fields(section) if f.type in (int, "int"))
+
+
+#: Where the replication encoding counts each counter of the model's budget (model/state.py's
+#: ``Budget``: the counters of ``config.Faults`` and ``config.Operations``) down, by the model's name:
+#: on the state (``SymState.budget``: the broker faults), with the controller's operations
+#: (``operations.SymOps.budget``) or with topic administration (``admin.SymAdmin.deletions``). A
+#: counter without a home is not encoded: ``replication.unsupported_reason`` refuses a configuration
+#: that grants any of it, so that a fault added to the model is never silently left out of z3.
+BUDGET_HOME: dict[str, str] = {
+    "crashes": "state", "lossy_crashes": "state", "undetected_restarts": "state", "isr_shrinks": "state",
+    "delayed_requests": "state",
+    "preferred_elections": "controller", "controlled_shutdowns": "controller", "controller_failovers": "controller",
+    "topic_deletions": "admin",
+}
+#: How the refusal names a counter the encoding does not cover (the counter's name otherwise)
+UNCOVERED_BUDGET_WORDS: dict[str, str] = {"session_expiries": "broker session expiries"}
+
+_misnamed = sorted(set(BUDGET_HOME) - set(Budget._fields))
+if _misnamed:
+    raise ImportError(f"invariants/symbolic/types.py: BUDGET_HOME names {', '.join(_misnamed)}, which model/state.py's "
+                      f"Budget does not have ({', '.join(Budget._fields)})")
+
+
+def budget_home(where: str) -> tuple[str, ...]:
+    """The counters kept ``where`` (a value of :data:`BUDGET_HOME`), in the configuration's order,
+    operations first: the order of the encoding's variables, on which z3's answers depend."""
+    return tuple(n for n in budget_counters(Operations) + budget_counters(Faults) if BUDGET_HOME.get(n) == where)
+
+
+def budget_limit(cfg: Config, name: str) -> int:
+    """What ``cfg`` grants of the counter ``name`` (a fault, or an administrative operation)."""
+    return int(getattr(cfg.faults if name in budget_counters(type(cfg.faults)) else cfg.operations, name))
+
+
+def uncovered_budget(cfg: Config) -> str:
+    """The first counter ``cfg`` grants that the encoding does not count down, as
+    ``"words (section.name)"`` ('' when there is none)."""
+    for section, granted in (("faults", cfg.faults), ("operations", cfg.operations)):
+        for name in budget_counters(type(granted)):
+            if name not in BUDGET_HOME and getattr(granted, name):
+                return f"{UNCOVERED_BUDGET_WORDS.get(name, name.replace('_', ' '))} ({section}.{name})"
+    return ""
+
+
+#: the broker faults, counted down on the state (``SymState.budget``)
+STATE_BUDGET = budget_home("state")
+#: the controller's operations and failovers, counted down by the operations plug-in (``SymOps.budget``)
+CONTROLLER_BUDGET = budget_home("controller")
 
 
 def fresh_name(prefix: str) -> str:
@@ -83,10 +146,6 @@ def bv_member(mask: z3.BitVecRef, broker: z3.BitVecRef | int) -> z3.BoolRef:
 
 def bv_subset(a: z3.BitVecRef, b: z3.BitVecRef) -> z3.BoolRef:
     return a & ~b == 0
-
-
-def bv_value(model: z3.ModelRef, term: z3.ExprRef) -> int:
-    return model.eval(term, model_completion=True).as_long()
 
 
 # ============================================================================ selector inputs
@@ -178,16 +237,16 @@ class SymSelectorInput:
     # ------------------------------------------------------------------ concrete <-> symbolic
     def decode(self, model: z3.ModelRef) -> SelectorInput:
         """The concrete input a z3 model describes."""
-        n = bv_value(model, self.length)
-        tn = bv_value(model, self.target_length)
+        n = unsigned(model, self.length)
+        tn = unsigned(model, self.target_length)
         return SelectorInput(
-            assignment=tuple(bv_value(model, a) for a in self.assignment[:n]),
-            leader=bv_value(model, self.leader),
-            isr=bv_value(model, self.isr),
-            live=bv_value(model, self.live),
-            shutting_down=bv_value(model, self.shutting_down),
-            target=tuple(bv_value(model, t) for t in self.target[:tn]),
-            unclean_election=z3.is_true(model.eval(self.unclean_election, model_completion=True)),
+            assignment=tuple(unsigned(model, a) for a in self.assignment[:n]),
+            leader=unsigned(model, self.leader),
+            isr=unsigned(model, self.isr),
+            live=unsigned(model, self.live),
+            shutting_down=unsigned(model, self.shutting_down),
+            target=tuple(unsigned(model, t) for t in self.target[:tn]),
+            unclean_election=truth(model, self.unclean_election),
         )
 
     def substitution(self, inp: SelectorInput) -> list[tuple[z3.ExprRef, z3.ExprRef]]:
@@ -241,9 +300,8 @@ class SymElection:
         return (bool(ok), leader, isr, receivers, bool(unclean))
 
     def decode(self, model: z3.ModelRef) -> tuple[bool, int, int, int, bool]:
-        return (z3.is_true(model.eval(self.ok, model_completion=True)), bv_value(model, self.leader),
-                bv_value(model, self.isr), bv_value(model, self.receivers),
-                z3.is_true(model.eval(self.unclean, model_completion=True)))
+        return (truth(model, self.ok), unsigned(model, self.leader), unsigned(model, self.isr),
+                unsigned(model, self.receivers), truth(model, self.unclean))
 
 
 def election_tuple(e: Election | None) -> tuple[bool, int, int, int, bool]:
@@ -329,30 +387,30 @@ def imin(a: z3.ArithRef, b: z3.ArithRef) -> z3.ArithRef:
     return z3.If(a <= b, a, b)
 
 
-def conj(*xs: z3.BoolRef | bool) -> z3.BoolRef | bool:
-    """And, keeping Python booleans where it can (so that impossible branches are not built)."""
+def _fold(xs: Iterable[z3.BoolRef | bool], unit: bool,
+          join: Callable[[list[z3.BoolRef]], z3.BoolRef]) -> z3.BoolRef | bool:
+    """``xs`` joined by ``join`` (z3.And, whose unit is True, or z3.Or, whose unit is False), keeping
+    Python booleans where it can, so that impossible branches are not built: the unit is dropped,
+    its negation decides."""
     rest = []
     for x in xs:
-        if x is False:
-            return False
-        if x is not True:
+        if x is (not unit):
+            return not unit
+        if x is not unit:
             rest.append(x)
     if not rest:
-        return True
-    return rest[0] if len(rest) == 1 else z3.And(rest)
+        return unit
+    return rest[0] if len(rest) == 1 else join(rest)
+
+
+def conj(*xs: z3.BoolRef | bool) -> z3.BoolRef | bool:
+    """And, keeping Python booleans where it can."""
+    return _fold(xs, True, z3.And)
 
 
 def disj(xs: Sequence[z3.BoolRef | bool]) -> z3.BoolRef | bool:
     """Or, keeping Python booleans where it can."""
-    rest = []
-    for x in xs:
-        if x is True:
-            return True
-        if x is not False:
-            rest.append(x)
-    if not rest:
-        return False
-    return rest[0] if len(rest) == 1 else z3.Or(rest)
+    return _fold(xs, False, z3.Or)
 
 
 def negate(x: z3.BoolRef | bool) -> z3.BoolRef | bool:
@@ -375,9 +433,10 @@ def first_of(options: Sequence[tuple[z3.BoolRef, int]]) -> z3.ArithRef:
     return out
 
 
-def as_int(model: z3.ModelRef, t: z3.ExprRef) -> int:
-    v = model.eval(t, model_completion=True)
-    return v.as_signed_long() if z3.is_bv_value(v) else v.as_long()
+def decode_mask(model: z3.ModelRef, bits: dict[int, z3.BoolRef]) -> int:
+    """The model's bitmask of a broker set encoded as one Boolean per broker (bit ``b`` set when
+    ``bits[b]`` is true in ``model``)."""
+    return mask_of(b for b, t in bits.items() if truth(model, t))
 
 
 @dataclass
@@ -483,15 +542,13 @@ class SymState:
     replicas: tuple[dict[int, SymReplica], ...]  # per partition, keyed by assigned broker
     inbox: dict[int, SymInbox]
     ghost: tuple[SymGhost, ...]
-    budget: dict[str, z3.ArithRef]
+    budget: dict[str, z3.ArithRef]  # the counters of STATE_BUDGET, by the model's names
     overflow: z3.BoolRef  # a step needed more inbox slots than ``queue``
     # the controller side of operations and failover (operations.SymOps), None when not encoded
     ops: Any = None
     # not a leaf: set on a successor when the step that built it asked a controller state machine
     # for a move its table forbids (the model raises IllegalTransition: OnlyValidTransitions)
     illegal: Any = False
-
-    BUDGET_FIELDS = ("crashes", "lossy_crashes", "undetected_restarts", "isr_shrinks", "delayed_requests")
 
     # ------------------------------------------------------------------ construction
     @classmethod
@@ -538,7 +595,7 @@ class SymState:
             alive={b: B(f"alive{b}") for b in bs}, c_live={b: B(f"clive{b}") for b in bs},
             partition_online=tuple(B(f"online{p}") for p in range(len(assignment))),
             zk=tuple(zk), replicas=tuple(replicas), inbox=inbox, ghost=tuple(ghost),
-            budget={f: I(f"budget.{f}") for f in cls.BUDGET_FIELDS}, overflow=B("overflow"),
+            budget={f: I(f"budget.{f}") for f in STATE_BUDGET}, overflow=B("overflow"),
         )
 
     @property
@@ -581,7 +638,7 @@ class SymState:
             log(g.exposed)
             out += [g.position[j] for j in sorted(g.position)]
             out += [g.epoch[j] for j in sorted(g.epoch)]
-        out += [self.budget[f] for f in self.BUDGET_FIELDS]
+        out += [self.budget[f] for f in STATE_BUDGET]
         out.append(self.overflow)
         if self.ops is not None:
             out += self.ops.leaves()
@@ -646,7 +703,7 @@ class SymState:
             position = {j: nx() for j in sorted(g.position)}
             epoch = {j: nx() for j in sorted(g.epoch)}
             ghost.append(SymGhost(produced, acked, exposed, position, epoch))
-        budget = {f: nx() for f in self.BUDGET_FIELDS}
+        budget = {f: nx() for f in STATE_BUDGET}
         overflow = nx()
         ops = self.ops.rebuild(nx) if self.ops is not None else None
         out = SymState(self.brokers, self.assignment, self.max_records, self.queue, alive, c_live, online,
@@ -657,6 +714,14 @@ class SymState:
     def clone(self) -> SymState:
         """A structurally separate copy with the same terms (to edit field by field)."""
         return self.rebuild(self.leaves())
+
+    def spend(self, budget: str | None) -> SymState:
+        """A copy (:meth:`clone`) with one of ``budget`` (a counter of :data:`STATE_BUDGET`) spent, the
+        start of a step charged to a fault; None spends nothing."""
+        t = self.clone()
+        if budget:
+            t.budget[budget] = self.budget[budget] - 1
+        return t
 
     # ------------------------------------------------------------------ concrete -> symbolic
     def values_of(self, s: State, extra: dict[str, Any] | None = None) -> list[tuple[z3.ExprRef, z3.ExprRef]]:
@@ -736,7 +801,7 @@ class SymState:
                           (slot.zk_version, I(lai.zk_version if lai else 0))]
                 pairs += [(slot.isr[m], Bv(bool(lai.isr >> m & 1) if lai else False)) for m in slot.isr]
         budget = s.budget
-        for f in self.BUDGET_FIELDS:
+        for f in STATE_BUDGET:
             pairs.append((self.budget[f], I(getattr(budget, f))))
         pairs.append((self.overflow, Bv(False)))
         if self.ops is not None:
@@ -752,13 +817,13 @@ class SymState:
         (the configuration's initial state) or follow from the encoded ones (see specs/08)."""
 
         def iv(t: z3.ExprRef) -> int:
-            return as_int(model, t)
+            return number(model, t)
 
         def bv(t: z3.ExprRef) -> bool:
-            return z3.is_true(model.eval(t, model_completion=True))
+            return truth(model, t)
 
         def mask(d: dict[int, z3.BoolRef]) -> int:
-            return mask_of(b for b, t in d.items() if bv(t))
+            return decode_mask(model, d)
 
         def records(lg: SymLog) -> tuple[int, ...]:
             n = max(0, min(iv(lg.length), self.max_records))
@@ -830,11 +895,7 @@ class SymState:
         ghost = []
         for p, g in enumerate(self.ghost):
             ghost.append(Ghost(iv(g.produced), mask(g.acked), records(g.exposed), ()))
-        b0 = like.budget
-        budget = Budget(iv(self.budget["crashes"]), iv(self.budget["lossy_crashes"]),
-                        iv(self.budget["undetected_restarts"]), b0.controller_failovers,
-                        iv(self.budget["isr_shrinks"]), iv(self.budget["delayed_requests"]),
-                        b0.session_expiries, b0.preferred_elections, b0.controlled_shutdowns, b0.topic_deletions)
+        budget = like.budget._replace(**{f: iv(self.budget[f]) for f in STATE_BUDGET})
         st = State(zk, controller, None, tuple(brokers), tuple(inbox), tuple(ghost), budget, ())
         return self.ops.decode(model, st) if self.ops is not None else st
 
@@ -857,6 +918,7 @@ __all__ = [
     "NO_LEADER", "SymSelectorInput", "SymElection", "SymState", "SymLog", "SymReplica", "SymRequest",
     "SymInbox", "SymZkPartition", "SymGhost", "SymEpochs", "bv_bit", "bv_member", "bv_subset", "election_tuple",
     "partition_move_ok", "replica_move_ok", "check_partition_move", "check_replica_move", "state_in", "state_label", "mask_width", "fresh_name",
-    "num", "numval", "as_int", "NUM_BITS", "NUM_MAX", "ite", "imin", "conj", "disj", "negate", "as_bool", "first_of",
-    "fresh_replica_if",
+    "num", "numval", "decode_mask", "NUM_BITS", "NUM_MAX", "ite", "imin", "conj", "disj", "negate", "as_bool",
+    "first_of", "fresh_replica_if", "STATE_BUDGET", "CONTROLLER_BUDGET", "BUDGET_HOME", "UNCOVERED_BUDGET_WORDS",
+    "budget_counters", "budget_home", "budget_limit", "uncovered_budget",
 ]

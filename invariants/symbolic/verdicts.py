@@ -3,8 +3,9 @@
 Every question put to z3 ends as one :class:`Obligation`: ``PROVED`` (the solver showed that no
 counterexample exists within the stated scope), ``REFUTED`` (it produced one, which is decoded
 into concrete model values and shown), or ``UNKNOWN`` (it gave up, usually at the time limit).
-An unknown is never reported as proved: :func:`verdict_of` maps z3's ``unknown`` to ``UNKNOWN``
-and only ``unsat`` to ``PROVED``.
+An unknown is never reported as proved: the logic layer (:mod:`.logic`, which alone turns z3's
+answers into verdicts) maps z3's ``unknown`` to ``UNKNOWN`` and only ``unsat`` to ``PROVED``. This
+module is plain data, without z3, so that the command line can report verdicts without it.
 
 ``prove inductive`` adds ``NOT INDUCTIVE``: z3 found a counterexample to induction whose pre-state
 is not known to be reachable (the property may still hold); it is ``REFUTED`` only when the
@@ -13,13 +14,10 @@ specs/expected_refutations.toml): it is shown and kept in the JSON but does not 
 """
 from __future__ import annotations
 
-import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any
-
-import z3
 
 
 class Verdict(str, Enum):
@@ -69,29 +67,6 @@ class Obligation:
 
 class Note(str):
     """An informational line (a documented behaviour z3 exhibited); it never decides a verdict."""
-
-
-def verdict_of(result: z3.CheckSatResult) -> Verdict:
-    """``unsat`` (no counterexample) is PROVED, ``sat`` REFUTED, anything else UNKNOWN."""
-    if result == z3.unsat:
-        return Verdict.PROVED
-    if result == z3.sat:
-        return Verdict.REFUTED
-    return Verdict.UNKNOWN
-
-
-def new_solver(timeout: float | None) -> z3.Solver:
-    """A solver with a per-query time limit in seconds (None: no limit)."""
-    s = z3.Solver()
-    if timeout is not None:
-        s.set("timeout", max(1, int(timeout * 1000)))
-    return s
-
-
-def timed_check(solver: z3.Solver, *assumptions: z3.BoolRef) -> tuple[z3.CheckSatResult, float]:
-    start = time.perf_counter()
-    r = solver.check(*assumptions)
-    return r, time.perf_counter() - start
 
 
 def overall(obligations: Iterable[Obligation]) -> Verdict:

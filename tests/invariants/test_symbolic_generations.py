@@ -20,31 +20,17 @@ import os
 import random
 
 import pytest
-import z3
 
-from isrcheck.invariants import ALL_PROPERTIES, build_model
-from isrcheck.invariants.symbolic.bmc import bmc
 from isrcheck.invariants.symbolic.generations import GENERATIONS, generation
-from isrcheck.invariants.symbolic.replication import (
-    ALWAYS,
-    TRANSITION,
-    Encoding,
-    concrete,
-    evaluate,
-    unsupported_reason,
-)
-from isrcheck.invariants.symbolic.types import numval
-from isrcheck.invariants.symbolic.verdicts import Verdict
+from isrcheck.invariants.symbolic.replication import ALWAYS, Encoding, concrete, evaluate, unsupported_reason
 from isrcheck.model.action_text import parse_all
 from isrcheck.model.actions import apply, enabled_actions
-from isrcheck.engine.checker import Checker
 from isrcheck.model.config import from_mapping
 from isrcheck.model.protocol import Protocol
 from isrcheck.model.records import make_record
 from isrcheck.model.state import ASK_EPOCH_END, FETCHING
+from z3_compare import BY_NAME, assert_one_step_agrees, bmc_lengths, explicit_lengths
 from z3_states import reachable
-
-BY_NAME = {p.name: p for p in ALL_PROPERTIES}
 KIPS = ("kip-101", "kip-279", "kip-320")
 EPOCH_ACTIONS = ("OffsetsForLeaderEpoch", "TruncateToEpochEndOffset")
 slow = pytest.mark.skipif(not os.environ.get("ISRCHECK_SLOW"),
@@ -81,52 +67,6 @@ def test_configurations_are_the_manifests():
 
     for name in MODELS:
         assert manifest.get(name).config == config(name), name
-
-
-def _comparable(enc, t):
-    """The model state ``t`` leaf by leaf, None for the encoding's history of records no log holds."""
-    sym = enc.fresh("shape")
-    vals = {a.get_id(): v for a, v in sym.values_of(t)}
-    held = set()
-    for p in range(enc.P):
-        for b in enc.AR[p]:
-            held |= {(p, rec & 0xFF) for rec in t.brokers[b - 1].replicas[p].log}
-        held |= {(p, rec & 0xFF) for rec in t.ghost[p].exposed}
-    skip = set()
-    for p, g in enumerate(sym.ghost):
-        for j in g.position:
-            if (p, j) not in held:
-                skip |= {g.position[j].get_id(), g.epoch[j].get_id()}
-    out = []
-    for leaf in sym.leaves():
-        v = vals[leaf.get_id()]
-        out.append(None if leaf.get_id() in skip else z3.is_true(v) if z3.is_bool(v) else v.as_signed_long())
-    return out
-
-
-def assert_one_step_agrees(enc, s, label: str = "") -> list[str]:
-    """Same enabled actions, same successors field by field; the actions compared."""
-    cs = concrete(enc, s)
-    insts = enc.instances(cs)
-    plain = [i for i in insts if i.name != "LossyCrash"]
-    guards = evaluate([i.guard for i in plain])
-    enabled = {i.label() for i, g in zip(plain, guards) if g}
-    model_actions = enabled_actions(enc.protocol, s)
-    assert enabled == {str(a) for a in model_actions if a.name != "LossyCrash"}, label
-    names = [str(x) for x in enc.fresh("n").leaves()]
-    for a in model_actions:
-        if a.name == "LossyCrash":
-            inst = next(i for i in insts if i.name == "LossyCrash" and i.args[0] == a.args[0])
-            pairs = [(inst.extra["kept"][p], numval(k)) for p, k in enumerate(a.args[1]) if p in inst.extra["kept"]]
-            assert evaluate([z3.substitute(inst.guard, *pairs)]) == [True]
-            effect = [z3.substitute(x, *pairs) for x in inst.effect.leaves()]
-        else:
-            [inst] = [i for i, g in zip(plain, guards) if g and i.label() == str(a)]
-            effect = inst.effect.leaves()
-        want = _comparable(enc, apply(enc.protocol, s, a))
-        for i, (g, w) in enumerate(zip(evaluate(effect), want)):
-            assert w is None or g == w, (label, str(a), names[i], g, w)
-    return [a.name for a in model_actions]
 
 
 def _epoch_states(enc, states, n: int, seed: int = 0):
@@ -251,31 +191,6 @@ def test_every_generation_is_encoded():
 
 
 # ---------------------------------------------------------------------------- bounded model checking
-def explicit_lengths(cfg, depth: int, start=None) -> dict[str, int]:
-    base = build_model(cfg, symmetry=False)
-    model = base
-    if start is not None:
-        class From:
-            def init_states(self):
-                return [start]
-
-            def __getattr__(self, k):
-                return getattr(base, k)
-
-        model = From()
-    result = Checker(model, stop_on_first=False, max_depth=depth).run()
-    encoded = set(ALWAYS) | set(TRANSITION)
-    for v in result.violations:
-        assert v.property in encoded or v.length > depth, v.property
-    return {v.property: v.length for v in result.violations if v.length <= depth}
-
-
-def bmc_lengths(cfg, depth: int, **kw) -> dict[str, int]:
-    res = bmc(cfg, depth, **kw)
-    assert all(o.verdict != Verdict.UNKNOWN for o in res.obligations), [o.detail for o in res.obligations]
-    return {o.property: o.counterexample["length"] for o in res.obligations if o.verdict == Verdict.REFUTED}
-
-
 SMALL = [({"brokers": 2, "replication_factor": 2, "max_records": 1, "generation": g, "faults": {"crashes": 1}}, 6)
          for g in KIPS]
 SMALL.append((MODELS["unclean-election-kip-320"], 4))  # NoCommittedWriteLost in 4, as under high-watermark
@@ -284,7 +199,7 @@ SMALL.append((MODELS["unclean-election-kip-320"], 4))  # NoCommittedWriteLost in
 @pytest.mark.parametrize("raw, depth", SMALL, ids=[f"{r['generation']}-{r['brokers']}b-d{d}" for r, d in SMALL])
 def test_bmc_agrees_with_the_explicit_checker(raw, depth):
     cfg = from_mapping(raw)
-    assert bmc_lengths(cfg, depth) == explicit_lengths(cfg, depth)
+    assert bmc_lengths(cfg, depth) == explicit_lengths(cfg, depth, bounded=True)
 
 
 # lossy-divergence: the explicit counterexample of kip-101 and kip-279 (LogMatching in 17). The leader
@@ -313,7 +228,7 @@ def test_bmc_finds_the_lossy_divergence_from_a_reachable_state(g):
     cfg = config(f"lossy-divergence-{g}")
     s = _after(cfg, DIVERGENCE[:13])
     got = bmc_lengths(cfg, 4, queue=QUEUE, init_state=s)
-    assert got == explicit_lengths(cfg, 4, s)
+    assert got == explicit_lengths(cfg, 4, start=s, bounded=True)
     assert got["LogMatching"] == 4
 
 
@@ -321,7 +236,7 @@ def test_bmc_kip_320_does_not_diverge_from_the_same_point():
     cfg = config("lossy-divergence-kip-320")
     s = _after(cfg, DIVERGENCE_320)
     got = bmc_lengths(cfg, 5, queue=QUEUE, init_state=s)
-    assert got == explicit_lengths(cfg, 5, s)
+    assert got == explicit_lengths(cfg, 5, start=s, bounded=True)
     assert "LogMatching" not in got
     # the lossy crash lost the acknowledged m1 in every generation (why the manifest checks LogMatching only)
     assert got["NoCommittedWriteLost"] == 0
@@ -332,7 +247,7 @@ def test_bmc_kip_320_does_not_diverge_from_the_same_point():
 @pytest.mark.parametrize("g", KIPS)
 def test_bmc_agrees_on_leader_crash(g):
     cfg = config(f"leader-crash-{g}")
-    assert bmc_lengths(cfg, 8) == explicit_lengths(cfg, 8) == {}
+    assert bmc_lengths(cfg, 8) == explicit_lengths(cfg, 8, bounded=True) == {}
 
 
 @pytest.mark.slow
@@ -344,5 +259,5 @@ def test_bmc_lossy_divergence_from_the_leaders_loss(g):
     cfg = config(f"lossy-divergence-{g}")
     s = _after(cfg, DIVERGENCE[:8])
     got = bmc_lengths(cfg, 9, queue=QUEUE, init_state=s)
-    assert got == explicit_lengths(cfg, 9, s)
+    assert got == explicit_lengths(cfg, 9, start=s, bounded=True)
     assert got["LogMatching"] == 9

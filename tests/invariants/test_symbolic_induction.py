@@ -1,4 +1,5 @@
-"""Inductive invariants of the replication encoding (invariants/symbolic/induction.py).
+"""Inductive invariants of the replication encoding (invariants/symbolic/houdini.py, its pool in
+candidates.py, epoch_candidates.py and pool.py).
 
 - without faults, every safety property is proved inductive (with the strengthening Houdini keeps);
 - under the seeds' high-watermark truncation, NoCommittedWriteLost is not inductive: the
@@ -18,29 +19,26 @@ The full Houdini runs on the three-replica configurations take minutes: ISRCHECK
 from __future__ import annotations
 
 import os
-from collections import deque
 
 import pytest
 
-from isrcheck.invariants import ALL_PROPERTIES, build_model
-from isrcheck.invariants.symbolic.induction import (
-    CANDIDATES,
-    EPOCH_CANDIDATES,
+from isrcheck.invariants.symbolic.candidates import CANDIDATES
+from isrcheck.invariants.symbolic.epoch_candidates import EPOCH_CANDIDATES
+from isrcheck.invariants.symbolic.houdini import check_preserved, prove_inductive
+from isrcheck.invariants.symbolic.pool import (
     HIGH_WATERMARK_STRENGTHENING,
     KIP_320_DURABILITY,
     KIP_320_RECONCILIATION,
     KIP_320_STRENGTHENING,
     candidates_for,
-    check_preserved,
-    prove_inductive,
 )
-from isrcheck.invariants.symbolic.replication import Encoding, concrete, evaluate
+from isrcheck.invariants.symbolic.replication import Encoding
 from isrcheck.invariants.symbolic.verdicts import Verdict
 from isrcheck.model.config import from_mapping
 from isrcheck.model.records import ids_in
+from z3_compare import BY_NAME, assert_hold, picked
 from z3_states import reachable
 
-BY_NAME = {p.name: p for p in ALL_PROPERTIES}
 HW = {"brokers": 3, "replication_factor": 3, "max_records": 2, "faults": {"crashes": 1}}
 slow = pytest.mark.skipif(not os.environ.get("ISRCHECK_SLOW"),
                           reason="slow z3 run (about a minute): set ISRCHECK_SLOW=1")
@@ -84,22 +82,8 @@ def test_the_replication_path_preserves_leader_in_isr_and_hw_below_leo():
 def test_the_pinned_strengthening_holds_on_reachable_states():
     cfg = from_mapping(HW)
     enc = Encoding(cfg)
-    model = build_model(cfg, symmetry=False)
-    s0 = model.init_states()[0]
-    seen, queue, states = {s0}, deque([s0]), [s0]
-    while queue and len(states) < 1500:
-        s = queue.popleft()
-        for a in model.actions(s):
-            t = model.next_state(s, a)
-            if t not in seen:
-                seen.add(t)
-                states.append(t)
-                queue.append(t)
-    preds = dict(CANDIDATES)
-    for s in states[:: max(1, len(states) // 25)]:
-        cs = concrete(enc, s)
-        got = evaluate([preds[n](enc, cs) for n in HIGH_WATERMARK_STRENGTHENING])
-        assert all(got), [n for n, g in zip(HIGH_WATERMARK_STRENGTHENING, got) if not g]
+    states = reachable(cfg, 1500)
+    assert_hold(enc, HIGH_WATERMARK_STRENGTHENING, states[:: max(1, len(states) // 25)], dict(CANDIDATES))
 
 
 def test_unknown_generation_and_scope_errors():
@@ -113,13 +97,20 @@ def test_unknown_generation_and_scope_errors():
         prove_inductive(from_mapping({}), generation_name="kip-999")
 
 
-@pytest.mark.slow
-@slow
-def test_houdini_on_three_replicas_with_a_crash():
-    res = prove_inductive(from_mapping(HW))
+def houdini_on(raw: dict):
+    """Houdini on the configuration ``raw``: the result and its obligations by property, once the
+    four properties every generation proves with one crash are checked proved."""
+    res = prove_inductive(from_mapping(raw))
     v = {o.property: o for o in res.obligations}
     for name in ("LeaderInIsr", "HighWatermarkBelowLogEnd", "OneLeaderPerEpoch", "EpochsMonotonic"):
         assert v[name].verdict == Verdict.PROVED, name
+    return res, v
+
+
+@pytest.mark.slow
+@slow
+def test_houdini_on_three_replicas_with_a_crash():
+    res, v = houdini_on(HW)
     ncwl = v["NoCommittedWriteLost"]
     assert ncwl.verdict == Verdict.REFUTED and "becomes follower" in ncwl.detail
     assert set(res.kept) == set(HIGH_WATERMARK_STRENGTHENING)
@@ -141,11 +132,8 @@ def test_epoch_candidates_hold_on_reachable_kip_320_states():
     reconciling = [s for s in states if any(r is not None and r.fetch_state != FETCHING
                                             for br in s.brokers for r in br.replicas)]
     assert reconciling
-    preds = dict(candidates_for(enc))
     names = [n for n, _ in EPOCH_CANDIDATES] + list(KIP_320_STRENGTHENING)
-    for s in states[:: max(1, len(states) // 20)] + reconciling[:: max(1, len(reconciling) // 20)]:
-        got = evaluate([preds[n](enc, concrete(enc, s)) for n in names])
-        assert all(got), [n for n, g in zip(names, got) if not g]
+    assert_hold(enc, names, states[:: max(1, len(states) // 20)] + reconciling[:: max(1, len(reconciling) // 20)])
     assert candidates_for(Encoding(from_mapping(HW))) == CANDIDATES  # high-watermark's pool is unchanged
 
 
@@ -210,24 +198,13 @@ def test_durability_facts_hold_on_reachable_kip_320_states():
     def isr_member_down(s):
         return any(not br.alive and s.zk.partitions[0].isr >> (i + 1) & 1 for i, br in enumerate(s.brokers))
 
-    picked = states[:: len(states) // 40]
-    for special in (queued_leadership, answered, isr_member_down):
-        some = [s for s in states if special(s)]
-        assert some, special.__name__
-        picked += some[:: max(1, len(some) // 12)]
-    preds = dict(candidates_for(enc))
-    for s in picked:
-        got = evaluate([preds[n](enc, concrete(enc, s)) for n in KIP_320_DURABILITY])
-        assert all(got), [n for n, g in zip(KIP_320_DURABILITY, got) if not g]
+    assert_hold(enc, KIP_320_DURABILITY, picked(states, (queued_leadership, answered, isr_member_down), 12))
 
 
 @pytest.mark.slow
 @slow
 def test_houdini_on_kip_320_with_a_crash():
-    res = prove_inductive(from_mapping(KIP320))
-    v = {o.property: o for o in res.obligations}
-    for name in ("LeaderInIsr", "HighWatermarkBelowLogEnd", "OneLeaderPerEpoch", "EpochsMonotonic"):
-        assert v[name].verdict == Verdict.PROVED, name
+    res, v = houdini_on(KIP320)
     # specs/08-symbolic.md#the-kip-320-gap: durability is proved with the reconciliation facts
     assert v["NoCommittedWriteLost"].verdict == Verdict.PROVED, v["NoCommittedWriteLost"].detail
     # specs/08-symbolic.md#the-committed-prefix: and with the committed-prefix facts the other three
@@ -268,15 +245,8 @@ def test_reconciliation_facts_hold_on_reachable_kip_320_states():
         return any(br.replicas[0].epochs and br.replicas[0].epochs[-1][1] == len(br.replicas[0].log)
                    and br.replicas[0].epochs[-1][0] > 0 for br in s.brokers)
 
-    picked = states[:: len(states) // 40]
-    for special in (promotion_queued, empty_follower, reconciling, blanked, empty_epoch):
-        some = [s for s in states if special(s)]
-        assert some, special.__name__
-        picked += some[:: max(1, len(some) // 12)]
-    preds = dict(candidates_for(enc))
-    for s in picked:
-        got = evaluate([preds[n](enc, concrete(enc, s)) for n in KIP_320_RECONCILIATION])
-        assert all(got), [n for n, g in zip(KIP_320_RECONCILIATION, got) if not g]
+    specials = (promotion_queued, empty_follower, reconciling, blanked, empty_epoch)
+    assert_hold(enc, KIP_320_RECONCILIATION, picked(states, specials, 12))
 
 
 def test_kip_320_reconciliation_closes_the_gap():

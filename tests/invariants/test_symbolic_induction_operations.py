@@ -20,7 +20,9 @@ from click.testing import CliRunner
 from isrcheck import manifest
 from isrcheck.cli import main
 from isrcheck.invariants import build_model
-from isrcheck.invariants.symbolic.induction import CANDIDATES, HIGH_WATERMARK_STRENGTHENING, bounds, prove_inductive
+from isrcheck.invariants.symbolic.candidates import CANDIDATES
+from isrcheck.invariants.symbolic.houdini import prove_inductive
+from isrcheck.invariants.symbolic.pool import HIGH_WATERMARK_STRENGTHENING, bounds
 from isrcheck.invariants.symbolic.mutations import MUTATIONS, NoTruncationOnBecomingFollower
 from isrcheck.invariants.symbolic.reach import classify
 from isrcheck.invariants.symbolic.replication import Encoding, concrete, evaluate

@@ -16,34 +16,22 @@
 from __future__ import annotations
 
 import dataclasses
-
 import os
-from collections import Counter, deque
+from collections import Counter
 
 import pytest
-import z3
 
 from isrcheck import manifest
-from isrcheck.invariants import ALL_PROPERTIES, build_model
 from isrcheck.invariants.symbolic.bmc import bmc
 from isrcheck.invariants.symbolic.instance import Unsupported
 from isrcheck.invariants.symbolic.operations import needs_operations
-from isrcheck.invariants.symbolic.replication import (
-    ALWAYS,
-    TRANSITION,
-    Encoding,
-    concrete,
-    evaluate,
-    unsupported_reason,
-)
+from isrcheck.invariants.symbolic.replication import ALWAYS, Encoding, concrete, evaluate, unsupported_reason
 from isrcheck.invariants.symbolic.verdicts import Verdict
 from isrcheck.model.action_text import parse_all
-from isrcheck.model.actions import apply, enabled_actions
-from isrcheck.engine.checker import Checker
+from isrcheck.model.actions import apply
 from isrcheck.model.config import from_mapping
+from z3_compare import BY_NAME, assert_one_step_agrees, bmc_lengths, explicit_lengths, model_of
 from z3_states import reachable, sample
-
-BY_NAME = {p.name: p for p in ALL_PROPERTIES}
 slow = pytest.mark.skipif(not os.environ.get("ISRCHECK_SLOW"),
                           reason="slow z3 run (a minute or more): set ISRCHECK_SLOW=1")
 
@@ -81,28 +69,6 @@ def config_of(name: str):
     return from_mapping(MIXED[name]) if name in MIXED else manifest.get(name).config
 
 
-def comparable(enc, t, sym):
-    """The model state ``t`` leaf by leaf (in the order of ``sym``, a fresh state of ``enc``); None for
-    the encoding's history of records no log holds."""
-    vals = {a.get_id(): v for a, v in sym.values_of(t)}
-    held = set()
-    for p in range(enc.P):
-        for b in enc.AR[p]:
-            r = t.brokers[b - 1].replicas[p]
-            held |= {(p, rec & 0xFF) for rec in r.log}
-        held |= {(p, rec & 0xFF) for rec in t.ghost[p].exposed}
-    skip = set()
-    for p, g in enumerate(sym.ghost):
-        for j in g.position:
-            if (p, j) not in held:
-                skip |= {g.position[j].get_id(), g.epoch[j].get_id()}
-    out = []
-    for leaf in sym.leaves():
-        v = vals[leaf.get_id()]
-        out.append(None if leaf.get_id() in skip else z3.is_true(v) if z3.is_bool(v) else v.as_signed_long())
-    return out
-
-
 @pytest.mark.parametrize("name", sorted(STEP))
 def test_one_step_agrees_with_the_model(name):
     cfg = config_of(name)
@@ -110,7 +76,6 @@ def test_one_step_agrees_with_the_model(name):
     enc = Encoding(cfg, queue=queue)
     assert enc.ops is not None
     shape = enc.fresh("shape")
-    names = [str(x) for x in shape.leaves()]
     kinds: Counter[str] = Counter()
     states = reachable(cfg, limit)
     # spread over the reachable states, plus the first state of each kind where an operation is under way
@@ -121,18 +86,7 @@ def test_one_step_agrees_with_the_model(name):
         lambda s: s.stale is not None and s.stale.live != s.zk.live,
         lambda s: s.controller.shutting_down)]
     for s in sample(states, n) + [s for s in busy if s is not None]:
-        insts = enc.instances(concrete(enc, s))
-        guards = evaluate([i.guard for i in insts])
-        model_actions = enabled_actions(enc.protocol, s)
-        assert {i.label() for i, g in zip(insts, guards) if g} == {str(a) for a in model_actions}, name
-        for a in model_actions:
-            matching = [i for i, g in zip(insts, guards) if g and i.label() == str(a)]
-            assert len(matching) == 1, (str(a), [i.kind for i in matching])
-            kinds[matching[0].kind] += 1
-            want = comparable(enc, apply(enc.protocol, s, a), shape)
-            got = evaluate(matching[0].effect.leaves())
-            diff = [names[i] for i, (g, w) in enumerate(zip(got, want)) if w is not None and g != w]
-            assert not diff, (name, str(a), matching[0].kind, diff)
+        assert_one_step_agrees(enc, s, name, shape, kinds)
     assert required <= set(kinds), required - set(kinds)
 
 
@@ -161,10 +115,7 @@ def test_decode_gives_back_the_controller_side():
     assert chosen
     for s in chosen:
         sym = enc.fresh("d")
-        solver = z3.Solver()
-        solver.add(sym.pin(s))
-        assert solver.check() == z3.sat
-        back = sym.decode(solver.model(), enc.init_state)
+        back = sym.decode(model_of(sym.pin(s)), enc.init_state)
         assert back.zk.controller_epoch == s.zk.controller_epoch and back.zk.preferred == s.zk.preferred
         assert [zp.controller_epoch for zp in back.zk.partitions] == [zp.controller_epoch for zp in s.zk.partitions]
         assert [b.controller_epoch for b in back.brokers] == [b.controller_epoch for b in s.brokers]
@@ -175,32 +126,6 @@ def test_decode_gives_back_the_controller_side():
 
 
 # ---------------------------------------------------------------------------- bounded model checking
-def explicit_lengths(cfg, depth: int, first: bool = False, start=None) -> dict[str, int]:
-    model = build_model(cfg, symmetry=False)
-    if start is not None:
-        inner = model
-
-        class From:
-            def init_states(self):
-                return [start]
-
-            def __getattr__(self, k):
-                return getattr(inner, k)
-
-        model = From()
-    result = Checker(model, stop_on_first=first).run()
-    encoded = set(ALWAYS) | set(TRANSITION)
-    for v in result.violations:  # the fragment cannot break the properties it does not encode
-        assert v.property in encoded or v.length > depth, v.property
-    return {v.property: v.length for v in result.violations if v.length <= depth}
-
-
-def bmc_lengths(cfg, depth: int, first: bool = False, **kw) -> dict[str, int]:
-    res = bmc(cfg, depth, stop_at_first=first, **kw)
-    assert all(o.verdict != Verdict.UNKNOWN for o in res.obligations), [o.detail for o in res.obligations]
-    return {o.property: o.counterexample["length"] for o in res.obligations if o.verdict == Verdict.REFUTED}
-
-
 @pytest.mark.parametrize("name, depth", [("preferred-election", 4), ("controlled-shutdown", 4),
                                          ("controller-failover", 4), ("failover-misses-crash", 4)])
 def test_bmc_agrees_with_the_explicit_checker(name, depth):

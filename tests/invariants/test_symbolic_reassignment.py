@@ -19,16 +19,16 @@ import pytest
 import z3
 
 from isrcheck import manifest
-from isrcheck.invariants import ALL_PROPERTIES, build_model
+from isrcheck.invariants import build_model
 from isrcheck.invariants.symbolic.reassignment import Reassignment, list_table, universe
 from isrcheck.model import controller as C
 from isrcheck.engine.checker import Checker
 from isrcheck.model.config import from_mapping
 from isrcheck.model.selectors import NoEligibleLeader, SelectorInput, reassigned_partition
 from isrcheck.model.world import World
+from z3_compare import BY_NAME, model_of
 from z3_states import reachable_with_model as reachable
 
-BY_NAME = {p.name: p for p in ALL_PROPERTIES}
 MODELS = {"reassignment": 612, "reassignment-broker-crash": 1500, "reassignment-with-data": 1500,
           "reassignment-target-crash": 1500}
 
@@ -73,10 +73,7 @@ def test_controller_logic_agrees_with_the_model(name):
     for s in (states[i] for i in sorted(chosen)):
         pairs = R.values_of(sym, s)
         # decode: a z3 model of the pinned fields gives back the model's fields
-        solver = z3.Solver()
-        solver.add([a == v for a, v in pairs])
-        assert solver.check() == z3.sat
-        back = R.decode(solver.model(), sym, s._replace(reassignments=()))
+        back = R.decode(model_of(*[a == v for a, v in pairs]), sym, s._replace(reassignments=()))
         assert back == s
         isr, live = sym_inputs(cfg, s)
         w = World(model.protocol, s)
@@ -181,8 +178,5 @@ def test_tables_cover_the_failover_models(name):
             assert {s.stale.reassign_old[0], s.stale.reassign_new[0]} <= set(R.tables[0])
         if i % 10:
             continue
-        solver = z3.Solver()
-        solver.add([a == v for a, v in pairs])
-        assert solver.check() == z3.sat
-        assert R.decode(solver.model(), sym, s._replace(reassignments=())) == s
+        assert R.decode(model_of(*[a == v for a, v in pairs]), sym, s._replace(reassignments=())) == s
     assert lists <= set(R.tables[0]) and len(lists) >= 3

@@ -36,6 +36,7 @@ from isrcheck.invariants.symbolic.replication import Encoding, concrete, evaluat
 from isrcheck.model.actions import Action
 from isrcheck.engine.checker import Checker, ModelFault
 from isrcheck.model.state import LeaderAndIsr, StopReplica
+from z3_compare import comparable, model_of
 from z3_states import reachable_with_model as reachable
 
 MODELS = {"reassignment": (612, 40), "reassignment-broker-crash": (1500, 40)}
@@ -108,10 +109,7 @@ def test_state_and_request_agree_with_the_model(name):
     requests = delivered = carried = fetches = gated = 0
     for s in (states[i] for i in sorted(chosen)):
         # pin and decode
-        solver = z3.Solver()
-        solver.add(sym.pin(s))
-        assert solver.check() == z3.sat
-        assert projection(sym.decode(solver.model(), enc.init_state), s) == projection(s)
+        assert projection(sym.decode(model_of(sym.pin(s)), enc.init_state), s) == projection(s)
         cs = concrete(enc, s)
         acts = model.actions(s)
         # RequestReassignment: same enabled instances, same successor leaf by leaf
@@ -185,25 +183,6 @@ def test_broker_change_over_the_current_assignment(name):
             seen += 1
             after_move += moved
     assert seen and after_move, (seen, after_move)
-
-
-def comparable(enc, t, sym):
-    """The model state ``t`` leaf by leaf in the order of ``sym``; None for the encoding's history of
-    records no log holds (as in test_symbolic_admin)."""
-    vals = {a.get_id(): v for a, v in sym.values_of(t)}
-    held = set()
-    for p in range(enc.P):
-        for b in enc.U[p]:
-            r = t.brokers[b - 1].replicas[p]
-            held |= {(p, rec & 0xFF) for rec in (r.log if r is not None else ())}
-        held |= {(p, rec & 0xFF) for rec in t.ghost[p].exposed}
-    skip = set()
-    for p, g in enumerate(sym.ghost):
-        for j in g.position:
-            if (p, j) not in held:
-                skip |= {g.position[j].get_id(), g.epoch[j].get_id()}
-    return [None if leaf.get_id() in skip else (z3.is_true(v) if z3.is_bool(v) else v.as_signed_long())
-            for leaf in sym.leaves() for v in [vals[leaf.get_id()]]]
 
 
 # name -> (reachable states explored, states sampled)

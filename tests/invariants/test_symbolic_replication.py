@@ -15,26 +15,18 @@ import os
 import pytest
 import z3
 
-from isrcheck.invariants import ALL_PROPERTIES, build_model
+from isrcheck.engine.checker import Checker
+from isrcheck.invariants import build_model
 from isrcheck.invariants.symbolic.bmc import bmc
 from isrcheck.invariants.symbolic.generations import GENERATIONS, PLANNED_GENERATIONS, generation
 from isrcheck.invariants.symbolic.instance import Unsupported
-from isrcheck.invariants.symbolic.replication import (
-    ALWAYS,
-    TRANSITION,
-    Encoding,
-    concrete,
-    evaluate,
-    unsupported_reason,
-)
+from isrcheck.invariants.symbolic.replication import ALWAYS, Encoding, concrete, evaluate, unsupported_reason
 from isrcheck.invariants.symbolic.types import numval
 from isrcheck.invariants.symbolic.verdicts import Verdict
 from isrcheck.model.actions import Action, apply, enabled_actions
-from isrcheck.engine.checker import Checker
 from isrcheck.model.config import from_mapping
+from z3_compare import BY_NAME, assert_one_step_agrees, bmc_lengths, explicit_lengths
 from z3_states import reachable, sample
-
-BY_NAME = {p.name: p for p in ALL_PROPERTIES}
 
 slow = pytest.mark.skipif(not os.environ.get("ISRCHECK_SLOW"),
                           reason="slow z3 run (tens of seconds): set ISRCHECK_SLOW=1")
@@ -53,62 +45,12 @@ STEP_CONFIGS = {
 }
 
 
-def _comparable(enc, t):
-    """For each leaf position: the model state ``t``'s value, or None for the encoding's history of
-    records that no log holds any more (the model keeps no trace of them)."""
-    sym = enc.fresh("shape")
-    shape_vals = {a.get_id(): v for a, v in sym.values_of(t)}
-    held = set()
-    for p in range(enc.P):
-        for b in enc.AR[p]:
-            r = t.brokers[b - 1].replicas[p]
-            held |= {(p, rec & 0xFF) for rec in r.log}
-        held |= {(p, rec & 0xFF) for rec in t.ghost[p].exposed}
-    skip = set()
-    for p, g in enumerate(sym.ghost):
-        for j in g.position:
-            if (p, j) not in held:
-                skip.add(g.position[j].get_id())
-                skip.add(g.epoch[j].get_id())
-    return [None if leaf.get_id() in skip else _value(shape_vals[leaf.get_id()]) for leaf in sym.leaves()]
-
-
-def _value(v):
-    return z3.is_true(v) if z3.is_bool(v) else v.as_signed_long()
-
-
 @pytest.mark.parametrize("name", sorted(STEP_CONFIGS))
 def test_one_step_agrees_with_the_model(name):
     cfg = from_mapping(STEP_CONFIGS[name])
     enc = Encoding(cfg)
     for s in sample(reachable(cfg, 1500), 4):
-        cs = concrete(enc, s)
-        insts = enc.instances(cs)
-        model_actions = enabled_actions(enc.protocol, s)
-        kept_vars = {}
-        for inst in insts:
-            if inst.name == "LossyCrash":
-                kept_vars[inst.args[0]] = inst
-        plain = [i for i in insts if i.name != "LossyCrash"]
-        guards = evaluate([i.guard for i in plain])
-        enabled = {i.label() for i, g in zip(plain, guards) if g}
-        assert enabled == {str(a) for a in model_actions if a.name != "LossyCrash"}, name
-        for a in model_actions:
-            if a.name == "LossyCrash":
-                inst = kept_vars[a.args[0]]
-                pairs = [(inst.extra["kept"][p], numval(k)) for p, k in enumerate(a.args[1]) if p in inst.extra["kept"]]
-                assert evaluate([z3.substitute(inst.guard, *pairs)]) == [True]
-                effect = [z3.substitute(x, *pairs) for x in inst.effect.leaves()]
-            else:
-                matching = [i for i, g in zip(plain, guards) if g and i.label() == str(a)]
-                assert len(matching) == 1, (str(a), [i.kind for i in matching])
-                effect = matching[0].effect.leaves()
-            t = apply(enc.protocol, s, a)
-            want = _comparable(enc, t)
-            got = evaluate(effect)
-            names = [str(x) for x in enc.fresh("n").leaves()]
-            for i, (g, w) in enumerate(zip(got, want)):
-                assert w is None or g == w, (name, str(a), names[i])
+        assert_one_step_agrees(enc, s, name)
     # the encoding also refuses what the model refuses: LossyCrash only with a shorter log
     assert all(unsupported_reason(cfg) == "" for _ in [0])
 
@@ -143,20 +85,6 @@ def test_epochs_monotonic_agrees_on_steps():
 
 
 # ---------------------------------------------------------------------------- bounded model checking
-def explicit_lengths(cfg, depth: int, first: bool = False) -> dict[str, int]:
-    result = Checker(build_model(cfg, symmetry=False), stop_on_first=first).run()
-    encoded = set(ALWAYS) | set(TRANSITION)
-    for v in result.violations:  # the fragment cannot break the properties it does not encode
-        assert v.property in encoded or v.length > depth, v.property
-    return {v.property: v.length for v in result.violations if v.length <= depth}
-
-
-def bmc_lengths(cfg, depth: int, first: bool = False, **kw) -> dict[str, int]:
-    res = bmc(cfg, depth, stop_at_first=first, **kw)
-    assert all(o.verdict != Verdict.UNKNOWN for o in res.obligations), [o.detail for o in res.obligations]
-    return {o.property: o.counterexample["length"] for o in res.obligations if o.verdict == Verdict.REFUTED}
-
-
 AGREEMENT = [
     ({"brokers": 2, "replication_factor": 2, "max_records": 1}, 6),
     ({"brokers": 2, "replication_factor": 2, "max_records": 1, "unclean_leader_election": True,

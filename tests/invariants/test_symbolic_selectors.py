@@ -24,7 +24,8 @@ from isrcheck.invariants.symbolic.selectors import (
     violated_clauses,
 )
 from isrcheck.invariants.symbolic.types import SymElection, SymSelectorInput, bv_bit
-from isrcheck.invariants.symbolic.verdicts import EXIT_UNKNOWN, Obligation, Verdict, exit_code, verdict_of
+from isrcheck.invariants.symbolic.logic import verdict_of
+from isrcheck.invariants.symbolic.verdicts import EXIT_UNKNOWN, Obligation, Verdict, exit_code
 from isrcheck.model.brokersets import mask_of
 from isrcheck.model.config import Config
 from isrcheck.model.protocol import Protocol
