@@ -414,7 +414,7 @@ def self_logged_run(directory: Any, zookeeper: str | None = None,
     from pathlib import Path
 
     from isrcheck.impl.cluster import LocalCluster
-    from isrcheck.impl.config import from_mapping as impl_config
+    from isrcheck.impl.core.config import from_mapping as impl_config
 
     raw = {**SELFLOG_CONFIG, **(config or {})}
     cfg = impl_config(raw)

@@ -20,7 +20,7 @@ from collections.abc import Mapping
 from functools import lru_cache
 from typing import Any
 
-from isrcheck.impl import config as impl_config
+from isrcheck.impl.core import config as impl_config
 from isrcheck.impl.simulator import ActionError, NotEnabled, Simulator
 from isrcheck.invariants import build_model
 from isrcheck.model.actions import Action

@@ -21,9 +21,9 @@ import socket
 import time
 from typing import Any
 
-from . import layout as L
+from .core import layout as L
 from .frame import FrameDecoder, FrameError, encode_message
-from .messages import (
+from .core.messages import (
     ConsumeRequest,
     ConsumeResponse,
     ErrorResponse,
@@ -34,7 +34,7 @@ from .messages import (
     Record,
     from_wire,
 )
-from .store import NodeExists, NoNode, Session, StoreError
+from .core.store import NodeExists, NoNode, Session, StoreError
 from .store_remote import open_store
 
 RETRIABLE = ("NotLeader", "NotEnoughReplicas", "Unreachable", "LeaderChanged")

@@ -2,7 +2,7 @@
 
 ``python -m isrcheck.impl.coordinator --serve-store PORT`` hosts the embedded store for the cluster
 (:class:`~.store_remote.StoreServer`); ``--controller --store SPEC`` runs an autonomous
-:class:`~.controller_core.ControllerCore` that takes part in the election through the store (the
+:class:`~.core.controller.ControllerCore` that takes part in the election through the store (the
 ``/controller`` ephemeral znode and ``/controller_epoch``), and listens on ``--port`` for brokers'
 controlled-shutdown requests. Both roles can share one process. With real ZooKeeper
 (``--store zookeeper:HOST:PORT``) no store server is needed and any number of controller
@@ -24,12 +24,12 @@ import signal
 import sys
 
 from .auth import SecretError, read_secret
-from .config import ConfigError, from_mapping
-from .controller_core import ControllerCore
+from .core.config import ConfigError, from_mapping
+from .core.controller import ControllerCore
 from .event_log import ENV, StepLogger, open_writer
-from .messages import Command
+from .core.messages import Command
 from .runtime import Runtime
-from .store import StoreError
+from .core.store import StoreError
 from .store_remote import StoreServer, open_store
 from .unsafe_settings import warning_lines
 

@@ -27,7 +27,7 @@ from typing import Any
 from .fault_schedule import LEADER, Fault, FaultKind, Schedule, Setting, schedule
 from .history import History, Verdict, Write, check
 from .log import SimDisk
-from .messages import Persist
+from .core.messages import Persist
 from .simulator import AutoSimulator
 
 __all__ = ["Cut", "Election", "RunResult", "reproduce_command", "run_seed"]

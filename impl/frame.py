@@ -38,7 +38,7 @@ import struct
 from typing import Any
 
 from .auth import MAC_SIZE, mac, verify
-from .messages import MessageError, from_wire, to_wire
+from .core.messages import MessageError, from_wire, to_wire
 
 MAGIC = b"IK"
 VERSION = 1  # a plain frame (no cluster secret)
@@ -102,7 +102,7 @@ def encode_message(msg: Any, max_payload: int = DEFAULT_MAX_PAYLOAD, *, secret: 
 
 
 def decode_message(obj: Any) -> Any:
-    """A message from a decoded frame; :class:`~.messages.MessageError` if it is not one."""
+    """A message from a decoded frame; :class:`~.core.messages.MessageError` if it is not one."""
     return from_wire(obj)
 
 

@@ -1,6 +1,6 @@
 """A broker process: ``python -m isrcheck.impl.node --id 1 --port 9091 --data DIR --store SPEC``.
 
-It runs one autonomous :class:`~.broker_core.BrokerCore` on asyncio (:mod:`.runtime`), serving
+It runs one autonomous :class:`~.core.broker.BrokerCore` on asyncio (:mod:`.runtime`), serving
 controllers, followers and clients on a loopback TCP port with the frame format of :mod:`.frame`,
 keeping its logs and HW checkpoints in ``DIR`` (:class:`~.log.FileDisk`) and registering in the
 metadata store given by ``SPEC`` (``embedded:HOST:PORT`` for a coordinator's store server, or
@@ -22,15 +22,15 @@ import signal
 import sys
 
 from .auth import SecretError, read_secret
-from .broker_core import BrokerCore
-from .config import ConfigError, from_mapping
+from .core.broker import BrokerCore
+from .core.config import ConfigError, from_mapping
 from .disk_errors import DiskError
 from .unsafe_settings import warning_lines
 from .event_log import ENV, StepLogger, open_writer
 from .log import FileDisk
-from .messages import Command
+from .core.messages import Command
 from .runtime import Runtime
-from .store import StoreError
+from .core.store import StoreError
 from .store_remote import open_store
 
 

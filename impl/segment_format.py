@@ -41,7 +41,7 @@ from pathlib import Path
 import crc32c
 
 from .disk_errors import CorruptFile, UnsupportedFormat
-from .messages import Record
+from .core.messages import Record
 
 __all__ = ["FILE_HEADER", "FORMAT_VERSION", "MAGIC", "RECORD_HEADER", "Scan", "encode_records", "file_header",
            "scan"]

@@ -58,12 +58,12 @@ from typing import Any, Iterable
 
 from isrcheck.specs.actions import action_text
 
-from . import layout as L
-from .broker_core import ASK_EPOCH_END, FETCHING, NO_LEADER, TRUNCATE_PENDING, BrokerCore
-from .config import ImplConfig, from_mapping
-from .controller_core import NOT_ENABLED, STEP_START, ControllerCore
+from .core import layout as L
+from .core.broker import ASK_EPOCH_END, FETCHING, NO_LEADER, TRUNCATE_PENDING, BrokerCore
+from .core.config import ImplConfig, from_mapping
+from .core.controller import NOT_ENABLED, STEP_START, ControllerCore
 from .log import SimDisk
-from .messages import (
+from .core.messages import (
     CancelTimer,
     Command,
     Committed,
@@ -83,8 +83,8 @@ from .messages import (
     Notification,
     client,
 )
-from .observation import assemble, stopped_replica
-from .store import StoreError
+from .core.observation import assemble, stopped_replica
+from .core.store import StoreError
 from .store_embedded import EmbeddedSession, EmbeddedStore
 
 

@@ -10,7 +10,7 @@ connection stays open. With a cluster secret every frame carries a MAC both ways
 valid one is answered with ``Unauthenticated``, the connection closed (and with it the session) and
 nothing in the store changes. Each refused frame or request is one warning line in the log.
 
-:class:`RemoteStore` is the client side: a :class:`~.store.Store` whose sessions are connections,
+:class:`RemoteStore` is the client side: a :class:`~.core.store.Store` whose sessions are connections,
 usable from any thread (a reader thread collects answers and events).
 """
 from __future__ import annotations
@@ -25,7 +25,7 @@ import threading
 from typing import Any, Callable, Sequence
 
 from .frame import FrameDecoder, FrameError, encode_frame, read_frame
-from .store import (
+from .core.store import (
     drain_events,
     ERRORS,
     Check,
@@ -41,7 +41,7 @@ from .store import (
     TransactionFailed,
     WatchEvent,
 )
-from .store import Session as SessionBase
+from .core.store import Session as SessionBase
 from .store_embedded import EmbeddedSession, EmbeddedStore
 from .store_wire import BadRequest, StoreRequest, parse_request, request_id
 

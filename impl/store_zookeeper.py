@@ -3,7 +3,7 @@
 Each :class:`ZkSession` is one kazoo client, hence one ZooKeeper session: its ephemeral znodes vanish
 when it closes or expires. Watches fire on kazoo's thread; the events are queued (thread-safe) and
 collected with :meth:`ZkSession.poll_events`, or handed to ``on_event`` as they come, exactly as the
-embedded store does. Errors are translated to the store's own (:class:`~.store.NoNode`, ...).
+embedded store does. Errors are translated to the store's own (:class:`~.core.store.NoNode`, ...).
 """
 from __future__ import annotations
 
@@ -29,7 +29,7 @@ from kazoo.exceptions import NoChildrenForEphemeralsError
 from kazoo.handlers.threading import KazooTimeoutError
 from kazoo.protocol.states import EventType, KazooState
 
-from .store import (
+from .core.store import (
     drain_events,
     ANY_VERSION,
     BadArguments,
@@ -51,7 +51,7 @@ from .store import (
     WatchEvent,
     validate_path,
 )
-from .store import Session as SessionBase
+from .core.store import Session as SessionBase
 
 _KINDS = {
     EventType.CREATED: "created",

@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from . import layout as L
+from .core import layout as L
 from .client import Client, ClientError
 from .cluster import ClusterError, LocalCluster
 from .event_log import clock_ns, step
@@ -40,7 +40,7 @@ from .nemesis_proxy import FaultLimit, Nemesis, NemesisError
 from .routes import ENV as ROUTES_ENV
 from .routes import encode
 from .segment_format import scan
-from .store import StoreError
+from .core.store import StoreError
 from .torture_schedule import CONTROLLER_KINDS, Fault, schedule
 
 __all__ = ["TortureResult", "TortureSetting", "run_torture"]

@@ -41,7 +41,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .config import ConfigError, from_mapping
+from .core.config import ConfigError, from_mapping
 from .fault_run import HW_ON_LEADER_CHANGE, PROTOCOL, Cut, Election
 from .history import Anomaly, Verdict
 from .loss_shape import HW_TRUNCATION, explain_cut_loss

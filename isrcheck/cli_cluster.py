@@ -25,9 +25,9 @@ import click
 
 from isrcheck.impl.client import ClientError
 from isrcheck.impl.cluster import ClusterError, LocalCluster
-from isrcheck.impl.config import ConfigError, from_mapping, load_file, to_mapping
+from isrcheck.impl.core.config import ConfigError, from_mapping, load_file, to_mapping
 from isrcheck.impl.exit_reason import exit_error
-from isrcheck.impl.store import StoreError
+from isrcheck.impl.core.store import StoreError
 from isrcheck.impl.unsafe_settings import warning_lines
 
 DEFAULT_DIR = os.environ.get("ISRCHECK_CLUSTER_DIR", ".isrcheck-cluster")

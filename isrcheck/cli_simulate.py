@@ -17,7 +17,7 @@ from typing import Any
 
 import click
 
-from isrcheck.impl.config import ConfigError, from_mapping
+from isrcheck.impl.core.config import ConfigError, from_mapping
 from isrcheck.impl.fault_run import RunResult, run_seed
 from isrcheck.impl.fault_schedule import Setting
 from isrcheck.impl.loss_shape import explain

@@ -22,7 +22,7 @@ from typing import Any
 
 import click
 
-from isrcheck.impl.config import ConfigError, from_mapping
+from isrcheck.impl.core.config import ConfigError, from_mapping
 from isrcheck.impl.history import Verdict
 from isrcheck.impl.torture import TortureResult, TortureSetting, run_torture
 from isrcheck.impl.torture_explain import (

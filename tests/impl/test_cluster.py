@@ -16,7 +16,7 @@ import pytest
 from isrcheck.impl.client import BrokerConnection
 from isrcheck.impl.cluster import LocalCluster
 from isrcheck.impl.frame import HEADER, MAGIC, FrameDecoder, encode_frame, encode_message
-from isrcheck.impl.messages import ErrorResponse, MetadataRequest, MetadataResponse, from_wire
+from isrcheck.impl.core.messages import ErrorResponse, MetadataRequest, MetadataResponse, from_wire
 
 pytestmark = pytest.mark.cluster
 

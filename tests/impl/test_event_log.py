@@ -11,10 +11,10 @@ from pathlib import Path
 import pytest
 
 from isrcheck import specs
-from isrcheck.impl import layout as L
+from isrcheck.impl.core import layout as L
 from isrcheck.impl.event_log import FORMAT, _state_writes, _written_facts, broker_facts, open_writer
-from isrcheck.impl.messages import StoreOp
-from isrcheck.impl.store import Create, SetData, Stat
+from isrcheck.impl.core.messages import StoreOp
+from isrcheck.impl.core.store import Create, SetData, Stat
 
 HEADER_KEYS = {"format", "version", "process", "role", "pid", "clock", "config"}
 LINE_KEYS = {"seq", "t", "kind", "step", "facts", "input", "note"}
@@ -147,7 +147,7 @@ def test_a_controller_logs_a_finished_controlled_shutdown_as_the_model_step(tmp_
     from types import SimpleNamespace
 
     from isrcheck.impl.event_log import StepLogger
-    from isrcheck.impl.messages import StoreResult
+    from isrcheck.impl.core.messages import StoreResult
 
     core = SimpleNamespace(active=True, epoch=3, history=[])
     w = open_writer(tmp_path, "controller-1", "controller", {"brokers": 3})

@@ -34,14 +34,14 @@ from isrcheck.impl.frame import (
     encode_frame,
     encode_message,
 )
-from isrcheck.impl.messages import (
+from isrcheck.impl.core.messages import (
     ErrorResponse,
     MetadataRequest,
     MetadataResponse,
     StopReplica,
     from_wire,
 )
-from isrcheck.impl.store import StoreError
+from isrcheck.impl.core.store import StoreError
 from isrcheck.impl.store_remote import RemoteStore, StoreServer
 
 FAST = {"replica_lag_time_max_ms": 1000, "fetch_interval_ms": 5, "controller_recheck_ms": 100}

@@ -10,7 +10,7 @@ from isrcheck.impl.frame import (
     encode_frame, encode_message,
 )
 from isrcheck.impl.log import FileDisk, SimDisk
-from isrcheck.impl.messages import FetchResponse, LeaderAndIsr, MessageError, Persist, Record
+from isrcheck.impl.core.messages import FetchResponse, LeaderAndIsr, MessageError, Persist, Record
 from isrcheck.impl.segment_format import encode_records
 
 

@@ -32,7 +32,7 @@ from isrcheck.impl.frame import (
     encode_message,
     json_depth_exceeds,
 )
-from isrcheck.impl.messages import (
+from isrcheck.impl.core.messages import (
     MESSAGE_TYPES,
     ErrorResponse,
     MessageError,

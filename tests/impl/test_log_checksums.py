@@ -22,7 +22,7 @@ from isrcheck.impl import checkpoint_format, segment_format
 from isrcheck.impl.disk_errors import CorruptFile, DiskError, UnsupportedFormat
 from isrcheck.impl.exit_reason import exit_error
 from isrcheck.impl.log import CHECKPOINT_FILE, EPOCH_FILE, SEGMENT_FILE, FileDisk
-from isrcheck.impl.messages import Persist, Record
+from isrcheck.impl.core.messages import Persist, Record
 
 N = 10
 RECORDS = [Record(i + 1, i // 4, f"value-{i + 1}") for i in range(N)]  # epochs 0, 0, 0, 0, 1, ... 2

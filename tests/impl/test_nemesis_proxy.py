@@ -12,7 +12,7 @@ from collections.abc import Iterator
 
 import pytest
 from isrcheck.impl.frame import FrameDecoder, encode_message
-from isrcheck.impl.messages import MetadataRequest
+from isrcheck.impl.core.messages import MetadataRequest
 from isrcheck.impl.nemesis_proxy import (
     FaultLimit,
     Nemesis,

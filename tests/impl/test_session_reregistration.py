@@ -18,14 +18,14 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from isrcheck.impl import layout as L
-from isrcheck.impl.broker_core import BrokerCore
+from isrcheck.impl.core import layout as L
+from isrcheck.impl.core.broker import BrokerCore
 from isrcheck.impl.client import Client, ClientError
 from isrcheck.impl.cluster import ClusterError
-from isrcheck.impl.config import from_mapping
-from isrcheck.impl.controller_core import ControllerCore
+from isrcheck.impl.core.config import from_mapping
+from isrcheck.impl.core.controller import ControllerCore
 from isrcheck.impl.history import Verdict, Write
-from isrcheck.impl.messages import (
+from isrcheck.impl.core.messages import (
     CancelTimer,
     Command,
     Notification,
@@ -37,7 +37,7 @@ from isrcheck.impl.messages import (
 )
 from isrcheck.impl.runtime import Runtime
 from isrcheck.impl.simulator import AutoSimulator
-from isrcheck.impl.store import NodeExists, Stat
+from isrcheck.impl.core.store import NodeExists, Stat
 from isrcheck.impl.store_remote import RemoteStore, StoreServer
 from isrcheck.conformance.selflog import validate_selflogs
 from isrcheck.impl.torture import PARTITION, TortureSetting, _Run

@@ -10,7 +10,7 @@ from __future__ import annotations
 import socket
 
 import pytest
-from isrcheck.impl.store import StoreUnavailable
+from isrcheck.impl.core.store import StoreUnavailable
 from isrcheck.impl.store_zookeeper import ZooKeeperStore
 
 

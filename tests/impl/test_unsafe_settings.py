@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from isrcheck.impl.config import from_mapping
+from isrcheck.impl.core.config import from_mapping
 from isrcheck.impl.unsafe_settings import SETTINGS, entries, findings, nearest_failure, settings_of, warning_lines
 from isrcheck.specs import load
 

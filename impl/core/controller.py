@@ -669,7 +669,7 @@ def _step_function(name: str) -> Callable[[Tx, Reassignment, int], bool]:
     f = globals().get("_step_" + name.replace("-", "_"))
     if f is None:
         raise RuntimeError(f"specs/protocol.toml names the reassignment step {name!r}, "
-                           "which impl/controller_core.py does not perform")
+                           "which impl/core/controller.py does not perform")
     return f
 
 

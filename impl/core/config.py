@@ -14,7 +14,7 @@ own connection to a broker: the step-mode simulator then lets a request overtake
 controllers in the broker's inbox without spending ``faults.delayed_requests``. Every protocol generation of
 specs/protocol.toml is implemented: ``"high-watermark"`` (the seeds'), ``"kip-101"``, ``"kip-279"``
 and ``"kip-320"`` (leader-epoch caches and the OffsetsForLeaderEpoch exchange, see
-:mod:`.epoch_cache` and :mod:`.broker_core`); ``acks = "1"`` acknowledges on the leader's append.
+:mod:`.epoch_cache` and :mod:`.broker`); ``acks = "1"`` acknowledges on the leader's append.
 
 This module is the one place that decides what a generation means here: :class:`ImplConfig` holds
 the :class:`~isrcheck.specs.protocol.Generation` and exposes its traits (``cfg.traits``), which the
