@@ -26,7 +26,7 @@ from typing import Any
 
 from .fault_schedule import LEADER, Fault, FaultKind, Schedule, Setting, schedule
 from .history import History, Verdict, Write, check
-from .log import SimDisk
+from .disk.log import SimDisk
 from .core.messages import Persist
 from .simulator import AutoSimulator
 

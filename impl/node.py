@@ -2,7 +2,7 @@
 
 It runs one autonomous :class:`~.core.broker.BrokerCore` on asyncio (:mod:`.runtime`), serving
 controllers, followers and clients on a loopback TCP port with the frame format of :mod:`.frame`,
-keeping its logs and HW checkpoints in ``DIR`` (:class:`~.log.FileDisk`) and registering in the
+keeping its logs and HW checkpoints in ``DIR`` (:class:`~.disk.log.FileDisk`) and registering in the
 metadata store given by ``SPEC`` (``embedded:HOST:PORT`` for a coordinator's store server, or
 ``zookeeper:HOST:PORT``). On start-up it prints ``ready broker <id> port <port>`` on stdout.
 SIGTERM asks the controller for a controlled shutdown first (``--no-controlled-shutdown`` to
@@ -24,10 +24,10 @@ import sys
 from .auth import SecretError, read_secret
 from .core.broker import BrokerCore
 from .core.config import ConfigError, from_mapping
-from .disk_errors import DiskError
+from .disk.errors import DiskError
 from .unsafe_settings import warning_lines
 from .event_log import ENV, StepLogger, open_writer
-from .log import FileDisk
+from .disk.log import FileDisk
 from .core.messages import Command
 from .runtime import Runtime
 from .core.store import StoreError

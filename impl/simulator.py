@@ -62,7 +62,7 @@ from .core import layout as L
 from .core.broker import ASK_EPOCH_END, FETCHING, NO_LEADER, TRUNCATE_PENDING, BrokerCore
 from .core.config import ImplConfig, from_mapping
 from .core.controller import NOT_ENABLED, STEP_START, ControllerCore
-from .log import SimDisk
+from .disk.log import SimDisk
 from .core.messages import (
     CancelTimer,
     Command,

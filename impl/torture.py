@@ -35,11 +35,11 @@ from .client import Client, ClientError
 from .cluster import ClusterError, LocalCluster
 from .event_log import clock_ns, step
 from .history import History, Verdict, Write, check
-from .log import SEGMENT_FILE
+from .disk.log import SEGMENT_FILE
 from .nemesis_proxy import FaultLimit, Nemesis, NemesisError
 from .routes import ENV as ROUTES_ENV
 from .routes import encode
-from .segment_format import scan
+from .disk.segment_format import scan
 from .core.store import StoreError
 from .torture_schedule import CONTROLLER_KINDS, Fault, schedule
 

@@ -14,8 +14,8 @@ import pytest
 from isrcheck.impl.core import epoch_cache as EC
 from isrcheck.impl.core.broker import BrokerCore, DiskImage
 from isrcheck.impl.core.config import from_mapping
-from isrcheck.impl.checkpoint_format import encode as encode_checkpoint
-from isrcheck.impl.log import EPOCH_FILE, FileDisk, SimDisk
+from isrcheck.impl.disk.checkpoint_format import encode as encode_checkpoint
+from isrcheck.impl.disk.log import EPOCH_FILE, FileDisk, SimDisk
 from isrcheck.impl.core.messages import (
     Command,
     FetchRequest,
@@ -645,7 +645,7 @@ def test_a_kip_320_cluster_of_real_processes_reconciles_after_a_sigkill(tmp_path
         caches = {b: (tmp_path / "cluster" / f"data-{b}" / "0" / EPOCH_FILE).read_text() for b in (1, 2, 3)}
     finally:
         c.down()
-    # Kafka's lines (impl/checkpoint_format.py); epoch 0 from offset 0, and the new leader's epoch from offset 10
+    # Kafka's lines (impl/disk/checkpoint_format.py); epoch 0 from offset 0, and the new leader's epoch from offset 10
     # (after the records of epoch 0) on every broker: the leader took over there, the others fetched from it
     expected = encode_checkpoint([(0, 0), (state.leader_epoch, 10)]).decode()
     assert state.leader_epoch >= 1 and caches == {1: expected, 2: expected, 3: expected}

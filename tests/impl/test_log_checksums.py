@@ -1,4 +1,4 @@
-"""Checksummed logs and checkpoints (impl/segment_format.py, impl/checkpoint_format.py, impl/log.py).
+"""Checksummed logs and checkpoints (impl/disk/segment_format.py, impl/disk/checkpoint_format.py, impl/disk/log.py).
 
 The audit's two findings are the properties tested exhaustively here on a small log: no damaged
 byte is ever read as data (every single-bit flip, at every byte and every bit of the segment and
@@ -18,10 +18,10 @@ from pathlib import Path
 
 import pytest
 
-from isrcheck.impl import checkpoint_format, segment_format
-from isrcheck.impl.disk_errors import CorruptFile, DiskError, UnsupportedFormat
+from isrcheck.impl.disk import checkpoint_format, segment_format
+from isrcheck.impl.disk.errors import CorruptFile, DiskError, UnsupportedFormat
 from isrcheck.impl.exit_reason import exit_error
-from isrcheck.impl.log import CHECKPOINT_FILE, EPOCH_FILE, SEGMENT_FILE, FileDisk
+from isrcheck.impl.disk.log import CHECKPOINT_FILE, EPOCH_FILE, SEGMENT_FILE, FileDisk
 from isrcheck.impl.core.messages import Persist, Record
 
 N = 10

@@ -17,8 +17,8 @@ and, at start-up, gives back a :class:`~.core.broker.DiskImage`. Two disks share
   rewritten atomically in the checksummed text format of :mod:`.checkpoint_format`. On start-up
   (:meth:`FileDisk.image`) every file is checked before anything is changed: a torn last record (a
   crash in the middle of an append) is cut off; any other damage, anywhere, is refused with an
-  error naming the file and the byte offset (:class:`~.disk_errors.CorruptFile`), and so is a file
-  in an earlier, unchecksummed format (:class:`~.disk_errors.UnsupportedFormat`).
+  error naming the file and the byte offset (:class:`~.errors.CorruptFile`), and so is a file
+  in an earlier, unchecksummed format (:class:`~.errors.UnsupportedFormat`).
 
 ``Persist("epochs", p, entries)`` replaces partition ``p``'s whole leader-epoch checkpoint.
 """
@@ -32,9 +32,9 @@ from pathlib import Path
 from typing import BinaryIO
 
 from . import checkpoint_format, segment_format
-from .core.broker import DiskImage
-from .disk_errors import CorruptFile, DiskError, UnsupportedFormat
-from .core.messages import Persist, Record
+from ..core.broker import DiskImage
+from .errors import CorruptFile, DiskError, UnsupportedFormat
+from ..core.messages import Persist, Record
 
 log = logging.getLogger("isrcheck.impl")
 
@@ -209,7 +209,7 @@ class FileDisk:
     def image(self) -> DiskImage:
         """Read and check the whole directory, then cut torn tails and remember the record offsets.
 
-        Raises :class:`~.disk_errors.CorruptFile` or :class:`~.disk_errors.UnsupportedFormat`
+        Raises :class:`~.errors.CorruptFile` or :class:`~.errors.UnsupportedFormat`
         before anything on disk is changed."""
         scans: dict[int, tuple[Path, segment_format.Scan]] = {}
         epochs: dict[int, list[tuple[int, int]]] = {}

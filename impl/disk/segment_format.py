@@ -25,10 +25,10 @@ but in the wrong place (a copied block) is refused too.
   ``create``; it is rewritten as an empty segment;
 - anything else that fails a check — a header or payload checksum, a payload that is not a record,
   an offset out of sequence, the file header's magic, version or flags — is **corruption**, at any
-  position including the last complete record: :class:`~.disk_errors.CorruptFile` names the file,
+  position including the last complete record: :class:`~.errors.CorruptFile` names the file,
   the record's number and its byte offset, and nothing is changed;
 - a file in the earlier format (JSON lines without a header or checksums, version 1) or of an
-  unknown version is refused with :class:`~.disk_errors.UnsupportedFormat`.
+  unknown version is refused with :class:`~.errors.UnsupportedFormat`.
 """
 from __future__ import annotations
 
@@ -40,8 +40,8 @@ from pathlib import Path
 
 import crc32c
 
-from .disk_errors import CorruptFile, UnsupportedFormat
-from .core.messages import Record
+from .errors import CorruptFile, UnsupportedFormat
+from ..core.messages import Record
 
 __all__ = ["FILE_HEADER", "FORMAT_VERSION", "MAGIC", "RECORD_HEADER", "Scan", "encode_records", "file_header",
            "scan"]

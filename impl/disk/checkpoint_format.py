@@ -14,9 +14,9 @@ file, fsync, rename, fsync of the directory): the rename keeps a crash from leav
 but not a disk or a stray write from changing a byte of a whole one, and a changed HW or epoch
 start is read as a valid number. A checkpoint is therefore never repaired: any file that fails
 its checks (including one cut short, which the atomic replacement rules out as a crash's trace) is
-refused with :class:`~.disk_errors.CorruptFile`, naming the file and the byte offset of the
+refused with :class:`~.errors.CorruptFile`, naming the file and the byte offset of the
 offending line. A file in the earlier format (Kafka's text format: version ``0``, a count, the
-entries, no checksum) is refused with :class:`~.disk_errors.UnsupportedFormat`.
+entries, no checksum) is refused with :class:`~.errors.UnsupportedFormat`.
 """
 from __future__ import annotations
 
@@ -27,7 +27,7 @@ from pathlib import Path
 
 import crc32c
 
-from .disk_errors import CorruptFile, UnsupportedFormat
+from .errors import CorruptFile, UnsupportedFormat
 
 __all__ = ["FORMAT_VERSION", "decode", "encode", "write_atomically"]
 
