@@ -1,6 +1,6 @@
 """The client library: produce, consume, administration and status of a running cluster.
 
-A :class:`Client` talks to brokers over TCP (frames of :mod:`.frame`) and to the metadata store
+A :class:`Client` talks to brokers over TCP (frames of :mod:`.wire.frame`) and to the metadata store
 (``embedded:HOST:PORT`` or ``zookeeper:HOST:PORT``) for administration and to find leaders::
 
     c = Client("embedded:127.0.0.1:7000")
@@ -9,7 +9,7 @@ A :class:`Client` talks to brokers over TCP (frames of :mod:`.frame`) and to the
     records = c.consume(0, offset=0)          # only what is below the leader's HW
     c.reassign(0, [2, 3, 1]); c.status()
 
-Errors are :class:`ClientError` with a one-line message. With ``secret`` (the cluster's, :mod:`.auth`)
+Errors are :class:`ClientError` with a one-line message. With ``secret`` (the cluster's, :mod:`.wire.auth`)
 every frame to and from brokers and the store server carries an HMAC; a cluster started by
 ``isrcheck cluster up`` accepts nothing else (``LocalCluster.client()`` passes it).
 """
@@ -22,7 +22,7 @@ import time
 from typing import Any
 
 from .core import layout as L
-from .frame import FrameDecoder, FrameError, encode_message
+from .wire.frame import FrameDecoder, FrameError, encode_message
 from .core.messages import (
     ConsumeRequest,
     ConsumeResponse,

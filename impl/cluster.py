@@ -11,7 +11,7 @@ log to ``<dir>/<name>.log`` (and, with ``event_log=DIR``, its own event log to `
 :mod:`.event_log`; the launcher logs the crashes and controller kills it injects); ``<dir>/cluster.json`` records ports and pids so that later commands
 (:meth:`LocalCluster.load`) can find the cluster, kill a process or restart a broker.
 ``<dir>/cluster.secret`` (mode 0600, new at every :meth:`LocalCluster.up`) is the key of the MAC that
-every frame of the cluster carries (:mod:`.auth`); processes get its path, clients read it on load.
+every frame of the cluster carries (:mod:`.wire.auth`); processes get its path, clients read it on load.
 """
 from __future__ import annotations
 
@@ -24,7 +24,7 @@ import time
 from pathlib import Path
 from typing import Any, Callable
 
-from .auth import SECRET_FILE, SecretError, find_secret, read_secret, write_secret
+from .wire.auth import SECRET_FILE, SecretError, find_secret, read_secret, write_secret
 from .client import Client, ClientError
 from .cluster_state import TOKEN_ENV, ClusterStateError, foreign, new_token, read_state, start_time
 from .event_log import EventLogWriter, clock_ns, open_writer, step

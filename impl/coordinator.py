@@ -10,7 +10,7 @@ candidates can run; when the active one dies (SIGKILL), its session ends and ano
 with the next epoch.
 
 ``--event-log DIR`` (or ``$ISRCHECK_EVENT_LOG``) makes a controller write its own event log
-(:mod:`.event_log`). ``--secret-file FILE`` (the cluster's secret, :mod:`.auth`): the store server
+(:mod:`.event_log`). ``--secret-file FILE`` (the cluster's secret, :mod:`.wire.auth`): the store server
 and the controller send and accept only frames carrying its HMAC. It prints ``ready store <port>``
 and/or ``ready controller <name> port <port>`` on stdout.
 """
@@ -23,7 +23,7 @@ import os
 import signal
 import sys
 
-from .auth import SecretError, read_secret
+from .wire.auth import SecretError, read_secret
 from .core.config import ConfigError, from_mapping
 from .core.controller import ControllerCore
 from .event_log import ENV, StepLogger, open_writer

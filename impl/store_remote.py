@@ -3,7 +3,7 @@
 :class:`StoreServer` hosts one :class:`~.store_embedded.EmbeddedStore` on an asyncio loop; every
 TCP connection is one session, which **expires when the connection closes** (so the registration of
 a broker killed with SIGKILL vanishes at once, as a ZooKeeper session would after its timeout).
-Requests and answers are frames (:mod:`.frame`) carrying ``StoreRequest`` / ``StoreResponse``
+Requests and answers are frames (:mod:`.wire.frame`) carrying ``StoreRequest`` / ``StoreResponse``
 objects; fired watches are pushed as ``StoreEvent`` frames. Every request is checked field by field
 (:mod:`.store_wire`) before it runs: a malformed one is answered with a ``BadArguments`` error and the
 connection stays open. With a cluster secret every frame carries a MAC both ways; a frame without a
@@ -24,7 +24,7 @@ import socket
 import threading
 from typing import Any, Callable, Sequence
 
-from .frame import FrameDecoder, FrameError, encode_frame, read_frame
+from .wire.frame import FrameDecoder, FrameError, encode_frame, read_frame
 from .core.store import (
     drain_events,
     ERRORS,

@@ -16,7 +16,7 @@ import threading
 import time
 
 import pytest
-from isrcheck.impl.auth import (
+from isrcheck.impl.wire.auth import (
     SECRET_FILE,
     SecretError,
     find_secret,
@@ -25,7 +25,7 @@ from isrcheck.impl.auth import (
 )
 from isrcheck.impl.client import BrokerConnection, Client, ClientError
 from isrcheck.impl.cluster import LocalCluster
-from isrcheck.impl.frame import (
+from isrcheck.impl.wire.frame import (
     HEADER,
     HEADER_SIZE,
     FrameDecoder,

@@ -5,7 +5,7 @@ import os
 
 import pytest
 
-from isrcheck.impl.frame import (
+from isrcheck.impl.wire.frame import (
     HEADER, MAGIC, BadMagic, FrameDecoder, Malformed, Oversized, UnknownType, UnsupportedVersion, decode_message,
     encode_frame, encode_message,
 )

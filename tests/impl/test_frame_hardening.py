@@ -16,10 +16,10 @@ import time
 import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
-from isrcheck.impl.auth import mac
+from isrcheck.impl.wire.auth import mac
 from isrcheck.impl.client import BrokerConnection
 from isrcheck.impl.cluster import LocalCluster
-from isrcheck.impl.frame import (
+from isrcheck.impl.wire.frame import (
     DEFAULT_MAX_DEPTH,
     HEADER,
     MAGIC,

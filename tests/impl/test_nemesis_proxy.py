@@ -11,7 +11,7 @@ import time
 from collections.abc import Iterator
 
 import pytest
-from isrcheck.impl.frame import FrameDecoder, encode_message
+from isrcheck.impl.wire.frame import FrameDecoder, encode_message
 from isrcheck.impl.core.messages import MetadataRequest
 from isrcheck.impl.nemesis_proxy import (
     FaultLimit,

@@ -38,7 +38,7 @@ import struct
 from typing import Any
 
 from .auth import MAC_SIZE, mac, verify
-from .core.messages import MessageError, from_wire, to_wire
+from ..core.messages import MessageError, from_wire, to_wire
 
 MAGIC = b"IK"
 VERSION = 1  # a plain frame (no cluster secret)
