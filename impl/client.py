@@ -35,7 +35,7 @@ from .core.messages import (
     from_wire,
 )
 from .core.store import NodeExists, NoNode, Session, StoreError
-from .store_remote import open_store
+from .store.remote import open_store
 
 RETRIABLE = ("NotLeader", "NotEnoughReplicas", "Unreachable", "LeaderChanged")
 

@@ -1,7 +1,7 @@
 """A coordinator process: the metadata store's server and/or a controller candidate.
 
 ``python -m isrcheck.impl.coordinator --serve-store PORT`` hosts the embedded store for the cluster
-(:class:`~.store_remote.StoreServer`); ``--controller --store SPEC`` runs an autonomous
+(:class:`~.store.remote.StoreServer`); ``--controller --store SPEC`` runs an autonomous
 :class:`~.core.controller.ControllerCore` that takes part in the election through the store (the
 ``/controller`` ephemeral znode and ``/controller_epoch``), and listens on ``--port`` for brokers'
 controlled-shutdown requests. Both roles can share one process. With real ZooKeeper
@@ -30,7 +30,7 @@ from .event_log import ENV, StepLogger, open_writer
 from .core.messages import Command
 from .runtime import Runtime
 from .core.store import StoreError
-from .store_remote import StoreServer, open_store
+from .store.remote import StoreServer, open_store
 from .unsafe_settings import warning_lines
 
 

@@ -31,7 +31,7 @@ from .disk.log import FileDisk
 from .core.messages import Command
 from .runtime import Runtime
 from .core.store import StoreError
-from .store_remote import open_store
+from .store.remote import open_store
 
 
 async def run_node(broker_id: int, host: str, port: int, data: str, store_spec: str, config: dict,

@@ -85,7 +85,7 @@ from .core.messages import (
 )
 from .core.observation import assemble, stopped_replica
 from .core.store import StoreError
-from .store_embedded import EmbeddedSession, EmbeddedStore
+from .store.embedded import EmbeddedSession, EmbeddedStore
 
 
 class ActionError(ValueError):

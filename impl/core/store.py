@@ -21,8 +21,8 @@ ZooKeeper's:
   failed op and its error. The controller uses it to make each of its operations one fenced
   transaction.
 
-Backends: :mod:`.store_embedded` (in-process, deterministic, the default) and
-:mod:`.store_zookeeper` (a real ZooKeeper through kazoo). :mod:`.store_remote` serves an embedded
+Backends: :mod:`..store.embedded` (in-process, deterministic, the default) and
+:mod:`..store.zookeeper` (a real ZooKeeper through kazoo). :mod:`..store.remote` serves an embedded
 store to other processes of a real cluster. The contract tests in ``tests/impl/test_store_contract.py``
 run the same assertions against every backend.
 """

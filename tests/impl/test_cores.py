@@ -15,7 +15,7 @@ from isrcheck.impl.core.messages import (
     StoreResult, Timer, UpdateMetadata,
 )
 from isrcheck.impl.core.store import SetData
-from isrcheck.impl.store_embedded import EmbeddedStore
+from isrcheck.impl.store.embedded import EmbeddedStore
 
 CFG = from_mapping({"brokers": 3})
 C1 = ("controller", 1)

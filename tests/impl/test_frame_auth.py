@@ -42,7 +42,7 @@ from isrcheck.impl.core.messages import (
     from_wire,
 )
 from isrcheck.impl.core.store import StoreError
-from isrcheck.impl.store_remote import RemoteStore, StoreServer
+from isrcheck.impl.store.remote import RemoteStore, StoreServer
 
 FAST = {"replica_lag_time_max_ms": 1000, "fetch_interval_ms": 5, "controller_recheck_ms": 100}
 KEY = bytes(range(32))

@@ -41,9 +41,9 @@ from isrcheck.impl.core.messages import (
     from_wire,
     to_wire,
 )
-from isrcheck.impl.store_embedded import EmbeddedStore
-from isrcheck.impl.store_remote import RemoteStore, StoreServer
-from isrcheck.impl.store_wire import BadRequest, StoreRequest, parse_request
+from isrcheck.impl.store.embedded import EmbeddedStore
+from isrcheck.impl.store.remote import RemoteStore, StoreServer
+from isrcheck.impl.store.requests import BadRequest, StoreRequest, parse_request
 
 FAST = {"replica_lag_time_max_ms": 1000, "fetch_interval_ms": 5, "controller_recheck_ms": 100}
 

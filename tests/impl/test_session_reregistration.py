@@ -38,7 +38,7 @@ from isrcheck.impl.core.messages import (
 from isrcheck.impl.runtime import Runtime
 from isrcheck.impl.simulator import AutoSimulator
 from isrcheck.impl.core.store import NodeExists, Stat
-from isrcheck.impl.store_remote import RemoteStore, StoreServer
+from isrcheck.impl.store.remote import RemoteStore, StoreServer
 from isrcheck.conformance.selflog import validate_selflogs
 from isrcheck.impl.torture import PARTITION, TortureSetting, _Run
 from isrcheck.impl.torture_scenarios import judge, settle_and_consume, take_down

@@ -11,7 +11,7 @@ import socket
 
 import pytest
 from isrcheck.impl.core.store import StoreUnavailable
-from isrcheck.impl.store_zookeeper import ZooKeeperStore
+from isrcheck.impl.store.zookeeper import ZooKeeperStore
 
 
 def _unused_port() -> int:

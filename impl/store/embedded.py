@@ -12,7 +12,7 @@ from collections import deque
 from dataclasses import dataclass, field
 from typing import Callable, Sequence
 
-from .core.store import (
+from ..core.store import (
     ANY_VERSION,
     BadArguments,
     BadVersion,
@@ -33,7 +33,7 @@ from .core.store import (
     parent_of,
     validate_path,
 )
-from .core.store import Session as SessionBase
+from ..core.store import Session as SessionBase
 
 
 @dataclass

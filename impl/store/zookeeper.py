@@ -29,7 +29,7 @@ from kazoo.exceptions import NoChildrenForEphemeralsError
 from kazoo.handlers.threading import KazooTimeoutError
 from kazoo.protocol.states import EventType, KazooState
 
-from .core.store import (
+from ..core.store import (
     drain_events,
     ANY_VERSION,
     BadArguments,
@@ -51,7 +51,7 @@ from .core.store import (
     WatchEvent,
     validate_path,
 )
-from .core.store import Session as SessionBase
+from ..core.store import Session as SessionBase
 
 _KINDS = {
     EventType.CREATED: "created",

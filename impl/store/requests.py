@@ -28,8 +28,8 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from .core.messages import short_repr
-from .core.store import ANY_VERSION, BadArguments, Check, Create, Delete, Op, SetData
+from ..core.messages import short_repr
+from ..core.store import ANY_VERSION, BadArguments, Check, Create, Delete, Op, SetData
 
 MAX_PATH = 1024
 VERSION_MAX = (1 << 31) - 1

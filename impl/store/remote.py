@@ -1,11 +1,11 @@
 """The embedded store served to other processes over TCP (the real cluster without ZooKeeper).
 
-:class:`StoreServer` hosts one :class:`~.store_embedded.EmbeddedStore` on an asyncio loop; every
+:class:`StoreServer` hosts one :class:`~.embedded.EmbeddedStore` on an asyncio loop; every
 TCP connection is one session, which **expires when the connection closes** (so the registration of
 a broker killed with SIGKILL vanishes at once, as a ZooKeeper session would after its timeout).
 Requests and answers are frames (:mod:`.wire.frame`) carrying ``StoreRequest`` / ``StoreResponse``
 objects; fired watches are pushed as ``StoreEvent`` frames. Every request is checked field by field
-(:mod:`.store_wire`) before it runs: a malformed one is answered with a ``BadArguments`` error and the
+(:mod:`.requests`) before it runs: a malformed one is answered with a ``BadArguments`` error and the
 connection stays open. With a cluster secret every frame carries a MAC both ways; a frame without a
 valid one is answered with ``Unauthenticated``, the connection closed (and with it the session) and
 nothing in the store changes. Each refused frame or request is one warning line in the log.
@@ -24,8 +24,8 @@ import socket
 import threading
 from typing import Any, Callable, Sequence
 
-from .wire.frame import FrameDecoder, FrameError, encode_frame, read_frame
-from .core.store import (
+from ..wire.frame import FrameDecoder, FrameError, encode_frame, read_frame
+from ..core.store import (
     drain_events,
     ERRORS,
     Check,
@@ -41,9 +41,9 @@ from .core.store import (
     TransactionFailed,
     WatchEvent,
 )
-from .core.store import Session as SessionBase
-from .store_embedded import EmbeddedSession, EmbeddedStore
-from .store_wire import BadRequest, StoreRequest, parse_request, request_id
+from ..core.store import Session as SessionBase
+from .embedded import EmbeddedSession, EmbeddedStore
+from .requests import BadRequest, StoreRequest, parse_request, request_id
 
 log = logging.getLogger("isrcheck.impl")
 
@@ -144,7 +144,7 @@ class StoreServer:
             writer.close()
 
     def _answer(self, s: EmbeddedSession, obj: dict[str, Any], peer: Any = None) -> dict[str, Any]:
-        """The response to one decoded request frame: checked first (:mod:`.store_wire`), then run."""
+        """The response to one decoded request frame: checked first (:mod:`.requests`), then run."""
         try:
             req = parse_request(obj)
         except BadRequest as e:
@@ -344,7 +344,7 @@ def open_store(spec: str, timeout: float = 10.0, secret: bytes | None = None) ->
     spoken to with frames authenticated by ``secret`` when given; ZooKeeper does not see it)."""
     kind, _, rest = spec.partition(":")
     if kind == "zookeeper":
-        from .store_zookeeper import ZooKeeperStore
+        from .zookeeper import ZooKeeperStore
 
         return ZooKeeperStore(rest, timeout=timeout)
     if kind == "embedded":
