@@ -2,7 +2,7 @@
 
 Why a proxy and not the simulator's filters: real processes talk over real sockets, so the only place
 to lose, hold back or cut their traffic without changing their code is between them. Each process is
-told (``impl/routes.py``, ``ISRCHECK_ROUTES``; ``--store``) to reach node ``dst`` at the port of its
+told (``impl/process/routes.py``, ``ISRCHECK_ROUTES``; ``--store``) to reach node ``dst`` at the port of its
 link ``(src, dst)``; the link connects onwards to wherever ``dst`` listens *now* (``upstream(dst)``,
 read at each connection, so a restarted process is found again).
 

@@ -31,14 +31,14 @@ from pathlib import Path
 from typing import Any
 
 from .core import layout as L
-from .client import Client, ClientError
-from .cluster import ClusterError, LocalCluster
-from .event_log import clock_ns, step
+from .process.client import Client, ClientError
+from .process.cluster import ClusterError, LocalCluster
+from .process.event_log import clock_ns, step
 from .history import History, Verdict, Write, check
 from .disk.log import SEGMENT_FILE
 from .nemesis_proxy import FaultLimit, Nemesis, NemesisError
-from .routes import ENV as ROUTES_ENV
-from .routes import encode
+from .process.routes import ENV as ROUTES_ENV
+from .process.routes import encode
 from .disk.segment_format import scan
 from .core.store import StoreError
 from .torture_schedule import CONTROLLER_KINDS, Fault, schedule
@@ -294,7 +294,7 @@ class _Run:
             time.sleep(0.05)
 
     def signal(self, name: str, sig: int) -> bool:
-        """Send ``sig`` only to a live process this cluster provably started (impl/cluster_state.py)."""
+        """Send ``sig`` only to a live process this cluster provably started (impl/process/cluster_state.py)."""
         if not self.c.alive(name):
             return False
         os.kill(self.c.pid(name), sig)

@@ -3,7 +3,7 @@
 The simulator traces every cut of a replica's log and every election as it plays them
 (:mod:`.fault_run`), and :mod:`.loss_shape` matches a loss to a known weakness from that trace. A
 real run (:mod:`.torture`, :mod:`.torture_scenarios`) has no such tracer, but every process writes its
-own event log (:mod:`.event_log`): each broker line carries the broker's whole replica state after the
+own event log (:mod:`.process.event_log`): each broker line carries the broker's whole replica state after the
 step (the log as ``{id, epoch}`` entries, HW, leader epoch, role), each successful leader/ISR write
 carries the znode's new value and version, and the launcher logs every SIGKILL it sends and the end
 of the run. From these this module rebuilds, for partition 0:

@@ -24,7 +24,7 @@ import os
 import time
 from pathlib import Path
 
-from .client import ClientError
+from .process.client import ClientError
 from .history import History, Verdict, Write, check
 from .torture import PARTITION, TortureSetting, _Run
 

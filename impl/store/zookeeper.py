@@ -129,7 +129,7 @@ class ZkSession(SessionBase):
         """Connect within ``timeout`` s, giving up as soon as kazoo does. Why not ``KazooClient.start``: it
         waits out its whole timeout even after kazoo's connection thread spent its ``max_tries`` and
         stopped for good, so a session tried while the server is unreachable (a cut store link) held the
-        runtime's retry loop (impl/runtime.py ``_renew``) for the full 10 s, and a broker re-registered
+        runtime's retry loop (impl/process/runtime.py ``_renew``) for the full 10 s, and a broker re-registered
         seconds after the link healed. Giving up early lets that loop try again at once."""
         live = self._client.start_async()
         routine = getattr(getattr(self._client, "_connection", None), "_connection_routine", None)

@@ -23,8 +23,8 @@ from isrcheck.impl.wire.auth import (
     read_secret,
     write_secret,
 )
-from isrcheck.impl.client import BrokerConnection, Client, ClientError
-from isrcheck.impl.cluster import LocalCluster
+from isrcheck.impl.process.client import BrokerConnection, Client, ClientError
+from isrcheck.impl.process.cluster import LocalCluster
 from isrcheck.impl.wire.frame import (
     HEADER,
     HEADER_SIZE,

@@ -17,8 +17,8 @@ import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 from isrcheck.impl.wire.auth import mac
-from isrcheck.impl.client import BrokerConnection
-from isrcheck.impl.cluster import LocalCluster
+from isrcheck.impl.process.client import BrokerConnection
+from isrcheck.impl.process.cluster import LocalCluster
 from isrcheck.impl.wire.frame import (
     DEFAULT_MAX_DEPTH,
     HEADER,

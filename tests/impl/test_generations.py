@@ -619,7 +619,7 @@ def test_autonomous_leader_crash_and_restart_reconcile(generation):
 def test_a_kip_320_cluster_of_real_processes_reconciles_after_a_sigkill(tmp_path):
     import signal
 
-    from isrcheck.impl.cluster import LocalCluster
+    from isrcheck.impl.process.cluster import LocalCluster
 
     c = LocalCluster(tmp_path / "cluster", brokers=3, controllers=1, session_timeout=2.0,
                      config={"replica_lag_time_max_ms": 1000, "fetch_interval_ms": 5, "controller_recheck_ms": 100,

@@ -20,7 +20,7 @@ import pytest
 
 from isrcheck.impl.disk import checkpoint_format, segment_format
 from isrcheck.impl.disk.errors import CorruptFile, DiskError, UnsupportedFormat
-from isrcheck.impl.exit_reason import exit_error
+from isrcheck.impl.process.exit_reason import exit_error
 from isrcheck.impl.disk.log import CHECKPOINT_FILE, EPOCH_FILE, SEGMENT_FILE, FileDisk
 from isrcheck.impl.core.messages import Persist, Record
 
@@ -215,7 +215,7 @@ def test_a_broker_with_a_damaged_disk_exits_2_with_one_error_line(tmp_path):
     path = tmp_path / "0" / SEGMENT_FILE
     path.write_bytes(data[:starts[5] + 20] + bytes([data[starts[5] + 20] ^ 4]) + data[starts[5] + 21:])
     # the store is never reached: the disk is read first
-    proc = subprocess.run([sys.executable, "-m", "isrcheck.impl.node", "--id", "1", "--data", str(tmp_path),
+    proc = subprocess.run([sys.executable, "-m", "isrcheck.impl.process.node", "--id", "1", "--data", str(tmp_path),
                            "--store", "embedded:127.0.0.1:9", "--config-json", json.dumps({"generation": "kip-320"})],
                           capture_output=True, text=True, timeout=60, cwd=ROOT, check=False)
     errors = [line for line in proc.stderr.splitlines() if line.startswith("error: ")]

@@ -19,7 +19,7 @@ from isrcheck.impl.nemesis_proxy import (
     NemesisError,
     check_loopback,
 )
-from isrcheck.impl.routes import parse, route
+from isrcheck.impl.process.routes import parse, route
 
 
 class Echo:

@@ -20,8 +20,8 @@ from pathlib import Path
 import pytest
 from isrcheck.impl.core import layout as L
 from isrcheck.impl.core.broker import BrokerCore
-from isrcheck.impl.client import Client, ClientError
-from isrcheck.impl.cluster import ClusterError
+from isrcheck.impl.process.client import Client, ClientError
+from isrcheck.impl.process.cluster import ClusterError
 from isrcheck.impl.core.config import from_mapping
 from isrcheck.impl.core.controller import ControllerCore
 from isrcheck.impl.history import Verdict, Write
@@ -35,7 +35,7 @@ from isrcheck.impl.core.messages import (
     StoreResult,
     Timer,
 )
-from isrcheck.impl.runtime import Runtime
+from isrcheck.impl.process.runtime import Runtime
 from isrcheck.impl.simulator import AutoSimulator
 from isrcheck.impl.core.store import NodeExists, Stat
 from isrcheck.impl.store.remote import RemoteStore, StoreServer

@@ -1,6 +1,6 @@
 """Matching a real run's lost writes to known shapes from its event logs (impl/torture_explain.py).
 
-Hand-made event logs, in the format the processes write (impl/event_log.py), one per shape and for
+Hand-made event logs, in the format the processes write (impl/process/event_log.py), one per shape and for
 a loss no shape explains; then the logs two real scenario runs recorded (tests/impl/torture_events/,
 from impl/torture_scenarios.py), whose one known loss each must be rebuilt and named. The scenario
 tests on live processes (test_torture.py) assert the same of fresh runs.

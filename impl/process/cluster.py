@@ -24,7 +24,7 @@ import time
 from pathlib import Path
 from typing import Any, Callable
 
-from .wire.auth import SECRET_FILE, SecretError, find_secret, read_secret, write_secret
+from ..wire.auth import SECRET_FILE, SecretError, find_secret, read_secret, write_secret
 from .client import Client, ClientError
 from .cluster_state import TOKEN_ENV, ClusterStateError, foreign, new_token, read_state, start_time
 from .event_log import EventLogWriter, clock_ns, open_writer, step
@@ -83,7 +83,7 @@ class LocalCluster:
         self.procs: dict[str, dict[str, Any]] = {}  # name -> {pid, port, role, args}
         self.secret: bytes | None = None  # <dir>/cluster.secret, written by up(): every frame carries its HMAC
         self.secret_problem = ""  # why load() could not read the secret file (then client() refuses)
-        # where every process writes its own event log (impl/event_log.py); None: nobody logs
+        # where every process writes its own event log (impl/process/event_log.py); None: nobody logs
         self.event_log = str(Path(event_log).resolve()) if event_log else None
         self._launcher: EventLogWriter | None = None
         self.record_ids: dict[str, int] = {}  # partition -> the last record id handed out (event-logged runs)
@@ -100,7 +100,7 @@ class LocalCluster:
     @classmethod
     def load(cls, directory: str | os.PathLike[str]) -> LocalCluster:
         path = Path(directory) / STATE_FILE
-        try:  # validated like any input (impl/cluster_state.py): {} or a stray byte is one line, not a crash
+        try:  # validated like any input (impl/process/cluster_state.py): {} or a stray byte is one line, not a crash
             data = read_state(path)
         except FileNotFoundError:
             raise ClusterError(f"no cluster in {directory} (run `isrcheck cluster up` first)") from None
@@ -156,7 +156,7 @@ class LocalCluster:
 
     def extra_env(self, name: str) -> dict[str, str]:
         """More environment for process ``name``: none here; the nemesis's cluster
-        (impl/torture.py) gives each process its routes through the proxies (impl/routes.py)."""
+        (impl/torture.py) gives each process its routes through the proxies (impl/process/routes.py)."""
         return {}
 
     def _config_json(self) -> str:
@@ -167,7 +167,7 @@ class LocalCluster:
         self.secret = read_secret(write_secret(self.dir))  # a fresh secret per cluster (mode 0600)
         self.secret_problem = ""
         if not self.zookeeper:
-            info = self._launch("store", "store", ["isrcheck.impl.coordinator", "--serve-store", "0",
+            info = self._launch("store", "store", ["isrcheck.impl.process.coordinator", "--serve-store", "0",
                                                    *self._secret_args()], "ready store")
             self.store_spec = f"embedded:127.0.0.1:{info['port']}"
         self.save()
@@ -180,7 +180,7 @@ class LocalCluster:
 
     def start_controller(self, i: int) -> dict[str, Any]:
         name = f"controller-{i}"
-        return self._launch(name, "controller", ["isrcheck.impl.coordinator", "--controller", "--store",
+        return self._launch(name, "controller", ["isrcheck.impl.process.coordinator", "--controller", "--store",
                                                  self.store_spec, "--name", name, "--config-json",
                                                  self._config_json(), "--session-timeout",
                                                  str(self.session_timeout), *self._event_log_args(),
@@ -191,7 +191,7 @@ class LocalCluster:
         name = f"broker-{b}"
         old = self.procs.get(name)
         port = old["port"] if old else 0
-        return self._launch(name, "broker", ["isrcheck.impl.node", "--id", str(b), "--port", str(port), "--data",
+        return self._launch(name, "broker", ["isrcheck.impl.process.node", "--id", str(b), "--port", str(port), "--data",
                                              str(self.dir / f"data-{b}"), "--store", self.store_spec,
                                              "--config-json", self._config_json(), "--session-timeout",
                                              str(self.session_timeout), *self._event_log_args(),
@@ -245,7 +245,7 @@ class LocalCluster:
 
     def foreign(self, name: str) -> str | None:
         """Why the live process recorded as ``name`` cannot be proved to be the one this cluster
-        started (impl/cluster_state.py), or None: it is, or it is not running."""
+        started (impl/process/cluster_state.py), or None: it is, or it is not running."""
         pid = self.pid(name)
         if not _alive(pid):
             return None

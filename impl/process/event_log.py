@@ -56,8 +56,8 @@ import time
 from pathlib import Path
 from typing import Any, Mapping
 
-from .core.messages import Persist, Receive, SessionRenewed, StoreOp, StoreResult, Timer
-from .core.observation import absent_replica
+from ..core.messages import Persist, Receive, SessionRenewed, StoreOp, StoreResult, Timer
+from ..core.observation import absent_replica
 
 __all__ = ["FORMAT", "VERSION", "ENV", "EventLogWriter", "StepLogger", "clock_ns", "open_writer"]
 

@@ -1,4 +1,4 @@
-"""A broker process: ``python -m isrcheck.impl.node --id 1 --port 9091 --data DIR --store SPEC``.
+"""A broker process: ``python -m isrcheck.impl.process.node --id 1 --port 9091 --data DIR --store SPEC``.
 
 It runs one autonomous :class:`~.core.broker.BrokerCore` on asyncio (:mod:`.runtime`), serving
 controllers, followers and clients on a loopback TCP port with the frame format of :mod:`.wire.frame`,
@@ -21,24 +21,24 @@ import os
 import signal
 import sys
 
-from .wire.auth import SecretError, read_secret
-from .core.broker import BrokerCore
-from .core.config import ConfigError, from_mapping
-from .disk.errors import DiskError
+from ..wire.auth import SecretError, read_secret
+from ..core.broker import BrokerCore
+from ..core.config import ConfigError, from_mapping
+from ..disk.errors import DiskError
 from .unsafe_settings import warning_lines
 from .event_log import ENV, StepLogger, open_writer
-from .disk.log import FileDisk
-from .core.messages import Command
+from ..disk.log import FileDisk
+from ..core.messages import Command
 from .runtime import Runtime
-from .core.store import StoreError
-from .store.remote import open_store
+from ..core.store import StoreError
+from ..store.remote import open_store
 
 
 async def run_node(broker_id: int, host: str, port: int, data: str, store_spec: str, config: dict,
                    session_timeout: float, controlled_shutdown: bool = True, event_log: str | None = None,
                    secret: bytes | None = None) -> int:
     cfg = from_mapping(config)
-    for line in warning_lines(cfg):  # settings the model shows unsafe (impl/unsafe_settings.py)
+    for line in warning_lines(cfg):  # settings the model shows unsafe (impl/process/unsafe_settings.py)
         print(line, file=sys.stderr, flush=True)
     store = open_store(store_spec, timeout=10.0, secret=secret)
     if hasattr(store, "session_timeout"):

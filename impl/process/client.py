@@ -21,9 +21,9 @@ import socket
 import time
 from typing import Any
 
-from .core import layout as L
-from .wire.frame import FrameDecoder, FrameError, encode_message
-from .core.messages import (
+from ..core import layout as L
+from ..wire.frame import FrameDecoder, FrameError, encode_message
+from ..core.messages import (
     ConsumeRequest,
     ConsumeResponse,
     ErrorResponse,
@@ -34,8 +34,8 @@ from .core.messages import (
     Record,
     from_wire,
 )
-from .core.store import NodeExists, NoNode, Session, StoreError
-from .store.remote import open_store
+from ..core.store import NodeExists, NoNode, Session, StoreError
+from ..store.remote import open_store
 
 RETRIABLE = ("NotLeader", "NotEnoughReplicas", "Unreachable", "LeaderChanged")
 

@@ -34,10 +34,10 @@ import threading
 import time
 from typing import Any, Callable
 
-from .core import layout as L
+from ..core import layout as L
 from . import routes
-from .wire.frame import FrameError, MessageError, decode_message, encode_message, read_frame
-from .core.messages import (
+from ..wire.frame import FrameError, MessageError, decode_message, encode_message, read_frame
+from ..core.messages import (
     CancelTimer,
     Committed,
     ErrorResponse,
@@ -53,7 +53,7 @@ from .core.messages import (
     Timer,
     short_repr,
 )
-from .core.store import Session, Store, StoreError
+from ..core.store import Session, Store, StoreError
 
 log = logging.getLogger("isrcheck.impl")
 

@@ -29,7 +29,7 @@ from typing import Any
 from isrcheck.specs import load
 from isrcheck.specs.protocol import GENERATIONS
 
-from .core.config import ConfigError, ImplConfig, from_mapping
+from ..core.config import ConfigError, ImplConfig, from_mapping
 
 __all__ = ["SETTINGS", "Entry", "Finding", "entries", "findings", "nearest_failure", "safe_generations", "settings_of",
            "warning_lines"]

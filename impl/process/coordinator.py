@@ -1,6 +1,6 @@
 """A coordinator process: the metadata store's server and/or a controller candidate.
 
-``python -m isrcheck.impl.coordinator --serve-store PORT`` hosts the embedded store for the cluster
+``python -m isrcheck.impl.process.coordinator --serve-store PORT`` hosts the embedded store for the cluster
 (:class:`~.store.remote.StoreServer`); ``--controller --store SPEC`` runs an autonomous
 :class:`~.core.controller.ControllerCore` that takes part in the election through the store (the
 ``/controller`` ephemeral znode and ``/controller_epoch``), and listens on ``--port`` for brokers'
@@ -23,14 +23,14 @@ import os
 import signal
 import sys
 
-from .wire.auth import SecretError, read_secret
-from .core.config import ConfigError, from_mapping
-from .core.controller import ControllerCore
+from ..wire.auth import SecretError, read_secret
+from ..core.config import ConfigError, from_mapping
+from ..core.controller import ControllerCore
 from .event_log import ENV, StepLogger, open_writer
-from .core.messages import Command
+from ..core.messages import Command
 from .runtime import Runtime
-from .core.store import StoreError
-from .store.remote import StoreServer, open_store
+from ..core.store import StoreError
+from ..store.remote import StoreServer, open_store
 from .unsafe_settings import warning_lines
 
 
@@ -53,7 +53,7 @@ async def run_coordinator(serve_store: int | None, controller: bool, store_spec:
         if store_spec is None:
             raise StoreError("", "a controller needs --store (or --serve-store)")
         cfg = from_mapping(config)
-        for line in warning_lines(cfg):  # settings the model shows unsafe (impl/unsafe_settings.py)
+        for line in warning_lines(cfg):  # settings the model shows unsafe (impl/process/unsafe_settings.py)
             print(line, file=sys.stderr, flush=True)
         store = open_store(store_spec, timeout=10.0, secret=secret)
         if hasattr(store, "session_timeout"):
