@@ -3,7 +3,7 @@
 The step-mode simulator does only what it is told; the real processes decide for themselves when to
 fetch, shrink the ISR, checkpoint, react to watches. A run here drives either
 
-- :class:`AutoRun`: :class:`isrcheck.impl.simulator.AutoSimulator`, the very cores the real processes
+- :class:`AutoRun`: :class:`isrcheck.impl.rigs.simulator.AutoSimulator`, the very cores the real processes
   run (timers, watches, long-polled fetches, lag-based ISR shrink, two controller candidates), on a
   discrete-event loop in virtual milliseconds; or
 - :class:`ClusterRun`: the real multi-process cluster on loopback (:class:`isrcheck.impl.process.cluster.LocalCluster`),
@@ -87,13 +87,13 @@ class _Run:
 
 
 class AutoRun(_Run):
-    """A fault-injection run of :class:`~isrcheck.impl.simulator.AutoSimulator`, logged."""
+    """A fault-injection run of :class:`~isrcheck.impl.rigs.simulator.AutoSimulator`, logged."""
 
     source = "auto-simulator"
 
     def __init__(self, raw: Mapping[str, Any], seed: int = 0, settle_ms: int = 2_000, max_silent: int = 24,
                  keep: Callable[[str], bool] | None = None) -> None:
-        from isrcheck.impl.simulator import AutoSimulator
+        from isrcheck.impl.rigs.simulator import AutoSimulator
 
         self.sim = AutoSimulator(dict(raw), seed=seed)
         self.settle_ms = settle_ms

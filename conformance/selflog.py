@@ -254,7 +254,7 @@ def _model_config(raw: Mapping[str, Any], lines: Sequence[SelfLine]) -> Config:
                                      reassignments=requested or cfg.operations.reassignments)
     # the model has one acks setting: a run with acks=1 writes (torture's second producer, whose writes
     # the leader appends with its ISR below min.insync.replicas too) is checked under acks=1, which
-    # enables Produce there; an acks=all write appended so is then not caught here (impl/torture.py
+    # enables Produce there; an acks=all write appended so is then not caught here (impl/rigs/torture.py
     # checks acknowledged writes itself)
     acks = "1" if any(ln.kind == "action" and ln.action is not None and ln.action[0] == "Produce"
                       and ln.note.startswith("acks=1") for ln in lines) else cfg.acks

@@ -1,6 +1,6 @@
 """Messages between controllers, brokers and clients, and the inputs and effects of the cores.
 
-Everything here is an immutable value. Messages travel in frames (:mod:`..wire.frame`) as JSON objects
+Everything here is an immutable value. Messages travel in frames (:mod:`isrcheck.impl.wire.frame`) as JSON objects
 ``{"type": <class name>, ...fields}``; :func:`to_wire` / :func:`from_wire` convert, and refuse an
 unknown type or malformed fields with :class:`MessageError`.
 

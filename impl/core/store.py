@@ -21,10 +21,12 @@ ZooKeeper's:
   failed op and its error. The controller uses it to make each of its operations one fenced
   transaction.
 
-Backends: :mod:`..store.embedded` (in-process, deterministic, the default) and
-:mod:`..store.zookeeper` (a real ZooKeeper through kazoo). :mod:`..store.remote` serves an embedded
-store to other processes of a real cluster. The contract tests in ``tests/impl/test_store_contract.py``
-run the same assertions against every backend.
+Backends (``impl/store``, the room of their own): :mod:`isrcheck.impl.store.embedded` (in-process,
+deterministic, the default) and :mod:`isrcheck.impl.store.zookeeper` (a real ZooKeeper through kazoo).
+:mod:`isrcheck.impl.store.remote` serves an embedded store to other processes of a real cluster. The
+contract tests in ``tests/impl/test_store_contract.py`` run the same assertions against every backend.
+The interface lives with the cores (``impl/core``), not with its backends: the cores speak its ops
+and errors, and import nothing of impl's other rooms.
 """
 from __future__ import annotations
 

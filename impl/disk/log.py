@@ -1,8 +1,8 @@
 """A broker's disk: one log segment per partition, the HW checkpoint file, and one leader-epoch
 checkpoint per partition (from ``generation = "kip-101"`` on).
 
-The broker core asks for disk writes as :class:`~.core.messages.Persist` effects; a disk performs them
-and, at start-up, gives back a :class:`~.core.broker.DiskImage`. Two disks share that interface:
+The broker core asks for disk writes as :class:`~isrcheck.impl.core.messages.Persist` effects; a disk performs them
+and, at start-up, gives back a :class:`~isrcheck.impl.core.broker.DiskImage`. Two disks share that interface:
 
 - :class:`SimDisk` (the simulator's): each segment has a flushed prefix and an unflushed suffix.
   A process crash (:meth:`SimDisk.crash`) loses nothing — the data sits in the OS page cache — while
@@ -10,7 +10,7 @@ and, at start-up, gives back a :class:`~.core.broker.DiskImage`. Two disks share
   prefixes it is given (the model's ``LossyCrash``). The checkpoint files are written atomically
   (write, fsync, rename), so they are always whole — and a leader-epoch checkpoint may name epochs
   that start beyond what survived of the log: the broker drops those entries when it restarts
-  (:meth:`~.core.broker.BrokerCore.recover`), so the cache is "cut to the surviving log".
+  (:meth:`~isrcheck.impl.core.broker.BrokerCore.recover`), so the cache is "cut to the surviving log".
 - :class:`FileDisk` (a real broker process's): ``<dir>/<p>/00000000000000000000.log`` holds the
   records in the checksummed format of :mod:`.segment_format` (a CRC32C per record), ``flush`` is
   ``fsync``; ``replication-offset-checkpoint`` and ``<dir>/<p>/leader-epoch-checkpoint`` are

@@ -1,6 +1,6 @@
 """The client library: produce, consume, administration and status of a running cluster.
 
-A :class:`Client` talks to brokers over TCP (frames of :mod:`.wire.frame`) and to the metadata store
+A :class:`Client` talks to brokers over TCP (frames of :mod:`isrcheck.impl.wire.frame`) and to the metadata store
 (``embedded:HOST:PORT`` or ``zookeeper:HOST:PORT``) for administration and to find leaders::
 
     c = Client("embedded:127.0.0.1:7000")
@@ -9,9 +9,10 @@ A :class:`Client` talks to brokers over TCP (frames of :mod:`.wire.frame`) and t
     records = c.consume(0, offset=0)          # only what is below the leader's HW
     c.reassign(0, [2, 3, 1]); c.status()
 
-Errors are :class:`ClientError` with a one-line message. With ``secret`` (the cluster's, :mod:`.wire.auth`)
-every frame to and from brokers and the store server carries an HMAC; a cluster started by
-``isrcheck cluster up`` accepts nothing else (``LocalCluster.client()`` passes it).
+Errors are :class:`ClientError` with a one-line message. With ``secret`` (the cluster's,
+:mod:`isrcheck.impl.wire.auth`) every frame to and from brokers and the store server carries an HMAC;
+a cluster started by ``isrcheck cluster up`` accepts nothing else (``LocalCluster.client()`` passes
+it).
 """
 from __future__ import annotations
 

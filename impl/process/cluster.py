@@ -11,7 +11,7 @@ log to ``<dir>/<name>.log`` (and, with ``event_log=DIR``, its own event log to `
 :mod:`.event_log`; the launcher logs the crashes and controller kills it injects); ``<dir>/cluster.json`` records ports and pids so that later commands
 (:meth:`LocalCluster.load`) can find the cluster, kill a process or restart a broker.
 ``<dir>/cluster.secret`` (mode 0600, new at every :meth:`LocalCluster.up`) is the key of the MAC that
-every frame of the cluster carries (:mod:`.wire.auth`); processes get its path, clients read it on load.
+every frame of the cluster carries (:mod:`isrcheck.impl.wire.auth`); processes get its path, clients read it on load.
 """
 from __future__ import annotations
 
@@ -156,7 +156,7 @@ class LocalCluster:
 
     def extra_env(self, name: str) -> dict[str, str]:
         """More environment for process ``name``: none here; the nemesis's cluster
-        (impl/torture.py) gives each process its routes through the proxies (impl/process/routes.py)."""
+        (impl/rigs/torture.py) gives each process its routes through the proxies (impl/process/routes.py)."""
         return {}
 
     def _config_json(self) -> str:
@@ -191,8 +191,8 @@ class LocalCluster:
         name = f"broker-{b}"
         old = self.procs.get(name)
         port = old["port"] if old else 0
-        return self._launch(name, "broker", ["isrcheck.impl.process.node", "--id", str(b), "--port", str(port), "--data",
-                                             str(self.dir / f"data-{b}"), "--store", self.store_spec,
+        return self._launch(name, "broker", ["isrcheck.impl.process.node", "--id", str(b), "--port", str(port),
+                                             "--data", str(self.dir / f"data-{b}"), "--store", self.store_spec,
                                              "--config-json", self._config_json(), "--session-timeout",
                                              str(self.session_timeout), *self._event_log_args(),
                                              *self._secret_args()],

@@ -1,8 +1,8 @@
 """A coordinator process: the metadata store's server and/or a controller candidate.
 
 ``python -m isrcheck.impl.process.coordinator --serve-store PORT`` hosts the embedded store for the cluster
-(:class:`~.store.remote.StoreServer`); ``--controller --store SPEC`` runs an autonomous
-:class:`~.core.controller.ControllerCore` that takes part in the election through the store (the
+(:class:`~isrcheck.impl.store.remote.StoreServer`); ``--controller --store SPEC`` runs an autonomous
+:class:`~isrcheck.impl.core.controller.ControllerCore` that takes part in the election through the store (the
 ``/controller`` ephemeral znode and ``/controller_epoch``), and listens on ``--port`` for brokers'
 controlled-shutdown requests. Both roles can share one process. With real ZooKeeper
 (``--store zookeeper:HOST:PORT``) no store server is needed and any number of controller
@@ -10,7 +10,7 @@ candidates can run; when the active one dies (SIGKILL), its session ends and ano
 with the next epoch.
 
 ``--event-log DIR`` (or ``$ISRCHECK_EVENT_LOG``) makes a controller write its own event log
-(:mod:`.event_log`). ``--secret-file FILE`` (the cluster's secret, :mod:`.wire.auth`): the store server
+(:mod:`.event_log`). ``--secret-file FILE`` (the cluster's secret, :mod:`isrcheck.impl.wire.auth`): the store server
 and the controller send and accept only frames carrying its HMAC. It prints ``ready store <port>``
 and/or ``ready controller <name> port <port>`` on stdout.
 """

@@ -69,7 +69,7 @@ ENV = "ISRCHECK_EVENT_LOG"
 
 #: what a broker in controlled shutdown hears from the controller once it has acted
 _FROM_CONTROLLER = ("LeaderAndIsr", "StopReplica", "UpdateMetadata", "ControlledShutdownResponse")
-#: a controller operation's status when it did what it was asked (impl.controller_core.DONE)
+#: a controller operation's status when it did what it was asked (isrcheck.impl.core.controller.DONE)
 _DONE = "done"
 
 _STATE = re.compile(r"^/brokers/topics/[^/]+/partitions/(\d+)/state$")

@@ -1,15 +1,15 @@
 """A broker process: ``python -m isrcheck.impl.process.node --id 1 --port 9091 --data DIR --store SPEC``.
 
-It runs one autonomous :class:`~.core.broker.BrokerCore` on asyncio (:mod:`.runtime`), serving
-controllers, followers and clients on a loopback TCP port with the frame format of :mod:`.wire.frame`,
-keeping its logs and HW checkpoints in ``DIR`` (:class:`~.disk.log.FileDisk`) and registering in the
+It runs one autonomous :class:`~isrcheck.impl.core.broker.BrokerCore` on asyncio (:mod:`.runtime`), serving
+controllers, followers and clients on a loopback TCP port with the frame format of :mod:`isrcheck.impl.wire.frame`,
+keeping its logs and HW checkpoints in ``DIR`` (:class:`~isrcheck.impl.disk.log.FileDisk`) and registering in the
 metadata store given by ``SPEC`` (``embedded:HOST:PORT`` for a coordinator's store server, or
 ``zookeeper:HOST:PORT``). On start-up it prints ``ready broker <id> port <port>`` on stdout.
 SIGTERM asks the controller for a controlled shutdown first (``--no-controlled-shutdown`` to
 just stop); SIGKILL is a crash: the page cache keeps what was written, the store session ends.
 ``--event-log DIR`` (or ``$ISRCHECK_EVENT_LOG``) makes it write its own event log (:mod:`.event_log`),
 first line ``Restart(<id>)`` with what it recovered from its disk. ``--secret-file FILE`` (the
-cluster's secret, :mod:`.wire.auth`) makes every frame it sends and accepts, to and from the store server
+cluster's secret, :mod:`isrcheck.impl.wire.auth`) makes every frame it sends and accepts, to and from the store server
 too, carry an HMAC; without it, frames are plain.
 """
 from __future__ import annotations

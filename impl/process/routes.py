@@ -1,6 +1,6 @@
 """Where a process reaches another node: its registered address, unless a route overrides it.
 
-Why: the nemesis (:mod:`.nemesis_proxy`) sits between processes as one proxy per (source,
+Why: the nemesis (:mod:`isrcheck.impl.rigs.nemesis_proxy`) sits between processes as one proxy per (source,
 destination) link, so each process must reach each peer at *its own* link's port, while the store
 keeps the peer's real registration (clients, ``status`` and other tools still see the truth). The
 launcher puts the routes in the process's environment, ``ISRCHECK_ROUTES`` = a JSON object

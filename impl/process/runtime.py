@@ -18,7 +18,7 @@ effects it returns:
 - ``SetTimer`` / ``CancelTimer`` use the loop's timers (a new timer replaces one of the same name and
   key); ``Persist`` goes to the disk, if any; ``Stop`` ends the process.
 
-Inbound connections speak frames (:mod:`.wire.frame`): a frame that breaks the format or its limits, or
+Inbound connections speak frames (:mod:`isrcheck.impl.wire.frame`): a frame that breaks the format or its limits, or
 (with a cluster secret) lacks a valid MAC, gets one ``ErrorResponse`` and the connection is closed; a
 well-formed frame that is not a known message gets an ``ErrorResponse`` and the connection stays
 open. Either way the process writes exactly one warning line (no traceback) and nothing reaches the

@@ -8,7 +8,7 @@ told, and told where to see the counterexample.
 The mapping is data, not a list kept here: every model of ``specs/models.toml`` with ``expect =
 "safety_failure"`` whose **settings** equal the cluster's is a finding. The settings are the keys of
 :data:`SETTINGS`, which change what the brokers and controllers do, with defaults filled in on both
-sides by the implementation's own reader (:func:`~.core.config.from_mapping`). Not compared: the shape
+sides by the implementation's own reader (:func:`~isrcheck.impl.core.config.from_mapping`). Not compared: the shape
 of the cluster (``brokers``, ``partitions``, ``replication_factor``, ``assignment``: the model's
 small shapes stand for larger ones), the checker's bounds (``max_records``, ``faults``,
 ``operations``, ``unfair``), and two keys that describe the environment rather than what a real

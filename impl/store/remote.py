@@ -3,14 +3,14 @@
 :class:`StoreServer` hosts one :class:`~.embedded.EmbeddedStore` on an asyncio loop; every
 TCP connection is one session, which **expires when the connection closes** (so the registration of
 a broker killed with SIGKILL vanishes at once, as a ZooKeeper session would after its timeout).
-Requests and answers are frames (:mod:`.wire.frame`) carrying ``StoreRequest`` / ``StoreResponse``
+Requests and answers are frames (:mod:`isrcheck.impl.wire.frame`) carrying ``StoreRequest`` / ``StoreResponse``
 objects; fired watches are pushed as ``StoreEvent`` frames. Every request is checked field by field
 (:mod:`.requests`) before it runs: a malformed one is answered with a ``BadArguments`` error and the
 connection stays open. With a cluster secret every frame carries a MAC both ways; a frame without a
 valid one is answered with ``Unauthenticated``, the connection closed (and with it the session) and
 nothing in the store changes. Each refused frame or request is one warning line in the log.
 
-:class:`RemoteStore` is the client side: a :class:`~.core.store.Store` whose sessions are connections,
+:class:`RemoteStore` is the client side: a :class:`~isrcheck.impl.core.store.Store` whose sessions are connections,
 usable from any thread (a reader thread collects answers and events).
 """
 from __future__ import annotations

@@ -3,7 +3,7 @@
 Each :class:`ZkSession` is one kazoo client, hence one ZooKeeper session: its ephemeral znodes vanish
 when it closes or expires. Watches fire on kazoo's thread; the events are queued (thread-safe) and
 collected with :meth:`ZkSession.poll_events`, or handed to ``on_event`` as they come, exactly as the
-embedded store does. Errors are translated to the store's own (:class:`~.core.store.NoNode`, ...).
+embedded store does. Errors are translated to the store's own (:class:`~isrcheck.impl.core.store.NoNode`, ...).
 """
 from __future__ import annotations
 

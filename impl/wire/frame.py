@@ -102,7 +102,7 @@ def encode_message(msg: Any, max_payload: int = DEFAULT_MAX_PAYLOAD, *, secret: 
 
 
 def decode_message(obj: Any) -> Any:
-    """A message from a decoded frame; :class:`~.core.messages.MessageError` if it is not one."""
+    """A message from a decoded frame; :class:`~isrcheck.impl.core.messages.MessageError` if it is not one."""
     return from_wire(obj)
 
 

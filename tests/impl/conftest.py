@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from isrcheck.impl.torture import make_zk_chroot
+from isrcheck.impl.rigs.torture import make_zk_chroot
 
 ROOT = Path(__file__).resolve().parents[2]
 SCRIPT = ROOT / "scripts" / "zookeeper.sh"

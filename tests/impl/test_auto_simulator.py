@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import pytest
 
-from isrcheck.impl.simulator import AutoSimulator
+from isrcheck.impl.rigs.simulator import AutoSimulator
 from isrcheck.specs.observation import validate
 
 CFG = {"brokers": 3, "replica_lag_time_max_ms": 300}

@@ -6,7 +6,7 @@ import copy
 import pytest
 
 from isrcheck.impl.core.config import ConfigError, from_mapping, to_mapping
-from isrcheck.impl.simulator import Simulator
+from isrcheck.impl.rigs.simulator import Simulator
 from isrcheck.specs.observation import ObservationError, validate
 from isrcheck.specs.protocol import GENERATION_NAMES, Generation
 

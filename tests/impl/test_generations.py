@@ -31,7 +31,7 @@ from isrcheck.impl.core.messages import (
     from_wire,
     to_wire,
 )
-from isrcheck.impl.simulator import AutoSimulator, NotEnabled, Simulator
+from isrcheck.impl.rigs.simulator import AutoSimulator, NotEnabled, Simulator
 from isrcheck.specs.observation import validate
 from isrcheck.specs.protocol import GENERATION_NAMES, Generation
 

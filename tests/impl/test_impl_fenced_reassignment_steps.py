@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from isrcheck.impl.core.config import ConfigError, from_mapping
-from isrcheck.impl.simulator import NotEnabled, Simulator
+from isrcheck.impl.rigs.simulator import NotEnabled, Simulator
 from isrcheck.impl.core.tables import IllegalTransition
 
 # the manifest model deposed-controller-reassignment

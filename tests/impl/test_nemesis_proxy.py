@@ -13,7 +13,7 @@ from collections.abc import Iterator
 import pytest
 from isrcheck.impl.wire.frame import FrameDecoder, encode_message
 from isrcheck.impl.core.messages import MetadataRequest
-from isrcheck.impl.nemesis_proxy import (
+from isrcheck.impl.rigs.nemesis_proxy import (
     FaultLimit,
     Nemesis,
     NemesisError,

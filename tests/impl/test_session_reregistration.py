@@ -24,7 +24,7 @@ from isrcheck.impl.process.client import Client, ClientError
 from isrcheck.impl.process.cluster import ClusterError
 from isrcheck.impl.core.config import from_mapping
 from isrcheck.impl.core.controller import ControllerCore
-from isrcheck.impl.history import Verdict, Write
+from isrcheck.impl.rigs.history import Verdict, Write
 from isrcheck.impl.core.messages import (
     CancelTimer,
     Command,
@@ -36,12 +36,12 @@ from isrcheck.impl.core.messages import (
     Timer,
 )
 from isrcheck.impl.process.runtime import Runtime
-from isrcheck.impl.simulator import AutoSimulator
+from isrcheck.impl.rigs.simulator import AutoSimulator
 from isrcheck.impl.core.store import NodeExists, Stat
 from isrcheck.impl.store.remote import RemoteStore, StoreServer
 from isrcheck.conformance.selflog import validate_selflogs
-from isrcheck.impl.torture import PARTITION, TortureSetting, _Run
-from isrcheck.impl.torture_scenarios import judge, settle_and_consume, take_down
+from isrcheck.impl.rigs.torture import PARTITION, TortureSetting, _Run
+from isrcheck.impl.rigs.torture_scenarios import judge, settle_and_consume, take_down
 
 CFG = {"brokers": 3, "replica_lag_time_max_ms": 300}
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from isrcheck.cli_torture import _command
 from isrcheck.impl.core.config import from_mapping
-from isrcheck.impl.torture import TortureSetting
+from isrcheck.impl.rigs.torture import TortureSetting
 
 
 def test_the_controller_detects_quick_restarts_unless_asked_not_to() -> None:

@@ -26,8 +26,8 @@ from typing import Any
 
 from .fault_schedule import LEADER, Fault, FaultKind, Schedule, Setting, schedule
 from .history import History, Verdict, Write, check
-from .disk.log import SimDisk
-from .core.messages import Persist
+from ..disk.log import SimDisk
+from ..core.messages import Persist
 from .simulator import AutoSimulator
 
 __all__ = ["Cut", "Election", "RunResult", "reproduce_command", "run_seed"]

@@ -3,10 +3,10 @@
 The simulator traces every cut of a replica's log and every election as it plays them
 (:mod:`.fault_run`), and :mod:`.loss_shape` matches a loss to a known weakness from that trace. A
 real run (:mod:`.torture`, :mod:`.torture_scenarios`) has no such tracer, but every process writes its
-own event log (:mod:`.process.event_log`): each broker line carries the broker's whole replica state after the
-step (the log as ``{id, epoch}`` entries, HW, leader epoch, role), each successful leader/ISR write
-carries the znode's new value and version, and the launcher logs every SIGKILL it sends and the end
-of the run. From these this module rebuilds, for partition 0:
+own event log (:mod:`isrcheck.impl.process.event_log`): each broker line carries the broker's whole
+replica state after the step (the log as ``{id, epoch}`` entries, HW, leader epoch, role), each
+successful leader/ISR write carries the znode's new value and version, and the launcher logs every
+SIGKILL it sends and the end of the run. From these this module rebuilds, for partition 0:
 
 - the **cuts** (:class:`~.fault_run.Cut`): a broker line whose log no longer extends the previous
   line's log of the same broker (or a restart line whose log is shorter than what the last
@@ -41,7 +41,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .core.config import ConfigError, from_mapping
+from ..core.config import ConfigError, from_mapping
 from .fault_run import HW_ON_LEADER_CHANGE, PROTOCOL, Cut, Election
 from .history import Anomaly, Verdict
 from .loss_shape import HW_TRUNCATION, explain_cut_loss

@@ -4,7 +4,7 @@ Why a schedule drawn before the run: the run itself cannot be deterministic (rea
 clocks), but its plan can, so a seed names one plan and the printed command replays it; a finding is
 then re-tried against the same faults in the same order. Targets ``None`` mean "whichever broker
 leads the partition when the fault strikes" (half of the faults), as the simulator's schedule does
-(impl/fault_schedule.py): the leader is where faults hurt. The controller faults name no broker: they
+(impl/rigs/fault_schedule.py): the leader is where faults hurt. The controller faults name no broker: they
 strike whichever controller is active (or a standby) at that moment, for the same reason; only the
 brokers a ``controller-some`` cut separates it from are drawn in advance. With ``--faults`` naming only
 the older kinds a seed still draws the plan it drew before the controller faults existed.
@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 __all__ = ["CONTROLLER_KINDS", "EXPIRY_KINDS", "KINDS", "Fault", "kinds_for", "schedule"]
 
-#: every kind of fault, and what it does (impl/torture.py performs them)
+#: every kind of fault, and what it does (impl/rigs/torture.py performs them)
 KINDS: dict[str, str] = {
     "partition": "cut one broker from every other node (brokers, controllers, store, clients)",
     "split": "cut one broker from the other brokers only (it keeps its store session)",
@@ -35,7 +35,7 @@ KINDS: dict[str, str] = {
 #: the kinds aimed at a controller (``target`` unused: the active or a standby one when the fault strikes)
 CONTROLLER_KINDS = frozenset({"kill-controller", "controller-store", "standby-store", "controller-brokers",
                               "controller-some"})
-#: the kinds that last until the victim's store session expires (``seconds`` unused; impl/torture.py)
+#: the kinds that last until the victim's store session expires (``seconds`` unused; impl/rigs/torture.py)
 EXPIRY_KINDS = frozenset({"expire", "controller-store", "standby-store"})
 
 

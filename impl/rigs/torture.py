@@ -1,6 +1,6 @@
 """``isrcheck cluster torture``: a seeded nemesis against a real 3-broker cluster, judged by its history.
 
-Why: the simulator (impl/fault_run.py) runs the same cores under seeded faults, but only real processes
+Why: the simulator (impl/rigs/fault_run.py) runs the same cores under seeded faults, but only real processes
 have real sockets, real signals, real disks and, with ZooKeeper, real sessions. This module starts a
 cluster whose every connection goes through the nemesis (:mod:`.nemesis_proxy`, one proxy per link,
 routes handed to each process by :meth:`TortureCluster.extra_env` and its ``--store``), runs an
@@ -30,17 +30,17 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .core import layout as L
-from .process.client import Client, ClientError
-from .process.cluster import ClusterError, LocalCluster
-from .process.event_log import clock_ns, step
+from ..core import layout as L
+from ..process.client import Client, ClientError
+from ..process.cluster import ClusterError, LocalCluster
+from ..process.event_log import clock_ns, step
 from .history import History, Verdict, Write, check
-from .disk.log import SEGMENT_FILE
+from ..disk.log import SEGMENT_FILE
 from .nemesis_proxy import FaultLimit, Nemesis, NemesisError
-from .process.routes import ENV as ROUTES_ENV
-from .process.routes import encode
-from .disk.segment_format import scan
-from .core.store import StoreError
+from ..process.routes import ENV as ROUTES_ENV
+from ..process.routes import encode
+from ..disk.segment_format import scan
+from ..core.store import StoreError
 from .torture_schedule import CONTROLLER_KINDS, Fault, schedule
 
 __all__ = ["TortureResult", "TortureSetting", "run_torture"]

@@ -58,12 +58,12 @@ from typing import Any, Iterable
 
 from isrcheck.specs.actions import action_text
 
-from .core import layout as L
-from .core.broker import ASK_EPOCH_END, FETCHING, NO_LEADER, TRUNCATE_PENDING, BrokerCore
-from .core.config import ImplConfig, from_mapping
-from .core.controller import NOT_ENABLED, STEP_START, ControllerCore
-from .disk.log import SimDisk
-from .core.messages import (
+from ..core import layout as L
+from ..core.broker import ASK_EPOCH_END, FETCHING, NO_LEADER, TRUNCATE_PENDING, BrokerCore
+from ..core.config import ImplConfig, from_mapping
+from ..core.controller import NOT_ENABLED, STEP_START, ControllerCore
+from ..disk.log import SimDisk
+from ..core.messages import (
     CancelTimer,
     Command,
     Committed,
@@ -83,9 +83,9 @@ from .core.messages import (
     Notification,
     client,
 )
-from .core.observation import assemble, stopped_replica
-from .core.store import StoreError
-from .store.embedded import EmbeddedSession, EmbeddedStore
+from ..core.observation import assemble, stopped_replica
+from ..core.store import StoreError
+from ..store.embedded import EmbeddedSession, EmbeddedStore
 
 
 class ActionError(ValueError):

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 
 from isrcheck.specs.protocol import EpochAnswer
 
-from .core.config import from_mapping
+from ..core.config import from_mapping
 from .fault_run import HW_ON_LEADER_CHANGE, POWER_LOSS, Cut, Election, RunResult
 from .history import Anomaly
 

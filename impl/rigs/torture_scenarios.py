@@ -1,6 +1,6 @@
 """Scripted nemesis scenarios on real processes: one known loss, made to happen on purpose.
 
-Why: a random schedule finds a loss only when its timing lines up (impl/torture.py); a test that must
+Why: a random schedule finds a loss only when its timing lines up (impl/rigs/torture.py); a test that must
 show "unclean election under a partition loses writes" needs the faults in the one order that causes
 it, each step waiting for the cluster to reach the state the next one needs (never for a fixed time).
 
@@ -24,7 +24,7 @@ import os
 import time
 from pathlib import Path
 
-from .process.client import ClientError
+from ..process.client import ClientError
 from .history import History, Verdict, Write, check
 from .torture import PARTITION, TortureSetting, _Run
 

@@ -8,7 +8,7 @@ read at each connection, so a restarted process is found again).
 
 Two kinds of link:
 
-- **framed** (between brokers, controllers and clients, which speak :mod:`.wire.frame`): the proxy reads
+- **framed** (between brokers, controllers and clients, which speak :mod:`isrcheck.impl.wire.frame`): the proxy reads
   whole frames (the 10-byte header, the 32-byte tag of version 2, the payload) and drops, delays or
   holds a frame as a unit, so a dropped message never corrupts the stream after it;
 - **raw** (to the metadata store: the embedded store server, whose connection *is* the session, or
