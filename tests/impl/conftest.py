@@ -55,7 +55,7 @@ def zk_chroot(hosts: str) -> str:
 
 @pytest.fixture(scope="session")
 def store_server():
-    """An embedded store served over TCP (store_remote.StoreServer) on a background loop."""
+    """An embedded store served over TCP (store.remote.StoreServer) on a background loop."""
     import asyncio
     import threading
 
