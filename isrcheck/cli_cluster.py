@@ -23,11 +23,11 @@ from typing import Any
 
 import click
 
+from isrcheck.impl.core.config import ConfigError, from_mapping, load_file, to_mapping
+from isrcheck.impl.core.store import StoreError
 from isrcheck.impl.process.client import ClientError
 from isrcheck.impl.process.cluster import ClusterError, LocalCluster
-from isrcheck.impl.core.config import ConfigError, from_mapping, load_file, to_mapping
 from isrcheck.impl.process.exit_reason import exit_error
-from isrcheck.impl.core.store import StoreError
 from isrcheck.impl.process.unsafe_settings import warning_lines
 
 DEFAULT_DIR = os.environ.get("ISRCHECK_CLUSTER_DIR", ".isrcheck-cluster")

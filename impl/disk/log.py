@@ -31,10 +31,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import BinaryIO
 
-from . import checkpoint_format, segment_format
 from ..core.broker import DiskImage
-from .errors import CorruptFile, DiskError, UnsupportedFormat
 from ..core.messages import Persist, Record
+from . import checkpoint_format, segment_format
+from .errors import CorruptFile, DiskError, UnsupportedFormat
 
 log = logging.getLogger("isrcheck.impl")
 

@@ -40,8 +40,8 @@ from pathlib import Path
 
 import crc32c
 
-from .errors import CorruptFile, UnsupportedFormat
 from ..core.messages import Record
+from .errors import CorruptFile, UnsupportedFormat
 
 __all__ = ["FILE_HEADER", "FORMAT_VERSION", "MAGIC", "RECORD_HEADER", "Scan", "encode_records", "file_header",
            "scan"]

@@ -23,7 +23,6 @@ import time
 from typing import Any
 
 from ..core import layout as L
-from ..wire.frame import FrameDecoder, FrameError, encode_message
 from ..core.messages import (
     ConsumeRequest,
     ConsumeResponse,
@@ -37,6 +36,7 @@ from ..core.messages import (
 )
 from ..core.store import NodeExists, NoNode, Session, StoreError
 from ..store.remote import open_store
+from ..wire.frame import FrameDecoder, FrameError, encode_message
 
 RETRIABLE = ("NotLeader", "NotEnoughReplicas", "Unreachable", "LeaderChanged")
 

@@ -23,14 +23,14 @@ import os
 import signal
 import sys
 
-from ..wire.auth import SecretError, read_secret
 from ..core.config import ConfigError, from_mapping
 from ..core.controller import ControllerCore
-from .event_log import ENV, StepLogger, open_writer
 from ..core.messages import Command
-from .runtime import Runtime
 from ..core.store import StoreError
 from ..store.remote import StoreServer, open_store
+from ..wire.auth import SecretError, read_secret
+from .event_log import ENV, StepLogger, open_writer
+from .runtime import Runtime
 from .unsafe_settings import warning_lines
 
 

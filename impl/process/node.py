@@ -21,17 +21,17 @@ import os
 import signal
 import sys
 
-from ..wire.auth import SecretError, read_secret
 from ..core.broker import BrokerCore
 from ..core.config import ConfigError, from_mapping
-from ..disk.errors import DiskError
-from .unsafe_settings import warning_lines
-from .event_log import ENV, StepLogger, open_writer
-from ..disk.log import FileDisk
 from ..core.messages import Command
-from .runtime import Runtime
 from ..core.store import StoreError
+from ..disk.errors import DiskError
+from ..disk.log import FileDisk
 from ..store.remote import open_store
+from ..wire.auth import SecretError, read_secret
+from .event_log import ENV, StepLogger, open_writer
+from .runtime import Runtime
+from .unsafe_settings import warning_lines
 
 
 async def run_node(broker_id: int, host: str, port: int, data: str, store_spec: str, config: dict,

@@ -35,8 +35,6 @@ import time
 from typing import Any, Callable
 
 from ..core import layout as L
-from . import routes
-from ..wire.frame import FrameError, MessageError, decode_message, encode_message, read_frame
 from ..core.messages import (
     CancelTimer,
     Committed,
@@ -54,6 +52,8 @@ from ..core.messages import (
     short_repr,
 )
 from ..core.store import Session, Store, StoreError
+from ..wire.frame import FrameError, MessageError, decode_message, encode_message, read_frame
+from . import routes
 
 log = logging.getLogger("isrcheck.impl")
 

@@ -24,10 +24,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from ..core.messages import Persist
+from ..disk.log import SimDisk
 from .fault_schedule import LEADER, Fault, FaultKind, Schedule, Setting, schedule
 from .history import History, Verdict, Write, check
-from ..disk.log import SimDisk
-from ..core.messages import Persist
 from .simulator import AutoSimulator
 
 __all__ = ["Cut", "Election", "RunResult", "reproduce_command", "run_seed"]

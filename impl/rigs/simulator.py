@@ -62,7 +62,6 @@ from ..core import layout as L
 from ..core.broker import ASK_EPOCH_END, FETCHING, NO_LEADER, TRUNCATE_PENDING, BrokerCore
 from ..core.config import ImplConfig, from_mapping
 from ..core.controller import NOT_ENABLED, STEP_START, ControllerCore
-from ..disk.log import SimDisk
 from ..core.messages import (
     CancelTimer,
     Command,
@@ -85,6 +84,7 @@ from ..core.messages import (
 )
 from ..core.observation import assemble, stopped_replica
 from ..core.store import StoreError
+from ..disk.log import SimDisk
 from ..store.embedded import EmbeddedSession, EmbeddedStore
 
 

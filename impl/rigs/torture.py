@@ -31,16 +31,16 @@ from pathlib import Path
 from typing import Any
 
 from ..core import layout as L
+from ..core.store import StoreError
+from ..disk.log import SEGMENT_FILE
+from ..disk.segment_format import scan
 from ..process.client import Client, ClientError
 from ..process.cluster import ClusterError, LocalCluster
 from ..process.event_log import clock_ns, step
-from .history import History, Verdict, Write, check
-from ..disk.log import SEGMENT_FILE
-from .nemesis_proxy import FaultLimit, Nemesis, NemesisError
 from ..process.routes import ENV as ROUTES_ENV
 from ..process.routes import encode
-from ..disk.segment_format import scan
-from ..core.store import StoreError
+from .history import History, Verdict, Write, check
+from .nemesis_proxy import FaultLimit, Nemesis, NemesisError
 from .torture_schedule import CONTROLLER_KINDS, Fault, schedule
 
 __all__ = ["TortureResult", "TortureSetting", "run_torture"]

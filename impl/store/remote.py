@@ -24,7 +24,6 @@ import socket
 import threading
 from typing import Any, Callable, Sequence
 
-from ..wire.frame import FrameDecoder, FrameError, encode_frame, read_frame
 from ..core.store import (
     drain_events,
     ERRORS,
@@ -42,6 +41,7 @@ from ..core.store import (
     WatchEvent,
 )
 from ..core.store import Session as SessionBase
+from ..wire.frame import FrameDecoder, FrameError, encode_frame, read_frame
 from .embedded import EmbeddedSession, EmbeddedStore
 from .requests import BadRequest, StoreRequest, parse_request, request_id
 

@@ -37,8 +37,8 @@ import json
 import struct
 from typing import Any
 
-from .auth import MAC_SIZE, mac, verify
 from ..core.messages import MessageError, from_wire, to_wire
+from .auth import MAC_SIZE, mac, verify
 
 MAGIC = b"IK"
 VERSION = 1  # a plain frame (no cluster secret)

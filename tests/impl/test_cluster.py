@@ -13,10 +13,10 @@ import time
 
 import pytest
 
+from isrcheck.impl.core.messages import ErrorResponse, MetadataRequest, MetadataResponse, from_wire
 from isrcheck.impl.process.client import BrokerConnection
 from isrcheck.impl.process.cluster import LocalCluster
 from isrcheck.impl.wire.frame import HEADER, MAGIC, FrameDecoder, encode_frame, encode_message
-from isrcheck.impl.core.messages import ErrorResponse, MetadataRequest, MetadataResponse, from_wire
 
 pytestmark = pytest.mark.cluster
 

@@ -12,9 +12,9 @@ import pytest
 
 from isrcheck import specs
 from isrcheck.impl.core import layout as L
-from isrcheck.impl.process.event_log import FORMAT, _state_writes, _written_facts, broker_facts, open_writer
 from isrcheck.impl.core.messages import StoreOp
 from isrcheck.impl.core.store import Create, SetData, Stat
+from isrcheck.impl.process.event_log import FORMAT, _state_writes, _written_facts, broker_facts, open_writer
 
 HEADER_KEYS = {"format", "version", "process", "role", "pid", "clock", "config"}
 LINE_KEYS = {"seq", "t", "kind", "step", "facts", "input", "note"}

@@ -16,6 +16,17 @@ import threading
 import time
 
 import pytest
+from isrcheck.impl.core.messages import (
+    ErrorResponse,
+    MetadataRequest,
+    MetadataResponse,
+    StopReplica,
+    from_wire,
+)
+from isrcheck.impl.core.store import StoreError
+from isrcheck.impl.process.client import BrokerConnection, Client, ClientError
+from isrcheck.impl.process.cluster import LocalCluster
+from isrcheck.impl.store.remote import RemoteStore, StoreServer
 from isrcheck.impl.wire.auth import (
     SECRET_FILE,
     SecretError,
@@ -23,8 +34,6 @@ from isrcheck.impl.wire.auth import (
     read_secret,
     write_secret,
 )
-from isrcheck.impl.process.client import BrokerConnection, Client, ClientError
-from isrcheck.impl.process.cluster import LocalCluster
 from isrcheck.impl.wire.frame import (
     HEADER,
     HEADER_SIZE,
@@ -34,15 +43,6 @@ from isrcheck.impl.wire.frame import (
     encode_frame,
     encode_message,
 )
-from isrcheck.impl.core.messages import (
-    ErrorResponse,
-    MetadataRequest,
-    MetadataResponse,
-    StopReplica,
-    from_wire,
-)
-from isrcheck.impl.core.store import StoreError
-from isrcheck.impl.store.remote import RemoteStore, StoreServer
 
 FAST = {"replica_lag_time_max_ms": 1000, "fetch_interval_ms": 5, "controller_recheck_ms": 100}
 KEY = bytes(range(32))

@@ -16,9 +16,21 @@ import time
 import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
-from isrcheck.impl.wire.auth import mac
+from isrcheck.impl.core.messages import (
+    MESSAGE_TYPES,
+    ErrorResponse,
+    MessageError,
+    MetadataRequest,
+    MetadataResponse,
+    from_wire,
+    to_wire,
+)
 from isrcheck.impl.process.client import BrokerConnection
 from isrcheck.impl.process.cluster import LocalCluster
+from isrcheck.impl.store.embedded import EmbeddedStore
+from isrcheck.impl.store.remote import RemoteStore, StoreServer
+from isrcheck.impl.store.requests import BadRequest, StoreRequest, parse_request
+from isrcheck.impl.wire.auth import mac
 from isrcheck.impl.wire.frame import (
     DEFAULT_MAX_DEPTH,
     HEADER,
@@ -32,18 +44,6 @@ from isrcheck.impl.wire.frame import (
     encode_message,
     json_depth_exceeds,
 )
-from isrcheck.impl.core.messages import (
-    MESSAGE_TYPES,
-    ErrorResponse,
-    MessageError,
-    MetadataRequest,
-    MetadataResponse,
-    from_wire,
-    to_wire,
-)
-from isrcheck.impl.store.embedded import EmbeddedStore
-from isrcheck.impl.store.remote import RemoteStore, StoreServer
-from isrcheck.impl.store.requests import BadRequest, StoreRequest, parse_request
 
 FAST = {"replica_lag_time_max_ms": 1000, "fetch_interval_ms": 5, "controller_recheck_ms": 100}
 

@@ -14,8 +14,6 @@ import pytest
 from isrcheck.impl.core import epoch_cache as EC
 from isrcheck.impl.core.broker import BrokerCore, DiskImage
 from isrcheck.impl.core.config import from_mapping
-from isrcheck.impl.disk.checkpoint_format import encode as encode_checkpoint
-from isrcheck.impl.disk.log import EPOCH_FILE, FileDisk, SimDisk
 from isrcheck.impl.core.messages import (
     Command,
     FetchRequest,
@@ -31,6 +29,8 @@ from isrcheck.impl.core.messages import (
     from_wire,
     to_wire,
 )
+from isrcheck.impl.disk.checkpoint_format import encode as encode_checkpoint
+from isrcheck.impl.disk.log import EPOCH_FILE, FileDisk, SimDisk
 from isrcheck.impl.rigs.simulator import AutoSimulator, NotEnabled, Simulator
 from isrcheck.specs.observation import validate
 from isrcheck.specs.protocol import GENERATION_NAMES, Generation

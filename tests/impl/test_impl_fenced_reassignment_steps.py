@@ -6,8 +6,8 @@ from __future__ import annotations
 import pytest
 
 from isrcheck.impl.core.config import ConfigError, from_mapping
-from isrcheck.impl.rigs.simulator import NotEnabled, Simulator
 from isrcheck.impl.core.tables import IllegalTransition
+from isrcheck.impl.rigs.simulator import NotEnabled, Simulator
 
 # the manifest model deposed-controller-reassignment
 CONFIG = {"brokers": 2, "replication_factor": 1, "max_records": 0, "fenced_controller_writes": True,

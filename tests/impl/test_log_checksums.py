@@ -18,11 +18,11 @@ from pathlib import Path
 
 import pytest
 
+from isrcheck.impl.core.messages import Persist, Record
 from isrcheck.impl.disk import checkpoint_format, segment_format
 from isrcheck.impl.disk.errors import CorruptFile, DiskError, UnsupportedFormat
-from isrcheck.impl.process.exit_reason import exit_error
 from isrcheck.impl.disk.log import CHECKPOINT_FILE, EPOCH_FILE, SEGMENT_FILE, FileDisk
-from isrcheck.impl.core.messages import Persist, Record
+from isrcheck.impl.process.exit_reason import exit_error
 
 N = 10
 RECORDS = [Record(i + 1, i // 4, f"value-{i + 1}") for i in range(N)]  # epochs 0, 0, 0, 0, 1, ... 2

@@ -20,11 +20,8 @@ from pathlib import Path
 import pytest
 from isrcheck.impl.core import layout as L
 from isrcheck.impl.core.broker import BrokerCore
-from isrcheck.impl.process.client import Client, ClientError
-from isrcheck.impl.process.cluster import ClusterError
 from isrcheck.impl.core.config import from_mapping
 from isrcheck.impl.core.controller import ControllerCore
-from isrcheck.impl.rigs.history import Verdict, Write
 from isrcheck.impl.core.messages import (
     CancelTimer,
     Command,
@@ -35,9 +32,12 @@ from isrcheck.impl.core.messages import (
     StoreResult,
     Timer,
 )
-from isrcheck.impl.process.runtime import Runtime
-from isrcheck.impl.rigs.simulator import AutoSimulator
 from isrcheck.impl.core.store import NodeExists, Stat
+from isrcheck.impl.process.client import Client, ClientError
+from isrcheck.impl.process.cluster import ClusterError
+from isrcheck.impl.process.runtime import Runtime
+from isrcheck.impl.rigs.history import Verdict, Write
+from isrcheck.impl.rigs.simulator import AutoSimulator
 from isrcheck.impl.store.remote import RemoteStore, StoreServer
 from isrcheck.conformance.selflog import validate_selflogs
 from isrcheck.impl.rigs.torture import PARTITION, TortureSetting, _Run
