@@ -62,26 +62,9 @@ from ..core import layout as L
 from ..core.broker import ASK_EPOCH_END, FETCHING, NO_LEADER, TRUNCATE_PENDING, BrokerCore
 from ..core.config import ImplConfig, from_mapping
 from ..core.controller import NOT_ENABLED, STEP_START, ControllerCore
-from ..core.messages import (
-    CancelTimer,
-    Command,
-    Committed,
-    LeaderAndIsr,
-    Persist,
-    ProduceRequest,
-    ProduceResponse,
-    Receive,
-    Send,
-    SessionRenewed,
-    SetTimer,
-    Stop,
-    StopReplica,
-    StoreOp,
-    Timer,
-    UpdateMetadata,
-    Notification,
-    client,
-)
+from ..core.messages import (CancelTimer, Command, Committed, LeaderAndIsr, Notification, Persist,
+                             ProduceRequest, ProduceResponse, Receive, Send, SessionRenewed, SetTimer, Stop,
+                             StopReplica, StoreOp, Timer, UpdateMetadata, client)
 from ..core.observation import assemble, stopped_replica
 from ..core.store import StoreError
 from ..disk.log import SimDisk
@@ -135,14 +118,64 @@ class Budget:
         self.left[key] = self.left.get(key, 0) - 1
 
 
-class Simulator:
+def _config(config: ImplConfig | dict[str, Any] | None) -> ImplConfig:
+    """A simulator's configuration: given, read from a specs/03 mapping, or the defaults."""
+    if config is None:
+        return from_mapping({})
+    return from_mapping(config) if isinstance(config, dict) else config
+
+
+class _ClusterView:
+    """What both simulators show of the cluster they run: the store's snapshot, a partition's leader
+    and ISR, and the observation of specs/observation.toml.
+
+    Written once because the observation is what conformance compares with the model's: the
+    step-by-step and the autonomous simulator must not differ in how they observe, say, a stopped
+    broker's disk. They differ only in their controllers (:meth:`_controllers_observed`).
+    """
+
+    cfg: ImplConfig
+    admin: EmbeddedSession
+    brokers: dict[int, Any]  # broker id -> its running process (``core``), None while stopped
+    disks: dict[int, SimDisk]
+
+    def snapshot(self) -> L.Snapshot:
+        return L.read_snapshot(self.admin, self.cfg.topic, self.cfg.partitions, watch=False)
+
+    def leader_of(self, p: int) -> int:
+        st = self.snapshot().part(p).state
+        return st.leader if st else 0
+
+    def isr_of(self, p: int) -> tuple[int, ...]:
+        st = self.snapshot().part(p).state
+        return tuple(sorted(st.isr)) if st else ()
+
+    def observe(self) -> dict[str, Any]:
+        """The observation of the current state (specs/observation.toml)."""
+        brokers: dict[int, dict[str, Any]] = {}
+        for b in self.cfg.broker_ids:
+            proc = self.brokers[b]
+            if proc is not None:
+                o = proc.core.observe()
+                brokers[b] = {"alive": True, "controller_epoch": o["controller_epoch"], "replicas": o["replicas"]}
+            else:
+                disk = self.disks[b]
+                reps = {p: stopped_replica(seg.records, disk.hw_on_disk(p), disk.epochs_on_disk(p))
+                        for p, seg in disk.segments.items()}
+                brokers[b] = {"alive": False, "controller_epoch": 0, "replicas": reps}
+        controller, deposed_epoch = self._controllers_observed()
+        return assemble(self.cfg.brokers, self.cfg.partitions, self.snapshot(), controller, deposed_epoch, brokers)
+
+    def _controllers_observed(self) -> tuple[dict[str, Any], int]:
+        """The acting controller's observation, and the epoch of a deposed controller still acting
+        (0: none)."""
+        raise NotImplementedError
+
+
+class Simulator(_ClusterView):
     def __init__(self, config: ImplConfig | dict[str, Any] | None = None, seed: int = 0,
                  coalesce_metadata: bool = True) -> None:
-        if config is None:
-            config = from_mapping({})
-        elif isinstance(config, dict):
-            config = from_mapping(config)
-        self.cfg = config
+        self.cfg = config = _config(config)
         self.seed = seed
         self.rng = random.Random(seed)
         self.now = 0  # virtual milliseconds
@@ -597,25 +630,9 @@ class Simulator:
             self.disks[b].power_loss(lossy)
 
     # ------------------------------------------------------------------ observation
-    def snapshot(self) -> L.Snapshot:
-        return L.read_snapshot(self.admin, self.cfg.topic, self.cfg.partitions, watch=False)
-
-    def observe(self) -> dict[str, Any]:
-        """The observation of the current state (specs/observation.toml)."""
-        brokers: dict[int, dict[str, Any]] = {}
-        for b in self.cfg.broker_ids:
-            proc = self.brokers[b]
-            if proc is not None:
-                o = proc.core.observe()
-                brokers[b] = {"alive": True, "controller_epoch": o["controller_epoch"], "replicas": o["replicas"]}
-            else:
-                disk = self.disks[b]
-                reps = {p: stopped_replica(seg.records, disk.hw_on_disk(p), disk.epochs_on_disk(p))
-                        for p, seg in disk.segments.items()}
-                brokers[b] = {"alive": False, "controller_epoch": 0, "replicas": reps}
+    def _controllers_observed(self) -> tuple[dict[str, Any], int]:
         dep = self.deposed
-        return assemble(self.cfg.brokers, self.cfg.partitions, self.snapshot(), self.active.core.observe(),
-                        dep.core.epoch if dep is not None else 0, brokers)
+        return self.active.core.observe(), dep.core.epoch if dep is not None else 0
 
     # ------------------------------------------------------------------ scheduling
     def enabled(self) -> list[tuple[str, tuple]]:
@@ -743,14 +760,6 @@ class Simulator:
         return taken
 
     # ------------------------------------------------------------------ conveniences for tests
-    def leader_of(self, p: int) -> int:
-        st = self.snapshot().part(p).state
-        return st.leader if st else 0
-
-    def isr_of(self, p: int) -> tuple[int, ...]:
-        st = self.snapshot().part(p).state
-        return tuple(sorted(st.isr)) if st else ()
-
     def settle(self, max_steps: int = 1000) -> int:
         """Take every healing step until none is left: deliveries, fetches, controller reactions.
 
@@ -809,7 +818,7 @@ class _AutoProc:
     kind: str
 
 
-class AutoSimulator:
+class AutoSimulator(_ClusterView):
     """The cores as the real cluster runs them (``autonomous=True``: timers, watches, long-polled
     fetches, lag-based ISR shrink, controller candidates electing through the store), driven by a
     discrete-event loop in virtual milliseconds. Deterministic for a seed: message latencies come
@@ -827,11 +836,7 @@ class AutoSimulator:
 
     def __init__(self, config: ImplConfig | dict[str, Any] | None = None, seed: int = 0, controllers: int = 2,
                  latency: tuple[int, int] = (1, 3)) -> None:
-        if config is None:
-            config = from_mapping({})
-        elif isinstance(config, dict):
-            config = from_mapping(config)
-        self.cfg = config
+        self.cfg = config = _config(config)
         self.rng = random.Random(seed)
         self.seed = seed
         self.latency = latency
@@ -1135,17 +1140,6 @@ class AutoSimulator:
         return pred(self)
 
     # ------------------------------------------------------------------ views
-    def snapshot(self) -> L.Snapshot:
-        return L.read_snapshot(self.admin, self.cfg.topic, self.cfg.partitions, watch=False)
-
-    def leader_of(self, p: int) -> int:
-        st = self.snapshot().part(p).state
-        return st.leader if st else 0
-
-    def isr_of(self, p: int) -> tuple[int, ...]:
-        st = self.snapshot().part(p).state
-        return tuple(sorted(st.isr)) if st else ()
-
     def log_ids(self, b: int, p: int) -> list[int]:
         proc = self.brokers.get(b)
         if proc is not None:
@@ -1154,18 +1148,6 @@ class AutoSimulator:
         seg = self.disks[b].segments.get(p)
         return [x.id for x in seg.records] if seg else []
 
-    def observe(self) -> dict[str, Any]:
-        brokers: dict[int, dict[str, Any]] = {}
-        for b in self.cfg.broker_ids:
-            proc = self.brokers[b]
-            if proc is not None:
-                o = proc.core.observe()
-                brokers[b] = {"alive": True, "controller_epoch": o["controller_epoch"], "replicas": o["replicas"]}
-            else:
-                disk = self.disks[b]
-                brokers[b] = {"alive": False, "controller_epoch": 0, "replicas": {
-                    p: stopped_replica(seg.records, disk.hw_on_disk(p), disk.epochs_on_disk(p))
-                    for p, seg in disk.segments.items()}}
-        act = self.active
-        ctl = act.core.observe() if act is not None else {"epoch": self.snapshot().controller_epoch}
-        return assemble(self.cfg.brokers, self.cfg.partitions, self.snapshot(), ctl, 0, brokers)
+    def _controllers_observed(self) -> tuple[dict[str, Any], int]:
+        act = self.active  # between two controllers the observation shows the store's epoch
+        return (act.core.observe() if act is not None else {"epoch": self.snapshot().controller_epoch}), 0
