@@ -20,7 +20,7 @@ import itertools
 import os
 import socket
 import time
-from typing import Any
+from typing import Any, Callable
 
 from ..core import layout as L
 from ..core.messages import (
@@ -228,45 +228,35 @@ class Client:
                 record_id: int | None = None) -> tuple[int, int]:
         """Write one record; returns (offset, record id) once the leader acknowledged it (acks=all:
         committed to the whole ISR). Retries on a leader change until ``timeout``."""
-        deadline = time.monotonic() + (timeout if timeout is not None else self.timeout * 2)
         rid = record_id if record_id is not None else next(self._ids)
-        last = ""
-        while True:
-            leader = self._cached_leader(p)
-            if leader:
-                try:
-                    ans = self._call(leader, ProduceRequest(next(self._ids), p, rid, value, acks))
-                    if isinstance(ans, ProduceResponse) and not ans.error:
-                        return ans.offset, rid
-                    last = ans.error if isinstance(ans, (ProduceResponse, ErrorResponse)) else repr(ans)
-                    if last not in RETRIABLE:
-                        raise ClientError(f"produce to partition {p} failed: {last}", last)
-                    self._leaders.pop(p, None)
-                except ClientError as e:
-                    if e.code not in RETRIABLE:
-                        raise
-                    self._leaders.pop(p, None)
-                    last = str(e)
-            else:
-                last = f"partition {p} has no leader"
-            if time.monotonic() > deadline:
-                raise ClientError(f"produce to partition {p} failed: {last}", "Timeout")
-            time.sleep(0.05)
+        ans = self._ask_leader(p, f"produce to partition {p}", ProduceResponse, timeout,
+                               lambda: ProduceRequest(next(self._ids), p, rid, value, acks))
+        return ans.offset, rid
 
     def consume(self, p: int, offset: int = 0, max_records: int = 1000, timeout: float | None = None) -> list[Record]:
         """Records of partition ``p`` from ``offset`` up to the leader's HW."""
+        ans = self._ask_leader(p, f"consume from partition {p}", ConsumeResponse, timeout,
+                               lambda: ConsumeRequest(next(self._ids), p, offset, max_records))
+        return list(ans.records)
+
+    def _ask_leader(self, p: int, what: str, answer: type[Any], timeout: float | None,
+                    request: Callable[[], Any]) -> Any:
+        """The first error-free ``answer`` of partition ``p``'s leader to ``request()`` (a new
+        request id each try). Produce and consume retry alike: on a retriable error (the leader moved,
+        the connection broke) the leader is looked up again, every 50 ms until ``timeout`` (twice the
+        client's by default); any other error raises at once. ``what`` names the call in errors."""
         deadline = time.monotonic() + (timeout if timeout is not None else self.timeout * 2)
         last = ""
         while True:
             leader = self._cached_leader(p)
             if leader:
                 try:
-                    ans = self._call(leader, ConsumeRequest(next(self._ids), p, offset, max_records))
-                    if isinstance(ans, ConsumeResponse) and not ans.error:
-                        return list(ans.records)
-                    last = ans.error if isinstance(ans, (ConsumeResponse, ErrorResponse)) else repr(ans)
+                    ans = self._call(leader, request())
+                    if isinstance(ans, answer) and not ans.error:
+                        return ans
+                    last = ans.error if isinstance(ans, (answer, ErrorResponse)) else repr(ans)
                     if last not in RETRIABLE:
-                        raise ClientError(f"consume from partition {p} failed: {last}", last)
+                        raise ClientError(f"{what} failed: {last}", last)
                     self._leaders.pop(p, None)
                 except ClientError as e:
                     if e.code not in RETRIABLE:
@@ -276,7 +266,7 @@ class Client:
             else:
                 last = f"partition {p} has no leader"
             if time.monotonic() > deadline:
-                raise ClientError(f"consume from partition {p} failed: {last}", "Timeout")
+                raise ClientError(f"{what} failed: {last}", "Timeout")
             time.sleep(0.05)
 
     def metadata(self, b: int) -> MetadataResponse:
