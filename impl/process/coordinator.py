@@ -23,15 +23,14 @@ import os
 import signal
 import sys
 
-from ..core.config import ConfigError, from_mapping
+from ..core.config import ConfigError
 from ..core.controller import ControllerCore
 from ..core.messages import Command
 from ..core.store import StoreError
-from ..store.remote import StoreServer, open_store
+from ..store.remote import StoreServer
 from ..wire.auth import SecretError, read_secret
 from .event_log import ENV, StepLogger, open_writer
-from .runtime import Runtime
-from .unsafe_settings import warning_lines
+from .runtime import Runtime, open_core_store
 
 
 async def run_coordinator(serve_store: int | None, controller: bool, store_spec: str | None, host: str, port: int,
@@ -52,12 +51,7 @@ async def run_coordinator(serve_store: int | None, controller: bool, store_spec:
     if controller:
         if store_spec is None:
             raise StoreError("", "a controller needs --store (or --serve-store)")
-        cfg = from_mapping(config)
-        for line in warning_lines(cfg):  # settings the model shows unsafe (impl/process/unsafe_settings.py)
-            print(line, file=sys.stderr, flush=True)
-        store = open_store(store_spec, timeout=10.0, secret=secret)
-        if hasattr(store, "session_timeout"):
-            store.session_timeout = session_timeout  # type: ignore[attr-defined]
+        cfg, store = open_core_store(config, store_spec, session_timeout, secret)
         rt = Runtime(None, store, name=name, secret=secret)
         await rt.open_session()
         actual = await rt.serve(host, port)

@@ -22,27 +22,20 @@ import signal
 import sys
 
 from ..core.broker import BrokerCore
-from ..core.config import ConfigError, from_mapping
+from ..core.config import ConfigError
 from ..core.messages import Command
 from ..core.store import StoreError
 from ..disk.errors import DiskError
 from ..disk.log import FileDisk
-from ..store.remote import open_store
 from ..wire.auth import SecretError, read_secret
 from .event_log import ENV, StepLogger, open_writer
-from .runtime import Runtime
-from .unsafe_settings import warning_lines
+from .runtime import Runtime, open_core_store
 
 
 async def run_node(broker_id: int, host: str, port: int, data: str, store_spec: str, config: dict,
                    session_timeout: float, controlled_shutdown: bool = True, event_log: str | None = None,
                    secret: bytes | None = None) -> int:
-    cfg = from_mapping(config)
-    for line in warning_lines(cfg):  # settings the model shows unsafe (impl/process/unsafe_settings.py)
-        print(line, file=sys.stderr, flush=True)
-    store = open_store(store_spec, timeout=10.0, secret=secret)
-    if hasattr(store, "session_timeout"):
-        store.session_timeout = session_timeout  # type: ignore[attr-defined]
+    cfg, store = open_core_store(config, store_spec, session_timeout, secret)
     disk = FileDisk(data)
     image = disk.image()  # a damaged file: DiskError, one line `error: ...`, exit 2, before registering
     rt = Runtime(None, store, disk=disk, feed_now=True, name=f"broker-{broker_id}", secret=secret)

@@ -30,6 +30,7 @@ import asyncio
 import concurrent.futures
 import itertools
 import logging
+import sys
 import threading
 import time
 from typing import Any, Callable
@@ -51,15 +52,34 @@ from ..core.messages import (
     Timer,
     short_repr,
 )
+from ..core.config import ImplConfig, from_mapping
 from ..core.store import Session, Store, StoreError
+from ..store.remote import open_store
 from ..wire.frame import FrameError, MessageError, decode_message, encode_message, read_frame
 from . import routes
+from .unsafe_settings import warning_lines
 
 log = logging.getLogger("isrcheck.impl")
 
 
 def now_ms() -> int:
     return int(time.monotonic() * 1000)
+
+
+def open_core_store(config: dict[str, Any], store_spec: str, session_timeout: float,
+                    secret: bytes | None) -> tuple[ImplConfig, Store]:
+    """What a broker or a controller process does before it builds its core: read its configuration
+    (:class:`~isrcheck.impl.core.config.ConfigError` if it is bad), print on stderr the settings the
+    model shows unsafe (:mod:`.unsafe_settings`), and open the store with the session timeout its
+    launcher chose (for the backends that have one). One function, so both kinds of process start
+    alike."""
+    cfg = from_mapping(config)
+    for line in warning_lines(cfg):
+        print(line, file=sys.stderr, flush=True)
+    store = open_store(store_spec, timeout=10.0, secret=secret)
+    if hasattr(store, "session_timeout"):
+        store.session_timeout = session_timeout  # type: ignore[attr-defined]
+    return cfg, store
 
 
 def refused(name: str, peer: Any, why: str) -> None:
@@ -305,13 +325,11 @@ class Runtime:
                     break
                 if obj is None:
                     break
-                try:
-                    msg = decode_message(obj)
-                except MessageError as e:
-                    refused(self.name, peer, f"BadMessage: {e}")
+                msg, why = self._message(obj, peer)
+                if msg is None:
                     rid = obj.get("request_id")
                     rid = rid if isinstance(rid, int) and not isinstance(rid, bool) and abs(rid) < 1 << 63 else 0
-                    writer.write(encode_message(ErrorResponse(rid, f"BadMessage: {e}"), secret=self.secret))
+                    writer.write(encode_message(ErrorResponse(rid, why), secret=self.secret))
                     await writer.drain()
                     continue
                 self.feed(Receive(("conn", cid), msg))
@@ -322,6 +340,17 @@ class Runtime:
         finally:
             self._conns.pop(cid, None)
             writer.close()
+
+    def _message(self, obj: Any, peer: Any) -> tuple[Any, str]:
+        """The message a well-formed frame carries, or None and why it is refused (logged once).
+        One rule for both directions: a frame that is not a known message never reaches the core,
+        and the connection stays open (an inbound one answers the refusal)."""
+        try:
+            return decode_message(obj), ""
+        except MessageError as e:
+            why = f"BadMessage: {e}"
+            refused(self.name, peer, why)
+            return None, why
 
     # ------------------------------------------------------------------ network: outbound
     def _send(self, to: Any, msg: Any) -> None:
@@ -398,12 +427,9 @@ class Runtime:
                 obj = await read_frame(reader, secret=self.secret)
                 if obj is None:
                     return
-                try:
-                    msg = decode_message(obj)
-                except MessageError as e:
-                    refused(self.name, to, f"BadMessage: {e}")
-                    continue
-                self.feed(Receive(to, msg))
+                msg, _ = self._message(obj, to)
+                if msg is not None:
+                    self.feed(Receive(to, msg))
         except FrameError as e:
             refused(self.name, to, f"{e.code}: {e} (connection closed)")
         except (ConnectionError, OSError, asyncio.IncompleteReadError):
