@@ -22,15 +22,17 @@ from __future__ import annotations
 
 import os
 import time
+from collections.abc import Callable
 from pathlib import Path
 
-from ..process.client import ClientError
+from ..process.client import Client, ClientError
 from .history import History, Verdict, Write, check
 from .torture import PARTITION, TortureSetting, _Run
 
 __all__ = ["hw_truncation_after_leader_crash", "unclean_election_after_partition"]
 
 WRITES = 5
+FULL = [1, 2, 3]  # the brokers, every one in the ISR before a scenario's faults
 LAG_LIMIT_MS = 15_000  # hw_truncation_after_leader_crash: a follower cut off stays in the ISR this long
 
 
@@ -66,19 +68,44 @@ def _up_with_full_isr(run: _Run, full: list[int]) -> int:
         return run.leader(k)
 
 
-def unclean_election_after_partition(directory: str | os.PathLike[str], generation: str = "kip-320",
-                                     unclean: bool = True, zookeeper: str | None = None) -> tuple[Verdict, list[str]]:
-    """Run the scenario; the verdict of the acks=all writes, and what was done, step by step."""
-    setting = TortureSetting(generation=generation, min_isr=1, unclean=unclean,
-                             store="zookeeper" if zookeeper else "embedded", zookeeper=zookeeper)
+def _scenario(setting: TortureSetting, directory: str | os.PathLike[str],
+              play: Callable[[_Run, int, list[str], list[Write]], None]) -> tuple[Verdict, list[str]]:
+    """The frame of every scripted scenario: the cluster up with the full ISR, then
+    ``play(run, leader, steps, writes)`` (the faults and the writes, ending with the heal), then the
+    settle, the read back and the verdict. The processes and proxies are taken down whatever happens;
+    a client error stops the scenario, as its last step."""
     run = _Run(0, setting, Path(directory))
     steps: list[str] = []
     writes: list[Write] = []
     consumed: tuple[int, ...] | None = None
     try:
-        full = [1, 2, 3]
-        leader = _up_with_full_isr(run, full)
-        others = [f"broker-{b}" for b in full if b != leader]
+        play(run, _up_with_full_isr(run, FULL), steps, writes)
+        consumed = settle_and_consume(run, steps)
+    except ClientError as e:
+        steps.append(f"stopped: {e}")
+    finally:
+        take_down(run)
+    return judge(run, writes, consumed), steps
+
+
+def _acked_write(run: _Run, k: Client, writes: list[Write], label: str, timeout: float) -> int:
+    """One acks=all write through the proxies, recorded with its start and end for the history
+    checker; the record's id (its value is ``<label>-<id>``)."""
+    rid = run._next_id()
+    sent = time.monotonic_ns()
+    k.produce(PARTITION, f"{label}-{rid}", acks="all", timeout=timeout, record_id=rid)
+    writes.append(Write(PARTITION, rid, sent, time.monotonic_ns()))
+    return rid
+
+
+def unclean_election_after_partition(directory: str | os.PathLike[str], generation: str = "kip-320",
+                                     unclean: bool = True, zookeeper: str | None = None) -> tuple[Verdict, list[str]]:
+    """Run the scenario; the verdict of the acks=all writes, and what was done, step by step."""
+    setting = TortureSetting(generation=generation, min_isr=1, unclean=unclean,
+                             store="zookeeper" if zookeeper else "embedded", zookeeper=zookeeper)
+
+    def play(run: _Run, leader: int, steps: list[str], writes: list[Write]) -> None:
+        others = [f"broker-{b}" for b in FULL if b != leader]
         run.nem.partition([f"broker-{leader}"], others, 30)
         steps.append(f"cut broker-{leader} (the leader) from {', '.join(others)}")
         run.c.wait_for(lambda k: list(getattr(k.snapshot().partitions[PARTITION].state, "isr", ())) == [leader],
@@ -86,10 +113,7 @@ def unclean_election_after_partition(directory: str | os.PathLike[str], generati
         steps.append(f"the ISR shrank to [{leader}]")
         with run._routed() as k:
             for _ in range(WRITES):
-                rid = run._next_id()
-                sent = time.monotonic_ns()
-                k.produce(PARTITION, f"alone-{rid}", acks="all", timeout=10.0, record_id=rid)
-                writes.append(Write(PARTITION, rid, sent, time.monotonic_ns()))
+                _acked_write(run, k, writes, "alone", 10.0)
         steps.append(f"{WRITES} acks=all writes acknowledged by broker-{leader} alone")
         run.c.kill(f"broker-{leader}")
         steps.append(f"SIGKILL broker-{leader}")
@@ -100,12 +124,8 @@ def unclean_election_after_partition(directory: str | os.PathLike[str], generati
         run.nem.heal()
         run.c.start_broker(leader)
         steps.append(f"healed; broker-{leader} restarted")
-        consumed = settle_and_consume(run, steps)
-    except ClientError as e:
-        steps.append(f"stopped: {e}")
-    finally:
-        take_down(run)
-    return judge(run, writes, consumed), steps
+
+    return _scenario(setting, directory, play)
 
 
 def _leo(run: _Run, b: int) -> int | None:
@@ -128,27 +148,16 @@ def hw_truncation_after_leader_crash(directory: str | os.PathLike[str], generati
     setting = TortureSetting(generation=generation, min_isr=2, unclean=False,
                              store="zookeeper" if zookeeper else "embedded", zookeeper=zookeeper,
                              replica_lag_time_max_ms=LAG_LIMIT_MS)
-    run = _Run(0, setting, Path(directory))
-    steps: list[str] = []
-    writes: list[Write] = []
-    consumed: tuple[int, ...] | None = None
-    try:
-        full = [1, 2, 3]
-        leader = _up_with_full_isr(run, full)
-        f1, f2 = (b for b in full if b != leader)
+
+    def play(run: _Run, leader: int, steps: list[str], writes: list[Write]) -> None:
+        f1, f2 = (b for b in FULL if b != leader)
         with run._routed() as k:
             for _ in range(3):  # a first few writes, replicated everywhere
-                rid = run._next_id()
-                sent = time.monotonic_ns()
-                k.produce(PARTITION, f"before-{rid}", acks="all", timeout=10.0, record_id=rid)
-                writes.append(Write(PARTITION, rid, sent, time.monotonic_ns()))
+                _acked_write(run, k, writes, "before", 10.0)
             for f in (f1, f2):
                 run.nem.delay(f"broker-{leader}", f"broker-{f}", 150, 30)  # far under the lag limit
             steps.append(f"delayed broker-{leader} (the leader) <-> broker-{f1}, broker-{f2} by 150 ms")
-            rid = run._next_id()
-            sent = time.monotonic_ns()
-            k.produce(PARTITION, f"victim-{rid}", acks="all", timeout=20.0, record_id=rid)
-            writes.append(Write(PARTITION, rid, sent, time.monotonic_ns()))
+            rid = _acked_write(run, k, writes, "victim", 20.0)
             victim_end = len(writes)  # the log's length once the victim is in it
         for f in (f1, f2):  # the answer carrying the new HW is in flight: lose it
             run.nem.drop(f"broker-{leader}", f"broker-{f}", 1.0, 30)
@@ -181,9 +190,5 @@ def hw_truncation_after_leader_crash(directory: str | os.PathLike[str], generati
         for b in (leader, new):
             run.c.start_broker(b)
         steps.append("healed; both restarted")
-        consumed = settle_and_consume(run, steps)
-    except ClientError as e:
-        steps.append(f"stopped: {e}")
-    finally:
-        take_down(run)
-    return judge(run, writes, consumed), steps
+
+    return _scenario(setting, directory, play)
