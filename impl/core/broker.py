@@ -57,40 +57,12 @@ from typing import Any
 from . import epoch_cache as EC
 from . import layout as L
 from .config import ImplConfig, check_generation
-from .messages import (
-    CancelTimer,
-    Command,
-    Committed,
-    ConsumeRequest,
-    ConsumeResponse,
-    ControlledShutdownRequest,
-    ControlledShutdownResponse,
-    ErrorResponse,
-    FetchRequest,
-    FetchResponse,
-    LeaderAndIsr,
-    MetadataRequest,
-    MetadataResponse,
-    OffsetsForLeaderEpochRequest,
-    OffsetsForLeaderEpochResponse,
-    Persist,
-    ProduceRequest,
-    ProduceResponse,
-    Receive,
-    Record,
-    Send,
-    SessionRenewed,
-    SetTimer,
-    Stop,
-    StopReplica,
-    StopReplicaResponse,
-    StoreOp,
-    StoreResult,
-    Timer,
-    UpdateMetadata,
-    broker,
-    controller,
-)
+from .messages import (CancelTimer, Command, Committed, ConsumeRequest, ConsumeResponse,
+                       ControlledShutdownRequest, ControlledShutdownResponse, ErrorResponse, FetchRequest,
+                       FetchResponse, LeaderAndIsr, MetadataRequest, MetadataResponse,
+                       OffsetsForLeaderEpochRequest, OffsetsForLeaderEpochResponse, Persist, ProduceRequest,
+                       ProduceResponse, Receive, Record, Send, SessionRenewed, SetTimer, Stop, StopReplica,
+                       StopReplicaResponse, StoreOp, StoreResult, Timer, UpdateMetadata, broker, controller)
 from .store import NodeExists, NoNode
 
 NO_LEADER = 0

@@ -40,25 +40,9 @@ from . import layout as L
 from . import selectors as S
 from . import tables as T
 from .config import ImplConfig
-from .messages import (
-    Command,
-    ControlledShutdownRequest,
-    ControlledShutdownResponse,
-    LeaderAndIsr,
-    Notification,
-    Receive,
-    Send,
-    SessionRenewed,
-    SetTimer,
-    Stop,
-    StopReplica,
-    StopReplicaResponse,
-    StoreOp,
-    StoreResult,
-    Timer,
-    UpdateMetadata,
-    broker,
-)
+from .messages import (Command, ControlledShutdownRequest, ControlledShutdownResponse, LeaderAndIsr,
+                       Notification, Receive, Send, SessionRenewed, SetTimer, Stop, StopReplica,
+                       StopReplicaResponse, StoreOp, StoreResult, Timer, UpdateMetadata, broker)
 from .store import BadVersion, Check, Create, Delete, NodeExists, NoNode, SetData, TransactionFailed
 
 DONE = "done"

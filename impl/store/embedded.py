@@ -12,27 +12,9 @@ from collections import deque
 from dataclasses import dataclass, field
 from typing import Callable, Sequence
 
-from ..core.store import (
-    ANY_VERSION,
-    BadArguments,
-    BadVersion,
-    Check,
-    Create,
-    Delete,
-    NodeExists,
-    NoNode,
-    NotEmpty,
-    Op,
-    SessionExpired,
-    SetData,
-    Stat,
-    Store,
-    StoreError,
-    TransactionFailed,
-    WatchEvent,
-    parent_of,
-    validate_path,
-)
+from ..core.store import (ANY_VERSION, BadArguments, BadVersion, Check, Create, Delete, NodeExists, NoNode,
+                          NotEmpty, Op, SessionExpired, SetData, Stat, Store, StoreError, TransactionFailed,
+                          WatchEvent, parent_of, validate_path)
 from ..core.store import Session as SessionBase
 
 

@@ -24,22 +24,8 @@ import socket
 import threading
 from typing import Any, Callable, Sequence
 
-from ..core.store import (
-    drain_events,
-    ERRORS,
-    Check,
-    Create,
-    Delete,
-    Op,
-    SessionExpired,
-    SetData,
-    Stat,
-    Store,
-    StoreError,
-    StoreUnavailable,
-    TransactionFailed,
-    WatchEvent,
-)
+from ..core.store import (ERRORS, Check, Create, Delete, Op, SessionExpired, SetData, Stat, Store, StoreError,
+                          StoreUnavailable, TransactionFailed, WatchEvent, drain_events)
 from ..core.store import Session as SessionBase
 from ..wire.frame import FrameDecoder, FrameError, encode_frame, read_frame
 from .embedded import EmbeddedSession, EmbeddedStore

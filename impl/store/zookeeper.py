@@ -13,44 +13,16 @@ import time
 from typing import Callable, Sequence
 
 from kazoo.client import KazooClient
-from kazoo.exceptions import (
-    BadArgumentsError,
-    BadVersionError,
-    ConnectionClosedError,
-    ConnectionLoss,
-    KazooException,
-    NodeExistsError,
-    NoNodeError,
-    NotEmptyError,
-    RolledBackError,
-    SessionExpiredError,
-)
+from kazoo.exceptions import (BadArgumentsError, BadVersionError, ConnectionClosedError, ConnectionLoss,
+                              KazooException, NodeExistsError, NoNodeError, NotEmptyError, RolledBackError,
+                              SessionExpiredError)
 from kazoo.exceptions import NoChildrenForEphemeralsError
 from kazoo.handlers.threading import KazooTimeoutError
 from kazoo.protocol.states import EventType, KazooState
 
-from ..core.store import (
-    drain_events,
-    ANY_VERSION,
-    BadArguments,
-    BadVersion,
-    Check,
-    Create,
-    Delete,
-    NodeExists,
-    NoNode,
-    NotEmpty,
-    Op,
-    SessionExpired,
-    SetData,
-    Stat,
-    Store,
-    StoreError,
-    StoreUnavailable,
-    TransactionFailed,
-    WatchEvent,
-    validate_path,
-)
+from ..core.store import (ANY_VERSION, BadArguments, BadVersion, Check, Create, Delete, NodeExists, NoNode,
+                          NotEmpty, Op, SessionExpired, SetData, Stat, Store, StoreError, StoreUnavailable,
+                          TransactionFailed, WatchEvent, drain_events, validate_path)
 from ..core.store import Session as SessionBase
 
 _KINDS = {
