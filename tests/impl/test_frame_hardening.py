@@ -44,6 +44,7 @@ from isrcheck.impl.wire.frame import (
     encode_message,
     json_depth_exceeds,
 )
+from frame_exchange import exchange
 
 FAST = {"replica_lag_time_max_ms": 1000, "fetch_interval_ms": 5, "controller_recheck_ms": 100}
 
@@ -341,19 +342,7 @@ def _refusals(c: LocalCluster) -> int:
 
 
 def _send(port: int, data: bytes, secret: bytes | None) -> list[object]:
-    with socket.create_connection(("127.0.0.1", port), timeout=20) as s:
-        try:
-            s.sendall(data)
-            s.shutdown(socket.SHUT_WR)
-        except OSError:  # EPIPE, ECONNRESET, or ENOTCONN from shutdown once the server has closed
-            pass  # refused from the header while the rest was still being sent: the answer is read below
-        reply = b""
-        try:
-            while chunk := s.recv(65536):
-                reply += chunk
-        except (TimeoutError, ConnectionResetError):
-            pass
-    return [from_wire(o) for o in FrameDecoder(secret=secret).feed(reply)]
+    return [from_wire(o) for o in exchange(port, data, secret)]
 
 
 def _still_serves(c: LocalCluster) -> None:
