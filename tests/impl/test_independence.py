@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import ast
 import tomllib
+from importlib.util import resolve_name
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -32,17 +33,14 @@ def module_name(path: Path, root: Path = IMPL) -> str:
 def imported_names(path: Path, root: Path = IMPL) -> set[str]:
     tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
     module = module_name(path, root)
-    package = (module if path.name == "__init__.py" else module.rpartition(".")[0]).split(".")
+    package = module if path.name == "__init__.py" else module.rpartition(".")[0]
     out: set[str] = set()
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
             out.update(alias.name for alias in node.names)
         elif isinstance(node, ast.ImportFrom):
-            if node.level:
-                base = package[: max(0, len(package) - (node.level - 1))]
-                target = ".".join(base + ([node.module] if node.module else []))
-            else:
-                target = node.module or ""
+            # resolved as the import system does: ``..model`` from ``isrcheck.impl`` is ``isrcheck.model``
+            target = resolve_name("." * node.level + (node.module or ""), package)
             out.add(target)
             out.update(f"{target}.{alias.name}" for alias in node.names)
         elif isinstance(node, ast.Call) and getattr(node.func, "id", None) == "__import__" and node.args:
