@@ -40,12 +40,13 @@ must have no cycle (networkx): an import inside a function that only dodges a ci
 """
 from __future__ import annotations
 
-import ast
 from functools import cache
 from pathlib import Path
 
 import networkx as nx
 import pytest
+
+from import_reader import imports_of
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -103,25 +104,7 @@ def module_name(path: Path, folder: str, root: Path = ROOT) -> str:
 def imported_names(path: Path, folder: str, root: Path = ROOT) -> set[str]:
     """Every name ``path`` imports, absolute: ``from a import b`` gives ``a`` and ``a.b`` (the
     caller decides which of them is a module)."""
-    tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
-    module = module_name(path, folder, root)
-    package = module if path.name == "__init__.py" else module.rpartition(".")[0]
-    out: set[str] = set()
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Import):
-            out.update(alias.name for alias in node.names)
-        elif isinstance(node, ast.ImportFrom):
-            if node.level:
-                base = package.split(".")
-                if node.level > 1:
-                    base = base[: len(base) - (node.level - 1)]
-                prefix = ".".join(base)
-                target = f"{prefix}.{node.module}" if node.module else prefix
-            else:
-                target = node.module or ""
-            out.add(target)
-            out.update(f"{target}.{alias.name}" for alias in node.names)
-    return out
+    return imports_of(path, module_name(path, folder, root))
 
 
 def files(folder: str) -> list[Path]:

@@ -8,10 +8,10 @@ would be left out of an installed (non-editable) copy.
 """
 from __future__ import annotations
 
-import ast
 import tomllib
-from importlib.util import resolve_name
 from pathlib import Path
+
+from import_reader import imports_of
 
 ROOT = Path(__file__).resolve().parents[2]
 IMPL = ROOT / "impl"
@@ -31,28 +31,9 @@ def module_name(path: Path, root: Path = IMPL) -> str:
 
 
 def imported_names(path: Path, root: Path = IMPL) -> set[str]:
-    tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
-    module = module_name(path, root)
-    package = module if path.name == "__init__.py" else module.rpartition(".")[0]
-    out: set[str] = set()
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Import):
-            out.update(alias.name for alias in node.names)
-        elif isinstance(node, ast.ImportFrom):
-            # resolved as the import system does: ``..model`` from ``isrcheck.impl`` is ``isrcheck.model``
-            target = resolve_name("." * node.level + (node.module or ""), package)
-            out.add(target)
-            out.update(f"{target}.{alias.name}" for alias in node.names)
-        elif isinstance(node, ast.Call) and getattr(node.func, "id", None) == "__import__" and node.args:
-            arg = node.args[0]
-            if isinstance(arg, ast.Constant) and isinstance(arg.value, str):
-                out.add(arg.value)
-        elif (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
-              and node.func.attr == "import_module" and node.args):
-            arg = node.args[0]
-            if isinstance(arg, ast.Constant) and isinstance(arg.value, str):
-                out.add(arg.value)
-    return out
+    """Every name the module at ``path`` imports, ``__import__`` and ``importlib.import_module`` of a
+    constant name included."""
+    return imports_of(path, module_name(path, root), dynamic=True)
 
 
 def _forbidden(name: str) -> bool:
