@@ -26,11 +26,11 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from isrcheck.impl.client import Client  # noqa: E402
-from isrcheck.impl.cluster import LocalCluster  # noqa: E402
-from isrcheck.impl.frame import FrameDecoder, encode_message  # noqa: E402
-from isrcheck.impl.messages import FetchResponse, LeaderAndIsr, Record  # noqa: E402
-from isrcheck.impl.simulator import Simulator  # noqa: E402
+from isrcheck.impl.core.messages import FetchResponse, LeaderAndIsr, Record  # noqa: E402
+from isrcheck.impl.process.client import Client  # noqa: E402
+from isrcheck.impl.process.cluster import LocalCluster  # noqa: E402
+from isrcheck.impl.rigs.simulator import Simulator  # noqa: E402
+from isrcheck.impl.wire.frame import FrameDecoder, encode_message  # noqa: E402
 
 CONFIG = {"replica_lag_time_max_ms": 2000, "controller_recheck_ms": 200}
 

@@ -4,10 +4,10 @@
     .venv/bin/python benchmarks/bench_simulation.py --seeds 2000
     .venv/bin/python benchmarks/bench_simulation.py --seeds 200 --json sim.json
 
-Each setting runs seeds 0..N-1 in this process, one after the other (impl/sim_campaign.py), and
+Each setting runs seeds 0..N-1 in this process, one after the other (impl/rigs/sim_campaign.py), and
 prints one row: seeds, faults injected, writes acknowledged, acknowledged writes lost, seeds that
 lost one, seeds with any violation (lost, reordered, diverged), the shapes those matched
-(impl/loss_shape.py) and the wall-clock seconds. The first three settings are within Kafka's
+(impl/rigs/loss_shape.py) and the wall-clock seconds. The first three settings are within Kafka's
 promise for acks=all (min ISR 2 of three replicas, clean election, no power loss); the last two let
 up to two brokers lose power (their unflushed suffix), which the promise does not cover.
 """
@@ -18,8 +18,8 @@ import json
 import time
 from collections import Counter
 
-from isrcheck.impl.fault_schedule import Setting
-from isrcheck.impl.sim_campaign import Tally, campaign
+from isrcheck.impl.rigs.fault_schedule import Setting
+from isrcheck.impl.rigs.sim_campaign import Tally, campaign
 
 SETTINGS: tuple[tuple[str, Setting], ...] = (
     ("high-watermark", Setting(generation="high-watermark")),

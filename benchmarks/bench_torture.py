@@ -5,7 +5,7 @@
     .venv/bin/python benchmarks/bench_torture.py --zookeeper 127.0.0.1:2181   # also on ZooKeeper
     .venv/bin/python benchmarks/bench_torture.py --only high-watermark --faults kill,pause --json t.json
 
-Each setting runs seeds 0..N-1 one after the other (impl/torture.py: up, acks=all and acks=1 producers
+Each setting runs seeds 0..N-1 one after the other (impl/rigs/torture.py: up, acks=all and acks=1 producers
 and a consumer, the seed's faults, heal, settle, judge; the event logs are not validated here) and
 prints one row: runs, faults done, acks=all writes acknowledged and lost, acks=1 writes acknowledged
 and lost, runs with a violation (acks=all lost, reordered, diverged), runs that did not settle, the
@@ -21,7 +21,7 @@ import statistics
 import time
 from dataclasses import replace
 
-from isrcheck.impl.torture import TortureSetting, remove, run_torture
+from isrcheck.impl.rigs.torture import TortureSetting, remove, run_torture
 
 SETTINGS: tuple[tuple[str, TortureSetting], ...] = (
     ("kip-320, min ISR 2", TortureSetting(generation="kip-320", min_isr=2)),

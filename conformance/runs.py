@@ -3,10 +3,10 @@
 The step-mode simulator does only what it is told; the real processes decide for themselves when to
 fetch, shrink the ISR, checkpoint, react to watches. A run here drives either
 
-- :class:`AutoRun`: :class:`isrcheck.impl.simulator.AutoSimulator`, the very cores the real processes
+- :class:`AutoRun`: :class:`isrcheck.impl.rigs.simulator.AutoSimulator`, the very cores the real processes
   run (timers, watches, long-polled fetches, lag-based ISR shrink, two controller candidates), on a
   discrete-event loop in virtual milliseconds; or
-- :class:`ClusterRun`: the real multi-process cluster on loopback (:class:`isrcheck.impl.cluster.LocalCluster`),
+- :class:`ClusterRun`: the real multi-process cluster on loopback (:class:`isrcheck.impl.process.cluster.LocalCluster`),
 
 through client operations and faults (produce with acks=all, crash a broker, restart it, kill the
 active controller). After each operation the run waits until the cluster is quiet, then logs one
@@ -87,13 +87,13 @@ class _Run:
 
 
 class AutoRun(_Run):
-    """A fault-injection run of :class:`~isrcheck.impl.simulator.AutoSimulator`, logged."""
+    """A fault-injection run of :class:`~isrcheck.impl.rigs.simulator.AutoSimulator`, logged."""
 
     source = "auto-simulator"
 
     def __init__(self, raw: Mapping[str, Any], seed: int = 0, settle_ms: int = 2_000, max_silent: int = 24,
                  keep: Callable[[str], bool] | None = None) -> None:
-        from isrcheck.impl.simulator import AutoSimulator
+        from isrcheck.impl.rigs.simulator import AutoSimulator
 
         self.sim = AutoSimulator(dict(raw), seed=seed)
         self.settle_ms = settle_ms
@@ -171,7 +171,7 @@ def cluster_facts(status: Mapping[str, Any], brokers: int, partitions: int, acke
 
 
 class ClusterRun(_Run):
-    """A fault-injection run of the real multi-process cluster (:class:`~isrcheck.impl.cluster.LocalCluster`).
+    """A fault-injection run of the real multi-process cluster (:class:`~isrcheck.impl.process.cluster.LocalCluster`).
 
     The cluster must be up with the topic created (``assignment`` of the configuration); the run
     settles by waiting until every live assigned replica has the leader's LEO and HW and the
@@ -271,7 +271,7 @@ class ClusterRun(_Run):
 class SelfLoggedRun:
     """Fault injection on a real cluster whose processes write their own event logs.
 
-    ``cluster`` is a :class:`~isrcheck.impl.cluster.LocalCluster` made with ``event_log=DIR`` and up,
+    ``cluster`` is a :class:`~isrcheck.impl.process.cluster.LocalCluster` made with ``event_log=DIR`` and up,
     with the topic created. Unlike :class:`ClusterRun` nothing waits for the cluster to go quiet and
     nothing is observed from outside: the processes log every step themselves, the launcher logs the
     crashes and controller kills it injects, and this driver logs the writes acknowledged to it
@@ -413,8 +413,8 @@ def self_logged_run(directory: Any, zookeeper: str | None = None,
     down; the events directory (a :class:`pathlib.Path`)."""
     from pathlib import Path
 
-    from isrcheck.impl.cluster import LocalCluster
-    from isrcheck.impl.config import from_mapping as impl_config
+    from isrcheck.impl.process.cluster import LocalCluster
+    from isrcheck.impl.core.config import from_mapping as impl_config
 
     raw = {**SELFLOG_CONFIG, **(config or {})}
     cfg = impl_config(raw)

@@ -1,7 +1,7 @@
-"""The implementation's own event logs (``impl/event_log.py``), merged into one event log and validated.
+"""The implementation's own event logs (``impl/process/event_log.py``), merged into one event log and validated.
 
 Every process of a real cluster run writes its own file (``<name>.<pid>.events.jsonl``, see
-:mod:`isrcheck.impl.event_log`). :func:`merge_selflogs` reads the files of one run and builds one
+:mod:`isrcheck.impl.process.event_log`). :func:`merge_selflogs` reads the files of one run and builds one
 :class:`~.eventlog.EventLog` of the existing format:
 
 - each file is checked on its own: the header (format ``isrcheck-selflog``, version 1), each line's
@@ -254,7 +254,7 @@ def _model_config(raw: Mapping[str, Any], lines: Sequence[SelfLine]) -> Config:
                                      reassignments=requested or cfg.operations.reassignments)
     # the model has one acks setting: a run with acks=1 writes (torture's second producer, whose writes
     # the leader appends with its ISR below min.insync.replicas too) is checked under acks=1, which
-    # enables Produce there; an acks=all write appended so is then not caught here (impl/torture.py
+    # enables Produce there; an acks=all write appended so is then not caught here (impl/rigs/torture.py
     # checks acknowledged writes itself)
     acks = "1" if any(ln.kind == "action" and ln.action is not None and ln.action[0] == "Produce"
                       and ln.note.startswith("acks=1") for ln in lines) else cfg.acks
@@ -352,7 +352,7 @@ def _checkpoints_before_shutdown(lines: list[SelfLine]) -> tuple[list[SelfLine],
 
     The model's broker ``b`` stops in the controller's step (writing its HW checkpoints on the way).
     The implementation's broker goes on until the controller's answer or LeaderAndIsr/StopReplica
-    reaches it (then it logs nothing more, impl/event_log.py), and its periodic checkpoint timer may
+    reaches it (then it logs nothing more, impl/process/event_log.py), and its periodic checkpoint timer may
     fire in between: on a loaded host the controlled-shutdown run failed now and then at such a line.
     A checkpoint of ``b`` with nothing else of ``b`` since the controller's line is a local step on a
     state unchanged since ``b``'s previous line, with no cause in the controller's step (``b`` had
@@ -579,7 +579,7 @@ def _appends_lost_in_a_crash(lines: list[SelfLine]) -> tuple[list[SelfLine], int
     """The merged lines with a ``Produce`` line for each record a leader appended but did not log
     before the launcher's ``Crash`` of it, placed just before that line; and how many were added.
 
-    A process logs a step after its disk writes are done (impl/event_log.py: a line never claims an
+    A process logs a step after its disk writes are done (impl/process/event_log.py: a line never claims an
     append a kill lost), so a SIGKILL between a leader's append and its line leaves the record on disk
     and no line of it; its restart's line shows the record (on a loaded host a torture run failed at a
     ``Restart`` whose log had one record more than the model's). Such records (the restart's log of a
@@ -766,7 +766,7 @@ def _with_held(ln: SelfLine, held: dict[str, Any], limit: int = 0) -> dict[str, 
     """The facts an event of ``ln`` is checked against: its own, and every other broker's log end and
     HW as its last line gave them (``held``, updated here).
 
-    A broker logs every input that changed a fact it owns (impl/event_log.py), so between two of its
+    A broker logs every input that changed a fact it owns (impl/process/event_log.py), so between two of its
     lines its replicas' log end and HW stay what the first one says, with the exceptions below; a
     model state where a silent step changed them (a follower that fetched without logging it) is no
     explanation of the run, and holding the facts drops it at once instead of after the broker's next

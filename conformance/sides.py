@@ -5,7 +5,7 @@ and the writes acknowledged to producers. This is the only module that drives ``
 
 - :class:`ModelSide` runs :class:`~isrcheck.model.kafka.KafkaModel` (no symmetry reduction: the
   states are the concrete ones the implementation is in).
-- :class:`ImplSide` runs :class:`isrcheck.impl.simulator.Simulator` with the same configuration.
+- :class:`ImplSide` runs :class:`isrcheck.impl.rigs.simulator.Simulator` with the same configuration.
   An action the implementation refuses (its guard does not hold, or it cannot drive it) raises
   :class:`ImplRefused`; any other exception out of the implementation is :class:`ImplFailed`.
 
@@ -20,8 +20,8 @@ from collections.abc import Mapping
 from functools import lru_cache
 from typing import Any
 
-from isrcheck.impl import config as impl_config
-from isrcheck.impl.simulator import ActionError, NotEnabled, Simulator
+from isrcheck.impl.core import config as impl_config
+from isrcheck.impl.rigs.simulator import ActionError, NotEnabled, Simulator
 from isrcheck.invariants import build_model
 from isrcheck.model.actions import Action
 from isrcheck.engine.explore import replay

@@ -23,12 +23,12 @@ from typing import Any
 
 import click
 
-from isrcheck.impl.client import ClientError
-from isrcheck.impl.cluster import ClusterError, LocalCluster
-from isrcheck.impl.config import ConfigError, from_mapping, load_file, to_mapping
-from isrcheck.impl.exit_reason import exit_error
-from isrcheck.impl.store import StoreError
-from isrcheck.impl.unsafe_settings import warning_lines
+from isrcheck.impl.core.config import ConfigError, from_mapping, load_file, to_mapping
+from isrcheck.impl.core.store import StoreError
+from isrcheck.impl.process.client import ClientError
+from isrcheck.impl.process.cluster import ClusterError, LocalCluster
+from isrcheck.impl.process.exit_reason import exit_error
+from isrcheck.impl.process.unsafe_settings import warning_lines
 
 DEFAULT_DIR = os.environ.get("ISRCHECK_CLUSTER_DIR", ".isrcheck-cluster")
 _ERRORS = (ClusterError, ClientError, ConfigError, StoreError, OSError)
@@ -150,7 +150,7 @@ def _print_status(c: LocalCluster) -> None:
     for name, p in sorted(c.procs.items()):
         procs.append(f"{name}:{p['port']}{'' if c.alive(name) else ' (down)'}")
     click.echo("processes: " + ", ".join(procs))
-    for name in sorted(c.procs):  # a process that refused to start says why (impl/exit_reason.py)
+    for name in sorted(c.procs):  # a process that refused to start says why (impl/process/exit_reason.py)
         why = None if c.alive(name) else exit_error(c.dir / f"{name}.log")
         if why:
             click.echo(f"{name} is down: {why}")

@@ -4,7 +4,7 @@
     isrcheck cluster simulate --seed 13 --generation high-watermark          # one seed, in detail
 
 Each seed is one run of the autonomous simulator under a random fault schedule drawn from the seed
-(:mod:`isrcheck.impl.fault_schedule`); the history checker (:mod:`isrcheck.impl.history`) judges it.
+(:mod:`isrcheck.impl.rigs.fault_schedule`); the history checker (:mod:`isrcheck.impl.rigs.history`) judges it.
 Exit status: 0 no seed broke the promise of acks=all (nothing lost, reordered or diverged), 1 some
 seed did (each printed with the command that replays it), 2 bad usage.
 """
@@ -17,11 +17,11 @@ from typing import Any
 
 import click
 
-from isrcheck.impl.config import ConfigError, from_mapping
-from isrcheck.impl.fault_run import RunResult, run_seed
-from isrcheck.impl.fault_schedule import Setting
-from isrcheck.impl.loss_shape import explain
-from isrcheck.impl.sim_campaign import Tally, campaign
+from isrcheck.impl.core.config import ConfigError, from_mapping
+from isrcheck.impl.rigs.fault_run import RunResult, run_seed
+from isrcheck.impl.rigs.fault_schedule import Setting
+from isrcheck.impl.rigs.loss_shape import explain
+from isrcheck.impl.rigs.sim_campaign import Tally, campaign
 from isrcheck.specs.protocol import GENERATION_NAMES
 
 __all__ = ["simulate"]

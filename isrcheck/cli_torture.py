@@ -3,11 +3,11 @@
     isrcheck cluster torture --seed 3 --generation kip-320                 # embedded store
     isrcheck cluster torture --seed 3 --store zookeeper --zookeeper 127.0.0.1:2181
 
-One run (impl/torture.py): a 3-broker cluster behind the nemesis proxies, an acks=all and an acks=1
+One run (impl/rigs/torture.py): a 3-broker cluster behind the nemesis proxies, an acks=all and an acks=1
 producer and a consumer, the seed's fault schedule, healing, then the history checker's verdict and
 ``validate`` of the run's event logs (reported; it decides the exit status only with
 ``--strict-validate``, see impl/README.md "A nemesis on loopback"). Every lost acknowledged write is
-matched to a known shape from the event logs (impl/torture_explain.py) and printed with it. Exit
+matched to a known shape from the event logs (impl/rigs/torture_explain.py) and printed with it. Exit
 status: 0 clean, 1 a violation (an acks=all write lost, explained or not, or reordered, replicas
 diverged), 2 bad input.
 """
@@ -22,16 +22,16 @@ from typing import Any
 
 import click
 
-from isrcheck.impl.config import ConfigError, from_mapping
-from isrcheck.impl.history import Verdict
-from isrcheck.impl.torture import TortureResult, TortureSetting, run_torture
-from isrcheck.impl.torture_explain import (
+from isrcheck.impl.core.config import ConfigError, from_mapping
+from isrcheck.impl.rigs.history import Verdict
+from isrcheck.impl.rigs.torture import TortureResult, TortureSetting, run_torture
+from isrcheck.impl.rigs.torture_explain import (
     LossExplanation,
     explain_losses,
     reconstruct,
     summary,
 )
-from isrcheck.impl.torture_schedule import KINDS
+from isrcheck.impl.rigs.torture_schedule import KINDS
 from isrcheck.specs.protocol import GENERATION_NAMES
 
 __all__ = ["torture"]

@@ -2,7 +2,7 @@
 
 An observation is a plain JSON value: the model projects its states onto it
 (``isrcheck.model.observe.observe``), the implementation reports it from its processes
-(``isrcheck.impl.observation.assemble``), conformance compares the two. :func:`validate` checks any
+(``isrcheck.impl.core.observation.assemble``), conformance compares the two. :func:`validate` checks any
 such value against the schema and raises :class:`ObservationError` naming the first offending path,
 for example ``partitions[0].isr[1]: expected int, got string 'x'``. It knows nothing about either
 side, which is why it lives with the schema in specs/: both sides, conformance and the pipeline use

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from isrcheck.impl.cluster import LocalCluster
-from isrcheck.impl.cluster_state import ClusterStateError, read_state, validate_state
+from isrcheck.impl.process.cluster import LocalCluster
+from isrcheck.impl.process.cluster_state import ClusterStateError, read_state, validate_state
 from isrcheck.specs.inputs import (InputError, Kind, NestingError, check_json_depth, json_depth, loads_toml,
                                    max_bytes, read_bytes, read_head, read_text, value_depth)
 

@@ -18,6 +18,21 @@ root          nothing (``isrcheck/__init__.py`` and ``isrcheck/native.py``: the 
               compiled-build switch, which every package may import)
 ============  =====================================================================
 
+Inside impl the rooms (subpackages) have a table of their own, from the bottom up:
+
+========  ===========================================================================
+room      may import from impl
+========  ===========================================================================
+core      nothing: the sans-IO cores and what they share (messages, config, store interface, ...)
+wire      core (the frames between processes, and the secret that authenticates them)
+disk      core (a broker's disks and their on-disk formats)
+store     core, wire (the metadata store's backends; the remote one speaks frames)
+process   core, wire, store, disk (the real cluster's processes: where impl does I/O)
+rigs      every room (the simulator, fault runs, torture, the history checker)
+========  ===========================================================================
+
+Every module of impl lives in a room (only ``impl/__init__.py`` sits at its top).
+
 Third-party rules ride along: only invariants (and the command line above it) imports z3, only
 pipeline imports pyspark, only impl imports kazoo. Imports are read from the source with ``ast``: every ``import``, at any
 depth (inside functions too) and under ``if TYPE_CHECKING:``. The module graph built from them
@@ -25,12 +40,13 @@ must have no cycle (networkx): an import inside a function that only dodges a ci
 """
 from __future__ import annotations
 
-import ast
 from functools import cache
 from pathlib import Path
 
 import networkx as nx
 import pytest
+
+from import_reader import imports_of
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -66,6 +82,17 @@ MAY_IMPORT: dict[str, set[str]] = {
 #: third-party packages only some layers may import
 RESTRICTED = {"z3": {"invariants", "cli"}, "pyspark": {"pipeline"}, "kazoo": {"impl"}}
 
+#: impl's rooms (the subfolders of impl/) -> the rooms each may import (itself always allowed); the
+#: package root and specs stay allowed by the layer table above, for every room
+IMPL_ROOMS: dict[str, set[str]] = {
+    "core": set(),
+    "wire": {"core"},
+    "disk": {"core"},
+    "store": {"core", "wire"},
+    "process": {"core", "wire", "store", "disk"},
+    "rigs": {"core", "wire", "store", "disk", "process"},
+}
+
 
 # ---------------------------------------------------------------------------- reading imports
 def module_name(path: Path, folder: str, root: Path = ROOT) -> str:
@@ -77,25 +104,7 @@ def module_name(path: Path, folder: str, root: Path = ROOT) -> str:
 def imported_names(path: Path, folder: str, root: Path = ROOT) -> set[str]:
     """Every name ``path`` imports, absolute: ``from a import b`` gives ``a`` and ``a.b`` (the
     caller decides which of them is a module)."""
-    tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
-    module = module_name(path, folder, root)
-    package = module if path.name == "__init__.py" else module.rpartition(".")[0]
-    out: set[str] = set()
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Import):
-            out.update(alias.name for alias in node.names)
-        elif isinstance(node, ast.ImportFrom):
-            if node.level:
-                base = package.split(".")
-                if node.level > 1:
-                    base = base[: len(base) - (node.level - 1)]
-                prefix = ".".join(base)
-                target = f"{prefix}.{node.module}" if node.module else prefix
-            else:
-                target = node.module or ""
-            out.add(target)
-            out.update(f"{target}.{alias.name}" for alias in node.names)
-    return out
+    return imports_of(path, module_name(path, folder, root))
 
 
 def files(folder: str) -> list[Path]:
@@ -241,6 +250,105 @@ def test_peers_use_only_the_generic_engine():
         if layer_of(target) not in ("engine", "peers", "root")
     ]
     assert bad == []
+
+
+# ---------------------------------------------------------------------------- impl's rooms
+def impl_room(name: str) -> str | None:
+    """The room of a module of impl (``isrcheck.impl.core.broker`` -> ``core``), or None for the
+    package itself (``isrcheck.impl``)."""
+    parts = name.split(".")
+    return parts[2] if len(parts) > 2 else None
+
+
+def impl_room_breaches(root: Path = ROOT) -> list[str]:
+    """Every import between impl's rooms that :data:`IMPL_ROOMS` does not allow, read from the
+    files under ``root/impl`` (an import of a module that sits in no room is a breach too)."""
+    bad = []
+    for path in sorted((root / "impl").rglob("*.py")):
+        inside = path.relative_to(root / "impl").parts
+        own = inside[0] if len(inside) > 1 else None  # the folder, not the name: impl/loose.py is in none
+        rel = path.relative_to(root)
+        if own is None:
+            if path.name != "__init__.py":
+                bad.append(f"{rel} is in no room")
+            own_allowed: set[str] = set()
+        elif own not in IMPL_ROOMS:
+            bad.append(f"{rel} is in {own}/, a room the table does not name")
+            continue
+        else:
+            own_allowed = IMPL_ROOMS[own] | {own}
+        for n in sorted(imported_names(path, "impl", root)):
+            if not n.startswith("isrcheck.impl."):
+                continue
+            target = impl_room(n)
+            if target not in IMPL_ROOMS:
+                bad.append(f"{rel} imports {n}, which is in no room")
+            elif target not in own_allowed:
+                bad.append(f"{rel} ({own or 'impl'}) imports {n} ({target})")
+    return bad
+
+
+def test_the_room_table_names_every_room_of_impl_and_has_no_circle():
+    folders = {d.name for d in (ROOT / "impl").iterdir() if d.is_dir() and any(d.glob("*.py"))}
+    assert folders == set(IMPL_ROOMS)
+    for room, allowed in IMPL_ROOMS.items():
+        assert allowed <= set(IMPL_ROOMS), room
+    assert IMPL_ROOMS["core"] == set(), "the cores import nothing of impl's other rooms"
+    g = nx.DiGraph([(a, b) for a, allowed in IMPL_ROOMS.items() for b in allowed])
+    assert nx.is_directed_acyclic_graph(g)
+
+
+def test_each_room_of_impl_imports_only_what_its_table_allows():
+    assert impl_room_breaches() == []
+
+
+def test_the_room_check_finds_planted_breaches(tmp_path):
+    """A core that reaches for a process or a rig, a store that reaches for a disk, a module left
+    flat in impl/: each is reported; what the table allows is not."""
+    files = {
+        "impl/__init__.py": "",
+        "impl/loose.py": "",
+        "impl/core/__init__.py": "",
+        "impl/core/x.py": ("from . import layout\n"
+                           "from isrcheck.specs import protocol\n"
+                           "def f():\n"
+                           "    from ..process import runtime\n"
+                           "from typing import TYPE_CHECKING\n"
+                           "if TYPE_CHECKING:\n"
+                           "    from isrcheck.impl.rigs.simulator import Simulator\n"),
+        "impl/store/__init__.py": "",
+        "impl/store/y.py": "from ..core.store import Session\nfrom ..wire.frame import read_frame\n"
+                           "from ..disk.log import SimDisk\n",
+        "impl/process/z.py": "from ..store.remote import open_store\nfrom ..disk import log\nfrom ..loose import x\n",
+        "impl/rigs/w.py": "from ..process.cluster import LocalCluster\nfrom ..core import messages\n",
+    }
+    for rel, text in files.items():
+        (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / rel).write_text(text, encoding="utf-8")
+    assert impl_room_breaches(tmp_path) == [
+        "impl/core/x.py (core) imports isrcheck.impl.process (process)",
+        "impl/core/x.py (core) imports isrcheck.impl.process.runtime (process)",
+        "impl/core/x.py (core) imports isrcheck.impl.rigs.simulator (rigs)",
+        "impl/core/x.py (core) imports isrcheck.impl.rigs.simulator.Simulator (rigs)",
+        "impl/loose.py is in no room",
+        "impl/process/z.py imports isrcheck.impl.loose, which is in no room",
+        "impl/process/z.py imports isrcheck.impl.loose.x, which is in no room",
+        "impl/store/y.py (store) imports isrcheck.impl.disk.log (disk)",
+        "impl/store/y.py (store) imports isrcheck.impl.disk.log.SimDisk (disk)",
+    ]
+
+
+def test_the_rooms_use_the_table_below_them():
+    """The room table's permissions are used: a rule nobody needs would hide a wrong layering."""
+    used = set()
+    for name, (folder, path) in project_modules().items():
+        if folder == "impl" and impl_room(name) is not None:
+            used |= {(impl_room(name), impl_room(t)) for t in imported_names(path, folder)
+                     if t.startswith("isrcheck.impl.")}
+    for room, allowed in IMPL_ROOMS.items():
+        if room != "rigs":  # a rig may import every room, and need not
+            assert {(room, b) for b in allowed} <= used, room
+    assert ("rigs", "process") in used and ("rigs", "core") in used
 
 
 def test_nothing_imports_the_command_line():

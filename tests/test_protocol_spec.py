@@ -88,9 +88,9 @@ def test_the_alias_rule():
 
 # ---------------------------------------------------------------------------- both sides read the data
 def test_model_and_impl_accept_exactly_the_generations_and_agree_on_their_traits():
-    from isrcheck.impl.config import ConfigError as ImplConfigError
-    from isrcheck.impl.config import IMPLEMENTED_GENERATIONS
-    from isrcheck.impl.config import from_mapping as impl_config
+    from isrcheck.impl.core.config import ConfigError as ImplConfigError
+    from isrcheck.impl.core.config import IMPLEMENTED_GENERATIONS
+    from isrcheck.impl.core.config import from_mapping as impl_config
     from isrcheck.model.config import ConfigError, from_mapping
     from isrcheck.model.protocol import Protocol
 
@@ -119,7 +119,7 @@ def _step_table_names(table: dict[int, object], prefix: str) -> dict[int, str]:
 
 
 def test_model_and_impl_number_the_steps_from_the_data():
-    from isrcheck.impl import controller_core as IC
+    from isrcheck.impl.core import controller as IC
     from isrcheck.model import controller as MC
 
     expected = {n: name for n, name in enumerate(REASSIGNMENT_STEPS, start=1)}
@@ -140,7 +140,7 @@ def test_the_shared_errors_have_the_same_name_on_both_sides(error):
 
 
 def test_no_side_keeps_a_former_name_of_a_shared_error():
-    from isrcheck.impl import selectors as IS
+    from isrcheck.impl.core import selectors as IS
 
     assert not hasattr(IS, "NoLeaderEligible")
 
@@ -202,7 +202,7 @@ def test_no_decision_compares_a_generations_name(folder):
 def test_the_step_functions_are_found_by_name_not_listed():
     """Each side finds the function of a step by the step's name (``_bump_epoch`` for "bump-epoch"):
     a step of specs/protocol.toml that a side does not perform fails at import, not silently."""
-    from isrcheck.impl import controller_core as IC
+    from isrcheck.impl.core import controller as IC
     from isrcheck.model import controller as MC
 
     n = step_number("caught-up")

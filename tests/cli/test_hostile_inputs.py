@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from isrcheck.impl.cluster_state import TOKEN_ENV, start_time
+from isrcheck.impl.process.cluster_state import TOKEN_ENV, start_time
 
 DEEP = 1000  # as the audit: far past the cap (64) and past what the recursive parsers survive
 

@@ -12,8 +12,8 @@ from collections.abc import Iterator
 
 import pytest
 
-from isrcheck.impl import broker_core, selectors
-from isrcheck.impl.broker_core import BrokerCore
+from isrcheck.impl.core import selectors
+from isrcheck.impl.core.broker import BrokerCore
 
 
 @contextlib.contextmanager
@@ -143,4 +143,3 @@ MUTANTS = {
 }
 
 __all__ = ["MUTANTS", *[f.__name__ for f in MUTANTS.values()]]
-del broker_core

@@ -3,7 +3,7 @@
 The checker finds two OnlyValidTransitions violations when a controller failover interrupts a
 reassignment (specs/06-properties.md#onlyvalidtransitions). The implementation must follow every
 step of each counterexample with the model's observations, and then refuse the very move the model
-calls illegal: its own state machine (impl/tables.py) raises at the same step.
+calls illegal: its own state machine (impl/core/tables.py) raises at the same step.
 """
 from __future__ import annotations
 

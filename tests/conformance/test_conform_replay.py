@@ -88,7 +88,7 @@ def test_ignore_leaves_fields_out(ce_trace):
 
 
 def test_an_implementation_observation_breaking_the_schema_is_reported(monkeypatch):
-    from isrcheck.impl import simulator
+    from isrcheck.impl.rigs import simulator
 
     original = simulator.Simulator.observe
 

@@ -70,7 +70,7 @@ def test_a_doctored_autonomous_log_is_rejected_at_the_doctored_event(auto_log):
 # ---------------------------------------------------------------------------- the real cluster
 @pytest.mark.cluster
 def test_a_log_of_the_real_cluster_under_fault_injection_validates(tmp_path):
-    from isrcheck.impl.cluster import LocalCluster
+    from isrcheck.impl.process.cluster import LocalCluster
 
     c = LocalCluster(tmp_path / "cluster", brokers=3, controllers=2, session_timeout=2.0,
                      config={"replica_lag_time_max_ms": 1000, "fetch_interval_ms": 5, "controller_recheck_ms": 100,

@@ -1,5 +1,5 @@
 """Implementation -> model from the implementation's *own* event logs: every process of a real cluster
-writes what it does (impl/event_log.py), the logs of one run are merged by CLOCK_MONOTONIC
+writes what it does (impl/process/event_log.py), the logs of one run are merged by CLOCK_MONOTONIC
 (conformance/selflog.py) and validated; doctored copies are rejected at the doctored process line;
 a torn last line is dropped with a note; foreign or garbled files are one-line errors (exit 2)."""
 from __future__ import annotations

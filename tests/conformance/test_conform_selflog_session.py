@@ -4,7 +4,7 @@ logs no ``ExpireSession(b)``, the broker logs its ``Reregister(b)``, and the mer
 (conformance/selflog.py, ``_expiries_unlogged``) infers the expiry, placed before the controller's
 first line dropping ``b`` from an ISR since its last registration (or before the ``Reregister``).
 And torture's ``controller-store`` fault, the active controller's session ended, is a logged
-``ControllerFailover()`` (impl/torture.py)."""
+``ControllerFailover()`` (impl/rigs/torture.py)."""
 from __future__ import annotations
 
 import tarfile
@@ -101,9 +101,9 @@ def test_a_torture_run_whose_partition_fault_ended_sessions_validates(tmp_path, 
 
 def test_the_active_controller_cut_from_the_store_is_a_logged_controller_failover(tmp_path):
     """Torture's ``controller-store`` fault ends the active controller's session: the model's
-    ``ControllerFailover()``, which the launcher logs (impl/torture.py), or the new controller's higher
+    ``ControllerFailover()``, which the launcher logs (impl/rigs/torture.py), or the new controller's higher
     epoch has no cause in the model (``--seed 4 --duration 5`` failed so, at controller-2's election)."""
-    from isrcheck.impl.torture import TortureSetting, run_torture
+    from isrcheck.impl.rigs.torture import TortureSetting, run_torture
 
     setting = TortureSetting(generation="kip-320", min_isr=2, duration=2.0, kinds=("controller-store",),
                              pace=0.05, settle=20.0)

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from isrcheck.impl.torture import make_zk_chroot
+from isrcheck.impl.rigs.torture import make_zk_chroot
 
 ROOT = Path(__file__).resolve().parents[2]
 SCRIPT = ROOT / "scripts" / "zookeeper.sh"
@@ -55,11 +55,11 @@ def zk_chroot(hosts: str) -> str:
 
 @pytest.fixture(scope="session")
 def store_server():
-    """An embedded store served over TCP (store_remote.StoreServer) on a background loop."""
+    """An embedded store served over TCP (store.remote.StoreServer) on a background loop."""
     import asyncio
     import threading
 
-    from isrcheck.impl.store_remote import StoreServer
+    from isrcheck.impl.store.remote import StoreServer
 
     loop = asyncio.new_event_loop()
     started = threading.Event()
@@ -90,7 +90,7 @@ def store_factory(request):
     """A function returning a fresh store of the parametrized backend."""
     made = []
     if request.param == "embedded":
-        from isrcheck.impl.store_embedded import EmbeddedStore
+        from isrcheck.impl.store.embedded import EmbeddedStore
 
         def make():
             s = EmbeddedStore()
@@ -98,7 +98,7 @@ def store_factory(request):
             return s
     elif request.param == "remote":
         port = request.getfixturevalue("store_server")
-        from isrcheck.impl.store_remote import RemoteStore
+        from isrcheck.impl.store.remote import RemoteStore
 
         # one shared server: give each store a fresh root by prefixing paths is not possible, so clean up
         def make():
@@ -111,7 +111,7 @@ def store_factory(request):
             return s
     else:
         hosts = request.getfixturevalue("zookeeper")
-        from isrcheck.impl.store_zookeeper import ZooKeeperStore
+        from isrcheck.impl.store.zookeeper import ZooKeeperStore
 
         def make():
             s = ZooKeeperStore(zk_chroot(hosts), timeout=10.0, session_timeout=4.0)

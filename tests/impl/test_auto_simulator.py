@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import pytest
 
-from isrcheck.impl.simulator import AutoSimulator
+from isrcheck.impl.rigs.simulator import AutoSimulator
 from isrcheck.specs.observation import validate
 
 CFG = {"brokers": 3, "replica_lag_time_max_ms": 300}
@@ -58,7 +58,7 @@ def test_reassignment_completes():
     for _ in range(5):
         s.produce(0)
     s.run_until(lambda s: len(s.acked[0]) == 5, 1_000)
-    from isrcheck.impl import layout as L
+    from isrcheck.impl.core import layout as L
     L.request_reassignment(s.admin, s.cfg.topic, 0, (3, 4))
     assert s.run_until(lambda s: s.snapshot().part(0).replicas == (3, 4) and not s.snapshot().reassign, 5_000)
     assert s.run_until(lambda s: set(s.isr_of(0)) == {3, 4} and s.leader_of(0) in (3, 4), 2_000)

@@ -13,10 +13,10 @@ import time
 
 import pytest
 
-from isrcheck.impl.client import BrokerConnection
-from isrcheck.impl.cluster import LocalCluster
-from isrcheck.impl.frame import HEADER, MAGIC, FrameDecoder, encode_frame, encode_message
-from isrcheck.impl.messages import ErrorResponse, MetadataRequest, MetadataResponse, from_wire
+from isrcheck.impl.core.messages import ErrorResponse, MetadataRequest, MetadataResponse, from_wire
+from isrcheck.impl.process.client import BrokerConnection
+from isrcheck.impl.process.cluster import LocalCluster
+from isrcheck.impl.wire.frame import HEADER, MAGIC, FrameDecoder, encode_frame, encode_message
 
 pytestmark = pytest.mark.cluster
 
@@ -153,7 +153,7 @@ def test_malformed_frames_are_rejected_and_the_broker_keeps_serving(tmp_path):
         with c.client() as k:
             assert k.brokers()
         # an oversized frame is refused by the sender's encoder as well
-        from isrcheck.impl.frame import Oversized
+        from isrcheck.impl.wire.frame import Oversized
         with pytest.raises(Oversized):
             encode_frame({"type": "x", "blob": "a" * 100}, max_payload=50)
     finally:

@@ -5,8 +5,8 @@ import copy
 
 import pytest
 
-from isrcheck.impl.config import ConfigError, from_mapping, to_mapping
-from isrcheck.impl.simulator import Simulator
+from isrcheck.impl.core.config import ConfigError, from_mapping, to_mapping
+from isrcheck.impl.rigs.simulator import Simulator
 from isrcheck.specs.observation import ObservationError, validate
 from isrcheck.specs.protocol import GENERATION_NAMES, Generation
 
@@ -50,7 +50,7 @@ def test_bad_configurations_are_one_line_errors(raw, message):
 @pytest.mark.parametrize("key", ["generation", "truncation"])  # the key, and its alias
 @pytest.mark.parametrize("rule", GENERATION_NAMES)
 def test_every_generation_is_accepted(rule, key):
-    from isrcheck.impl.broker_core import BrokerCore
+    from isrcheck.impl.core.broker import BrokerCore
 
     cfg = from_mapping({key: rule, "acks": 1, "detect_restarts": True, "fenced_controller_writes": True})
     assert (cfg.generation, cfg.acks, cfg.detect_restarts, cfg.fenced_controller_writes) == (rule, "1", True, True)
@@ -63,7 +63,7 @@ def test_every_generation_is_accepted(rule, key):
 def test_a_rule_outside_the_generations_is_refused_by_the_core_too():
     from dataclasses import replace
 
-    from isrcheck.impl.broker_core import BrokerCore
+    from isrcheck.impl.core.broker import BrokerCore
 
     with pytest.raises(ConfigError, match="generation must be one of"):
         BrokerCore(replace(from_mapping({}), generation="kip-999"), 1)

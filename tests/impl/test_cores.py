@@ -5,17 +5,17 @@ from collections import deque
 
 import pytest
 
-from isrcheck.impl import layout as L
-from isrcheck.impl.broker_core import BrokerCore, DiskImage
-from isrcheck.impl.config import from_mapping
-from isrcheck.impl.controller_core import ControllerCore
-from isrcheck.impl.messages import (
+from isrcheck.impl.core import layout as L
+from isrcheck.impl.core.broker import BrokerCore, DiskImage
+from isrcheck.impl.core.config import from_mapping
+from isrcheck.impl.core.controller import ControllerCore
+from isrcheck.impl.core.messages import (
     Command, ConsumeRequest, ConsumeResponse, FetchRequest, FetchResponse, LeaderAndIsr, Notification, Persist,
     ProduceRequest, ProduceResponse, Receive, Record, Send, SetTimer, StopReplica, StopReplicaResponse, StoreOp,
     StoreResult, Timer, UpdateMetadata,
 )
-from isrcheck.impl.store import SetData
-from isrcheck.impl.store_embedded import EmbeddedStore
+from isrcheck.impl.core.store import SetData
+from isrcheck.impl.store.embedded import EmbeddedStore
 
 CFG = from_mapping({"brokers": 3})
 C1 = ("controller", 1)
@@ -175,12 +175,12 @@ def test_isr_join_waits_for_the_store_and_a_failed_write_keeps_the_isr():
     out = b.handle(Receive(("broker", 3), FetchRequest(0, 3, 0)))
     ops = [e for e in out if isinstance(e, StoreOp)]
     assert ops and not sends(out, FetchResponse)  # the answer waits for the write
-    from isrcheck.impl.store import BadVersion
+    from isrcheck.impl.core.store import BadVersion
     out = b.handle(StoreResult(ops[0].token, None, BadVersion("x")))
     assert b.replicas[0].isr == frozenset({1, 2}) and sends(out, FetchResponse)
     out = b.handle(Receive(("broker", 3), FetchRequest(0, 3, 0)))
     ops = [e for e in out if isinstance(e, StoreOp)]
-    from isrcheck.impl.store import Stat
+    from isrcheck.impl.core.store import Stat
     b.handle(StoreResult(ops[0].token, Stat(1, 0, 0, 0), None))
     assert b.replicas[0].isr == frozenset({1, 2, 3}) and b.replicas[0].zk_version == 1
 

@@ -1,4 +1,4 @@
-"""The implementation's own event log (impl/event_log.py): the writer's format, what a store answer
+"""The implementation's own event log (impl/process/event_log.py): the writer's format, what a store answer
 tells the writer of a leader/ISR znode, and the lines real processes write under fault injection
 (embedded store, and ZooKeeper under the ``zookeeper`` marker), checked line by line against the
 documented schema and, merged, against the model."""
@@ -11,10 +11,10 @@ from pathlib import Path
 import pytest
 
 from isrcheck import specs
-from isrcheck.impl import layout as L
-from isrcheck.impl.event_log import FORMAT, _state_writes, _written_facts, broker_facts, open_writer
-from isrcheck.impl.messages import StoreOp
-from isrcheck.impl.store import Create, SetData, Stat
+from isrcheck.impl.core import layout as L
+from isrcheck.impl.core.messages import StoreOp
+from isrcheck.impl.core.store import Create, SetData, Stat
+from isrcheck.impl.process.event_log import FORMAT, _state_writes, _written_facts, broker_facts, open_writer
 
 HEADER_KEYS = {"format", "version", "process", "role", "pid", "clock", "config"}
 LINE_KEYS = {"seq", "t", "kind", "step", "facts", "input", "note"}
@@ -146,8 +146,8 @@ def test_a_controller_logs_a_finished_controlled_shutdown_as_the_model_step(tmp_
     a refused request (not done) is no step."""
     from types import SimpleNamespace
 
-    from isrcheck.impl.event_log import StepLogger
-    from isrcheck.impl.messages import StoreResult
+    from isrcheck.impl.process.event_log import StepLogger
+    from isrcheck.impl.core.messages import StoreResult
 
     core = SimpleNamespace(active=True, epoch=3, history=[])
     w = open_writer(tmp_path, "controller-1", "controller", {"brokers": 3})

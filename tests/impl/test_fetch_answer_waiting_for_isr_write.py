@@ -6,12 +6,12 @@ record with the older HW, states the model never has; and a fetch the follower s
 answered first, so the waiting answer then lowered the follower's HW (isrcheck validate failed at each)."""
 from __future__ import annotations
 
-from isrcheck.impl import layout as L
-from isrcheck.impl.broker_core import BrokerCore, DiskImage
-from isrcheck.impl.config import from_mapping
-from isrcheck.impl.messages import (Command, FetchRequest, FetchResponse, LeaderAndIsr, ProduceRequest, Receive, Send,
+from isrcheck.impl.core import layout as L
+from isrcheck.impl.core.broker import BrokerCore, DiskImage
+from isrcheck.impl.core.config import from_mapping
+from isrcheck.impl.core.messages import (Command, FetchRequest, FetchResponse, LeaderAndIsr, ProduceRequest, Receive, Send,
                                     Record, StoreOp, StoreResult, Timer)
-from isrcheck.impl.store import Stat
+from isrcheck.impl.core.store import Stat
 
 
 def _leader(records: int, isr=(1, 2)) -> BrokerCore:

@@ -10,22 +10,30 @@ from __future__ import annotations
 
 import asyncio
 import os
-import socket
 import stat
 import threading
 import time
 
 import pytest
-from isrcheck.impl.auth import (
+from isrcheck.impl.core.messages import (
+    ErrorResponse,
+    MetadataRequest,
+    MetadataResponse,
+    StopReplica,
+    from_wire,
+)
+from isrcheck.impl.core.store import StoreError
+from isrcheck.impl.process.client import BrokerConnection, Client, ClientError
+from isrcheck.impl.process.cluster import LocalCluster
+from isrcheck.impl.store.remote import RemoteStore, StoreServer
+from isrcheck.impl.wire.auth import (
     SECRET_FILE,
     SecretError,
     find_secret,
     read_secret,
     write_secret,
 )
-from isrcheck.impl.client import BrokerConnection, Client, ClientError
-from isrcheck.impl.cluster import LocalCluster
-from isrcheck.impl.frame import (
+from isrcheck.impl.wire.frame import (
     HEADER,
     HEADER_SIZE,
     FrameDecoder,
@@ -34,15 +42,7 @@ from isrcheck.impl.frame import (
     encode_frame,
     encode_message,
 )
-from isrcheck.impl.messages import (
-    ErrorResponse,
-    MetadataRequest,
-    MetadataResponse,
-    StopReplica,
-    from_wire,
-)
-from isrcheck.impl.store import StoreError
-from isrcheck.impl.store_remote import RemoteStore, StoreServer
+from frame_exchange import exchange
 
 FAST = {"replica_lag_time_max_ms": 1000, "fetch_interval_ms": 5, "controller_recheck_ms": 100}
 KEY = bytes(range(32))
@@ -151,23 +151,6 @@ def secured_store():
     loop.close()
 
 
-def _exchange(port: int, data: bytes, secret: bytes | None) -> list[dict]:
-    """Send ``data`` on a new connection, half-close, and decode every frame of the answer."""
-    with socket.create_connection(("127.0.0.1", port), timeout=20) as s:
-        try:
-            s.sendall(data)
-            s.shutdown(socket.SHUT_WR)
-        except (BrokenPipeError, ConnectionResetError):
-            pass  # refused from the header while the rest was still being sent: the answer is read below
-        reply = b""
-        try:
-            while chunk := s.recv(65536):
-                reply += chunk
-        except (TimeoutError, ConnectionResetError):
-            pass
-    return FrameDecoder(secret=secret).feed(reply)
-
-
 def test_the_store_server_refuses_unauthenticated_requests_and_changes_nothing(secured_store, caplog):
     store = RemoteStore("127.0.0.1", secured_store, timeout=5, secret=KEY)
     s = store.session()
@@ -180,7 +163,7 @@ def test_the_store_server_refuses_unauthenticated_requests_and_changes_nothing(s
         for data in (encode_frame(forged), encode_frame(forged_multi, secret=OTHER),
                      encode_frame(forged) + encode_frame(forged_multi)):
             caplog.clear()
-            answers = _exchange(secured_store, data, KEY)
+            answers = exchange(secured_store, data, KEY)
             # the hello, then one refusal; the second frame of the last case is never looked at
             assert [a["type"] for a in answers] == ["StoreHello", "StoreResponse"]
             assert answers[1]["error"] == "Unauthenticated"
@@ -235,7 +218,7 @@ def test_a_forged_stop_replica_without_the_secret_changes_nothing(tmp_path):
             for data in (encode_message(attack),  # no MAC at all
                          encode_message(attack, secret=os.urandom(32))):  # a MAC with a guessed secret
                 lines_before = len(_refusal_lines(c, f"broker-{victim}"))
-                answers = _exchange(port, data, c.secret)
+                answers = exchange(port, data, c.secret)
                 assert len(answers) == 1
                 err = from_wire(answers[0])
                 assert isinstance(err, ErrorResponse) and err.error.startswith("Unauthenticated")
@@ -258,7 +241,7 @@ def test_a_forged_stop_replica_without_the_secret_changes_nothing(tmp_path):
             assert k.snapshot().part(0).state.isr == isr_before
 
             # the control: the same frame with the cluster's secret is obeyed (what the MAC now stops)
-            _exchange(port, encode_message(attack, secret=c.secret), c.secret)
+            exchange(port, encode_message(attack, secret=c.secret), c.secret)
             c.wait_for(lambda k: _replica_view(k, victim) == (1_000_000, []), 10, "the replica deleted")
     finally:
         c.down()
@@ -280,7 +263,7 @@ def test_clients_without_the_secret_are_refused_by_every_process(tmp_path):
         # the store server and the controller's port
         with pytest.raises(ClientError, match="cannot reach the metadata store"):
             Client(c.store_spec, secret=None, timeout=2).brokers()
-        answers = _exchange(c.procs["controller-1"]["port"], encode_message(MetadataRequest(3)), c.secret)
+        answers = exchange(c.procs["controller-1"]["port"], encode_message(MetadataRequest(3)), c.secret)
         assert [from_wire(a).error.split(":")[0] for a in answers] == ["Unauthenticated"]
         # the launcher's own client (the CLI's) holds the secret and works
         with c.client() as k:

@@ -5,13 +5,13 @@ import os
 
 import pytest
 
-from isrcheck.impl.frame import (
+from isrcheck.impl.core.messages import FetchResponse, LeaderAndIsr, MessageError, Persist, Record
+from isrcheck.impl.disk.log import FileDisk, SimDisk
+from isrcheck.impl.disk.segment_format import encode_records
+from isrcheck.impl.wire.frame import (
     HEADER, MAGIC, BadMagic, FrameDecoder, Malformed, Oversized, UnknownType, UnsupportedVersion, decode_message,
     encode_frame, encode_message,
 )
-from isrcheck.impl.log import FileDisk, SimDisk
-from isrcheck.impl.messages import FetchResponse, LeaderAndIsr, MessageError, Persist, Record
-from isrcheck.impl.segment_format import encode_records
 
 
 def test_messages_round_trip_through_frames():

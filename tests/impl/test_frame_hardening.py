@@ -16,10 +16,22 @@ import time
 import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
-from isrcheck.impl.auth import mac
-from isrcheck.impl.client import BrokerConnection
-from isrcheck.impl.cluster import LocalCluster
-from isrcheck.impl.frame import (
+from isrcheck.impl.core.messages import (
+    MESSAGE_TYPES,
+    ErrorResponse,
+    MessageError,
+    MetadataRequest,
+    MetadataResponse,
+    from_wire,
+    to_wire,
+)
+from isrcheck.impl.process.client import BrokerConnection
+from isrcheck.impl.process.cluster import LocalCluster
+from isrcheck.impl.store.embedded import EmbeddedStore
+from isrcheck.impl.store.remote import RemoteStore, StoreServer
+from isrcheck.impl.store.requests import BadRequest, StoreRequest, parse_request
+from isrcheck.impl.wire.auth import mac
+from isrcheck.impl.wire.frame import (
     DEFAULT_MAX_DEPTH,
     HEADER,
     MAGIC,
@@ -32,18 +44,7 @@ from isrcheck.impl.frame import (
     encode_message,
     json_depth_exceeds,
 )
-from isrcheck.impl.messages import (
-    MESSAGE_TYPES,
-    ErrorResponse,
-    MessageError,
-    MetadataRequest,
-    MetadataResponse,
-    from_wire,
-    to_wire,
-)
-from isrcheck.impl.store_embedded import EmbeddedStore
-from isrcheck.impl.store_remote import RemoteStore, StoreServer
-from isrcheck.impl.store_wire import BadRequest, StoreRequest, parse_request
+from frame_exchange import exchange
 
 FAST = {"replica_lag_time_max_ms": 1000, "fetch_interval_ms": 5, "controller_recheck_ms": 100}
 
@@ -341,19 +342,7 @@ def _refusals(c: LocalCluster) -> int:
 
 
 def _send(port: int, data: bytes, secret: bytes | None) -> list[object]:
-    with socket.create_connection(("127.0.0.1", port), timeout=20) as s:
-        try:
-            s.sendall(data)
-            s.shutdown(socket.SHUT_WR)
-        except OSError:  # EPIPE, ECONNRESET, or ENOTCONN from shutdown once the server has closed
-            pass  # refused from the header while the rest was still being sent: the answer is read below
-        reply = b""
-        try:
-            while chunk := s.recv(65536):
-                reply += chunk
-        except (TimeoutError, ConnectionResetError):
-            pass
-    return [from_wire(o) for o in FrameDecoder(secret=secret).feed(reply)]
+    return [from_wire(o) for o in exchange(port, data, secret)]
 
 
 def _still_serves(c: LocalCluster) -> None:

@@ -5,18 +5,16 @@ The scenarios are the ones where the generations differ, each driven by action n
 simulator (and a few in the autonomous simulator): the HW-truncation loss after one leader crash,
 the walk back of KIP-279, the KIP-320 fencing of a stale fetch, the reconciliation on an epoch change
 with the same leader (KAFKA-7164) and the ISR-join condition (KAFKA-7128). The pure rules of
-:mod:`isrcheck.impl.epoch_cache` are checked against the spec's wording first.
+:mod:`isrcheck.impl.core.epoch_cache` are checked against the spec's wording first.
 """
 from __future__ import annotations
 
 import pytest
 
-from isrcheck.impl import epoch_cache as EC
-from isrcheck.impl.broker_core import BrokerCore, DiskImage
-from isrcheck.impl.config import from_mapping
-from isrcheck.impl.checkpoint_format import encode as encode_checkpoint
-from isrcheck.impl.log import EPOCH_FILE, FileDisk, SimDisk
-from isrcheck.impl.messages import (
+from isrcheck.impl.core import epoch_cache as EC
+from isrcheck.impl.core.broker import BrokerCore, DiskImage
+from isrcheck.impl.core.config import from_mapping
+from isrcheck.impl.core.messages import (
     Command,
     FetchRequest,
     FetchResponse,
@@ -31,7 +29,9 @@ from isrcheck.impl.messages import (
     from_wire,
     to_wire,
 )
-from isrcheck.impl.simulator import AutoSimulator, NotEnabled, Simulator
+from isrcheck.impl.disk.checkpoint_format import encode as encode_checkpoint
+from isrcheck.impl.disk.log import EPOCH_FILE, FileDisk, SimDisk
+from isrcheck.impl.rigs.simulator import AutoSimulator, NotEnabled, Simulator
 from isrcheck.specs.observation import validate
 from isrcheck.specs.protocol import GENERATION_NAMES, Generation
 
@@ -431,7 +431,7 @@ def test_acks_1_a_write_committed_by_a_later_leader_is_not_counted():
 
 
 def test_acks_1_reports_commits_as_an_effect_of_the_core_and_still_answers_at_append():
-    from isrcheck.impl.messages import Committed, ProduceRequest, ProduceResponse
+    from isrcheck.impl.core.messages import Committed, ProduceRequest, ProduceResponse
 
     cfg = from_mapping({"brokers": 2, "acks": "1"})
     core = BrokerCore.recover(cfg, 1, DiskImage({0: []}, {0: 0}, {0: []}))
@@ -563,7 +563,7 @@ def test_autonomous_hw_truncation_loss_only_under_high_watermark(generation):
 
 def test_autonomous_kip_320_fences_a_follower_until_its_leader_and_isr_arrives():
     """A reassignment's step 2 raises the leader epoch with the same leader; broker 3 hears of it late."""
-    from isrcheck.impl import layout as L
+    from isrcheck.impl.core import layout as L
 
     s = AutoSimulator({"brokers": 4, "replica_lag_time_max_ms": 5_000, "generation": "kip-320",
                        "assignment": [[1, 2, 3]]}, seed=12)
@@ -619,7 +619,7 @@ def test_autonomous_leader_crash_and_restart_reconcile(generation):
 def test_a_kip_320_cluster_of_real_processes_reconciles_after_a_sigkill(tmp_path):
     import signal
 
-    from isrcheck.impl.cluster import LocalCluster
+    from isrcheck.impl.process.cluster import LocalCluster
 
     c = LocalCluster(tmp_path / "cluster", brokers=3, controllers=1, session_timeout=2.0,
                      config={"replica_lag_time_max_ms": 1000, "fetch_interval_ms": 5, "controller_recheck_ms": 100,
@@ -645,7 +645,7 @@ def test_a_kip_320_cluster_of_real_processes_reconciles_after_a_sigkill(tmp_path
         caches = {b: (tmp_path / "cluster" / f"data-{b}" / "0" / EPOCH_FILE).read_text() for b in (1, 2, 3)}
     finally:
         c.down()
-    # Kafka's lines (impl/checkpoint_format.py); epoch 0 from offset 0, and the new leader's epoch from offset 10
+    # Kafka's lines (impl/disk/checkpoint_format.py); epoch 0 from offset 0, and the new leader's epoch from offset 10
     # (after the records of epoch 0) on every broker: the leader took over there, the others fetched from it
     expected = encode_checkpoint([(0, 0), (state.leader_epoch, 10)]).decode()
     assert state.leader_epoch >= 1 and caches == {1: expected, 2: expected, 3: expected}

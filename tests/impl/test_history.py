@@ -1,7 +1,7 @@
 """The history checker on hand-made histories: each anomaly alone, and a clean run."""
 from __future__ import annotations
 
-from isrcheck.impl.history import Anomaly, History, Write, check
+from isrcheck.impl.rigs.history import Anomaly, History, Write, check
 
 
 def _writes(*spec: tuple[int, int, int | None]) -> tuple[Write, ...]:

@@ -1,13 +1,13 @@
-"""The implementation's ``fenced_reassignment_steps`` (impl/controller_core.py, op_reassign): a
+"""The implementation's ``fenced_reassignment_steps`` (impl/core/controller.py, op_reassign): a
 controller whose snapshot shows a newer /controller_epoch abandons its reassignment instead of
 performing the next step, as the model does (specs/04-controller.md, "Partition reassignment")."""
 from __future__ import annotations
 
 import pytest
 
-from isrcheck.impl.config import ConfigError, from_mapping
-from isrcheck.impl.simulator import NotEnabled, Simulator
-from isrcheck.impl.tables import IllegalTransition
+from isrcheck.impl.core.config import ConfigError, from_mapping
+from isrcheck.impl.core.tables import IllegalTransition
+from isrcheck.impl.rigs.simulator import NotEnabled, Simulator
 
 # the manifest model deposed-controller-reassignment
 CONFIG = {"brokers": 2, "replication_factor": 1, "max_records": 0, "fenced_controller_writes": True,

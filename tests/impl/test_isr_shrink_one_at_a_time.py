@@ -5,10 +5,10 @@ from __future__ import annotations
 
 from types import SimpleNamespace
 
-from isrcheck.impl import layout as L
-from isrcheck.impl.broker_core import BrokerCore
-from isrcheck.impl.config import from_mapping
-from isrcheck.impl.messages import LeaderAndIsr, Receive, StoreOp, StoreResult, Timer
+from isrcheck.impl.core import layout as L
+from isrcheck.impl.core.broker import BrokerCore
+from isrcheck.impl.core.config import from_mapping
+from isrcheck.impl.core.messages import LeaderAndIsr, Receive, StoreOp, StoreResult, Timer
 
 
 def _isr_writes(out):

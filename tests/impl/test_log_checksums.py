@@ -1,4 +1,4 @@
-"""Checksummed logs and checkpoints (impl/segment_format.py, impl/checkpoint_format.py, impl/log.py).
+"""Checksummed logs and checkpoints (impl/disk/segment_format.py, impl/disk/checkpoint_format.py, impl/disk/log.py).
 
 The audit's two findings are the properties tested exhaustively here on a small log: no damaged
 byte is ever read as data (every single-bit flip, at every byte and every bit of the segment and
@@ -18,11 +18,11 @@ from pathlib import Path
 
 import pytest
 
-from isrcheck.impl import checkpoint_format, segment_format
-from isrcheck.impl.disk_errors import CorruptFile, DiskError, UnsupportedFormat
-from isrcheck.impl.exit_reason import exit_error
-from isrcheck.impl.log import CHECKPOINT_FILE, EPOCH_FILE, SEGMENT_FILE, FileDisk
-from isrcheck.impl.messages import Persist, Record
+from isrcheck.impl.core.messages import Persist, Record
+from isrcheck.impl.disk import checkpoint_format, segment_format
+from isrcheck.impl.disk.errors import CorruptFile, DiskError, UnsupportedFormat
+from isrcheck.impl.disk.log import CHECKPOINT_FILE, EPOCH_FILE, SEGMENT_FILE, FileDisk
+from isrcheck.impl.process.exit_reason import exit_error
 
 N = 10
 RECORDS = [Record(i + 1, i // 4, f"value-{i + 1}") for i in range(N)]  # epochs 0, 0, 0, 0, 1, ... 2
@@ -215,7 +215,7 @@ def test_a_broker_with_a_damaged_disk_exits_2_with_one_error_line(tmp_path):
     path = tmp_path / "0" / SEGMENT_FILE
     path.write_bytes(data[:starts[5] + 20] + bytes([data[starts[5] + 20] ^ 4]) + data[starts[5] + 21:])
     # the store is never reached: the disk is read first
-    proc = subprocess.run([sys.executable, "-m", "isrcheck.impl.node", "--id", "1", "--data", str(tmp_path),
+    proc = subprocess.run([sys.executable, "-m", "isrcheck.impl.process.node", "--id", "1", "--data", str(tmp_path),
                            "--store", "embedded:127.0.0.1:9", "--config-json", json.dumps({"generation": "kip-320"})],
                           capture_output=True, text=True, timeout=60, cwd=ROOT, check=False)
     errors = [line for line in proc.stderr.splitlines() if line.startswith("error: ")]

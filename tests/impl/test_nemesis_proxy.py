@@ -11,15 +11,15 @@ import time
 from collections.abc import Iterator
 
 import pytest
-from isrcheck.impl.frame import FrameDecoder, encode_message
-from isrcheck.impl.messages import MetadataRequest
-from isrcheck.impl.nemesis_proxy import (
+from isrcheck.impl.core.messages import MetadataRequest
+from isrcheck.impl.process.routes import parse, route
+from isrcheck.impl.rigs.nemesis_proxy import (
     FaultLimit,
     Nemesis,
     NemesisError,
     check_loopback,
 )
-from isrcheck.impl.routes import parse, route
+from isrcheck.impl.wire.frame import FrameDecoder, encode_message
 
 
 class Echo:

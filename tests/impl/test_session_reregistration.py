@@ -18,14 +18,11 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from isrcheck.impl import layout as L
-from isrcheck.impl.broker_core import BrokerCore
-from isrcheck.impl.client import Client, ClientError
-from isrcheck.impl.cluster import ClusterError
-from isrcheck.impl.config import from_mapping
-from isrcheck.impl.controller_core import ControllerCore
-from isrcheck.impl.history import Verdict, Write
-from isrcheck.impl.messages import (
+from isrcheck.impl.core import layout as L
+from isrcheck.impl.core.broker import BrokerCore
+from isrcheck.impl.core.config import from_mapping
+from isrcheck.impl.core.controller import ControllerCore
+from isrcheck.impl.core.messages import (
     CancelTimer,
     Command,
     Notification,
@@ -35,13 +32,16 @@ from isrcheck.impl.messages import (
     StoreResult,
     Timer,
 )
-from isrcheck.impl.runtime import Runtime
-from isrcheck.impl.simulator import AutoSimulator
-from isrcheck.impl.store import NodeExists, Stat
-from isrcheck.impl.store_remote import RemoteStore, StoreServer
+from isrcheck.impl.core.store import NodeExists, Stat
+from isrcheck.impl.process.client import Client, ClientError
+from isrcheck.impl.process.cluster import ClusterError
+from isrcheck.impl.process.runtime import Runtime
+from isrcheck.impl.rigs.history import Verdict, Write
+from isrcheck.impl.rigs.simulator import AutoSimulator
+from isrcheck.impl.store.remote import RemoteStore, StoreServer
 from isrcheck.conformance.selflog import validate_selflogs
-from isrcheck.impl.torture import PARTITION, TortureSetting, _Run
-from isrcheck.impl.torture_scenarios import judge, settle_and_consume, take_down
+from isrcheck.impl.rigs.torture import PARTITION, TortureSetting, _Run
+from isrcheck.impl.rigs.torture_scenarios import judge, settle_and_consume, take_down
 
 CFG = {"brokers": 3, "replica_lag_time_max_ms": 300}
 

@@ -1,5 +1,5 @@
 """Deterministic simulation in the suite: seeded random faults on the autonomous cores, each run
-judged by its clients' history (impl/history.py), every loss matched to the model's known weakness.
+judged by its clients' history (impl/rigs/history.py), every loss matched to the model's known weakness.
 
 A few hundred seeds per generation, all within Kafka's promise for acks=all (min ISR 2 of three
 replicas, clean election, no power loss): the seeds' generation (``high-watermark``) loses
@@ -19,11 +19,11 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-from isrcheck.impl.fault_run import RunResult, run_seed
-from isrcheck.impl.fault_schedule import FaultKind, Setting, schedule
-from isrcheck.impl.history import Anomaly
-from isrcheck.impl.loss_shape import EPOCH_DIVERGENCE, HW_TRUNCATION, explain
-from isrcheck.impl.sim_campaign import Tally, campaign
+from isrcheck.impl.rigs.fault_run import RunResult, run_seed
+from isrcheck.impl.rigs.fault_schedule import FaultKind, Setting, schedule
+from isrcheck.impl.rigs.history import Anomaly
+from isrcheck.impl.rigs.loss_shape import EPOCH_DIVERGENCE, HW_TRUNCATION, explain
+from isrcheck.impl.rigs.sim_campaign import Tally, campaign
 
 from isrcheck.cli import main
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 import pytest
 
 from isrcheck import specs
-from isrcheck.impl.simulator import ACTIONS, NOT_YET_DRIVABLE, ActionError, NotEnabled, Simulator
+from isrcheck.impl.rigs.simulator import ACTIONS, NOT_YET_DRIVABLE, ActionError, NotEnabled, Simulator
 from isrcheck.specs.observation import validate
 
 

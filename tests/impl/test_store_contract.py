@@ -5,7 +5,7 @@ import time
 
 import pytest
 
-from isrcheck.impl.store import (
+from isrcheck.impl.core.store import (
     BadVersion, Check, Create, Delete, NodeExists, NoNode, NotEmpty, SessionExpired, SetData,
     TransactionFailed, WatchEvent,
 )

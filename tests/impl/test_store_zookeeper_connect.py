@@ -10,8 +10,8 @@ from __future__ import annotations
 import socket
 
 import pytest
-from isrcheck.impl.store import StoreUnavailable
-from isrcheck.impl.store_zookeeper import ZooKeeperStore
+from isrcheck.impl.core.store import StoreUnavailable
+from isrcheck.impl.store.zookeeper import ZooKeeperStore
 
 
 def _unused_port() -> int:

@@ -6,8 +6,8 @@ import re
 import pytest
 
 from isrcheck import specs
-from isrcheck.impl import selectors as S
-from isrcheck.impl import tables as T
+from isrcheck.impl.core import selectors as S
+from isrcheck.impl.core import tables as T
 
 
 def _spec_table(heading: str) -> dict[str, set[str]]:

@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-from isrcheck.impl.history import Verdict
-from isrcheck.impl.loss_shape import HW_TRUNCATION
-from isrcheck.impl.torture_explain import UNCLEAN_ELECTION, explain_losses, reconstruct
+from isrcheck.impl.rigs.history import Verdict
+from isrcheck.impl.rigs.loss_shape import HW_TRUNCATION
+from isrcheck.impl.rigs.torture_explain import UNCLEAN_ELECTION, explain_losses, reconstruct
 
 from isrcheck.cli import main
 
@@ -78,7 +78,7 @@ def test_bad_input_is_one_line_and_exit_2(args: list[str], message: str) -> None
 
 
 def test_the_schedule_is_drawn_from_the_seed_alone() -> None:
-    from isrcheck.impl.torture_schedule import schedule
+    from isrcheck.impl.rigs.torture_schedule import schedule
 
     assert schedule(7, 10.0) == schedule(7, 10.0)
     assert schedule(7, 10.0) != schedule(8, 10.0)
@@ -94,7 +94,7 @@ def test_the_schedule_is_drawn_from_the_seed_alone() -> None:
 def test_unclean_election_under_a_partition_loses_acknowledged_writes(tmp_path, unclean: bool, lost: int) -> None:
     """The leader cut from the other brokers shrinks the ISR to itself, acknowledges 5 acks=all writes
     alone (min ISR 1) and is killed: an unclean election loses all five; a clean one waits for it."""
-    from isrcheck.impl.torture_scenarios import unclean_election_after_partition
+    from isrcheck.impl.rigs.torture_scenarios import unclean_election_after_partition
 
     verdict, steps = unclean_election_after_partition(tmp_path / "c", unclean=unclean)
     assert any("shrank the ISR" in s or "ISR shrank" in s for s in steps), steps
@@ -112,7 +112,7 @@ def test_the_high_watermark_truncation_loses_a_committed_write_on_real_processes
     is lost with the leader; under high-watermark the follower not elected truncates to its lagging HW
     (the model's violation: an ISR member without a committed write) and, elected after the second
     leader dies, loses it for good. From kip-101 on it asks for the epoch's end and keeps it."""
-    from isrcheck.impl.torture_scenarios import hw_truncation_after_leader_crash
+    from isrcheck.impl.rigs.torture_scenarios import hw_truncation_after_leader_crash
 
     verdict, steps = hw_truncation_after_leader_crash(tmp_path / "c", generation=generation)
     assert "settled" in steps, steps

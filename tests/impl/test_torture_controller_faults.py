@@ -12,8 +12,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from isrcheck.impl.torture import TortureSetting, run_torture
-from isrcheck.impl.torture_schedule import (
+from isrcheck.impl.rigs.torture import TortureSetting, run_torture
+from isrcheck.impl.rigs.torture_schedule import (
     CONTROLLER_KINDS,
     EXPIRY_KINDS,
     KINDS,

@@ -1,8 +1,8 @@
-"""Matching a real run's lost writes to known shapes from its event logs (impl/torture_explain.py).
+"""Matching a real run's lost writes to known shapes from its event logs (impl/rigs/torture_explain.py).
 
-Hand-made event logs, in the format the processes write (impl/event_log.py), one per shape and for
+Hand-made event logs, in the format the processes write (impl/process/event_log.py), one per shape and for
 a loss no shape explains; then the logs two real scenario runs recorded (tests/impl/torture_events/,
-from impl/torture_scenarios.py), whose one known loss each must be rebuilt and named. The scenario
+from impl/rigs/torture_scenarios.py), whose one known loss each must be rebuilt and named. The scenario
 tests on live processes (test_torture.py) assert the same of fresh runs.
 """
 from __future__ import annotations
@@ -12,11 +12,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from isrcheck.impl.fault_run import HW_ON_LEADER_CHANGE
-from isrcheck.impl.history import History, Write, check
-from isrcheck.impl.loss_shape import HW_TRUNCATION
-from isrcheck.impl.torture import TortureResult, TortureSetting
-from isrcheck.impl.torture_explain import (
+from isrcheck.impl.rigs.fault_run import HW_ON_LEADER_CHANGE
+from isrcheck.impl.rigs.history import History, Write, check
+from isrcheck.impl.rigs.loss_shape import HW_TRUNCATION
+from isrcheck.impl.rigs.torture import TortureResult, TortureSetting
+from isrcheck.impl.rigs.torture_explain import (
     ACKS1_LEADER_CHANGE,
     EPOCH_END,
     RESTART,
@@ -215,7 +215,7 @@ def test_explain_losses_and_summary_follow_the_verdict(tmp_path: Path) -> None:
     ("unclean-election", (1, 2, 3, 4, 5), UNCLEAN_ELECTION),
 ])
 def test_recorded_scenario_runs_are_explained(run: str, lost: tuple[int, ...], shape: str) -> None:
-    """The event logs of two real scenario runs (impl/torture_scenarios.py): every lost write is
+    """The event logs of two real scenario runs (impl/rigs/torture_scenarios.py): every lost write is
     rebuilt and matched to the scenario's shape."""
     rec = reconstruct(RECORDED / run)
     xs = [explain_record(rec, r, "all") for r in lost]

@@ -3,8 +3,8 @@ and the replay command brings back a run made without it."""
 from __future__ import annotations
 
 from isrcheck.cli_torture import _command
-from isrcheck.impl.config import from_mapping
-from isrcheck.impl.torture import TortureSetting
+from isrcheck.impl.core.config import from_mapping
+from isrcheck.impl.rigs.torture import TortureSetting
 
 
 def test_the_controller_detects_quick_restarts_unless_asked_not_to() -> None:

@@ -1,4 +1,4 @@
-"""The warning at cluster start about settings the model shows unsafe (impl/unsafe_settings.py).
+"""The warning at cluster start about settings the model shows unsafe (impl/process/unsafe_settings.py).
 
 The findings are derived from specs/models.toml, so these tests pin what the shipped manifest says
 (the seeds' generation loses acknowledged writes, kip-320 with its defaults does not) and, on a
@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from isrcheck.impl.config import from_mapping
-from isrcheck.impl.unsafe_settings import SETTINGS, entries, findings, nearest_failure, settings_of, warning_lines
+from isrcheck.impl.core.config import from_mapping
+from isrcheck.impl.process.unsafe_settings import SETTINGS, entries, findings, nearest_failure, settings_of, warning_lines
 from isrcheck.specs import load
 
 

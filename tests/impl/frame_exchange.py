@@ -1,0 +1,30 @@
+"""One raw exchange with a server of the real cluster, below the client library: what the frame
+tests (test_frame_auth.py, test_frame_hardening.py) send a port that must refuse it.
+
+Written once because the two files need the same care: a server may refuse a frame from its header
+and close the connection while the rest is still being sent, so writing or half-closing may fail
+(EPIPE, ECONNRESET, or ENOTCONN from shutdown once the server has closed) and the answer is read all
+the same.
+"""
+from __future__ import annotations
+
+import socket
+
+from isrcheck.impl.wire.frame import FrameDecoder
+
+
+def exchange(port: int, data: bytes, secret: bytes | None) -> list[dict]:
+    """Send ``data`` on a new connection, half-close, and decode every frame of the answer."""
+    with socket.create_connection(("127.0.0.1", port), timeout=20) as s:
+        try:
+            s.sendall(data)
+            s.shutdown(socket.SHUT_WR)
+        except OSError:  # refused from the header while the rest was still being sent: read the answer
+            pass
+        reply = b""
+        try:
+            while chunk := s.recv(65536):
+                reply += chunk
+        except (TimeoutError, ConnectionResetError):
+            pass
+    return FrameDecoder(secret=secret).feed(reply)
