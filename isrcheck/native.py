@@ -44,7 +44,15 @@ COMPILED_MODULES: tuple[str, ...] = (
     "isrcheck.model.actions",
     "isrcheck.model.kafka",
     "isrcheck.model.symmetry",
-    "isrcheck.invariants.properties",
+    "isrcheck.invariants.properties",  # a package: its __init__ assembles the families below
+    "isrcheck.invariants.properties.kinds",
+    "isrcheck.invariants.properties.common",
+    "isrcheck.invariants.properties.leadership",
+    "isrcheck.invariants.properties.isr",
+    "isrcheck.invariants.properties.durability",
+    "isrcheck.invariants.properties.reassignment",
+    "isrcheck.invariants.properties.steps",
+    "isrcheck.invariants.properties.witnesses",
     "isrcheck.peers.kafka_specification.model",
 )
 
