@@ -2,11 +2,12 @@
 
 ``always`` properties are checked on every reachable state, ``transition`` ones on every step,
 ``sometimes`` ones must be witnessed by at least one reachable state (so a model that cannot do
-anything does not pass). ``OnlyValidTransitions`` is checked inside the steps themselves: the state-machine tables
+anything does not pass), ``liveness`` ones are leads-to properties that :mod:`..liveness` checks on
+request. ``OnlyValidTransitions`` is checked inside the steps themselves: the state-machine tables
 raise, and the checker reports the step that tried the illegal move.
 
 specs/properties.toml lists every property (name, kind, family, section of 06-properties.md,
-description); the safety properties are defined here, the liveness ones in :mod:`..liveness`. Each family module (leadership, isr, durability, reassignment, steps, witnesses)
+description). Each family module (leadership, isr, durability, reassignment, steps, witnesses)
 defines its properties' code as :mod:`.kinds` describes: the check, the offending values that
 explain a violation, when a state exercises it, its form over an observation. This module puts the
 two together, in the file's order, and refuses to load when they disagree (a property the file
@@ -34,10 +35,10 @@ from isrcheck.specs.properties import load_properties, property_info
 # absolute imports: mypyc compiles this __init__ (a relative import in a compiled package __init__
 # has resolved against the parent package in some mypyc versions)
 from isrcheck.invariants.properties import durability, isr, leadership, reassignment, steps, witnesses
-from isrcheck.invariants.properties.kinds import (KIND_OF, Acked, Always, Definition, Obs, PropertyDefinitionError,
-                                                  Sometimes, Transition)
+from isrcheck.invariants.properties.kinds import (KIND_OF, Acked, Always, Definition, Liveness, Obs,
+                                                  PropertyDefinitionError, Sometimes, Transition)
 
-__all__ = ["ALL_PROPERTIES", "DEFINITIONS", "FAMILIES", "OBSERVATION_PROPERTIES", "STATE_PREDICATES",
+__all__ = ["ALL_PROPERTIES", "DEFINITIONS", "FAMILIES", "LIVENESS", "OBSERVATION_PROPERTIES", "STATE_PREDICATES",
            "STEP_PREDICATES", "applicable_properties", "broken_on_observation", "build_model", "describe", "detail",
            "exercised", "holds_on_observation", "property_names"]
 
@@ -47,7 +48,7 @@ FAMILIES: tuple[ModuleType, ...] = (leadership, isr, durability, reassignment, s
 
 def _definitions(families: Sequence[ModuleType]) -> dict[str, Definition]:
     """Every definition of the family modules, by name in the order of specs/properties.toml,
-    checked against the file (its safety properties: the liveness ones are :mod:`..liveness`'s)."""
+    checked against the file."""
     found: dict[str, Definition] = {}
     for module in families:
         family = module.__name__.rpartition(".")[2]
@@ -61,19 +62,20 @@ def _definitions(families: Sequence[ModuleType]) -> dict[str, Definition]:
             if family != info.family:
                 raise PropertyDefinitionError(f"{where}; specs/properties.toml puts it in family {info.family}")
             found[d.name] = d
-    listed = [p for p in load_properties() if p.kind != "liveness"]
-    missing = [p.name for p in listed if p.name not in found]
+    missing = [p.name for p in load_properties() if p.name not in found]
     if missing:
         raise PropertyDefinitionError(f"specs/properties.toml lists {', '.join(missing)}, which no module of "
                                       f"invariants/properties/ defines")
-    return {p.name: found[p.name] for p in listed}
+    return {p.name: found[p.name] for p in load_properties()}
 
 
-#: name -> definition, every safety property, in the order of specs/properties.toml
+#: name -> definition, every property, in the order of specs/properties.toml
 DEFINITIONS: dict[str, Definition] = _definitions(FAMILIES)
 _ALWAYS: dict[str, Always] = {n: d for n, d in DEFINITIONS.items() if isinstance(d, Always)}
 _TRANSITION: dict[str, Transition] = {n: d for n, d in DEFINITIONS.items() if isinstance(d, Transition)}
 _SOMETIMES: dict[str, Sometimes] = {n: d for n, d in DEFINITIONS.items() if isinstance(d, Sometimes)}
+#: name -> definition of the liveness properties (checked by :mod:`isrcheck.invariants.liveness`)
+LIVENESS: dict[str, Liveness] = {n: d for n, d in DEFINITIONS.items() if isinstance(d, Liveness)}
 
 
 # ---------------------------------------------------------------------------- the checker's view
@@ -88,7 +90,7 @@ def _default_check(d: Always | Transition | Sometimes) -> Callable[..., bool]:
 
 #: the safety properties (always, transition, sometimes), in the order of specs/properties.toml
 ALL_PROPERTIES: tuple[Property, ...] = tuple(
-    _as_property(d, _default_check(d)) for d in DEFINITIONS.values())
+    _as_property(d, _default_check(d)) for d in DEFINITIONS.values() if not isinstance(d, Liveness))
 
 
 def property_names() -> list[str]:

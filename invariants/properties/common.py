@@ -2,7 +2,7 @@
 
 specs/06-properties.md defines these notions once ("the acting leader", the in-sync holders of a
 partition, the partitions the properties about committed data skip); the properties of every
-family, their explanations and the observation forms use them from here.
+family, their explanations, the liveness masks and the observation forms use them from here.
 """
 from __future__ import annotations
 
@@ -47,6 +47,15 @@ def live_members(s: State, p: int, brokers: int) -> Iterator[tuple[int, Replica 
         br = s.brokers[b - 1]
         if br.alive:
             yield b, br.replicas[p]
+
+
+def alive_mask(s: State) -> int:
+    """The brokers that are up, as a broker set."""
+    m = 0
+    for i, br in enumerate(s.brokers):
+        if br.alive:
+            m |= 1 << (i + 1)
+    return m
 
 
 def any_hw(s: Any) -> bool:

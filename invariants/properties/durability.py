@@ -1,4 +1,5 @@
-"""Committed data: HighWatermarkBelowLogEnd, NoCommittedWriteLost, LogMatching, ConsistentRead.
+"""Committed data: HighWatermarkBelowLogEnd, NoCommittedWriteLost, LogMatching, ConsistentRead,
+WriteEventuallyCommitted.
 
 Each property's definition (:mod:`.kinds`) sits after the functions it names; specs/06-properties.md
 says what each means and what breaks it.
@@ -8,13 +9,14 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
+from isrcheck.model.config import Config
 from isrcheck.model.records import ids_in, render_log
 from isrcheck.model.state import State
 from isrcheck.specs.properties import NAMES
 
-from .common import (any_acked, any_hw, gone, in_sync_holders, live_members, obs_alive, obs_holders, obs_ids,
-                     obs_replicas)
-from .kinds import Acked, Always, Obs
+from .common import (alive_mask, any_acked, any_hw, gone, in_sync_holders, live_members, obs_alive, obs_holders,
+                     obs_ids, obs_replicas)
+from .kinds import Acked, Always, Liveness, Masks, Obs
 
 
 # ---------------------------------------------------------------------------- HighWatermarkBelowLogEnd
@@ -201,4 +203,40 @@ def _any_exposed(s: Any) -> bool:
 CONSISTENT_READ = Always(NAMES.ConsistentRead, consistent_read, consistent_read_offences, exercised=_any_exposed)
 
 
-DEFINITIONS = (HIGH_WATERMARK_BELOW_LOG_END, NO_COMMITTED_WRITE_LOST, LOG_MATCHING, CONSISTENT_READ)
+# ---------------------------------------------------------------------------- WriteEventuallyCommitted
+def _write_eventually_committed(cfg: Config) -> tuple[tuple[str, ...], Masks]:
+    pairs = [(p, rid) for p in range(cfg.partitions) for rid in range(1, cfg.max_records + 1)]
+    min_isr = cfg.min_insync_replicas
+
+    def masks(s: State) -> tuple[int, int]:
+        premise = goal = 0
+        alive = alive_mask(s)
+        for i, (p, rid) in enumerate(pairs):
+            bit = 1 << rid
+            if s.ghost[p].acked & bit or gone(s, p) or (s.zk.partitions[p].isr & alive).bit_count() < min_isr:
+                goal |= 1 << i
+                continue
+            waiting = False
+            for br in s.brokers:
+                r = br.replicas[p]
+                if br.alive and r is not None and r.pending & bit:
+                    waiting = True
+                    break
+            if waiting:
+                premise |= 1 << i
+            else:
+                goal |= 1 << i  # answered: acknowledged, or the producer was told it failed
+        return premise, goal
+
+    return tuple(f"partition {p} record {rid}" for p, rid in pairs), masks
+
+
+def _acks_all_writes(cfg: Config) -> bool:
+    return cfg.acks == "all" and cfg.max_records > 0
+
+
+WRITE_EVENTUALLY_COMMITTED = Liveness(NAMES.WriteEventuallyCommitted, _acks_all_writes, _write_eventually_committed)
+
+
+DEFINITIONS = (HIGH_WATERMARK_BELOW_LOG_END, NO_COMMITTED_WRITE_LOST, LOG_MATCHING, CONSISTENT_READ,
+               WRITE_EVENTUALLY_COMMITTED)

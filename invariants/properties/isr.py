@@ -1,4 +1,4 @@
-"""The in-sync replicas: IsrSubsetOfReplicas, StrongIsr.
+"""The in-sync replicas: IsrSubsetOfReplicas, StrongIsr, IsrHeals.
 
 Each property's definition (:mod:`.kinds`) sits after the functions it names; specs/06-properties.md
 says what each means and what breaks it.
@@ -9,12 +9,13 @@ from collections.abc import Iterator
 from typing import Any
 
 from isrcheck.model.brokersets import members, render as render_set
+from isrcheck.model.config import Config
 from isrcheck.model.records import render_log
-from isrcheck.model.state import State, ZkPartition
+from isrcheck.model.state import NO_LEADER, State, ZkPartition
 from isrcheck.specs.properties import NAMES
 
 from .common import acting_leader, any_hw, gone, live_members, obs_alive, obs_ids, obs_replicas
-from .kinds import Acked, Always, Obs
+from .kinds import Acked, Always, Liveness, Masks, Obs, every_config
 
 
 # ---------------------------------------------------------------------------- IsrSubsetOfReplicas
@@ -113,4 +114,39 @@ def strong_isr_observed(obs: Obs, acked: Acked) -> bool:
 STRONG_ISR = Always(NAMES.StrongIsr, strong_isr, strong_isr_offences, exercised=any_hw, observed=strong_isr_observed)
 
 
-DEFINITIONS = (ISR_SUBSET_OF_REPLICAS, STRONG_ISR)
+# ---------------------------------------------------------------------------- IsrHeals
+def _in_sync(s: State, b: int, p: int) -> bool:
+    """``b`` is in the ISR in ZooKeeper and follows the ZooKeeper leader (or is that leader, acting).
+
+    A follower's leader epoch may lag the znode's: the controller sends an ISR shrink only to the
+    leader, as the 0.8 design does, and a fetch carries no epoch before KIP-320.
+    """
+    zp = s.zk.partitions[p]
+    if not zp.isr >> b & 1 or zp.leader == NO_LEADER:
+        return False
+    if b == zp.leader:
+        return acting_leader(s, p) is not None
+    r = s.brokers[b - 1].replicas[p]
+    return r is not None and r.leader == zp.leader
+
+
+def _isr_heals(cfg: Config) -> tuple[tuple[str, ...], Masks]:
+    pairs = [(b, p) for p in range(cfg.partitions) for b in cfg.broker_ids]
+
+    def masks(s: State) -> tuple[int, int]:
+        premise = goal = 0
+        for i, (b, p) in enumerate(pairs):
+            if (gone(s, p) or b not in s.zk.partitions[p].replicas or not s.brokers[b - 1].alive
+                    or _in_sync(s, b, p)):
+                goal |= 1 << i
+            else:
+                premise |= 1 << i
+        return premise, goal
+
+    return tuple(f"broker {b} partition {p}" for b, p in pairs), masks
+
+
+ISR_HEALS = Liveness(NAMES.IsrHeals, every_config, _isr_heals)
+
+
+DEFINITIONS = (ISR_SUBSET_OF_REPLICAS, STRONG_ISR, ISR_HEALS)

@@ -1,4 +1,4 @@
-"""The kinds of property definition: what a family module writes down for each property.
+"""The four kinds of property definition: what a family module writes down for each property.
 
 A definition holds everything the project knows how to do with one property, in one place: its
 check (the hot path of every search: written for speed, compiled), how to say what broke it (the
@@ -33,6 +33,8 @@ class PropertyDefinitionError(Exception):
 Obs = Mapping[str, Any]
 #: per partition, the ids of the writes acknowledged to producers
 Acked = Sequence[Sequence[int]]
+#: a liveness property's premise and goal bits in a state, bit ``i`` for instance ``i``
+Masks = Callable[[State], tuple[int, int]]
 
 
 class Always(NamedTuple):
@@ -70,10 +72,20 @@ class Sometimes(NamedTuple):
     witness: Callable[[Config], Callable[[State], bool]]
 
 
-Definition = Always | Transition | Sometimes
+class Liveness(NamedTuple):
+    """A liveness property, ``P ~> Q`` per instance, checked by :mod:`isrcheck.engine.liveness`."""
+
+    name: str
+    #: whether it means something for the configuration
+    applies: Callable[[Config], bool]
+    #: the instances (a partition, a replica, a record) and the masks of a state, for a configuration
+    masks: Callable[[Config], tuple[tuple[str, ...], Masks]]
+
+
+Definition = Always | Transition | Sometimes | Liveness
 
 #: the kind in specs/properties.toml of each class
-KIND_OF: dict[type, str] = {Always: "always", Transition: "transition", Sometimes: "sometimes"}
+KIND_OF: dict[type, str] = {Always: "always", Transition: "transition", Sometimes: "sometimes", Liveness: "liveness"}
 
 
 def fixed_witness(witness: Callable[[State], bool]) -> Callable[[Config], Callable[[State], bool]]:
@@ -83,3 +95,8 @@ def fixed_witness(witness: Callable[[State], bool]) -> Callable[[Config], Callab
         return witness
 
     return for_config
+
+
+def every_config(cfg: Config) -> bool:
+    """``applies`` of a property that means something for every configuration."""
+    return True

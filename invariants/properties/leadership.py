@@ -1,4 +1,4 @@
-"""Who leads: LeaderInIsr, OneLeaderPerEpoch.
+"""Who leads: LeaderInIsr, OneLeaderPerEpoch, PartitionEventuallyLed, DeposedControllerStops.
 
 Each property's definition (:mod:`.kinds`) sits after the functions it names; specs/06-properties.md
 says what each means and what breaks it.
@@ -9,11 +9,12 @@ from collections.abc import Iterator
 from typing import Any
 
 from isrcheck.model.brokersets import render as render_set
+from isrcheck.model.config import Config
 from isrcheck.model.state import NO_LEADER, State, ZkPartition
 from isrcheck.specs.properties import NAMES
 
-from .common import obs_alive
-from .kinds import Acked, Always, Obs
+from .common import acting_leader, alive_mask, gone, obs_alive
+from .kinds import Acked, Always, Liveness, Masks, Obs, every_config
 
 
 # ---------------------------------------------------------------------------- LeaderInIsr
@@ -92,4 +93,39 @@ ONE_LEADER_PER_EPOCH = Always(NAMES.OneLeaderPerEpoch, one_leader_per_epoch, one
                               exercised=_acting_leaders, observed=one_leader_per_epoch_observed)
 
 
-DEFINITIONS = (LEADER_IN_ISR, ONE_LEADER_PER_EPOCH)
+# ---------------------------------------------------------------------------- PartitionEventuallyLed
+def _partition_eventually_led(cfg: Config) -> tuple[tuple[str, ...], Masks]:
+    n = cfg.partitions
+
+    def masks(s: State) -> tuple[int, int]:
+        premise = goal = 0
+        alive = alive_mask(s)
+        for p in range(n):
+            if gone(s, p) or acting_leader(s, p) is not None:
+                goal |= 1 << p
+            elif s.zk.partitions[p].isr & alive:
+                premise |= 1 << p
+        return premise, goal
+
+    return tuple(f"partition {p}" for p in range(n)), masks
+
+
+PARTITION_EVENTUALLY_LED = Liveness(NAMES.PartitionEventuallyLed, every_config, _partition_eventually_led)
+
+
+# ---------------------------------------------------------------------------- DeposedControllerStops
+def _deposed_controller_stops(cfg: Config) -> tuple[tuple[str, ...], Masks]:
+    def masks(s: State) -> tuple[int, int]:
+        return (1, 0) if s.stale is not None else (0, 1)
+
+    return ("the deposed controller",), masks
+
+
+def _with_stale_controller(cfg: Config) -> bool:
+    return cfg.faults.controller_failovers > 0 and cfg.stale_controller
+
+
+DEPOSED_CONTROLLER_STOPS = Liveness(NAMES.DeposedControllerStops, _with_stale_controller, _deposed_controller_stops)
+
+
+DEFINITIONS = (LEADER_IN_ISR, ONE_LEADER_PER_EPOCH, PARTITION_EVENTUALLY_LED, DEPOSED_CONTROLLER_STOPS)

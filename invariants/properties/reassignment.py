@@ -1,4 +1,4 @@
-"""Partition reassignment: ReassignmentRecoverable.
+"""Partition reassignment: ReassignmentRecoverable, ReassignmentCompletes.
 
 (ReassignmentCanComplete, the guard that some reassignment finishes at all, is a witness:
 :mod:`.witnesses`.) Each property's definition (:mod:`.kinds`) sits after the functions it names;
@@ -9,10 +9,11 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
+from isrcheck.model.config import Config
 from isrcheck.model.state import State, ZkPartition
 from isrcheck.specs.properties import NAMES
 
-from .kinds import Always
+from .kinds import Always, Liveness, Masks
 
 
 # ---------------------------------------------------------------------------- ReassignmentRecoverable
@@ -51,4 +52,27 @@ REASSIGNMENT_RECOVERABLE = Always(NAMES.ReassignmentRecoverable, reassignment_re
                                   reassignment_recoverable_offences, exercised=_reassigning)
 
 
-DEFINITIONS = (REASSIGNMENT_RECOVERABLE,)
+# ---------------------------------------------------------------------------- ReassignmentCompletes
+def _reassignment_completes(cfg: Config) -> tuple[tuple[str, ...], Masks]:
+    parts = sorted({r.partition for r in cfg.operations.reassignments})
+
+    def masks(s: State) -> tuple[int, int]:
+        premise = goal = 0
+        for i, p in enumerate(parts):
+            if s.zk.reassign[p]:
+                premise |= 1 << i
+            else:
+                goal |= 1 << i
+        return premise, goal
+
+    return tuple(f"partition {p}" for p in parts), masks
+
+
+def _with_reassignments(cfg: Config) -> bool:
+    return bool(cfg.operations.reassignments)
+
+
+REASSIGNMENT_COMPLETES = Liveness(NAMES.ReassignmentCompletes, _with_reassignments, _reassignment_completes)
+
+
+DEFINITIONS = (REASSIGNMENT_RECOVERABLE, REASSIGNMENT_COMPLETES)
