@@ -9,7 +9,7 @@ NATIVE := $(VENV)/.compiled
 # engine/_fptable.c, the parallel workers' shared fingerprint table; engine/_parentmap.c, the
 # single-process checker's fingerprint-to-parent map; engine/_codec.c, the state codec's program);
 # a change recompiles them.
-NATIVE_SOURCES := $(wildcard engine/*.py engine/*.c engine/*.h model/*.py model/*.c invariants/properties.py invariants/properties/*.py) peers/kafka_specification/model.py setup.py isrcheck/native.py
+NATIVE_SOURCES := $(wildcard engine/*.py engine/*.c engine/*.h model/*.py model/*.c invariants/properties/*.py) peers/kafka_specification/model.py setup.py isrcheck/native.py
 
 .DEFAULT_GOAL := install
 .PHONY: install check test gate-all bench bench-peer bench-liveness bench-impl bench-spark bench-simulation system-deps clean

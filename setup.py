@@ -56,7 +56,13 @@ def _staging_tree(modules: list[str]) -> list[str]:
             continue
         link.parent.mkdir(parents=True, exist_ok=True)
         link.symlink_to(ROOT / folder, target_is_directory=True)
-    return [str(stage.joinpath(*m.split(".")).with_suffix(".py")) for m in modules]
+    return [_source_in(stage, m) for m in modules]
+
+
+def _source_in(tree: Path, module: str) -> str:
+    """The source of ``module`` under ``tree``: its ``.py`` file, or a package's ``__init__.py``."""
+    base = tree.joinpath(*module.split("."))
+    return str(base / "__init__.py" if base.is_dir() else base.with_suffix(".py"))
 
 
 def _record_sources(modules: list[str], paths: list[str]) -> None:
@@ -78,7 +84,9 @@ def _remove_compiled() -> None:
         package, _, leaf = name.rpartition(".")
         top = max((p for p in dirs if package == p or package.startswith(p + ".")), key=len)
         folder = ROOT / dirs[top] / package[len(top):].lstrip(".").replace(".", "/")
-        for built in folder.glob(f"{leaf}.*.so"):
+        # a module's extension sits beside its source; a package's (mypyc names it
+        # package.__init__) inside the package
+        for built in [*folder.glob(f"{leaf}.*.so"), *(folder / leaf).glob("__init__.*.so")]:
             built.unlink()
     for folder, leaf in NATIVE_C:
         for built in (ROOT / folder).glob(f"{leaf}.*.so"):

@@ -20,7 +20,6 @@ lockstep       hypothesis RuleBasedStateMachine: both sides in lockstep; shrunk 
 eventlog       implementation -> model: event logs, and their validation by guided search
 runs           fault-injection runs of the autonomous implementation (AutoSimulator, real cluster),
                logged for validation
-obsprops       the safety properties evaluated on observations (either side's)
 weaknesses     the known-weakness gallery replayed on the implementation
 report         rich tables and JSON
 ============== =====================================================================================

@@ -4,7 +4,8 @@ For each weakness of specs/weaknesses.toml (:mod:`isrcheck.specs.weaknesses`) an
 manifest models (one per protocol generation): when the model breaks a property
 (``expect = "safety_failure"``), the checker's shortest counterexample is driven on the implementation
 configured with the same generation, every step is compared with the model, and the property is
-evaluated on the *implementation's* observation (:mod:`.obsprops`) after every step. The weakness is
+evaluated on the *implementation's* observation (its observation form,
+:data:`isrcheck.invariants.properties.OBSERVATION_PROPERTIES`) after every step. The weakness is
 **reproduced** when the implementation breaks the same property at the same step as the model.
 Generations the implementation does not accept yet are **skipped** (asked of ``impl`` through its
 configuration error, so they are picked up as soon as it accepts them); generations where the model
@@ -16,13 +17,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from isrcheck.invariants.properties import OBSERVATION_PROPERTIES, holds_on_observation
 from isrcheck.model.config import Config
 from isrcheck.specs.manifest import ModelEntry, get
 from isrcheck.specs.weaknesses import load_weaknesses
 
 from .export import counterexample
-from .obsprops import OBSERVATION_PROPERTIES
-from .obsprops import check as check_property
 from .replay import ConformResult, conform_actions
 from .sides import impl_support
 from .traces import Trace
@@ -68,13 +68,13 @@ def replay_model(entry: ModelEntry[Config], weakness: str = "", trace: Trace | N
         out.message = f"{out.property} has no form over observations"
         return out
     for st in trace.steps:
-        if not check_property(out.property, st.observation, st.acked):
+        if not holds_on_observation(out.property, st.observation, st.acked):
             out.model_step = st.index
             break
     first: list[int] = []
 
     def watch(i: int, obs: dict, acked: list) -> None:
-        if not first and not check_property(out.property, obs, acked):  # type: ignore[arg-type]
+        if not first and not holds_on_observation(out.property, obs, acked):  # type: ignore[arg-type]
             first.append(i)
 
     res = conform_actions(trace.config, trace.actions, label=name, expected=[(s.observation, s.acked) for s in trace.steps],

@@ -1,4 +1,4 @@
-"""The liveness properties, each named as in specs/06-properties.md ("Liveness").
+"""The liveness properties, each named as in specs/06-properties.md ("Liveness"), and their check.
 
 Each is a leads-to, ``P ~> Q``, over instances (a partition, a broker's copy of a partition, a
 record), checked under weak fairness of the healing actions (specs/actions.toml, ``fairness``) by
@@ -6,6 +6,12 @@ record), checked under weak fairness of the healing actions (specs/actions.toml,
 for ``instances[i]``. A goal includes the ways an obligation legitimately ends (the partition is
 deleted, the broker stops, the producer is told its write failed), so that only waiting forever
 counts against the protocol.
+
+Like every property, each is defined with its family in invariants/properties/ (the instances and
+masks for a configuration, and when it applies: :class:`.properties.kinds.Liveness`), and named,
+described and ordered by specs/properties.toml. The masks are computed for every state of the
+graph, so they sit with the compiled property code rather than here; this module builds the
+engine's :class:`~isrcheck.engine.liveness.LeadsTo` from the definitions and runs the check.
 """
 from __future__ import annotations
 
@@ -15,179 +21,38 @@ from isrcheck.model.config import Config, ConfigError
 from isrcheck.engine.core import Progress
 from isrcheck.engine.liveness import LeadsTo, LivenessResult, check_liveness
 from isrcheck.model.protocol import Protocol
-from isrcheck.model.state import NO_LEADER, State
+from isrcheck.specs.properties import property_info
 
-from .properties import build_model
+from .properties import LIVENESS, build_model
+from .properties.kinds import Liveness
 
-Masks = Callable[[State], tuple[int, int]]
-
-
-def _gone(s: State, p: int) -> bool:
-    """The partition has no assignment in ZooKeeper or is queued for deletion."""
-    return not s.zk.partitions[p].replicas or bool(s.zk.deleting >> p & 1)
+LIVENESS_NAMES: tuple[str, ...] = tuple(LIVENESS)
+LIVENESS_DESCRIPTIONS: dict[str, str] = {name: property_info(name).description for name in LIVENESS}
 
 
-def _alive_mask(s: State) -> int:
-    m = 0
-    for i, br in enumerate(s.brokers):
-        if br.alive:
-            m |= 1 << (i + 1)
-    return m
-
-
-def _led(s: State, p: int) -> bool:
-    """The ZooKeeper leader of ``p`` is up and acting on the znode's leader epoch."""
-    zp = s.zk.partitions[p]
-    if zp.leader == NO_LEADER:
-        return False
-    br = s.brokers[zp.leader - 1]
-    r = br.replicas[p]
-    return br.alive and r is not None and r.leader == zp.leader and r.leader_epoch == zp.leader_epoch
-
-
-# ---------------------------------------------------------------------------- the properties
-def _reassignment_completes(cfg: Config) -> tuple[tuple[str, ...], Masks]:
-    parts = sorted({r.partition for r in cfg.operations.reassignments})
-
-    def masks(s: State) -> tuple[int, int]:
-        premise = goal = 0
-        for i, p in enumerate(parts):
-            if s.zk.reassign[p]:
-                premise |= 1 << i
-            else:
-                goal |= 1 << i
-        return premise, goal
-
-    return tuple(f"partition {p}" for p in parts), masks
-
-
-def _partition_eventually_led(cfg: Config) -> tuple[tuple[str, ...], Masks]:
-    n = cfg.partitions
-
-    def masks(s: State) -> tuple[int, int]:
-        premise = goal = 0
-        alive = _alive_mask(s)
-        for p in range(n):
-            if _gone(s, p) or _led(s, p):
-                goal |= 1 << p
-            elif s.zk.partitions[p].isr & alive:
-                premise |= 1 << p
-        return premise, goal
-
-    return tuple(f"partition {p}" for p in range(n)), masks
-
-
-def _in_sync(s: State, b: int, p: int) -> bool:
-    """``b`` is in the ISR in ZooKeeper and follows the ZooKeeper leader (or is that leader, acting).
-
-    A follower's leader epoch may lag the znode's: the controller sends an ISR shrink only to the
-    leader, as the 0.8 design does, and a fetch carries no epoch before KIP-320.
-    """
-    zp = s.zk.partitions[p]
-    if not zp.isr >> b & 1 or zp.leader == NO_LEADER:
-        return False
-    if b == zp.leader:
-        return _led(s, p)
-    r = s.brokers[b - 1].replicas[p]
-    return r is not None and r.leader == zp.leader
-
-
-def _isr_heals(cfg: Config) -> tuple[tuple[str, ...], Masks]:
-    pairs = [(b, p) for p in range(cfg.partitions) for b in cfg.broker_ids]
-
-    def masks(s: State) -> tuple[int, int]:
-        premise = goal = 0
-        for i, (b, p) in enumerate(pairs):
-            if (_gone(s, p) or b not in s.zk.partitions[p].replicas or not s.brokers[b - 1].alive
-                    or _in_sync(s, b, p)):
-                goal |= 1 << i
-            else:
-                premise |= 1 << i
-        return premise, goal
-
-    return tuple(f"broker {b} partition {p}" for b, p in pairs), masks
-
-
-def _write_eventually_committed(cfg: Config) -> tuple[tuple[str, ...], Masks]:
-    pairs = [(p, rid) for p in range(cfg.partitions) for rid in range(1, cfg.max_records + 1)]
-    min_isr = cfg.min_insync_replicas
-
-    def masks(s: State) -> tuple[int, int]:
-        premise = goal = 0
-        alive = _alive_mask(s)
-        for i, (p, rid) in enumerate(pairs):
-            bit = 1 << rid
-            if s.ghost[p].acked & bit or _gone(s, p) or (s.zk.partitions[p].isr & alive).bit_count() < min_isr:
-                goal |= 1 << i
-                continue
-            waiting = False
-            for br in s.brokers:
-                r = br.replicas[p]
-                if br.alive and r is not None and r.pending & bit:
-                    waiting = True
-                    break
-            if waiting:
-                premise |= 1 << i
-            else:
-                goal |= 1 << i  # answered: acknowledged, or the producer was told it failed
-        return premise, goal
-
-    return tuple(f"partition {p} record {rid}" for p, rid in pairs), masks
-
-
-def _deposed_controller_stops(cfg: Config) -> tuple[tuple[str, ...], Masks]:
-    def masks(s: State) -> tuple[int, int]:
-        return (1, 0) if s.stale is not None else (0, 1)
-
-    return ("the deposed controller",), masks
-
-
-Builder = Callable[[Config], tuple[tuple[str, ...], Masks]]
-
-#: name -> (builder, spec anchor, description, applies to the configuration)
-_TABLE: tuple[tuple[str, Builder, str, Callable[[Config], bool]], ...] = (
-    ("ReassignmentCompletes", _reassignment_completes,
-     "A requested reassignment eventually finishes (its request leaves /admin/reassign_partitions).",
-     lambda c: bool(c.operations.reassignments)),
-    ("PartitionEventuallyLed", _partition_eventually_led,
-     "While a live broker is in a partition's ISR, the partition eventually has an acting leader.",
-     lambda c: True),
-    ("IsrHeals", _isr_heals,
-     "A live assigned replica eventually is in the ISR and follows the leader ZooKeeper names.",
-     lambda c: True),
-    ("WriteEventuallyCommitted", _write_eventually_committed,
-     "A write appended with acks=all is eventually acknowledged, unless its leader gives it up or "
-     "fewer than min.insync.replicas ISR members are live.",
-     lambda c: c.acks == "all" and c.max_records > 0),
-    ("DeposedControllerStops", _deposed_controller_stops,
-     "A deposed controller eventually stops acting.",
-     lambda c: c.faults.controller_failovers > 0 and c.stale_controller),
-)
-
-LIVENESS_NAMES: tuple[str, ...] = tuple(name for name, *_ in _TABLE)
-LIVENESS_DESCRIPTIONS: dict[str, str] = {name: description for name, _, description, _ in _TABLE}
+def _definition(name: str) -> Liveness:
+    try:
+        return LIVENESS[name]
+    except KeyError:
+        raise ConfigError(f"unknown liveness property {name!r} (known: {', '.join(LIVENESS_NAMES)})") from None
 
 
 def applies(name: str, cfg: Config) -> bool:
     """Whether liveness property ``name`` means something for ``cfg``."""
-    for n, _, _, applies_to in _TABLE:
-        if n == name:
-            return applies_to(cfg)
-    raise ConfigError(f"unknown liveness property {name!r} (known: {', '.join(LIVENESS_NAMES)})")
+    return _definition(name).applies(cfg)
 
 
 def liveness_property(name: str, cfg: Config) -> LeadsTo:
-    for n, build, description, _ in _TABLE:
-        if n == name:
-            instances, masks = build(cfg)
-            return LeadsTo(n, instances, masks, f"06-properties.md#{n.lower()}", description)
-    raise ConfigError(f"unknown liveness property {name!r} (known: {', '.join(LIVENESS_NAMES)})")
+    d = _definition(name)
+    info = property_info(name)
+    instances, masks = d.masks(cfg)
+    return LeadsTo(name, instances, masks, info.spec, info.description)
 
 
 def applicable_liveness(cfg: Config, names: Sequence[str] | None = None) -> list[LeadsTo]:
     """The liveness properties that mean something for ``cfg`` (or those ``names``, which must)."""
     if names is None:
-        return [liveness_property(n, cfg) for n, _, _, applies in _TABLE if applies(cfg)]
+        return [liveness_property(n, cfg) for n, d in LIVENESS.items() if d.applies(cfg)]
     out = []
     for name in names:
         prop = liveness_property(name, cfg)

@@ -18,7 +18,7 @@ from rich.markup import escape
 
 from isrcheck import __version__, manifest, render, resources
 from isrcheck import native as _native
-from isrcheck.invariants import ALL_PROPERTIES, build_model
+from isrcheck.invariants import build_model
 from isrcheck.invariants import liveness as live
 from isrcheck.engine.liveness import LivenessError
 from isrcheck.engine.checker import Checker
@@ -34,12 +34,13 @@ from isrcheck.scenario import ScenarioError, broken_properties, load_scenario, r
 from isrcheck.tracefile import check_replay, is_trace_file, scenario_of_trace
 from isrcheck.specs.actions import ActionSyntaxError
 from isrcheck.specs.manifest import ManifestError, select
+from isrcheck.specs.properties import descriptions
 from isrcheck.specs.protocol import GENERATION_NAMES
 from isrcheck.usage import usage_line
 
 USER_ERRORS = (ConfigError, ManifestError, ScenarioError, ActionSyntaxError, VariantError, LivenessError, InputError)
 
-_DESCRIPTIONS = {p.name: p.description for p in ALL_PROPERTIES} | dict(live.LIVENESS_DESCRIPTIONS)
+_DESCRIPTIONS = descriptions()  # every property's, safety and liveness (specs/properties.toml)
 
 
 class _Main(click.Group):

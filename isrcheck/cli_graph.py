@@ -25,19 +25,19 @@ from isrcheck.conformance.traces import TraceError, load_trace
 from isrcheck.graph_export import (DEFAULT_MAX_STATES, FORMATS, GraphTooLarge, build_state_graph,
                                    counterexample_of, format_for, render_graph)
 from isrcheck.html_report import Report, render_report, trace_coverage
-from isrcheck.invariants import ALL_PROPERTIES, build_model
-from isrcheck.invariants import liveness as live
+from isrcheck.invariants import build_model
 from isrcheck.invariants.variants import load_variant, variant_option
 from isrcheck.model.actions import Action
 from isrcheck.engine.checker import Checker
 from isrcheck.model.config import ConfigError
 from isrcheck.engine.core import Checks, Step
 from isrcheck.engine.explore import replay, verdicts
+from isrcheck.specs.properties import descriptions
 from isrcheck.tracefile import check_replay
 
 __all__ = ["graph", "report"]
 
-_DESCRIPTIONS = {p.name: p.description for p in ALL_PROPERTIES} | dict(live.LIVENESS_DESCRIPTIONS)
+_DESCRIPTIONS = descriptions()  # every property's, safety and liveness (specs/properties.toml)
 
 
 def _user_errors(fn: Callable[..., Any]) -> Callable[..., Any]:

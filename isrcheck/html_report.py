@@ -23,6 +23,7 @@ from isrcheck import __version__, render
 from isrcheck.model.config import Config
 from isrcheck.engine.core import Step
 from isrcheck.sequence import CLIENTS, CONTROLLER, STORE, Lane, Message, Note, lanes, sequence
+from isrcheck.specs.properties import NAMES
 
 #: lane -> colour of its head band and lifeline (brokers take BROKER_COLOURS in turn)
 LANE_COLOURS = {CONTROLLER: "#1f5fbf", STORE: "#b8860b", CLIENTS: "#7b3fbf"}
@@ -153,7 +154,7 @@ def state_table(steps: Sequence[Step], loop: int | None = None, violation_step: 
         row = ' class="bad"' if n == violation_step else ""
         out.append(f"<tr{row}><td>{_e(mark)}</td><td class=\"act\">{_e(action)}</td>")
         if st.state is None:
-            out.append(f'<td class="bad" colspan="{len(heads)}">illegal transition (OnlyValidTransitions)</td></tr>')
+            out.append(f'<td class="bad" colspan="{len(heads)}">illegal transition ({NAMES.OnlyValidTransitions})</td></tr>')
             continue
         cells, dead = render.state_cells(st.state)
         for i, c in enumerate(cells):

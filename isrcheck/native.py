@@ -45,7 +45,18 @@ COMPILED_MODULES: tuple[str, ...] = (
     "isrcheck.model.actions",
     "isrcheck.model.kafka",
     "isrcheck.model.symmetry",
+    # a package: its __init__ assembles the families below. Every module of a compiled package must
+    # be compiled too: mypyc gives the package a __path__ under the group library's folder
+    # (isrcheck/), where an interpreted submodule would not be found (tests/test_native_build.py)
     "isrcheck.invariants.properties",
+    "isrcheck.invariants.properties.kinds",
+    "isrcheck.invariants.properties.common",
+    "isrcheck.invariants.properties.leadership",
+    "isrcheck.invariants.properties.isr",
+    "isrcheck.invariants.properties.durability",
+    "isrcheck.invariants.properties.reassignment",
+    "isrcheck.invariants.properties.steps",
+    "isrcheck.invariants.properties.witnesses",
     "isrcheck.peers.kafka_specification.model",
 )
 

@@ -18,7 +18,7 @@ from rich.padding import Padding
 from rich.table import Table
 from rich.text import Text
 
-from isrcheck.invariants.explain import describe, detail
+from isrcheck.invariants.properties import describe, detail
 from isrcheck.model.action_text import to_json as action_to_json
 from isrcheck.model.brokersets import members
 from isrcheck.model.brokersets import render as render_set

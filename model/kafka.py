@@ -8,6 +8,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 
 from isrcheck.specs.actions import fair_actions
+from isrcheck.specs.properties import NAMES
 
 from .actions import Action, apply, enabled_actions, initial_controller
 from .brokersets import mask_of
@@ -106,7 +107,7 @@ class KafkaModel:
         try:
             return apply(self.protocol, state, action)
         except IllegalTransition as e:
-            raise ModelFault("OnlyValidTransitions", str(e)) from e
+            raise ModelFault(NAMES.OnlyValidTransitions, str(e)) from e
 
     def properties(self) -> list[Property]:
         return self._properties

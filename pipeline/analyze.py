@@ -7,7 +7,8 @@ Analysis (each table also written as Parquet under ``--out``):
 - ``transitions``: every move of the partition and replica state machines — the tables'
   (``model/tables.py``) and any other seen — with how often consecutive observations of a trace show
   it; a move of the table never seen has count 0, a move outside the table is flagged;
-- ``properties``: per property, the steps that exercised it (:mod:`.exercise`), broke it, and for
+- ``properties``: per property, the steps that exercised it (each property's ``exercised``
+  predicate, :func:`isrcheck.invariants.properties.exercised`), broke it, and for
   sometimes-properties witnessed it; never-exercised properties stand out;
 - ``depths``: how many traces have each length;
 - ``generations``: per protocol generation, traces, steps, distinct states, violating traces and

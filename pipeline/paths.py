@@ -18,9 +18,8 @@ from isrcheck.model.action_text import to_json as action_json
 from isrcheck.engine.checker import Checker
 from isrcheck.engine.core import Checks, Property, action_name
 from isrcheck.engine.explore import PathStep, replay_checked, walk
+from isrcheck.invariants.properties import exercised
 from isrcheck.model.observe import observe
-
-from .exercise import exercised
 
 
 def derived_seed(seed: int, index: int, salt: str = "walk") -> int:

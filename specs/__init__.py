@@ -5,7 +5,8 @@ this package's TOML files. This module only locates and parses them; beside it, 
 file loads and checks it, and holds what every side says the same way: ``actions`` (the action
 vocabulary, argument kinds, the text and JSON forms of an action), ``observation`` (the schema's
 validator), ``manifest`` (the named models), ``weaknesses`` (the gallery's list), ``protocol``
-(generations, reassignment steps). They import nothing from the project outside this package.
+(generations, reassignment steps), ``properties`` (every property's name, kind, family and
+description). They import nothing from the project outside this package.
 """
 from __future__ import annotations
 

@@ -117,6 +117,26 @@ def test_describe_names_the_build() -> None:
                                              "isrcheck.invariants.properties"}
 
 
+def test_every_module_of_a_compiled_package_is_compiled() -> None:
+    """A compiled package's __path__ points under the group library's folder (mypyc), so the import
+    system would not find an interpreted module beside its compiled ones: each must be listed."""
+    from pathlib import Path
+
+    import tomllib
+
+    root = Path(__file__).resolve().parents[1]
+    with open(root / "pyproject.toml", "rb") as f:
+        dirs = tomllib.load(f)["tool"]["setuptools"]["package-dir"]
+    missing = []
+    for name in native.COMPILED_MODULES:
+        top = max((p for p in dirs if name == p or name.startswith(p + ".")), key=len)
+        folder = root / dirs[top] / name[len(top):].lstrip(".").replace(".", "/")
+        if (folder / "__init__.py").exists():
+            missing += [f"{name}.{f.stem}" for f in sorted(folder.glob("*.py"))
+                        if f.stem != "__init__" and f"{name}.{f.stem}" not in native.COMPILED_MODULES]
+    assert missing == []
+
+
 def test_an_edited_source_makes_its_compiled_module_stale(tmp_path) -> None:
     """After an edit, an editable install must not run the old compiled code silently."""
     import hashlib

@@ -19,6 +19,7 @@ from isrcheck.model.actions import APPLY
 from isrcheck.model.config import Config, Faults, Operations
 from isrcheck.model.vocabulary import GENERATED, extract, regenerate, render_state_machines
 from isrcheck.specs.actions import load_actions
+from isrcheck.specs.properties import load_properties
 
 ROOT = Path(__file__).resolve().parents[1]
 SPECS = ROOT / "specs"
@@ -118,6 +119,18 @@ def test_state_machine_section_names_every_state_and_move() -> None:
 
 
 # ---------------------------------------------------------------------------- properties
+# specs/properties.toml lists them (tests/invariants/test_property_definitions.py: the code defines
+# exactly those); here the chapter against the file, then the code's links against the chapter.
+@pytest.mark.parametrize("prop", load_properties(), ids=lambda p: p.name)
+def test_every_listed_property_has_a_heading_with_exactly_its_name_and_its_kind(prop) -> None:
+    doc = read("06-properties.md")
+    assert prop.name in {h for level, h in headings(doc) if level == 2}, f"06-properties.md has no '## {prop.name}'"
+    assert prop.anchor == slug(prop.name) and prop.anchor in anchors(doc)
+    assert prop.spec == f"06-properties.md#{prop.anchor}"
+    said = {"always": "*always.*", "transition": "*transition.*", "sometimes": "*sometimes.*", "liveness": "*leads-to"}
+    assert section(doc, prop.anchor).strip().startswith(said[prop.kind]), f"{prop.name}: not a {prop.kind} section"
+
+
 def test_every_property_has_a_heading_with_exactly_its_name() -> None:
     hs = {h for level, h in headings(read("06-properties.md")) if level == 2}
     missing = [p.name for p in ALL_PROPERTIES if p.name not in hs]
@@ -125,10 +138,43 @@ def test_every_property_has_a_heading_with_exactly_its_name() -> None:
 
 
 def test_every_property_heading_is_a_property() -> None:
-    names = {p.name for p in ALL_PROPERTIES} | set(LIVENESS_NAMES)
+    names = {p.name for p in load_properties()}
     extra = [h for level, h in headings(read("06-properties.md"))
              if level == 2 and re.fullmatch(r"[A-Z][A-Za-z]+", h) and h not in names]
-    assert not extra, f"headings that look like properties but are not in ALL_PROPERTIES: {extra}"
+    assert not extra, f"headings that look like properties but are not in specs/properties.toml: {extra}"
+
+
+def test_the_properties_file_is_in_the_chapters_order() -> None:
+    order = [h for level, h in headings(read("06-properties.md")) if level == 2]
+    listed = [p.name for p in load_properties()]
+    assert sorted(listed, key=order.index) == listed
+
+
+def test_the_properties_loader_refuses_a_malformed_entry(monkeypatch) -> None:
+    from isrcheck.specs import properties as sp
+
+    good = {"name": "LeaderInIsr", "kind": "always", "family": "leadership", "anchor": "leaderinisr",
+            "description": "A partition's leader in ZooKeeper is a member of its ISR."}
+    assert sp._parse(good, 0) == load_properties()[0]
+    for bad, message in [({**good, "extra": 1}, "exactly name, kind, family, anchor, description"),
+                         ({**good, "name": ""}, "non-empty strings"),
+                         ({**good, "name": "leader_in_isr"}, "one CamelCase word"),
+                         ({**good, "kind": "eventually"}, "is not one of always, transition, sometimes, liveness"),
+                         ({**good, "family": "Leader Ship"}, "not a module's name"),
+                         ({**good, "anchor": "#leaderinisr"}, "not a heading's anchor"),
+                         ({**good, "description": "No full stop"}, "one line ending with a full stop")]:
+        with pytest.raises(sp.PropertiesError, match=message):
+            sp._parse(bad, 0)
+    monkeypatch.setattr(sp, "load", lambda name: {"property": [good, good]})
+    sp.load_properties.cache_clear()
+    try:
+        with pytest.raises(sp.PropertiesError, match="LeaderInIsr is listed twice"):
+            sp.load_properties()
+    finally:
+        monkeypatch.undo()
+        sp.load_properties.cache_clear()
+    with pytest.raises(sp.PropertiesError, match="lists no property 'Nope'"):
+        sp.property_info("Nope")
 
 
 @pytest.mark.parametrize("prop", ALL_PROPERTIES, ids=lambda p: p.name)

@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from isrcheck.specs import load
+from isrcheck.specs.properties import NAMES
 from isrcheck.specs.protocol import GENERATIONS
 
 from ..core.config import ConfigError, ImplConfig, from_mapping
@@ -36,7 +37,7 @@ __all__ = ["SETTINGS", "Entry", "Finding", "entries", "findings", "nearest_failu
 
 SETTINGS = ("generation", "min_insync_replicas", "unclean_leader_election", "hw_checkpoint", "acks",
             "detect_restarts", "fenced_controller_writes", "fenced_reassignment_steps", "max_fetch_records")
-LOSS = "NoCommittedWriteLost"  # the property whose failure is a lost acknowledged write
+LOSS = NAMES.NoCommittedWriteLost  # the property whose failure is a lost acknowledged write
 
 
 @dataclass(frozen=True)

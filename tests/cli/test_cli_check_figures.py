@@ -41,7 +41,7 @@ def test_a_violation_message_says_what_broke(cli):
 
 def test_an_illegal_transition_keeps_its_own_message(cli, tmp_path):
     """A step the state machines refuse says which move (the model's own message)."""
-    from isrcheck.invariants.explain import describe
+    from isrcheck.invariants.properties import describe
     from isrcheck.engine.core import Step, Violation
 
     v = Violation("OnlyValidTransitions", "transition", [Step(None, None)], "illegal replica transition: A -> B")

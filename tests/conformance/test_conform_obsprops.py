@@ -6,10 +6,10 @@ import pytest
 
 from isrcheck import manifest
 from isrcheck.conformance.cover import build_graph
-from isrcheck.conformance.obsprops import OBSERVATION_PROPERTIES, broken
 from isrcheck.conformance.sides import acked_of, impl_support
 from isrcheck.conformance.weaknesses import replay_model
-from isrcheck.invariants.properties import ALL_PROPERTIES
+from isrcheck.invariants.properties import ALL_PROPERTIES, OBSERVATION_PROPERTIES
+from isrcheck.invariants.properties import broken_on_observation as broken
 from isrcheck.model.observe import observe
 from isrcheck.specs.weaknesses import load_weaknesses
 

@@ -1,4 +1,4 @@
-"""The named properties (invariants/properties.py): for each always-property a reachable state that
+"""The named properties (invariants/properties/): for each always-property a reachable state that
 satisfies it and an edited copy that violates it; EpochsMonotonic on pairs; the sometimes-properties;
 which properties apply to which configuration."""
 from __future__ import annotations
