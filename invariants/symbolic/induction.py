@@ -998,8 +998,8 @@ class Cti:
     lines: list[str]
 
     def to_json(self) -> dict[str, Any]:
-        """Plain data: the action and both states as readable lines (isrcheck.render turns the
-        states themselves into JSON where the command line wants it)."""
+        """Plain data: the action and both states as readable lines (isrcheck.render.json_form turns
+        the states themselves into JSON where the command line wants it)."""
         return {"action": self.action, "kind": self.kind, "before": self.lines_of("before"),
                 "after": self.lines_of("after")}
 

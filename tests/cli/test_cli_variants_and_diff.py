@@ -4,7 +4,7 @@ from __future__ import annotations
 import textwrap
 from pathlib import Path
 
-from isrcheck import diff as D
+from isrcheck.analyses import diff as D
 from isrcheck.model.config import from_mapping
 from isrcheck.invariants.variants import load_variant
 

@@ -14,7 +14,7 @@ from typing import Any
 from isrcheck.invariants import build_model
 from isrcheck.engine.checker import Checker
 from isrcheck.model.config import from_mapping
-from isrcheck.sequence import Message, sequence
+from isrcheck.render.sequence import Message, sequence
 
 CRASH = {"brokers": 3, "max_records": 1, "faults": {"crashes": 1}}
 

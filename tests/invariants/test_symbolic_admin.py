@@ -18,7 +18,7 @@ from collections import Counter, deque
 import pytest
 import z3
 
-from isrcheck import manifest
+from isrcheck.inputs import manifest
 from isrcheck.invariants import ALL_PROPERTIES, build_model
 from isrcheck.invariants.symbolic.bmc import bmc
 from isrcheck.invariants.symbolic.instance import Unsupported

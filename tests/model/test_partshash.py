@@ -10,7 +10,8 @@ import sys
 
 import pytest
 
-from isrcheck import manifest, native
+from isrcheck import native
+from isrcheck.inputs import manifest
 from isrcheck.invariants import build_model
 from isrcheck.engine.checker import ModelFault
 from isrcheck.model.state import Broker, State

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from isrcheck import manifest
+from isrcheck.inputs import manifest
 from isrcheck.invariants import build_model
 from isrcheck.model.action_text import parse
 from isrcheck.model.actions import Action

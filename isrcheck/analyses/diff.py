@@ -12,7 +12,7 @@ import dataclasses
 from dataclasses import dataclass, field
 from typing import Any
 
-from isrcheck import manifest
+from isrcheck.inputs import manifest
 from isrcheck.invariants import build_model
 from isrcheck.engine.checker import Checker, CheckResult, Step, Violation
 from isrcheck.model.config import Config, ConfigError

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from isrcheck import manifest
+from isrcheck.inputs import manifest
 from isrcheck.invariants import build_model
 from isrcheck.model.brokersets import members
 from isrcheck.engine.checker import Checker, Step, Violation
