@@ -62,8 +62,8 @@ def diff(a: str, b: str, base_model: str | None, config_file: str | None, overri
         })
     else:
         console = terminal.make_console()
-        console.print(f"[bold]diff[/bold] {escape(a)} vs {escape(b)}  {escape(tables.config_line(side_a.config))}",
-                      highlight=False)
+        shared = tables.config_line(side_a.config, shared_with=side_b.config)
+        console.print(f"[bold]diff[/bold] {escape(a)} vs {escape(b)}  {escape(shared)}", highlight=False)
         console.print(escape(f"{a}: {result.a.result.outcome}, {result.a.result.distinct_states:,} states;  "
                              f"{b}: {result.b.result.outcome}, {result.b.result.distinct_states:,} states"),
                       highlight=False)

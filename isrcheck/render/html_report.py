@@ -21,7 +21,7 @@ from typing import Any
 
 from isrcheck import __version__
 from isrcheck.render import tables
-from isrcheck.model.config import Config
+from isrcheck.model.config import Config, settings
 from isrcheck.engine.core import Step
 from isrcheck.render.sequence import CLIENTS, CONTROLLER, STORE, Lane, Message, Note, lanes, sequence
 
@@ -186,14 +186,9 @@ dl.figures{display:grid;grid-template-columns:max-content auto;gap:2px 14px}dt{f
 
 
 def _config_table(cfg: Config) -> str:
-    """Every configuration key (sub-tables flattened to ``faults.crashes``), values as JSON."""
-    rows: list[tuple[str, Any]] = []
-    for key, value in cfg.to_dict().items():
-        if isinstance(value, dict):
-            rows += [(f"{key}.{k}", v) for k, v in value.items()]
-        else:
-            rows.append((key, value))
-    body = "".join(f"<tr><td>{_e(k)}</td><td>{_e(json.dumps(v))}</td></tr>" for k, v in rows)
+    """Every configuration key (model/config.py's settings: sub-tables flattened to
+    ``faults.crashes``), values as JSON."""
+    body = "".join(f"<tr><td>{_e(s.name)}</td><td>{_e(json.dumps(s.value))}</td></tr>" for s in settings(cfg))
     return f'<table class="config"><thead><tr><th>key</th><th>value</th></tr></thead><tbody>{body}</tbody></table>'
 
 

@@ -18,7 +18,7 @@ from isrcheck.engine.checker import CheckResult, Step, Violation
 from isrcheck.invariants.explain import detail
 from isrcheck.model.brokersets import members
 from isrcheck.model.brokersets import render as render_set
-from isrcheck.model.config import Config
+from isrcheck.model.config import Config, settings
 from isrcheck.model.records import render_log
 from isrcheck.model.state import NO_LEADER, State
 from isrcheck.render.tablefit import fit_width
@@ -41,25 +41,23 @@ OUTCOME_TEXT = {
 
 
 # ============================================================================ configuration
-def config_line(cfg: Config) -> str:
-    """The configuration in one line: the main bounds, then whatever differs from the defaults."""
-    parts = [f"brokers={cfg.brokers}", f"partitions={cfg.partitions}",
-             f"replication_factor={cfg.replication_factor}", f"max_records={cfg.max_records}"]
-    default = Config()
-    for key in ("min_insync_replicas", "unclean_leader_election", "hw_checkpoint", "stale_controller"):
-        value = getattr(cfg, key)
-        if value != getattr(default, key):
-            parts.append(f"{key}={str(value).lower() if isinstance(value, bool) else value}")
-    for key, value in cfg.to_dict()["faults"].items():
-        if value:
-            parts.append(f"faults.{key}={value}")
-    ops = cfg.to_dict()["operations"]
-    for key, value in ops.items():
-        if key == "reassignments":
-            for r in value:
-                parts.append(f"reassign:p{r['partition']}->[{','.join(map(str, r['target']))}]")
-        elif value:
-            parts.append(f"operations.{key}={str(value).lower() if isinstance(value, bool) else value}")
+def config_line(cfg: Config, shared_with: Config | None = None) -> str:
+    """The configuration in one line, ``key=value`` for every key its metadata shows
+    (model/config.py, KeyInfo.shown): the main bounds and the protocol generation always, every
+    other key where it differs from the default; a reassignment as ``reassign:p0->[2,3]``.
+    ``shared_with``: only the keys both configurations hold alike (``diff``'s header, whose two
+    sides are named before it: ``diff kip-101 vs kip-279`` shows no generation of one side)."""
+    other = None if shared_with is None else {s.name: s.value for s in settings(shared_with)}
+    parts: list[str] = []
+    for s in settings(cfg):
+        if s.info.shown == "never" or (s.info.shown == "changed" and not s.changed):
+            continue
+        if other is not None and other[s.name] != s.value:
+            continue
+        if s.name == "operations.reassignments":
+            parts += [f"reassign:p{r['partition']}->[{','.join(map(str, r['target']))}]" for r in s.value]
+        else:
+            parts.append(f"{s.name}={str(s.value).lower() if isinstance(s.value, bool) else s.value}")
     return " ".join(parts)
 
 

@@ -116,3 +116,25 @@ def test_summary_of_a_real_run():
 def test_config_line():
     line = tables.config_line(from_mapping({**SMALL, "faults": {"crashes": 1}, "unclean_leader_election": True}))
     assert "brokers=3" in line and "faults.crashes=1" in line and "unclean_leader_election=true" in line
+
+
+def test_config_line_names_the_generation_and_every_protocol_option_that_differs():
+    """The header reads the configuration's metadata: the generation always, then each option that
+    differs from its default, which it did not print before (acks, the fenced options, ...)."""
+    default = tables.config_line(from_mapping(SMALL))
+    assert "generation=high-watermark" in default
+    assert "acks=" not in default and "fenced_controller_writes" not in default
+    line = tables.config_line(from_mapping({**SMALL, "generation": "kip-320", "acks": "1",
+                                            "fenced_controller_writes": True, "detect_restarts": True,
+                                            "controller_connections": "per-controller", "max_fetch_records": 1}))
+    for shown in ("generation=kip-320", "acks=1", "fenced_controller_writes=true", "detect_restarts=true",
+                  "controller_connections=per-controller", "max_fetch_records=1"):
+        assert shown in line, (shown, line)
+    assert line.startswith("brokers=3 partitions=1 replication_factor=3 max_records=1 ")
+
+
+def test_config_line_shared_with_leaves_out_what_the_sides_do_not_share():
+    a = from_mapping({**SMALL, "generation": "kip-101"})
+    b = from_mapping({**SMALL, "generation": "kip-279"})
+    assert "generation" not in tables.config_line(a, shared_with=b)
+    assert tables.config_line(a, shared_with=a) == tables.config_line(a)
