@@ -12,14 +12,14 @@ import dataclasses
 from dataclasses import dataclass, field
 from typing import Any
 
+from isrcheck.engine.checker import Checker, CheckResult, Step, Violation
 from isrcheck.inputs import manifest
 from isrcheck.invariants import build_model
-from isrcheck.engine.checker import Checker, CheckResult, Step, Violation
+from isrcheck.invariants.variants import ProtocolFactory, load_variant
 from isrcheck.model.config import PROTOCOL_KEYS, Config, ConfigError
 from isrcheck.model.protocol import Protocol
 from isrcheck.model.state import State
 from isrcheck.specs.protocol import GENERATION_NAMES
-from isrcheck.invariants.variants import ProtocolFactory, load_variant
 
 @dataclass
 class Side:

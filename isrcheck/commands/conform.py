@@ -22,8 +22,6 @@ from rich.markup import escape
 
 from isrcheck.commands.options import emit_json, json_opt
 from isrcheck.commands.usage import OneLineErrors, errors_as_lines
-from isrcheck.inputs import manifest
-from isrcheck.render import changes, json_form, tablefit, tables, terminal
 from isrcheck.conformance import report
 from isrcheck.conformance.cover import GraphTooLarge, cover
 from isrcheck.conformance.eventlog import EventLogError, load_log, record_simulator, validate_log, write_log
@@ -31,13 +29,15 @@ from isrcheck.conformance.export import ExportError, export
 from isrcheck.conformance.replay import conform_trace
 from isrcheck.conformance.selflog import validate_selflogs
 from isrcheck.conformance.traces import TraceError, load_trace, trace_from_steps, write_trace
-from isrcheck.model.config import ConfigError
 from isrcheck.engine.liveness import LivenessError
+from isrcheck.inputs import manifest
+from isrcheck.inputs.tracefile import replay_trace
+from isrcheck.invariants.variants import load_variant, variant_option
+from isrcheck.model.config import ConfigError
+from isrcheck.render import changes, json_form, tablefit, tables, terminal
 from isrcheck.specs.actions import VocabularyError, action_text
 from isrcheck.specs.inputs import InputError, Kind, read_head
 from isrcheck.specs.manifest import ManifestError
-from isrcheck.invariants.variants import load_variant, variant_option
-from isrcheck.inputs.tracefile import replay_trace
 
 __all__ = ["conform", "traces", "validate"]
 

@@ -20,20 +20,20 @@ import click
 
 from isrcheck.commands.options import DESCRIPTIONS, config_opt, set_opt
 from isrcheck.commands.usage import errors_as_lines
-from isrcheck.inputs import manifest
-from isrcheck.render import tables
 from isrcheck.conformance.traces import TraceError, load_trace
-from isrcheck.render.graph_export import (DEFAULT_MAX_STATES, FORMATS, GraphTooLarge, build_state_graph,
-                                          counterexample_of, format_for, render_graph)
-from isrcheck.render.html_report import Report, render_report, trace_coverage
+from isrcheck.engine.checker import Checker
+from isrcheck.engine.core import Checks, Step
+from isrcheck.engine.explore import replay, verdicts
+from isrcheck.inputs import manifest
+from isrcheck.inputs.tracefile import check_replay
 from isrcheck.invariants import build_model
 from isrcheck.invariants.variants import load_variant, variant_option
 from isrcheck.model.actions import Action
-from isrcheck.engine.checker import Checker
 from isrcheck.model.config import ConfigError
-from isrcheck.engine.core import Checks, Step
-from isrcheck.engine.explore import replay, verdicts
-from isrcheck.inputs.tracefile import check_replay
+from isrcheck.render import tables
+from isrcheck.render.graph_export import (DEFAULT_MAX_STATES, FORMATS, GraphTooLarge, build_state_graph,
+                                          counterexample_of, format_for, render_graph)
+from isrcheck.render.html_report import Report, render_report, trace_coverage
 
 __all__ = ["graph", "report"]
 

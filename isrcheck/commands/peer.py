@@ -11,10 +11,10 @@ import click
 from rich.markup import escape
 from rich.text import Text
 
-from isrcheck.render import tables, terminal
 from isrcheck.commands import resources
 from isrcheck.engine.checker import CheckResult, Violation
 from isrcheck.engine.parallel import search
+from isrcheck.render import tables, terminal
 
 from isrcheck.peers.kafka_specification.model import MODULES, PeerModel, PeerModelError, PeerState, state_line
 

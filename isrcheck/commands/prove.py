@@ -28,7 +28,6 @@ from rich.text import Text
 from isrcheck.commands.options import json_opt, model_arg, show_progress
 from isrcheck.commands.usage import error_line
 from isrcheck.inputs import manifest
-from isrcheck.render import json_form, tablefit, tables, terminal
 from isrcheck.invariants.symbolic.verdicts import (
     EXIT_BAD_INPUT,
     Obligation,
@@ -36,9 +35,10 @@ from isrcheck.invariants.symbolic.verdicts import (
     exit_code,
     overall,
 )
-from isrcheck.model.config import Config, ConfigError
-from isrcheck.specs.manifest import ManifestError, Target
 from isrcheck.invariants.variants import VariantFailure, debug_requested, load_variant, report_failure, variant_option
+from isrcheck.model.config import Config, ConfigError
+from isrcheck.render import json_form, tablefit, tables, terminal
+from isrcheck.specs.manifest import ManifestError, Target
 
 VERDICT_STYLE = {Verdict.PROVED: "bold green", Verdict.REFUTED: "bold red", Verdict.UNKNOWN: "bold yellow",
                  Verdict.NOT_INDUCTIVE: "bold magenta"}

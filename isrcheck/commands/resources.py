@@ -23,9 +23,9 @@ from typing import Any, TypeVar
 
 import click
 
-from isrcheck.render import terminal
-from isrcheck.model.config import ConfigError
 from isrcheck.engine.core import Progress
+from isrcheck.model.config import ConfigError
+from isrcheck.render import terminal
 
 __all__ = ["MEMORY_ENV", "STEPS_ENV", "PROGRESS_ENV", "DEFAULT_MAX_STEPS", "Ceiling", "parse_size",
            "default_memory_ceiling", "memory_ceiling", "memory_option", "step_cap", "steps_option",

@@ -20,12 +20,12 @@ import click
 from isrcheck.commands.options import emit_json, exit_with, json_opt, set_opt
 from isrcheck.commands.usage import error_line
 from isrcheck.inputs import manifest
-from isrcheck.render import json_form, tablefit, tables, terminal
+from isrcheck.invariants.variants import VariantFailure, failure_from_text, variant_option
 from isrcheck.model.config import ConfigError
 from isrcheck.pipeline.errors import PipelineError
+from isrcheck.render import json_form, tablefit, tables, terminal
 from isrcheck.specs.actions import ActionSyntaxError
 from isrcheck.specs.manifest import ManifestError
-from isrcheck.invariants.variants import VariantFailure, failure_from_text, variant_option
 
 
 def _user_errors() -> tuple[type[BaseException], ...]:

@@ -20,9 +20,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from isrcheck import __version__
-from isrcheck.render import tables
-from isrcheck.model.config import Config, settings
 from isrcheck.engine.core import Step
+from isrcheck.model.config import Config, settings
+from isrcheck.render import tables
 from isrcheck.render.sequence import CLIENTS, CONTROLLER, STORE, Lane, Message, Note, lanes, sequence
 
 #: lane -> colour of its head band and lifeline (brokers take BROKER_COLOURS in turn)
