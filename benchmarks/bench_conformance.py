@@ -34,7 +34,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from isrcheck import manifest  # noqa: E402
+from isrcheck.inputs import manifest  # noqa: E402
 from isrcheck.conformance.cover import build_graph, cover  # noqa: E402
 from isrcheck.conformance.eventlog import coarsen, record_simulator, validate_log  # noqa: E402
 from isrcheck.conformance.export import counterexample, samples  # noqa: E402

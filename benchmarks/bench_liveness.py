@@ -186,7 +186,8 @@ def measure(spec: dict[str, Any]) -> dict[str, Any]:
     from isrcheck.invariants import liveness as kafka_liveness
     from isrcheck.model import liveness
 
-    from isrcheck import manifest, native
+    from isrcheck import native
+    from isrcheck.inputs import manifest
 
     r: dict[str, Any] = {"model": spec["model"], "load_start": os.getloadavg()[0], "build": native.describe(),
                          "liveness_module": "compiled" if not liveness.__file__.endswith(".py") else "pure Python"}
@@ -333,7 +334,7 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     from isrcheck.specs.manifest import ManifestError
 
-    from isrcheck import manifest
+    from isrcheck.inputs import manifest
 
     for name in names:
         try:

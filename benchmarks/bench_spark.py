@@ -32,7 +32,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from isrcheck import manifest
+from isrcheck.inputs import manifest
 from isrcheck.invariants import build_model
 from isrcheck.engine.checker import Checker
 from isrcheck.model.statecodec import kafka_state_codec

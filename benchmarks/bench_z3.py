@@ -17,7 +17,7 @@ from collections import Counter
 
 import z3
 
-from isrcheck import manifest
+from isrcheck.inputs import manifest
 from isrcheck.invariants.symbolic.bmc import bmc
 from isrcheck.invariants.symbolic.houdini import prove_inductive
 from isrcheck.invariants.symbolic.selectors import prove_selectors

@@ -10,7 +10,7 @@ evaluated on the *implementation's* observation (its observation form,
 Generations the implementation does not accept yet are **skipped** (asked of ``impl`` through its
 configuration error, so they are picked up as soon as it accepts them); generations where the model
 holds have no counterexample to replay (**fixed**). The manifest entries are the caller's
-(``isrcheck.manifest.load()``): conformance does not load the manifest itself.
+(``isrcheck.inputs.manifest.load()``): conformance does not load the manifest itself.
 """
 from __future__ import annotations
 

@@ -9,7 +9,7 @@ import copy
 import dataclasses
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from isrcheck.specs.inputs import InputError, Kind, NestingError, loads_toml, max_depth, read_toml, value_depth
 from isrcheck.specs.protocol import (
@@ -32,6 +32,35 @@ class ConfigError(ValueError):
     """A configuration that cannot describe a model; the message is one line for the user."""
 
 
+# ---------------------------------------------------------------------------- what a key is
+#: when the one-line header of a check names a key: always, when its value differs from the
+#: default, or never (a key derived from others, or one only liveness checks read)
+Shown = Literal["always", "changed", "never"]
+#: the entry of a field's ``metadata`` that holds its :class:`KeyInfo`
+METADATA = "isrcheck"
+
+
+@dataclass(frozen=True)
+class KeyInfo:
+    """What the command line knows of a configuration key, declared on the key's field, so that
+    every reader (the header of ``check`` and the commands like it, the configuration section of
+    ``report``'s page, ``diff``) reads one list instead of keeping its own: a new key says here
+    whether it chooses the protocol and when the header shows it, and each reader follows.
+
+    ``protocol``: the key chooses the protocol rather than the bounds (``diff`` compares two
+    sides that differ only in such keys). ``shown``: when the header names the key.
+    """
+
+    protocol: bool = False
+    shown: Shown = "changed"
+
+
+def _key(default: Any = dataclasses.MISSING, *, factory: Any = dataclasses.MISSING, protocol: bool = False,
+         shown: Shown = "changed") -> Any:
+    """A configuration key: a dataclass field with its :class:`KeyInfo` as metadata."""
+    return field(default=default, default_factory=factory, metadata={METADATA: KeyInfo(protocol, shown)})
+
+
 @dataclass(frozen=True)
 class Reassignment:
     partition: int
@@ -42,54 +71,61 @@ class Reassignment:
 class Faults:
     """Budgets of perturbations. Healing (restart, delivery, fetch) is never bounded."""
 
-    crashes: int = 0
-    lossy_crashes: int = 0
-    undetected_restarts: int = 0
-    controller_failovers: int = 0
-    isr_shrinks: int = 0
-    delayed_requests: int = 0
+    crashes: int = _key(0)
+    lossy_crashes: int = _key(0)
+    undetected_restarts: int = _key(0)
+    controller_failovers: int = _key(0)
+    isr_shrinks: int = _key(0)
+    delayed_requests: int = _key(0)
     #: a running broker loses its ZooKeeper session (ExpireSession): its registration vanishes
     #: while the process keeps its state, until it registers again (Reregister)
-    session_expiries: int = 0
+    session_expiries: int = _key(0)
 
 
 @dataclass(frozen=True)
 class Operations:
     """Administrative operations the model may perform (each at most as often as given)."""
 
-    reassignments: tuple[Reassignment, ...] = ()
-    preferred_elections: int = 0
-    controlled_shutdowns: int = 0
-    topic_deletions: int = 0
-    topic_creation: bool = False
+    reassignments: tuple[Reassignment, ...] = _key(())
+    preferred_elections: int = _key(0)
+    controlled_shutdowns: int = _key(0)
+    topic_deletions: int = _key(0)
+    topic_creation: bool = _key(False)
 
 
 @dataclass(frozen=True)
 class Config:
-    brokers: int = 3
-    partitions: int = 1
-    replication_factor: int = 3
-    max_records: int = 2
+    """The bounds of one check and the protocol it checks; every field is a key with its
+    :class:`KeyInfo` (a sub-table, ``faults`` or ``operations``, has one on each of its keys)."""
+
+    brokers: int = _key(3, shown="always")
+    partitions: int = _key(1, shown="always")
+    replication_factor: int = _key(3, shown="always")
+    max_records: int = _key(2, shown="always")
     #: the most records one fetch returns (0: no limit, the leader's whole suffix in one fetch)
-    max_fetch_records: int = 0
-    min_insync_replicas: int = 1
-    unclean_leader_election: bool = False
-    hw_checkpoint: str = "periodic"  # "periodic" | "every-change"
-    stale_controller: bool = True
-    generation: Generation = DEFAULT_GENERATION  # the protocol generation (specs/protocol.toml)
-    acks: str = "all"  # "all" | "1"
-    detect_restarts: bool = False  # the controller notices a quick restart (Kafka 2.2+)
+    max_fetch_records: int = _key(0, protocol=True)
+    min_insync_replicas: int = _key(1, protocol=True)
+    unclean_leader_election: bool = _key(False, protocol=True)
+    hw_checkpoint: str = _key("periodic", protocol=True)  # "periodic" | "every-change"
+    stale_controller: bool = _key(True, protocol=True)
+    #: the protocol generation (specs/protocol.toml)
+    generation: Generation = _key(DEFAULT_GENERATION, protocol=True, shown="always")
+    acks: str = _key("all", protocol=True)  # "all" | "1"
+    detect_restarts: bool = _key(False, protocol=True)  # the controller notices a quick restart (Kafka 2.2+)
     #: "shared": one FIFO queue of controller requests per broker; "per-controller": each controller
     #: has its own connection, so requests of different controllers may arrive in any order
-    controller_connections: str = "shared"
-    fenced_controller_writes: bool = False  # ZooKeeper refuses a deposed controller's writes (2.1+)
-    fenced_reassignment_steps: bool = False  # a deposed controller abandons its reassignment (a designer's option)
-    assignment: tuple[tuple[int, ...], ...] = ()
+    controller_connections: str = _key("shared")
+    #: ZooKeeper refuses a deposed controller's writes (2.1+)
+    fenced_controller_writes: bool = _key(False, protocol=True)
+    #: a deposed controller abandons its reassignment (a designer's option)
+    fenced_reassignment_steps: bool = _key(False, protocol=True)
+    #: derived from the bounds unless given (default_assignment): not in the header
+    assignment: tuple[tuple[int, ...], ...] = _key((), shown="never")
     #: healing actions whose weak fairness liveness checks do not assume: an action name (every
     #: instance) or one instance's text, "Restart(3)" (specs/06-properties.md, "Liveness")
-    unfair: tuple[str, ...] = ()
-    faults: Faults = field(default_factory=Faults)
-    operations: Operations = field(default_factory=Operations)
+    unfair: tuple[str, ...] = _key((), shown="never")
+    faults: Faults = _key(factory=Faults)
+    operations: Operations = _key(factory=Operations)
 
     def __post_init__(self) -> None:
         try:  # dataclasses.replace(cfg, generation="kip-320") gives the name: hold the Generation
@@ -118,6 +154,45 @@ class Config:
         ]
         return d
 
+
+@dataclass(frozen=True)
+class Setting:
+    """One key of a configuration as the readers of the metadata see it: ``name`` dotted for a
+    sub-table's key (``faults.crashes``), ``value`` and ``default`` in their JSON form (to_dict)."""
+
+    name: str
+    value: Any
+    default: Any
+    info: KeyInfo
+
+    @property
+    def changed(self) -> bool:
+        """The value differs from the default configuration's."""
+        return self.value != self.default
+
+
+def key_info(f: dataclasses.Field[Any]) -> KeyInfo:
+    """The :class:`KeyInfo` of a configuration key's field."""
+    info: KeyInfo = f.metadata[METADATA]
+    return info
+
+
+def settings(cfg: Config) -> list[Setting]:
+    """Every key of ``cfg`` with its metadata, in declaration order, a sub-table's keys in its place."""
+    value, default = cfg.to_dict(), Config().to_dict()
+    out: list[Setting] = []
+    for f in dataclasses.fields(Config):
+        table = getattr(cfg, f.name)
+        if dataclasses.is_dataclass(table):
+            out += [Setting(f"{f.name}.{g.name}", value[f.name][g.name], default[f.name][g.name], key_info(g))
+                    for g in dataclasses.fields(table)]
+        else:
+            out.append(Setting(f.name, value[f.name], default[f.name], key_info(f)))
+    return out
+
+
+#: the keys that choose the protocol rather than the bounds (KeyInfo.protocol)
+PROTOCOL_KEYS: tuple[str, ...] = tuple(f.name for f in dataclasses.fields(Config) if key_info(f).protocol)
 
 _TOP_KEYS = {f.name for f in dataclasses.fields(Config)}
 _FAULT_KEYS = {f.name for f in dataclasses.fields(Faults)}

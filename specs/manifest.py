@@ -5,8 +5,8 @@ model and the key, before anything runs. Two things in an entry mean something o
 that checks it: the ``[model.config]`` table (a configuration, read by that side's configuration
 reader) and the property names. specs/ imports nothing from the model, so :func:`load` and
 :func:`parse_manifest` take a :class:`Reader` for those two; the model's is
-``isrcheck.manifest.MODEL_READER``, and ``isrcheck.manifest.load()`` is the manifest every command
-uses. An entry's :attr:`ModelEntry.config` is whatever the reader made of its table.
+``isrcheck.inputs.manifest.MODEL_READER``, and ``isrcheck.inputs.manifest.load()`` is the manifest
+every command uses. An entry's :attr:`ModelEntry.config` is whatever the reader made of its table.
 """
 from __future__ import annotations
 

@@ -1,11 +1,11 @@
 """The known weaknesses (specs/weaknesses.toml): what the gallery shows and conformance replays.
 
 Each weakness names manifest models: the one whose shortest counterexample the gallery prints, and
-one model per protocol generation of the same bounds. ``isrcheck gallery`` (isrcheck/gallery.py)
-runs them and writes specs/10-weaknesses.md; ``isrcheck.conformance.weaknesses`` replays their
-counterexamples on the implementation. The list is data both use, so it lives here as a file;
-whether the named models exist and share their bounds is checked against the manifest by
-tests/test_gallery.py.
+one model per protocol generation of the same bounds. ``isrcheck gallery``
+(isrcheck/analyses/gallery.py) runs them and writes specs/10-weaknesses.md;
+``isrcheck.conformance.weaknesses`` replays their counterexamples on the implementation. The list
+is data both use, so it lives here as a file; whether the named models exist and share their
+bounds is checked against the manifest by tests/test_gallery.py.
 """
 from __future__ import annotations
 

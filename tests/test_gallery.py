@@ -3,8 +3,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from isrcheck import manifest
-from isrcheck.gallery import render_gallery
+from isrcheck.inputs import manifest
+from isrcheck.analyses.gallery import render_gallery
 from isrcheck.specs.weaknesses import load_weaknesses
 
 GALLERY = Path(__file__).resolve().parents[1] / "specs" / "10-weaknesses.md"

@@ -13,14 +13,14 @@ invariants    model, engine, specs
 impl          specs (never model or invariants: an independent implementation)
 conformance   model, invariants, impl, specs
 pipeline      model, invariants, conformance, specs
-cli           every package (``isrcheck/*.py``, the command line; nothing imports it)
+cli           every package (``isrcheck/``, the command line; nothing imports it)
 root          nothing (``isrcheck/__init__.py`` and ``isrcheck/native.py``: the version and the
               compiled-build switch, which every package may import)
 ============  =====================================================================
 
 Inside impl the rooms (subpackages) have a table of their own, from the bottom up:
 
-========  ===========================================================================
+========  ====================================================================
 room      may import from impl
 ========  ===========================================================================
 core      nothing: the sans-IO cores and what they share (messages, config, store interface, ...)
@@ -32,6 +32,19 @@ rigs      every room (the simulator, fault runs, torture, the history checker)
 ========  ===========================================================================
 
 Every module of impl lives in a room (only ``impl/__init__.py`` sits at its top).
+=======
+Inside the command line, rooms (``CLI_ROOMS``, ``ROOM_MAY_IMPORT``):
+
+============  =====================================================================
+room          may import from the command line
+============  =====================================================================
+entry         commands, inputs (``isrcheck/cli.py``, ``isrcheck/__main__.py``: the group,
+              which knows the inputs' errors)
+commands      render, inputs, analyses (``isrcheck/commands/``)
+analyses      inputs (``isrcheck/analyses/``: diff, gallery)
+inputs        nothing (``isrcheck/inputs/``: manifest, scenarios, trace files)
+render        nothing (``isrcheck/render/``: what a user reads; never a command's module)
+============  =====================================================================
 
 Third-party rules ride along: only invariants (and the command line above it) imports z3, only
 pipeline imports pyspark, only impl imports kazoo. Imports are read from the source with ``ast``: every ``import``, at any
@@ -40,6 +53,7 @@ must have no cycle (networkx): an import inside a function that only dodges a ci
 """
 from __future__ import annotations
 
+import ast
 from functools import cache
 from pathlib import Path
 
@@ -93,6 +107,19 @@ IMPL_ROOMS: dict[str, set[str]] = {
     "rigs": {"core", "wire", "store", "disk", "process"},
 }
 
+#: the command line's rooms: subfolder of isrcheck/ -> room (isrcheck/*.py itself, but the package
+#: root, is the "entry" room)
+CLI_ROOMS: dict[str, str] = {"commands": "commands", "render": "render", "inputs": "inputs", "analyses": "analyses"}
+#: room -> the rooms of the command line it may import (itself always allowed); every room may
+#: import the layers below the command line
+ROOM_MAY_IMPORT: dict[str, set[str]] = {
+    "entry": {"commands", "inputs"},
+    "commands": {"render", "inputs", "analyses"},
+    "analyses": {"inputs"},
+    "inputs": set(),
+    "render": set(),
+}
+
 
 # ---------------------------------------------------------------------------- reading imports
 def module_name(path: Path, folder: str, root: Path = ROOT) -> str:
@@ -107,10 +134,10 @@ def imported_names(path: Path, folder: str, root: Path = ROOT) -> set[str]:
     return imports_of(path, module_name(path, folder, root))
 
 
-def files(folder: str) -> list[Path]:
-    base = ROOT / folder
-    if folder == "isrcheck":  # the command line: the package's own modules, not its subpackages
-        return sorted(base.glob("*.py"))
+def files(folder: str, root: Path = ROOT) -> list[Path]:
+    base = root / folder
+    if folder == "isrcheck":  # the command line: its own modules and its rooms (build output aside)
+        return sorted([*base.glob("*.py"), *(p for room in CLI_ROOMS for p in (base / room).rglob("*.py"))])
     return sorted(base.rglob("*.py"))
 
 
@@ -150,6 +177,33 @@ def import_graph() -> nx.DiGraph:
     return g
 
 
+def room_of(path: Path, root: Path = ROOT) -> str:
+    """The room of a module of the command line (a file under ``root/isrcheck``)."""
+    rel = path.relative_to(root / "isrcheck")
+    return CLI_ROOMS[rel.parts[0]] if len(rel.parts) > 1 else "entry"
+
+
+def cli_breaches(root: Path = ROOT) -> list[str]:
+    """Every import that breaks the command line's rules in the tree at ``root``: a room importing
+    a room ROOM_MAY_IMPORT does not allow, or a module outside the command line importing it."""
+    modules = {module_name(p, folder, root): (folder, p) for folder in PACKAGES if (root / folder).is_dir()
+               for p in files(folder, root)}
+    cli = {name: room_of(p, root) for name, (folder, p) in modules.items()
+           if folder == "isrcheck" and name not in ROOT_MODULES}
+    bad = []
+    for name, (folder, path) in sorted(modules.items()):
+        names = imported_names(path, folder, root)
+        for target in sorted(n for n in names if n in cli):
+            if any(other.startswith(target + ".") and other in modules for other in names):
+                continue  # ``from isrcheck.render import tables`` imports tables, not the package's __init__
+            rel = path.relative_to(root)
+            if name not in cli:
+                bad.append(f"{rel} imports {target}: nothing outside the command line imports it")
+            elif cli[target] != cli[name] and cli[target] not in ROOM_MAY_IMPORT[cli[name]]:
+                bad.append(f"{rel} ({cli[name]}) imports {target} ({cli[target]})")
+    return sorted(bad)
+
+
 # ---------------------------------------------------------------------------- the reader itself
 def test_import_reader_resolves_relative_absolute_nested_and_type_checking_imports(tmp_path):
     pkg = tmp_path / "model"
@@ -178,6 +232,53 @@ def test_every_folder_is_read_and_the_graph_has_their_modules():
         assert files(folder), f"no Python files found in {folder}/"
     assert "isrcheck.engine.checker" in g and "isrcheck.cli" in g and "isrcheck.specs" in g
     assert g.has_edge("isrcheck.engine.checker", "isrcheck.engine.core")
+
+
+def test_every_folder_of_the_command_line_is_a_room():
+    """A new subpackage of isrcheck/ must be placed in a room (else its imports would go unread)."""
+    folders = {p.parent.relative_to(ROOT / "isrcheck").parts[0] for p in (ROOT / "isrcheck").rglob("*.py")
+               if p.parent != ROOT / "isrcheck"}
+    assert folders == set(CLI_ROOMS)
+    for room in CLI_ROOMS:
+        assert any(room_of(p) == CLI_ROOMS[room] for p in files("isrcheck")), room
+    assert "isrcheck.render.tables" in project_modules() and "isrcheck.commands.check" in project_modules()
+
+
+def _tree(root: Path, sources: dict[str, str]) -> Path:
+    for rel, text in sources.items():
+        path = root / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, encoding="utf-8")
+    return root
+
+
+def test_a_planted_breach_of_the_rooms_is_found(tmp_path):
+    """A renderer importing a command (absolutely, relatively, inside a function), an input importing
+    a renderer, the model importing the command line: each is reported; what the rooms allow is not."""
+    root = _tree(tmp_path, {
+        "isrcheck/__init__.py": "", "isrcheck/native.py": "",
+        "isrcheck/cli.py": "from isrcheck.commands import check\n",
+        "isrcheck/commands/__init__.py": "", "isrcheck/commands/check.py": "from isrcheck.render import tables\n",
+        "isrcheck/render/__init__.py": "",
+        "isrcheck/render/tables.py": "from isrcheck.commands.check import x\n",
+        "isrcheck/render/json_form.py": "def f():\n    from ..commands import check\n",
+        "isrcheck/render/terminal.py": "from isrcheck import native\nfrom . import tables\n",
+        "isrcheck/inputs/__init__.py": "", "isrcheck/inputs/manifest.py": "import isrcheck.render.tables\n",
+        "isrcheck/analyses/__init__.py": "", "isrcheck/analyses/diff.py": "from isrcheck.inputs import manifest\n",
+        "model/__init__.py": "", "model/kafka.py": "from isrcheck.inputs.manifest import load\n",
+    })
+    assert cli_breaches(root) == [
+        "isrcheck/inputs/manifest.py (inputs) imports isrcheck.render.tables (render)",
+        "isrcheck/render/json_form.py (render) imports isrcheck.commands.check (commands)",
+        "isrcheck/render/tables.py (render) imports isrcheck.commands.check (commands)",
+        "model/kafka.py imports isrcheck.inputs.manifest: nothing outside the command line imports it",
+    ]
+
+
+def test_the_rooms_table_names_every_room_and_has_no_circle():
+    assert set(ROOM_MAY_IMPORT) == set(CLI_ROOMS.values()) | {"entry"}
+    g = nx.DiGraph([(a, b) for a, allowed in ROOM_MAY_IMPORT.items() for b in allowed])
+    assert all(b in ROOM_MAY_IMPORT for b in g.nodes) and nx.is_directed_acyclic_graph(g)
 
 
 def test_the_cycle_finder_finds_a_planted_cycle():
@@ -356,6 +457,20 @@ def test_nothing_imports_the_command_line():
     cli = {n for n in g if layer_of(n) == "cli"}
     bad = [f"{a} imports {b}" for a, b in g.edges if b in cli and a not in cli]
     assert bad == []
+
+
+def test_the_rooms_of_the_command_line_import_only_what_the_table_allows():
+    """Renderers import no command (nor inputs or analyses), inputs import no renderer, commands
+    import the rest; nothing outside the command line imports it."""
+    assert cli_breaches() == []
+
+
+def test_the_rooms_permissions_are_used():
+    """A permission nobody needs would hide a wrong placement."""
+    mods = project_modules()
+    used = {(room_of(mods[a][1]), room_of(mods[b][1])) for a, b in import_graph().edges
+            if layer_of(a) == layer_of(b) == "cli" and "root" not in (layer_of(a), layer_of(b))}
+    assert {(a, b) for a, allowed in ROOM_MAY_IMPORT.items() for b in allowed} <= used
 
 
 def test_invariants_and_conformance_use_the_layers_below_them():

@@ -28,7 +28,8 @@ PARALLEL = ["hw-truncation-one-crash", "reassignment", "clean-election"]
 
 _SNIPPET = """
     import json
-    from isrcheck import manifest, native
+    from isrcheck import native
+    from isrcheck.inputs import manifest
     from isrcheck.invariants import build_model
     from isrcheck.engine.checker import Checker
     from isrcheck.engine.fptable import new_table

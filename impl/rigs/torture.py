@@ -13,7 +13,7 @@ everything, waits for the cluster to settle and hands the history to :mod:`.hist
 - the **acks=1 writes** (``verdict_acks1``): their loss is allowed by Kafka's promise; it is reported.
 
 The event log of the run (every process's, ``<dir>/events``) is validated by the caller
-(isrcheck/cli_torture.py): impl/ does not import the conformance package.
+(isrcheck/commands/cluster_torture.py): impl/ does not import the conformance package.
 """
 from __future__ import annotations
 

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 from click.testing import CliRunner, Result
 
-from isrcheck import manifest
+from isrcheck.inputs import manifest
 from isrcheck.cli import main
 from isrcheck.invariants import build_model
 from isrcheck.engine.checker import Checker
@@ -99,6 +99,13 @@ def _run(raw: dict[str, Any]):
     return Checker(build_model(from_mapping(raw))).run()
 
 
+def _model_toml(name: str, description: str, gate: str, expect: str, raw: dict[str, Any], **pins: Any) -> str:
+    """One ``[[model]]`` of a manifest: its fields, what it pins (``states``, ``property``, ...) and its config."""
+    pinned = "".join(f"{key} = {json.dumps(value)}\n" for key, value in pins.items())
+    return (f'[[model]]\nname = "{name}"\ndescription = "{description}"\ngate = "{gate}"\nexpect = "{expect}"\n'
+            f"{pinned}[model.config]\n{to_toml(raw, 'model.config.')}")
+
+
 @pytest.fixture(scope="session")
 def fake_manifest_entries() -> list[ModelEntry]:
     tiny = _run(SMALL)
@@ -106,32 +113,12 @@ def fake_manifest_entries() -> list[ModelEntry]:
     assert tiny.outcome == "success", tiny
     assert crash.outcome == "safety_failure", crash
     v = crash.violations[0]
-    text = f'''
-[[model]]
-name = "tiny"
-description = "Three brokers, one write."
-gate = "default"
-expect = "success"
-states = {tiny.distinct_states}
-[model.config]
-{to_toml(SMALL, "model.config.")}
-[[model]]
-name = "tiny-crash"
-description = "Three brokers, one write, one crash."
-gate = "default"
-expect = "safety_failure"
-property = "{v.property}"
-length = {v.length}
-[model.config]
-{to_toml(SMALL_CRASH, "model.config.")}
-[[model]]
-name = "tiny-rf2"
-description = "Two brokers, only with --all."
-gate = "all"
-expect = "success"
-[model.config]
-{to_toml(SMALL_RF2, "model.config.")}
-'''
+    text = "\n".join([
+        _model_toml("tiny", "Three brokers, one write.", "default", "success", SMALL, states=tiny.distinct_states),
+        _model_toml("tiny-crash", "Three brokers, one write, one crash.", "default", "safety_failure", SMALL_CRASH,
+                    property=v.property, length=v.length),
+        _model_toml("tiny-rf2", "Two brokers, only with --all.", "all", "success", SMALL_RF2),
+    ])
     import tomllib
 
     return parse_manifest(tomllib.loads(text), manifest.MODEL_READER, "fake.toml")
@@ -142,3 +129,19 @@ def fake_manifest(monkeypatch: pytest.MonkeyPatch, fake_manifest_entries) -> lis
     entries = list(fake_manifest_entries)
     monkeypatch.setattr(manifest, "load", lambda: list(entries))
     return entries
+
+
+@pytest.fixture
+def crashing_rf2(monkeypatch: pytest.MonkeyPatch) -> None:
+    """`gate` crashes while building the model of tiny-rf2 (the fake manifest's only model with two
+    brokers): one broken model among working ones."""
+    import isrcheck.commands.gate as gate_module
+
+    real = gate_module.build_model
+
+    def build(cfg, symmetry=None, **kwargs):
+        if cfg.brokers == 2:
+            raise RuntimeError("boom")
+        return real(cfg, symmetry=symmetry, **kwargs)
+
+    monkeypatch.setattr(gate_module, "build_model", build)

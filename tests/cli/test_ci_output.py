@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from isrcheck import manifest
+from isrcheck.inputs import manifest
 from isrcheck.specs.manifest import LivenessExpect
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -97,17 +97,7 @@ def test_gate_junit_failure_carries_the_mismatch_lines_liveness_included(cli, fa
     assert next(c for c in cases if c.get("name") == "tiny-crash").find("failure") is None
 
 
-def test_gate_junit_a_crashing_model_is_an_error(cli, fake_manifest, monkeypatch, tmp_path):
-    import isrcheck.cli as cli_module
-
-    real = cli_module.build_model
-
-    def build(cfg, symmetry=None, **kwargs):
-        if cfg.brokers == 2:
-            raise RuntimeError("boom")
-        return real(cfg, symmetry=symmetry, **kwargs)
-
-    monkeypatch.setattr(cli_module, "build_model", build)
+def test_gate_junit_a_crashing_model_is_an_error(cli, fake_manifest, crashing_rf2, tmp_path):
     out = tmp_path / "gate.xml"
     assert cli("gate", "--all", "--junit", str(out)).exit_code == 1
     suite, cases = _junit(out)
@@ -178,7 +168,7 @@ def test_conform_junit_one_testcase_per_trace(cli, exported, tmp_path):
 
 
 def test_conform_junit_failure_names_the_divergence(cli, exported, tmp_path, monkeypatch):
-    import isrcheck.cli_conform as cc
+    import isrcheck.commands.conform as cc
     from isrcheck.conformance.observations import Difference
     from isrcheck.conformance.replay import ConformResult, Divergence
 
@@ -204,7 +194,7 @@ def test_conform_junit_failure_names_the_divergence(cli, exported, tmp_path, mon
 
 
 def test_conform_junit_cover_one_testcase_per_model(cli, tmp_path, monkeypatch):
-    import isrcheck.cli_conform as cc
+    import isrcheck.commands.conform as cc
     from isrcheck.conformance.cover import CoverReport
 
     monkeypatch.setattr(cc, "cover", lambda cfg, mode, label, **kw: CoverReport(label, mode, 10, 20, seconds=0.125,

@@ -7,8 +7,8 @@ from isrcheck.invariants import build_model
 from isrcheck.model.action_text import from_json
 from isrcheck.engine.checker import replay_actions
 from isrcheck.model.config import from_mapping
-from isrcheck.render import state_to_json
-from isrcheck.scenario import run_scenario
+from isrcheck.render.json_form import state_to_json
+from isrcheck.inputs.scenario import run_scenario
 
 SMALL = {"brokers": 3, "max_records": 1}
 SMALL_CRASH = {"brokers": 3, "max_records": 1, "faults": {"crashes": 1}}
@@ -149,7 +149,7 @@ def test_manifest_model_by_name(cli, fake_manifest):
 
 def test_real_manifest_models_run_by_name(cli):
     # the smallest safety-failure model of the packaged manifest, whatever it is called
-    from isrcheck import manifest
+    from isrcheck.inputs import manifest
 
     entries = [e for e in manifest.load() if e.gate == "default"]
     assert entries

@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from isrcheck import manifest
+from isrcheck.inputs import manifest
 from isrcheck.invariants import liveness as live
 from isrcheck.engine.liveness import LivenessResult, LivenessVerdict
-from isrcheck.render import LOOP_MARK
+from isrcheck.render.tables import LOOP_MARK
 from isrcheck.specs.manifest import LivenessExpect, ManifestError, parse_manifest
 
 BOUNCE = "undetected-restart"
@@ -126,7 +126,7 @@ def test_check_set_unfair_with_an_unfair_action_is_an_input_error(cli, assert_in
 
 @pytest.mark.parametrize("override", ["max_records=0", "faults.controller_failovers=0"])
 def test_check_pinned_liveness_skips_what_an_override_makes_inapplicable(cli, override):
-    """BUG (isrcheck/cli.py, _liveness_wanted): by default `check NAME` checks the liveness pinned for
+    """BUG (isrcheck/commands/check.py, _liveness_wanted): by default `check NAME` checks the liveness pinned for
     NAME, even when --set makes a pinned property meaningless (no write left for
     WriteEventuallyCommitted, no failover for DeposedControllerStops): applicable_liveness then
     refuses it and a plain safety check that worked before liveness existed now exits 2. The

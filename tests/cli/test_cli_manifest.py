@@ -1,5 +1,5 @@
 """The manifest: validation of models.toml (isrcheck.specs.manifest, read with the model's reader of
-isrcheck.manifest) and comparison of results with expectations (isrcheck.manifest)."""
+isrcheck.inputs.manifest) and comparison of results with expectations (isrcheck.inputs.manifest)."""
 from __future__ import annotations
 
 import copy
@@ -7,8 +7,8 @@ import dataclasses
 
 import pytest
 
-from isrcheck import manifest
-from isrcheck.manifest import MODEL_READER, compare
+from isrcheck.inputs import manifest
+from isrcheck.inputs.manifest import MODEL_READER, compare
 from isrcheck.engine.checker import CheckResult, Step, Violation
 from isrcheck.specs.manifest import ManifestError, UnknownModel, get, parse_manifest, select
 

@@ -1,4 +1,4 @@
-"""Resource guards of `check`, `simulate` and `run` (isrcheck/resources.py): the memory ceiling
+"""Resource guards of `check`, `simulate` and `run` (isrcheck/commands/resources.py): the memory ceiling
 (--max-memory, ISRCHECK_MAX_MEMORY) stops a run with the incomplete verdict, exit 1 and one line
 naming the limit; bad sizes are input errors; progress lines reach a piped stderr; a scenario
 longer than the step cap is refused.
@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from isrcheck import resources
+from isrcheck.commands import resources
 
 MODEL = "clean-election-isr-shrink"
 FULL_STATES = 9222

@@ -1,4 +1,4 @@
-"""isrcheck.scenario: reading and replaying scenario files."""
+"""isrcheck.inputs.scenario: reading and replaying scenario files."""
 from __future__ import annotations
 
 import pytest
@@ -6,7 +6,7 @@ import pytest
 from isrcheck.invariants import build_model
 from isrcheck.model.actions import Action
 from isrcheck.model.config import from_mapping
-from isrcheck.scenario import ScenarioError, broken_properties, load_scenario, replay, run_scenario
+from isrcheck.inputs.scenario import ScenarioError, broken_properties, load_scenario, replay, run_scenario
 
 
 def _file(tmp_path, text):

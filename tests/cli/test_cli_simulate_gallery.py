@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from isrcheck import manifest
+from isrcheck.inputs import manifest
 from isrcheck.specs.manifest import select
 
 WEAKNESSES = [e for e in select(manifest.load()) if e.expect == "safety_failure"]

@@ -21,9 +21,9 @@ from isrcheck.model.state import (
 )
 from rich.table import Table
 
-from isrcheck import manifest
-from isrcheck.render_changes import NO_CHANGE, changes_table, initial_state_table
-from isrcheck.statefields import ABSENT, REQUEST_ABBREVIATIONS, changes, fields
+from isrcheck.inputs import manifest
+from isrcheck.render.changes import NO_CHANGE, changes_table, initial_state_table
+from isrcheck.render.statefields import ABSENT, REQUEST_ABBREVIATIONS, changes, fields
 
 MODELS = ["hw-truncation-one-crash", "deposed-controller-reassignment", "unclean-election", "failover-misses-crash",
           "lossy-undetected-restart", "reassignment-target-crash"]

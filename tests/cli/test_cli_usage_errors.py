@@ -1,5 +1,5 @@
 """click's usage errors, in every command of every group, are one line ``error: ...`` on stderr and exit 2
-(isrcheck/usage.py), as README's "Exit status" says; --help still prints the help and exits 0."""
+(isrcheck/commands/usage.py), as README's "Exit status" says; --help still prints the help and exits 0."""
 from __future__ import annotations
 
 import click

@@ -1,10 +1,12 @@
 """The designer API (`--variant MODULE:ATTR`) and `isrcheck diff A B`."""
 from __future__ import annotations
 
+import dataclasses
 import textwrap
 from pathlib import Path
 
-from isrcheck import diff as D
+from isrcheck.analyses import diff as D
+from isrcheck.model import config
 from isrcheck.model.config import from_mapping
 from isrcheck.invariants.variants import load_variant
 
@@ -99,6 +101,38 @@ def test_diff_witness_reaches_a_behaviour_the_other_side_never_does():
 
 def test_diff_refuses_different_bounds(cli, assert_input_error, small_config, crash_config):
     assert_input_error(cli("diff", str(small_config), str(crash_config)), "same bounds")
+
+
+def _another(value):
+    """A value of the same type that differs from ``value`` (for a key whose bounds diff compares)."""
+    others = {"periodic": "every-change", "all": "1", "shared": "per-controller", "high-watermark": "kip-320"}
+    if isinstance(value, bool):
+        return not value
+    if isinstance(value, int):
+        return value + 1
+    if isinstance(value, str):
+        return others[str(value)]
+    if dataclasses.is_dataclass(value):  # a sub-table: change its first count
+        first = next(f.name for f in dataclasses.fields(value) if isinstance(getattr(value, f.name), int))
+        return dataclasses.replace(value, **{first: _another(getattr(value, first))})
+    return (*value, value[0] if value else "Restart(1)")
+
+
+def test_diff_compares_every_key_the_metadata_marks_as_protocol():
+    """diff keeps no list of its own: two sides may differ in exactly the keys that model/config.py's
+    metadata marks as protocol keys, so marking a new key there is all diff needs."""
+    assert D.PROTOCOL_KEYS == config.PROTOCOL_KEYS
+    base = from_mapping({"brokers": 3, "max_records": 2})
+    for f in dataclasses.fields(config.Config):
+        other = dataclasses.replace(base, **{f.name: _another(getattr(base, f.name))})
+        assert other != base, f.name
+        same_bounds = D.bounds(other) == D.bounds(base)
+        assert same_bounds == config.key_info(f).protocol, f.name
+
+
+def test_diff_header_shows_the_shared_configuration(cli):
+    out = cli("diff", "kip-101", "kip-279", "--max-states", "50").stdout.splitlines()[0]
+    assert out.startswith("diff kip-101 vs kip-279  brokers=") and "generation" not in out
 
 
 def test_load_variant_returns_a_factory_for_functions(tmp_path):

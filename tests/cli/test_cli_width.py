@@ -12,9 +12,10 @@ from isrcheck.engine.checker import Checker, replay_actions
 from isrcheck.model.config import from_mapping
 from rich.console import Console
 
-from isrcheck import manifest, render
-from isrcheck.statefields import fields
-from isrcheck.tablefit import measure
+from isrcheck.inputs import manifest
+from isrcheck.render import changes, tablefit, tables
+from isrcheck.render.statefields import fields
+from isrcheck.render.tablefit import measure
 
 WIDTHS = [80, 120]
 
@@ -55,10 +56,10 @@ def _cell_text(cell) -> str:
 @pytest.mark.parametrize("which", list(TRACES))
 def test_trace_tables_fit_and_keep_every_cell(which, width):
     trace = TRACES[which]()
-    table = render.trace_table(trace, title="a title", caption="a caption")
+    table = tables.trace_table(trace, title="a title", caption="a caption")
     assert measure(_console(width), table) > 120  # wide enough to need folding at both widths
     console = _console(width)
-    render.print_wide(console, table)
+    tablefit.print_wide(console, table)
     out = _text(console)
     lines = out.splitlines()
     assert max(len(line) for line in lines) <= width
@@ -76,15 +77,15 @@ def test_trace_tables_fit_and_keep_every_cell(which, width):
 
 def test_a_table_that_fits_is_printed_as_before():
     trace = TRACES["three brokers"]()
-    table = render.trace_table(trace)
+    table = tables.trace_table(trace)
     wide, plain = _console(200), Console(file=io.StringIO(), width=200, color_system=None, highlight=False)
     plain.print(table)
-    render.print_wide(wide, table)
+    tablefit.print_wide(wide, table)
     assert _text(wide) != _text(plain)  # 141 columns: folded to 120 when the console is not a terminal
-    assert max(len(line) for line in _text(wide).splitlines()) <= render.TABLE_WIDTH
-    small = render.trace_table(_replayed({"brokers": 2, "replication_factor": 2, "max_records": 1}, ["Produce(1, 0)"]))
+    assert max(len(line) for line in _text(wide).splitlines()) <= tablefit.TABLE_WIDTH
+    small = tables.trace_table(_replayed({"brokers": 2, "replication_factor": 2, "max_records": 1}, ["Produce(1, 0)"]))
     c1, c2 = _console(120), _console(120)
-    render.print_wide(c1, small)
+    tablefit.print_wide(c1, small)
     c2.print(small)
     assert _text(c1) == _text(c2)
 
@@ -93,7 +94,7 @@ def test_a_table_that_fits_is_printed_as_before():
 def test_verbose_tables_fit_and_name_every_changed_field(width):
     trace = _counterexample("deposed-controller-reassignment")
     console = _console(width)
-    render.print_verbose(console, trace)
+    changes.print_verbose(console, trace)
     out = _text(console)
     assert max(len(line) for line in out.splitlines()) <= width
     names = {f.name for st in trace if st.state is not None for f in fields(st.state)}
@@ -109,7 +110,7 @@ def _tokens(*texts: str) -> Counter:
 def test_list_fits_and_keeps_every_value(width):
     entries = manifest.load()
     console = _console(width)
-    render.print_manifest(console, entries)
+    tables.print_manifest(console, entries)
     out = _text(console)
     assert max(len(line) for line in out.splitlines()) <= width
     for e in entries:

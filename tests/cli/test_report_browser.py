@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from isrcheck.html_report import BROKER_COLOURS, LANE_COLOURS
+from isrcheck.render.html_report import BROKER_COLOURS, LANE_COLOURS
 
 ROOT = Path(__file__).resolve().parents[2]
 CRASH = 'brokers = 3\nmax_records = 1\n[faults]\ncrashes = 1\n'

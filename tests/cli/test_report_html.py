@@ -13,8 +13,8 @@ from typing import Any
 
 from isrcheck.invariants import build_model
 from isrcheck.engine.checker import Checker
-from isrcheck.model.config import from_mapping
-from isrcheck.sequence import Message, sequence
+from isrcheck.model.config import from_mapping, settings
+from isrcheck.render.sequence import Message, sequence
 
 CRASH = {"brokers": 3, "max_records": 1, "faults": {"crashes": 1}}
 
@@ -28,7 +28,7 @@ class _Page(HTMLParser):
         self.lanes: list[dict[str, str]] = []
         self.msgs: list[dict[str, str]] = []
         self.notes: list[dict[str, str]] = []
-        self.rows = {"states": 0, "coverage": 0}
+        self.rows = {"states": 0, "coverage": 0, "config": 0}
         self._table: list[str] = []
         self.text: list[str] = []
 
@@ -108,6 +108,8 @@ def test_report_of_a_model_draws_lanes_messages_states_and_coverage(cli, tmp_pat
     assert page.rows["coverage"] >= 1 + 3  # Produce, Fetch, Crash, ...
     body = "".join(page.text)
     assert "NoCommittedWriteLost" in body and "distinct states" in body and "brokers=3" in body
+    assert page.rows["config"] == 1 + len(settings(from_mapping(CRASH)))  # every key the metadata lists
+    assert "generation=high-watermark" in body  # the header line names the generation
 
 
 def test_report_is_self_contained_and_escapes_what_it_quotes(cli, tmp_path):

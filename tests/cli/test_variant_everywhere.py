@@ -277,7 +277,7 @@ def test_prove_inductive_says_not_inductive_for_a_safe_property_it_cannot_prove(
 
 
 def test_a_cti_whose_pre_state_is_reachable_stays_refuted():
-    from isrcheck.cli_prove import _classify_ctis
+    from isrcheck.commands.prove import _classify_ctis
     from isrcheck.invariants import build_model
     from isrcheck.invariants.symbolic.cti import Cti
     from isrcheck.invariants.symbolic.houdini import InductionObligation

@@ -7,8 +7,8 @@ import click
 import pytest
 from click.testing import CliRunner
 
-from isrcheck import manifest
-from isrcheck.cli_conform import conform, traces, validate
+from isrcheck.inputs import manifest
+from isrcheck.commands.conform import conform, traces, validate
 from isrcheck.conformance.export import counterexample
 from isrcheck.conformance.traces import Trace
 

@@ -6,7 +6,7 @@ import dataclasses
 import networkx as nx
 import pytest
 
-from isrcheck import manifest
+from isrcheck.inputs import manifest
 from isrcheck.conformance.sides import supported_generations
 from isrcheck.conformance.cover import (
     StateGraph,

@@ -11,7 +11,7 @@ import re
 
 import pytest
 
-from isrcheck import manifest
+from isrcheck.inputs import manifest
 from isrcheck.conformance.replay import conform_actions
 from isrcheck.conformance.sides import ImplFailed, ImplSide
 from isrcheck.invariants import build_model

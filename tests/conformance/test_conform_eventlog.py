@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from isrcheck import manifest
+from isrcheck.inputs import manifest
 from isrcheck.conformance.eventlog import (
     EventLogError,
     coarsen,

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import pytest
 
-from isrcheck import manifest
+from isrcheck.inputs import manifest
 from isrcheck.conformance.lockstep import LockstepFailure, run_lockstep
 from isrcheck.conformance.replay import conform_trace
 from isrcheck.conformance.sides import impl_support

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import pytest
 
-from isrcheck import manifest
+from isrcheck.inputs import manifest
 from isrcheck.conformance.cover import cover
 from isrcheck.conformance.replay import conform_actions, conform_trace
 from isrcheck.conformance.traces import load_trace, write_trace

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from isrcheck import manifest
+from isrcheck.inputs import manifest
 from isrcheck.conformance.cover import build_graph
 from isrcheck.conformance.sides import acked_of, impl_support
 from isrcheck.conformance.weaknesses import replay_model

@@ -5,7 +5,7 @@ import copy
 
 import pytest
 
-from isrcheck import manifest
+from isrcheck.inputs import manifest
 from isrcheck.conformance.export import samples
 from isrcheck.conformance.replay import conform_actions, conform_trace
 from isrcheck.conformance.sides import impl_support, supported_generations

@@ -5,7 +5,8 @@ import json
 
 import pytest
 
-from isrcheck import __version__, manifest
+from isrcheck import __version__
+from isrcheck.inputs import manifest
 from isrcheck.conformance.export import export, numbered
 from isrcheck.conformance.traces import (
     TraceError,

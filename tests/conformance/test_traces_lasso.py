@@ -10,7 +10,7 @@ import pytest
 from click.testing import CliRunner, Result
 
 from conform_helpers import REGRESSIONS
-from isrcheck import manifest
+from isrcheck.inputs import manifest
 from isrcheck.cli import main
 from isrcheck.conformance.export import ExportError, export, lasso, samples
 from isrcheck.conformance.traces import TraceError, dumps_itf, dumps_jsonl, load_trace, loads_trace

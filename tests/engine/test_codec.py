@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from isrcheck import manifest
+from isrcheck.inputs import manifest
 from isrcheck.invariants import build_model
 from isrcheck.engine.checker import Checker
 from isrcheck.engine.codec import HEADER_SIZE, MAGIC, CodecError, StateCodec, digest

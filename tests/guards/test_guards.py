@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import pytest
 
-from isrcheck import manifest, specs
+from isrcheck import specs
+from isrcheck.inputs import manifest
 from isrcheck.invariants import build_model
 from isrcheck.engine.checker import Checker
 from isrcheck.model.config import from_mapping

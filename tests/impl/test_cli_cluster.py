@@ -6,7 +6,7 @@ import json
 import pytest
 from click.testing import CliRunner
 
-from isrcheck.cli_cluster import cluster
+from isrcheck.commands.cluster import cluster
 
 
 def run(*args: str):

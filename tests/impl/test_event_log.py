@@ -116,8 +116,8 @@ def test_real_processes_log_their_steps_and_the_run_validates(backend, tmp_path,
 def test_the_cluster_commands_write_a_run_that_isrcheck_validate_accepts(tmp_path):
     from click.testing import CliRunner
 
-    from isrcheck.cli_cluster import cluster
-    from isrcheck.cli_conform import validate
+    from isrcheck.commands.cluster import cluster
+    from isrcheck.commands.conform import validate
 
     def run(group, *args: str):
         r = CliRunner().invoke(group, list(args), catch_exceptions=False)

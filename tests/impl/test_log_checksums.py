@@ -232,7 +232,7 @@ def test_a_broker_with_a_damaged_disk_exits_2_with_one_error_line(tmp_path):
 def test_a_broker_refusing_a_damaged_disk_shows_in_restart_and_in_cluster_status(tmp_path):
     from click.testing import CliRunner
 
-    from isrcheck.cli_cluster import cluster
+    from isrcheck.commands.cluster import cluster
 
     d = str(tmp_path / "c")
     runner = CliRunner()

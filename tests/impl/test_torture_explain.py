@@ -27,7 +27,7 @@ from isrcheck.impl.rigs.torture_explain import (
     summary,
 )
 
-from isrcheck.cli_torture import _explain
+from isrcheck.commands.cluster_torture import _explain
 
 RECORDED = Path(__file__).resolve().parent / "torture_events"
 MS = 1_000_000
@@ -223,7 +223,7 @@ def test_recorded_scenario_runs_are_explained(run: str, lost: tuple[int, ...], s
 
 
 def test_the_torture_report_explains_from_the_run_directory(tmp_path: Path) -> None:
-    """The command's wiring (isrcheck/cli_torture.py): a result's losses explained from its event logs,
+    """The command's wiring (isrcheck/commands/cluster_torture.py): a result's losses explained from its event logs,
     and every loss left unexplained, saying why, when the logs cannot be read."""
     lost4 = check(History(tuple(Write(0, r, 0, 1) for r in (1, 2, 3, 4)), {0: (1, 2, 3)}))
     none = check(History((), {0: (1, 2, 3)}))

@@ -2,7 +2,7 @@
 and the replay command brings back a run made without it."""
 from __future__ import annotations
 
-from isrcheck.cli_torture import _command
+from isrcheck.commands.cluster_torture import _command
 from isrcheck.impl.core.config import from_mapping
 from isrcheck.impl.rigs.torture import TortureSetting
 

@@ -89,7 +89,7 @@ def test_the_suggested_command_runs_the_model_with_the_clusters_settings():
 
 @pytest.mark.cluster
 def test_cluster_up_prints_the_warning_and_every_process_logs_it(tmp_path):
-    from isrcheck.cli_cluster import cluster
+    from isrcheck.commands.cluster import cluster
 
     d = tmp_path / "c"
     runner = CliRunner()

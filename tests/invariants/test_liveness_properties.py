@@ -14,7 +14,7 @@ import dataclasses
 
 import pytest
 
-from isrcheck import manifest
+from isrcheck.inputs import manifest
 from isrcheck.invariants import build_model
 from isrcheck.invariants import liveness as live
 from isrcheck.model.actions import Action

@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from isrcheck import manifest
+from isrcheck.inputs import manifest
 from isrcheck.conformance.cover import build_graph
 from isrcheck.invariants import liveness as live
 from isrcheck.invariants import properties as P

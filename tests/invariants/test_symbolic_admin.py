@@ -17,7 +17,7 @@ from collections import Counter
 
 import pytest
 
-from isrcheck import manifest
+from isrcheck.inputs import manifest
 from isrcheck.engine.checker import Checker
 from isrcheck.invariants import build_model
 from isrcheck.invariants.symbolic.instance import Unsupported

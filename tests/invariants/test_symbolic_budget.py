@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from isrcheck import manifest
+from isrcheck.inputs import manifest
 from isrcheck.invariants.symbolic.replication import Encoding, unsupported_reason
 from isrcheck.invariants.symbolic.types import (
     BUDGET_HOME,

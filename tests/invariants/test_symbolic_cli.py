@@ -1,4 +1,4 @@
-"""The command line of the symbolic checks (isrcheck/cli_prove.py): `prove` and `bmc`.
+"""The command line of the symbolic checks (isrcheck/commands/prove.py): `prove` and `bmc`.
 
 Exit status: 0 all proved, 1 refuted, 3 unknown, 2 bad input (one `error:` line, no traceback);
 --json prints exactly one object.
@@ -11,7 +11,7 @@ import textwrap
 import pytest
 from click.testing import CliRunner
 
-from isrcheck.cli_prove import bmc, prove
+from isrcheck.commands.prove import bmc, prove
 
 
 def run(cmd, *args):

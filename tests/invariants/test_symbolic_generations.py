@@ -63,7 +63,7 @@ def config(name: str):
 
 
 def test_configurations_are_the_manifests():
-    from isrcheck import manifest
+    from isrcheck.inputs import manifest
 
     for name in MODELS:
         assert manifest.get(name).config == config(name), name
@@ -97,7 +97,7 @@ def test_one_step_agrees_with_the_model(name):
 def test_one_step_agrees_with_operations_under_kip_320(name):
     """The epoch machinery composes with the controller operations (invariants/symbolic/operations.py): a
     graceful stop forgets the reconciliation like a crash, elections make followers ask."""
-    from isrcheck import manifest
+    from isrcheck.inputs import manifest
 
     cfg = manifest.get(name).config
     enc = Encoding(cfg, queue=QUEUE)
@@ -164,7 +164,7 @@ def test_the_default_cache_capacity_holds_every_reachable_cache(name):
     """E = max_records + 1 entries plus the leader-epoch bumps (at most 4): every reachable state fits.
     Records alone are not enough: without a single record, reassignment-broker-crash-kip-320 reaches a
     cache of 4 entries (elections and reassignment epoch bumps)."""
-    from isrcheck import manifest
+    from isrcheck.inputs import manifest
 
     cfg = manifest.get(name).config
     enc = Encoding(cfg)

@@ -17,7 +17,7 @@ import json
 
 from click.testing import CliRunner
 
-from isrcheck import manifest
+from isrcheck.inputs import manifest
 from isrcheck.cli import main
 from isrcheck.invariants import build_model
 from isrcheck.invariants.symbolic.candidates import CANDIDATES

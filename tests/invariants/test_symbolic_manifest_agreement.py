@@ -19,7 +19,7 @@ import os
 
 import pytest
 
-from isrcheck import manifest
+from isrcheck.inputs import manifest
 from isrcheck.invariants import build_model
 from isrcheck.invariants.symbolic.bmc import bmc
 from isrcheck.invariants.symbolic.replication import (

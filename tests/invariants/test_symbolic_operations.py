@@ -21,7 +21,7 @@ from collections import Counter
 
 import pytest
 
-from isrcheck import manifest
+from isrcheck.inputs import manifest
 from isrcheck.invariants.symbolic.bmc import bmc
 from isrcheck.invariants.symbolic.instance import Unsupported
 from isrcheck.invariants.symbolic.operations import needs_operations

@@ -18,7 +18,7 @@ from __future__ import annotations
 import pytest
 import z3
 
-from isrcheck import manifest
+from isrcheck.inputs import manifest
 from isrcheck.invariants import build_model
 from isrcheck.invariants.symbolic.reassignment import Reassignment, list_table, universe
 from isrcheck.model import controller as C

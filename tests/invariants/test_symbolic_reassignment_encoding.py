@@ -29,7 +29,7 @@ import dataclasses
 import pytest
 import z3
 
-from isrcheck import manifest
+from isrcheck.inputs import manifest
 from isrcheck.invariants.symbolic import replication as R
 from isrcheck.invariants.symbolic.instance import Unsupported
 from isrcheck.invariants.symbolic.replication import Encoding, concrete, evaluate

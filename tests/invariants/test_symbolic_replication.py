@@ -148,7 +148,7 @@ def test_bmc_finds_the_high_watermark_weakness_in_eight_steps():
 @pytest.mark.parametrize("name, depth", [("clean-election", 7), ("lossy-undetected-restart", 5),
                                          ("delayed-requests", 6), ("spare-brokers", 5)])
 def test_bmc_agrees_on_manifest_models(name, depth):
-    from isrcheck import manifest
+    from isrcheck.inputs import manifest
 
     cfg = manifest.get(name).config
     assert bmc_lengths(cfg, depth) == explicit_lengths(cfg, depth)

@@ -112,7 +112,7 @@ def _program(action, step=None):
 
 @pytest.mark.parametrize("model_name", CONFIGS)
 def test_the_programs_explain_every_step_of_the_code(model_name):
-    from isrcheck import manifest
+    from isrcheck.inputs import manifest
 
     cfg = manifest.get(model_name).config
     model = build_model(cfg, symmetry=False)

@@ -3,7 +3,7 @@ writes, so what an action leaves alone keeps its identity (the fingerprint and E
 recognise unchanged parts by identity)."""
 from __future__ import annotations
 
-from isrcheck import manifest
+from isrcheck.inputs import manifest
 from isrcheck.invariants import build_model
 from isrcheck.engine.checker import ModelFault
 from isrcheck.model.world import ControllerWork

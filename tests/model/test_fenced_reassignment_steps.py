@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from isrcheck import manifest
+from isrcheck.inputs import manifest
 from isrcheck.model.config import ConfigError, apply_overrides, from_mapping
 from isrcheck.model.tables import IllegalTransition
 from isrcheck.model.tables import ReplicaState as RS

@@ -17,7 +17,8 @@ from typing import Any
 
 import pytest
 
-from isrcheck import manifest, native
+from isrcheck import native
+from isrcheck.inputs import manifest
 from isrcheck.engine.checker import Checker
 from isrcheck.invariants import build_model
 from isrcheck.invariants.variants import VariantError, load_variant

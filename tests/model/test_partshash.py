@@ -10,7 +10,8 @@ import sys
 
 import pytest
 
-from isrcheck import manifest, native
+from isrcheck import native
+from isrcheck.inputs import manifest
 from isrcheck.invariants import build_model
 from isrcheck.engine.checker import ModelFault
 from isrcheck.model.state import Broker, State
@@ -105,7 +106,7 @@ def test_field_positions_outside_the_state_are_refused() -> None:
 
 
 def test_the_compiled_build_uses_it_and_the_pure_one_does_not() -> None:
-    probe = ("from isrcheck import manifest; from isrcheck.invariants import build_model; "
+    probe = ("from isrcheck.inputs import manifest; from isrcheck.invariants import build_model; "
              "print(type(build_model(manifest.get('replication').config)._hasher).__name__)")
     if native.build() == "compiled":
         assert isinstance(build_model(manifest.get("replication").config)._hasher, partshash.PartsHasher)

@@ -10,7 +10,7 @@ from pathlib import Path
 
 from isrcheck.invariants import build_model
 from isrcheck.model.brokersets import members
-from isrcheck.scenario import broken_properties, run_scenario
+from isrcheck.inputs.scenario import broken_properties, run_scenario
 
 SCENARIO = Path(__file__).resolve().parents[2] / "examples" / "reassignment-seed.toml"
 

@@ -161,7 +161,7 @@ def test_the_sequence_diagram_shows_a_running_broker_losing_and_renewing_its_ses
     """The report's sequence diagram: the expiry is a fault note on the broker (not a crash) and the
     re-registration a message to the store, like a restart's."""
     from isrcheck.model.actions import Action
-    from isrcheck.sequence import Message, Note, step_events
+    from isrcheck.render.sequence import Message, Note, step_events
 
     d = three_brokers(kafka)
     s0 = d.s

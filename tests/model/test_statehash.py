@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from isrcheck import manifest
+from isrcheck.inputs import manifest
 from isrcheck.invariants import build_model
 from isrcheck.engine.checker import ModelFault
 from isrcheck.model.statehash import NONE_HASH, StateHasher, broker_hash
@@ -23,7 +23,7 @@ MODELS = ["deposed-controller-reassignment", "reassignment-broker-crash", "leade
 # fresh interpreter)
 FIRST_FINGERPRINTS = """
 import json, sys
-from isrcheck import manifest
+from isrcheck.inputs import manifest
 from isrcheck.invariants import build_model
 from isrcheck.engine.checker import Checker
 found = []

@@ -1,7 +1,7 @@
 """Helpers shared by the exploration tests (in-process and Spark)."""
 from __future__ import annotations
 
-from isrcheck import manifest
+from isrcheck.inputs import manifest
 from isrcheck.invariants import build_model
 from isrcheck.engine.checker import Checker
 from isrcheck.pipeline.explore import Explorer

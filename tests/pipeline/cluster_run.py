@@ -12,7 +12,7 @@ import sys
 from click.testing import CliRunner
 
 from isrcheck.cli import main
-from isrcheck.cli_spark import spark
+from isrcheck.commands.spark import spark
 from isrcheck.pipeline.session import create_session
 
 if "spark" not in main.commands:

@@ -11,7 +11,7 @@ from click.testing import CliRunner, Result
 class Cli:
     def __init__(self) -> None:
         from isrcheck.cli import main
-        from isrcheck.cli_spark import spark
+        from isrcheck.commands.spark import spark
 
         if "spark" not in main.commands:  # cli.py registers it; keep the tests independent of that
             main.add_command(spark)

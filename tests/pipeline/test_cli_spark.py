@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 from spark_helpers import assert_one_line_error
 
-from isrcheck import manifest
+from isrcheck.inputs import manifest
 
 # ---------------------------------------------------------------------------- bad input (no Spark job)
 

@@ -11,7 +11,7 @@ import pyarrow.dataset as ds
 import pytest
 from spark_helpers import assert_one_line_error
 
-from isrcheck import manifest
+from isrcheck.inputs import manifest
 
 MUTANTS_FILE = Path(__file__).resolve().parents[1] / "conformance" / "conform_mutants.py"
 MUTANT = f"{MUTANTS_FILE}:fetch_answers_new_hw"

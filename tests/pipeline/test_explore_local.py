@@ -7,7 +7,7 @@ import pytest
 
 from _explore_helpers import assert_same, checker, explorer, summary
 
-from isrcheck import manifest
+from isrcheck.inputs import manifest
 from isrcheck.pipeline.errors import PipelineError
 
 MODELS = ["replication", "hw-truncation-one-crash", "unclean-election", "controlled-shutdown", "reassignment",

@@ -8,7 +8,7 @@ from collections import deque
 
 import pytest
 
-from isrcheck import manifest
+from isrcheck.inputs import manifest
 from isrcheck.invariants import build_model
 from isrcheck.engine.checker import ModelFault
 from isrcheck.model.statecodec import kafka_state_codec

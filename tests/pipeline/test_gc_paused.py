@@ -6,7 +6,7 @@ import gc
 import pyarrow as pa
 import pytest
 
-from isrcheck import manifest
+from isrcheck.inputs import manifest
 from isrcheck.model.statecodec import kafka_state_codec
 from isrcheck.pipeline.explore_spark import expand_arrow
 from isrcheck.pipeline.levels import gc_paused

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from isrcheck import manifest
+from isrcheck.inputs import manifest
 from isrcheck.invariants import build_model
 from isrcheck.engine.checker import Checker
 from isrcheck.model.config import from_mapping

@@ -7,52 +7,38 @@
 Exit status: 0 the file was written (whatever the verdict it shows); 2 bad usage or input, or a
 graph larger than --max-states without --truncate, one line ``error: ...`` on stderr.
 
-The options mirror ``check``'s; they are declared here rather than imported from
-:mod:`isrcheck.cli`, which imports this module (the layering test forbids import circles).
+The options mirror ``check``'s (:mod:`isrcheck.commands.options`).
 """
 from __future__ import annotations
 
 import dataclasses
-import functools
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import click
 
-from isrcheck import manifest, render
+from isrcheck.commands.options import DESCRIPTIONS, config_opt, set_opt
+from isrcheck.commands.usage import errors_as_lines
 from isrcheck.conformance.traces import TraceError, load_trace
-from isrcheck.graph_export import (DEFAULT_MAX_STATES, FORMATS, GraphTooLarge, build_state_graph,
-                                   counterexample_of, format_for, render_graph)
-from isrcheck.html_report import Report, render_report, trace_coverage
+from isrcheck.engine.checker import Checker
+from isrcheck.engine.core import Checks, Step
+from isrcheck.engine.explore import replay, verdicts
+from isrcheck.inputs import manifest
+from isrcheck.inputs.tracefile import check_replay
 from isrcheck.invariants import build_model
 from isrcheck.invariants.variants import load_variant, variant_option
 from isrcheck.model.actions import Action
-from isrcheck.engine.checker import Checker
 from isrcheck.model.config import ConfigError
-from isrcheck.engine.core import Checks, Step
-from isrcheck.engine.explore import replay, verdicts
-from isrcheck.specs.properties import descriptions
-from isrcheck.tracefile import check_replay
+from isrcheck.render import tables
+from isrcheck.render.graph_export import (DEFAULT_MAX_STATES, FORMATS, GraphTooLarge, build_state_graph,
+                                          counterexample_of, format_for, render_graph)
+from isrcheck.render.html_report import Report, render_report, trace_coverage
 
 __all__ = ["graph", "report"]
 
-_DESCRIPTIONS = descriptions()  # every property's, safety and liveness (specs/properties.toml)
-
-
-def _user_errors(fn: Callable[..., Any]) -> Callable[..., Any]:
-    """This module's input errors become ``error: ...`` and exit status 2 (the main group handles
-    the configuration's own)."""
-
-    @functools.wraps(fn)
-    def wrapper(*args: Any, **kwargs: Any) -> Any:
-        try:
-            return fn(*args, **kwargs)
-        except (GraphTooLarge, TraceError) as e:
-            click.echo(f"error: {' '.join(str(e).split())}", err=True)
-            raise click.exceptions.Exit(2) from None
-
-    return wrapper
+#: this module's input errors (the main group handles the configuration's own)
+_user_errors = errors_as_lines(GraphTooLarge, TraceError)
 
 
 def _write(path: str, text: str) -> None:
@@ -76,9 +62,8 @@ def _model(name: str | None, config_file: str | None, overrides: tuple[str, ...]
 
 
 _common = [
-    click.option("--config", "config_file", metavar="FILE", help="A configuration file (TOML) instead of a model NAME."),
-    click.option("--set", "overrides", multiple=True, metavar="KEY=VALUE",
-                 help="Override a configuration key, e.g. --set faults.crashes=1 (repeatable)."),
+    config_opt,
+    set_opt,
     click.option("--symmetry/--no-symmetry", default=None,
                  help="Force broker-symmetry reduction on or off (default: the model's choice, as check)."),
     variant_option,
@@ -139,7 +124,7 @@ def _model_report(name: str | None, config_file: str | None, overrides: tuple[st
                   symmetry: bool | None, max_states: int | None) -> Report:
     target, model = _model(name, config_file, overrides, variant, symmetry)
     result = Checker(model, max_states=max_states).run()
-    verdict = render.check_summary(target.label, result)[-1].plain
+    verdict = tables.check_summary(target.label, result)[-1].plain
     figures = [("distinct states", f"{result.distinct_states:,}"), ("depth", str(result.depth)),
                ("transitions", f"{result.transitions:,}"), ("time", f"{result.seconds:.2f} s"),
                ("symmetry", "on (states counted as orbits of brokers)" if model.symmetry else "off")]
@@ -154,8 +139,8 @@ def _model_report(name: str | None, config_file: str | None, overrides: tuple[st
     if result.violations:
         v = result.violations[0]
         steps, bad = v.trace, len(v.trace) - 1
-        title = render.violation_title(v)
-        details = [f"{v.property}: {_DESCRIPTIONS.get(v.property, '')}"] + ([v.message] if v.message else [])
+        title = tables.violation_title(v)
+        details = [f"{v.property}: {DESCRIPTIONS.get(v.property, '')}"] + ([v.message] if v.message else [])
     cls = "ok" if result.outcome == "success" else "fail" if result.outcome == "safety_failure" else "unknown"
     return Report(target.label, verdict, cls, target.config, list(steps), trace_title=title, violation_step=bad,
                   details=details, figures=figures, coverage=dict(result.coverage),
@@ -190,12 +175,12 @@ def _trace_report(path: str, variant: str | None) -> Report:
     if broken:
         bad, names = broken[0]
         verdict = f"{label}: {', '.join(names)} broken at step {bad} of the trace"
-        details += [f"{n}: {_DESCRIPTIONS.get(n, '')}" for n in names]
+        details += [f"{n}: {DESCRIPTIONS.get(n, '')}" for n in names]
         cls = "fail"
     elif tr.loop is not None and tr.prop:
         stem = "stutters forever" if tr.loop == len(steps) - 1 else f"loops back to step {tr.loop} forever"
         verdict = f"{label}: LIVENESS FAILURE - {tr.prop}: the behaviour {stem}"
-        details.append(f"{tr.prop}: {_DESCRIPTIONS.get(tr.prop, '')}")
+        details.append(f"{tr.prop}: {DESCRIPTIONS.get(tr.prop, '')}")
         cls = "fail"
     else:
         verdict = f"{label}: no safety property is broken along this trace"

@@ -14,16 +14,14 @@ difference (or nothing could be checked: every trace skipped); 2 bad usage or in
 """
 from __future__ import annotations
 
-import functools
-import json
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import click
 from rich.markup import escape
 
-from isrcheck import manifest, render
+from isrcheck.commands.options import emit_json, json_opt
+from isrcheck.commands.usage import OneLineErrors, errors_as_lines
 from isrcheck.conformance import report
 from isrcheck.conformance.cover import GraphTooLarge, cover
 from isrcheck.conformance.eventlog import EventLogError, load_log, record_simulator, validate_log, write_log
@@ -31,13 +29,15 @@ from isrcheck.conformance.export import ExportError, export
 from isrcheck.conformance.replay import conform_trace
 from isrcheck.conformance.selflog import validate_selflogs
 from isrcheck.conformance.traces import TraceError, load_trace, trace_from_steps, write_trace
-from isrcheck.model.config import ConfigError
 from isrcheck.engine.liveness import LivenessError
+from isrcheck.inputs import manifest
+from isrcheck.inputs.tracefile import replay_trace
+from isrcheck.invariants.variants import load_variant, variant_option
+from isrcheck.model.config import ConfigError
+from isrcheck.render import changes, json_form, tablefit, tables, terminal
 from isrcheck.specs.actions import VocabularyError, action_text
 from isrcheck.specs.inputs import InputError, Kind, read_head
 from isrcheck.specs.manifest import ManifestError
-from isrcheck.invariants.variants import load_variant, variant_option
-from isrcheck.tracefile import replay_trace
 
 __all__ = ["conform", "traces", "validate"]
 
@@ -45,38 +45,12 @@ _ERRORS = (TraceError, EventLogError, VocabularyError, ConfigError, ManifestErro
            LivenessError, InputError)
 
 
-def _one_line(e: BaseException) -> str:
-    return " ".join(str(e).split())
+#: a command's input errors: one line ``error: ...``, exit status 2
+_user_errors = errors_as_lines(*_ERRORS)
 
 
-def _user_errors(fn: Callable[..., Any]) -> Callable[..., Any]:
-    """Input errors become ``error: ...`` on stderr and exit status 2, never a traceback."""
-
-    @functools.wraps(fn)
-    def wrapper(*args: Any, **kwargs: Any) -> Any:
-        try:
-            return fn(*args, **kwargs)
-        except _ERRORS as e:
-            click.echo(f"error: {_one_line(e)}", err=True)
-            raise click.exceptions.Exit(2) from None
-
-    return wrapper
-
-
-class _Group(click.Group):
-    def invoke(self, ctx: click.Context) -> Any:
-        try:
-            return super().invoke(ctx)
-        except click.UsageError as e:
-            click.echo(f"error: {_one_line(e.format_message())}", err=True)
-            ctx.exit(2)
-        except _ERRORS as e:
-            click.echo(f"error: {_one_line(e)}", err=True)
-            ctx.exit(2)
-
-
-def _emit(obj: Any) -> None:
-    click.echo(json.dumps(obj, indent=2))
+class _Group(OneLineErrors):
+    errors = _ERRORS
 
 
 def _usage(message: str) -> None:
@@ -103,7 +77,7 @@ def _usage(message: str) -> None:
 @click.option("--save-failure", metavar="FILE", help="Write the path to the first divergence as a trace.")
 @click.option("--seed", type=int, default=0, show_default=True, help="Seed of the implementation's simulator.")
 @variant_option
-@click.option("--json", "as_json", is_flag=True, help="Print one JSON object on stdout.")
+@json_opt
 @click.option("--junit", "junit_file", metavar="FILE",
               help="Also write a JUnit XML report to FILE: one testcase per trace (or per --model).")
 @_user_errors
@@ -121,7 +95,7 @@ def conform(trace_files: tuple[str, ...], models: tuple[str, ...], config_file: 
     if variant and trace_files and against == "trace":
         _usage("--variant changes the model side: with TRACE files give --against model or --against both")
     factory = load_variant(variant) if variant else None  # the implementation side stays
-    console = render.make_console()
+    console = terminal.make_console()
     if trace_files:
         traces = [load_trace(f) for f in trace_files]  # every file is validated before anything runs
         results = [conform_trace(t, against=against, ignore=ignore, seed=seed,
@@ -134,7 +108,7 @@ def conform(trace_files: tuple[str, ...], models: tuple[str, ...], config_file: 
         if junit_file:
             _junit(junit_file, "traces", [(r.label, r.seconds, r.divergence, r.skipped, r.steps) for r in results])
         if as_json:
-            _emit({"mode": "traces", "ok": not failed and any(r.ok for r in results),
+            emit_json({"mode": "traces", "ok": not failed and any(r.ok for r in results),
                    "results": [report.conform_json(r) for r in results]})
         else:
             for r in results:
@@ -146,13 +120,13 @@ def conform(trace_files: tuple[str, ...], models: tuple[str, ...], config_file: 
                 else:
                     console.print(f"[bold red]diverges[/bold red] {escape(r.label)} at step {r.divergence.index} "
                                   f"of {r.steps}: {escape(r.divergence.action_text)}", highlight=False)
-                    render.print_wide(console, report.divergence_table(r.divergence))
+                    tablefit.print_wide(console, report.divergence_table(r.divergence))
         raise click.exceptions.Exit(1 if failed or not any(r.ok for r in results) else 0)
     targets = [manifest.resolve(m, None, overrides) for m in models] if models else \
         [manifest.resolve(None, config_file, overrides)]
     reports = []
     for tg in targets:
-        with render.progress_status(not as_json and render.is_terminal(console.file), f"covering {tg.label}"):
+        with terminal.progress_status(not as_json and terminal.is_terminal(console.file), f"covering {tg.label}"):
             rep = cover(tg.config, mode, depth=depth, label=tg.label, seed=seed, keep_going=keep_going,
                         ignore=ignore, protocol=factory(tg.config) if factory else None)
         reports.append(rep)
@@ -162,9 +136,9 @@ def conform(trace_files: tuple[str, ...], models: tuple[str, ...], config_file: 
         _junit(junit_file, f"cover {mode}", [(r.label, r.build_seconds + r.seconds, r.divergence, r.skipped, None)
                                              for r in reports])
     if as_json:
-        _emit({"mode": "cover", "ok": all(r.ok for r in reports), "results": [report.cover_json(r) for r in reports]})
+        emit_json({"mode": "cover", "ok": all(r.ok for r in reports), "results": [report.cover_json(r) for r in reports]})
     else:
-        render.print_wide(console, report.cover_table(reports))
+        tablefit.print_wide(console, report.cover_table(reports))
         for r in reports:
             if r.skipped:
                 console.print(f"[yellow]skipped[/yellow] {escape(r.label)}: {escape(r.skipped)}", highlight=False)
@@ -172,13 +146,13 @@ def conform(trace_files: tuple[str, ...], models: tuple[str, ...], config_file: 
                 path = " ".join(action_text(n, a) for n, a in r.failing_path)
                 console.print(f"[bold red]{escape(r.label)}[/bold red]: the implementation diverges at step "
                               f"{r.divergence.index} of the path {escape(path) or '(initial state)'}", highlight=False)
-                render.print_wide(console, report.divergence_table(r.divergence))
+                tablefit.print_wide(console, report.divergence_table(r.divergence))
     raise click.exceptions.Exit(0 if all(r.ok for r in reports) else 1)
 
 
 def _junit(path: str, what: str, rows: list[tuple[str, float, Any, str | None, int | None]]) -> None:
     """The JUnit report of a conform run: ``rows`` are (label, seconds, divergence, skipped, steps)."""
-    from isrcheck.junit import Case, write_junit
+    from isrcheck.render.junit import Case, write_junit
 
     cases = []
     for label, seconds, div, skipped, steps in rows:
@@ -215,7 +189,7 @@ def _save(config: Any, actions: list[tuple[str, tuple]], path: str, label: str, 
 @click.option("--anonymous", is_flag=True, help="With --record: leave the actions unnamed in the log.")
 @click.option("--merged", "merged_to", metavar="FILE",
               help="With the implementation's own logs: also write the merged event log to FILE.")
-@click.option("--json", "as_json", is_flag=True, help="Print one JSON object on stdout.")
+@json_opt
 @_user_errors
 def validate(log_files: tuple[str, ...], record_to: str | None, model_name: str | None, overrides: tuple[str, ...],
              seed: int, steps: int, anonymous: bool, merged_to: str | None, as_json: bool) -> None:
@@ -252,14 +226,14 @@ def validate(log_files: tuple[str, ...], record_to: str | None, model_name: str 
                  f"(start-up) make the initial state, {len(log.events)} event(s) follow"] + notes
     if as_json:
         ev = res.failed_event
-        _emit({"log": log_file, "ok": res.ok, "events": res.events, "explained": res.explained,
+        emit_json({"log": log_file, "ok": res.ok, "events": res.events, "explained": res.explained,
                "seconds": round(res.seconds, 6), "events_per_second": round(res.events_per_second, 1),
                "max_candidates": res.max_candidates, "reason": res.reason, "details": res.details,
                "notes": notes,
                "failed_event": None if res.ok else {"seq": ev.seq if ev else 0, "line": ev.line if ev else 1,
                                                     **({"process": ev.actor} if selflog and ev else {})}})
     else:
-        console = render.make_console()
+        console = terminal.make_console()
         for n in notes:
             console.print(f"note: {escape(n)}", highlight=False)
         if res.ok:
@@ -336,7 +310,7 @@ def _loop_text(t: Any) -> str:
 
 @traces.command("show", short_help="Validate a trace file and show it as check shows a counterexample.")
 @click.argument("path", metavar="TRACE")
-@click.option("--json", "as_json", is_flag=True, help="Print one JSON object on stdout.")
+@json_opt
 @click.option("--verbose", "-v", is_flag=True,
               help="Below the table, every field of the state: the initial state in full, then every field each "
                    "step changed.")
@@ -351,21 +325,21 @@ def show_cmd(path: str, as_json: bool, verbose: bool = False, variant: str | Non
     protocol = load_variant(variant)(t.config) if variant else None
     steps = replay_trace(t, protocol).steps
     if as_json:
-        _emit({**t.header(), "actions": [action_text(n, a) for n, a in t.actions],
-               "trace": render.trace_to_json(steps)})
+        emit_json({**t.header(), "actions": [action_text(n, a) for n, a in t.actions],
+               "trace": json_form.trace_to_json(steps)})
         return
-    console = render.make_console()
+    console = terminal.make_console()
     click.echo(f"{path}: {t.kind} of {t.model or 'a configuration'}, generation {t.generation}, "
                f"{len(t.steps) - 1} step(s)" + (f", breaks {t.prop}" if t.prop else "")
                + (f", a lasso: {_loop_text(t)}" if t.loop is not None else ""))
-    caption = render.config_line(t.config)
+    caption = tables.config_line(t.config)
     if t.description:
         caption = f"{t.description}\n{caption}"
     caption += "\nyellow: changed since the previous step; red: broker down"
     if t.loop is not None:
-        caption += f"; {render.LOOP_MARK}: where the loop starts"
+        caption += f"; {tables.LOOP_MARK}: where the loop starts"
     title = f"Trace {path}" + (f" [{variant}]" if variant else "")
-    render.print_wide(console, render.trace_table(steps, title=title, caption=caption, loop=t.loop))
+    tablefit.print_wide(console, tables.trace_table(steps, title=title, caption=caption, loop=t.loop))
     if verbose:
         console.print()
-        render.print_verbose(console, steps, t.loop)
+        changes.print_verbose(console, steps, t.loop)

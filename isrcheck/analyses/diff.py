@@ -12,20 +12,14 @@ import dataclasses
 from dataclasses import dataclass, field
 from typing import Any
 
-from isrcheck import manifest
-from isrcheck.invariants import build_model
 from isrcheck.engine.checker import Checker, CheckResult, Step, Violation
-from isrcheck.model.config import Config, ConfigError
+from isrcheck.inputs import manifest
+from isrcheck.invariants import build_model
+from isrcheck.invariants.variants import ProtocolFactory, load_variant
+from isrcheck.model.config import PROTOCOL_KEYS, Config, ConfigError
 from isrcheck.model.protocol import Protocol
 from isrcheck.model.state import State
-from isrcheck.specs.protocol import GENERATION_KEY, GENERATION_NAMES
-from isrcheck.invariants.variants import ProtocolFactory, load_variant
-
-#: configuration keys that choose the protocol rather than the bounds
-PROTOCOL_KEYS = (GENERATION_KEY, "acks", "unclean_leader_election", "detect_restarts", "fenced_controller_writes",
-                 "hw_checkpoint", "stale_controller", "min_insync_replicas", "max_fetch_records",
-                 "fenced_reassignment_steps")
-
+from isrcheck.specs.protocol import GENERATION_NAMES
 
 @dataclass
 class Side:
@@ -51,6 +45,8 @@ def resolve_side(text: str, base: Config | None) -> Side:
 
 
 def bounds(cfg: Config) -> dict[str, Any]:
+    """The configuration less the keys that choose the protocol (model/config.py's metadata marks
+    them): two sides with the same bounds differ only in their protocols."""
     d = cfg.to_dict()
     for k in PROTOCOL_KEYS:
         d.pop(k, None)

@@ -10,10 +10,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from isrcheck import manifest
+from isrcheck.engine.checker import Checker, Step, Violation
+from isrcheck.inputs import manifest
 from isrcheck.invariants import build_model
 from isrcheck.model.brokersets import members
-from isrcheck.engine.checker import Checker, Step, Violation
 from isrcheck.model.records import render_log
 from isrcheck.model.state import NO_LEADER
 from isrcheck.specs.weaknesses import load_weaknesses

@@ -1,15 +1,11 @@
-"""Everything the user reads: trace tables, result summaries, the gate table, and JSON.
-
-Terminal output is built with rich; JSON output is plain data (``json.dumps`` works on every
-value returned here, and no Python repr ever leaks into it). Nothing here decides a verdict.
+"""What the user reads on the terminal: the configuration line, trace tables, result summaries,
+the manifest and the gate table (JSON is :mod:`isrcheck.render.as_json`, consoles and progress
+:mod:`isrcheck.render.terminal`). Nothing here decides a verdict.
 """
 from __future__ import annotations
 
 import io
-import os
-import sys
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Sequence
 from typing import Any
 
 from rich import box
@@ -18,28 +14,16 @@ from rich.padding import Padding
 from rich.table import Table
 from rich.text import Text
 
-from isrcheck.invariants.properties import describe, detail
-from isrcheck.model.action_text import to_json as action_to_json
+from isrcheck.engine.checker import CheckResult, Step, Violation
+from isrcheck.invariants.properties import detail
 from isrcheck.model.brokersets import members
 from isrcheck.model.brokersets import render as render_set
-from isrcheck.engine.checker import CheckResult, Progress, Step, Violation
-from isrcheck.model.config import Config
-from isrcheck.model.records import record_epoch, record_id, render_log
-from isrcheck.model.state import (
-    LEADER_AND_ISR,
-    NO_LEADER,
-    STOP_REPLICA,
-    Controller,
-    Replica,
-    Request,
-    State,
-)
-from isrcheck.model.tables import PartitionState, ReplicaState
-from isrcheck.render_changes import verbose_tables
-from isrcheck.tablefit import split_columns
+from isrcheck.model.config import Config, settings
+from isrcheck.model.records import render_log
+from isrcheck.model.state import NO_LEADER, State
+from isrcheck.render.tablefit import fit_width
 
 CHANGED = "bold yellow"
-TABLE_WIDTH = 120  # trace tables fit this when the console is not a terminal (see fit_width)
 LOOP_MARK = "\u21ba"  # the row where a lasso's loop starts
 DEAD = "red"
 OUTCOME_STYLE = {
@@ -56,280 +40,25 @@ OUTCOME_TEXT = {
 }
 
 
-# ============================================================================ consoles
-def make_console(stderr: bool = False) -> Console:
-    """A console; when the stream is not a terminal, wide enough that trace tables do not wrap."""
-    stream = sys.stderr if stderr else sys.stdout
-    width = None
-    if not (hasattr(stream, "isatty") and stream.isatty()) and "COLUMNS" not in os.environ:
-        width = 200
-    return Console(file=stream, width=width, highlight=False, soft_wrap=False)
-
-
-def is_terminal(stream: Any) -> bool:
-    try:
-        return bool(stream.isatty())
-    except (AttributeError, ValueError):
-        return False
-
-
-class StatusLine:
-    """The checker's progress callback, drawing on a rich status line; ``label`` may change."""
-
-    def __init__(self, status: Any, label: str) -> None:
-        self._status = status
-        self.label = label
-
-    def set_label(self, label: str) -> None:
-        self.label = label
-        self._status.update(f"{label}: starting")
-
-    def __call__(self, p: Progress) -> None:
-        self._status.update(
-            f"{self.label}: {p.states:,} states  depth {p.depth}  queue {p.queue:,}  "
-            f"{p.rate:,.0f}/s  {p.seconds:.0f}s"
-        )
-
-
-@contextmanager
-def progress_status(enabled: bool, label: str) -> Iterator[StatusLine | None]:
-    """A live, transient status line on stderr; yields the checker's progress callback (or None)."""
-    if not enabled:
-        yield None
-        return
-    console = Console(stderr=True, highlight=False)
-    with console.status(f"{label}: starting") as status:
-        yield StatusLine(status, label)
-
-
-def progress_line(text: str) -> None:
-    """One plain progress line on stderr, flushed at once: what a terminal's status line shows,
-    for CI logs and pipes (stderr not a terminal), where a status line would print nothing."""
-    stream = sys.stderr
-    stream.write(text + "\n")
-    stream.flush()
-
-
-def config_line(cfg: Config) -> str:
-    """The configuration in one line: the main bounds, then whatever differs from the defaults."""
-    parts = [f"brokers={cfg.brokers}", f"partitions={cfg.partitions}",
-             f"replication_factor={cfg.replication_factor}", f"max_records={cfg.max_records}"]
-    default = Config()
-    for key in ("min_insync_replicas", "unclean_leader_election", "hw_checkpoint", "stale_controller"):
-        value = getattr(cfg, key)
-        if value != getattr(default, key):
-            parts.append(f"{key}={str(value).lower() if isinstance(value, bool) else value}")
-    for key, value in cfg.to_dict()["faults"].items():
-        if value:
-            parts.append(f"faults.{key}={value}")
-    ops = cfg.to_dict()["operations"]
-    for key, value in ops.items():
-        if key == "reassignments":
-            for r in value:
-                parts.append(f"reassign:p{r['partition']}->[{','.join(map(str, r['target']))}]")
-        elif value:
-            parts.append(f"operations.{key}={str(value).lower() if isinstance(value, bool) else value}")
+# ============================================================================ configuration
+def config_line(cfg: Config, shared_with: Config | None = None) -> str:
+    """The configuration in one line, ``key=value`` for every key its metadata shows
+    (model/config.py, KeyInfo.shown): the main bounds and the protocol generation always, every
+    other key where it differs from the default; a reassignment as ``reassign:p0->[2,3]``.
+    ``shared_with``: only the keys both configurations hold alike (``diff``'s header, whose two
+    sides are named before it: ``diff kip-101 vs kip-279`` shows no generation of one side)."""
+    other = None if shared_with is None else {s.name: s.value for s in settings(shared_with)}
+    parts: list[str] = []
+    for s in settings(cfg):
+        if s.info.shown == "never" or (s.info.shown == "changed" and not s.changed):
+            continue
+        if other is not None and other[s.name] != s.value:
+            continue
+        if s.name == "operations.reassignments":
+            parts += [f"reassign:p{r['partition']}->[{','.join(map(str, r['target']))}]" for r in s.value]
+        else:
+            parts.append(f"{s.name}={str(s.value).lower() if isinstance(s.value, bool) else s.value}")
     return " ".join(parts)
-
-
-# ============================================================================ JSON
-def _ids(mask: int) -> list[int]:
-    return list(members(mask))
-
-
-def _by_broker(values: Sequence[int]) -> dict[str, int]:
-    return {str(i + 1): v for i, v in enumerate(values)}
-
-
-def _leader(b: int) -> int | None:
-    return None if b == NO_LEADER else b
-
-
-def _records(log: Sequence[int]) -> list[dict[str, int]]:
-    return [{"id": record_id(r), "epoch": record_epoch(r)} for r in log]
-
-
-def request_to_json(req: Request) -> dict[str, Any]:
-    if req[0] == LEADER_AND_ISR:
-        return {
-            "type": "LeaderAndIsr", "controller_epoch": req[1], "partition": req[2],
-            "leader": _leader(req[3]), "isr": _ids(req[4]), "leader_epoch": req[5],
-            "zk_version": req[6], "replicas": list(req[7]),
-        }
-    if req[0] == STOP_REPLICA:
-        return {"type": "StopReplica", "controller_epoch": req[1], "partition": req[2], "delete": bool(req[3])}
-    return {"type": "UpdateMetadata", "controller_epoch": req[1]}
-
-
-def _controller_to_json(c: Controller | None) -> dict[str, Any] | None:
-    if c is None:
-        return None
-    return {
-        "epoch": c.epoch,
-        "live": _ids(c.live),
-        "registrations": _by_broker(c.registrations),
-        "partition_states": {str(p): PartitionState(s).label for p, s in enumerate(c.partition_states)},
-        "replica_states": {
-            str(p): {str(b + 1): ReplicaState(s).label for b, s in enumerate(row)}
-            for p, row in enumerate(c.replica_states)
-        },
-        "reassign_step": {str(p): s for p, s in enumerate(c.reassign_step)},
-        "reassign_old": {str(p): list(r) for p, r in enumerate(c.reassign_old)},
-        "reassign_new": {str(p): list(r) for p, r in enumerate(c.reassign_new)},
-        "shutting_down": _ids(c.shutting_down),
-    }
-
-
-def _replica_to_json(r: Replica | None) -> dict[str, Any] | None:
-    if r is None:
-        return None
-    return {
-        "log": _records(r.log),
-        "leo": len(r.log),
-        "hw": r.hw,
-        "checkpoint": r.checkpoint,
-        "leader": _leader(r.leader),
-        "leader_epoch": r.leader_epoch,
-        "isr": _ids(r.isr),
-        "zk_version": r.zk_version,
-        "remote_leo": _by_broker(r.remote_leo),
-        "pending": _ids(r.pending),
-    }
-
-
-def state_to_json(s: State) -> dict[str, Any]:
-    """The state as plain JSON: broker sets as sorted id lists, records as {id, epoch},
-    controller state machines by their labels, per-broker maps keyed by broker id."""
-    zk = s.zk
-    return {
-        "zk": {
-            "live": _ids(zk.live),
-            "registrations": _by_broker(zk.registrations),
-            "controller_epoch": zk.controller_epoch,
-            "partitions": [
-                {
-                    "partition": p, "replicas": list(zp.replicas), "leader": _leader(zp.leader),
-                    "isr": _ids(zp.isr), "leader_epoch": zp.leader_epoch, "version": zp.version,
-                    "controller_epoch": zp.controller_epoch,
-                }
-                for p, zp in enumerate(zk.partitions)
-            ],
-            "reassign": {str(p): list(t) for p, t in enumerate(zk.reassign) if t},
-            "preferred": _ids(zk.preferred),
-            "deleting": _ids(zk.deleting),
-        },
-        "controller": _controller_to_json(s.controller),
-        "stale_controller": _controller_to_json(s.stale),
-        "brokers": [
-            {
-                "id": i + 1, "alive": br.alive, "controller_epoch": br.controller_epoch,
-                "replicas": {str(p): _replica_to_json(r) for p, r in enumerate(br.replicas)},
-                "inbox": [request_to_json(q) for q in s.inbox[i]],
-            }
-            for i, br in enumerate(s.brokers)
-        ],
-        "ghost": [
-            {
-                "partition": p, "produced": g.produced, "acked": _ids(g.acked),
-                "exposed": _records(g.exposed), "reassign_origin": list(g.reassign_origin),
-            }
-            for p, g in enumerate(s.ghost)
-        ],
-        "budget": dict(s.budget._asdict()),
-        "pending_reassignments": [{"partition": p, "target": list(t)} for p, t in s.reassignments],
-    }
-
-
-def trace_to_json(trace: Sequence[Step]) -> list[dict[str, Any]]:
-    return [
-        {
-            "step": i,
-            "action": None if st.action is None else action_to_json(st.action),
-            "state": None if st.state is None else state_to_json(st.state),
-        }
-        for i, st in enumerate(trace)
-    ]
-
-
-def violation_to_json(v: Violation) -> dict[str, Any]:
-    out = {
-        "property": v.property,
-        "kind": v.kind,
-        "message": describe(v),  # never empty: the property and the values that broke it
-        "length": v.length,
-        "trace": trace_to_json(v.trace),
-    }
-    if v.kind == "liveness":
-        out["loop"] = v.loop  # the step the last one goes back to (== length: it stutters there)
-    return out
-
-
-def liveness_to_json(result: Any) -> dict[str, Any]:
-    """A LivenessResult as plain data (the ``liveness`` object of ``check --json``)."""
-    return {
-        "fairness": list(result.fairness),
-        "complete": result.complete,
-        "states": result.states,
-        "edges": result.edges,
-        "bytes": result.bytes,
-        "seconds": _round(result.seconds),
-        "verdicts": [
-            {"property": v.property,
-             "verdict": "unknown" if v.holds is None else ("holds" if v.holds else "broken"),
-             "instance": v.lasso.instance if v.lasso is not None else None,
-             "violation": violation_to_json(v.violation) if v.violation is not None else None}
-            for v in result.verdicts
-        ],
-    }
-
-
-def _round(x: float) -> float:
-    return round(x, 6)
-
-
-def result_to_json(model_name: str, config: Config, result: CheckResult) -> dict[str, Any]:
-    """A CheckResult as one JSON object (what ``isrcheck check --json`` prints)."""
-    return {
-        "model": model_name,
-        "mode": "check",
-        "outcome": result.outcome,
-        "violations": [violation_to_json(v) for v in result.violations],
-        "distinct_states": result.distinct_states,
-        "depth": result.depth,
-        "seconds": _round(result.seconds),
-        "transitions": result.transitions,
-        "states_per_second": _round(result.states_per_second),
-        "collision_probability": result.collision_probability,
-        "coverage": dict(result.coverage),
-        "unwitnessed": list(result.unwitnessed),
-        "limit_hit": result.limit_hit,
-        "config": config.to_dict(),
-    }
-
-
-def simulation_to_json(model_name: str, config: Config, result: Any) -> dict[str, Any]:
-    """A SimulationResult as one JSON object (what ``isrcheck simulate --json`` prints)."""
-    return {
-        "model": model_name,
-        "mode": "simulate",
-        "outcome": result.outcome,
-        "seed": result.seed,
-        "strategy": result.strategy,
-        "walks": result.walks,
-        "first_found": result.first_found,  # the walk that found the first violation (then: shrinking)
-        "max_depth": result.max_depth,
-        "violations": [violation_to_json(v) for v in result.violations],
-        "distinct_states": result.distinct_states,
-        "depth": result.deepest,
-        "dead_ends": result.dead_ends,
-        "seconds": _round(result.seconds),
-        "transitions": result.steps,
-        "steps_per_second": _round(result.steps_per_second),
-        "coverage": dict(result.coverage),
-        "witnessed": list(result.witnessed),
-        "unwitnessed": list(result.unwitnessed),
-        "config": config.to_dict(),
-    }
 
 
 # ============================================================================ trace table
@@ -343,7 +72,7 @@ def state_cells(s: State) -> tuple[list[str], list[bool]]:
         else:
             cells += ["[" + ",".join(map(str, zp.replicas)) + "]",
                       str(zp.leader) if zp.leader != NO_LEADER else "none", render_set(zp.isr), str(zp.leader_epoch)]
-        acked = _ids(s.ghost[p].acked)
+        acked = list(members(s.ghost[p].acked))
         cells.append(",".join(f"m{i}" for i in acked) if acked else "-")
         dead += [False] * 5
     for br in s.brokers:
@@ -412,63 +141,6 @@ def trace_table(trace: Sequence[Step], title: str = "", caption: str = "", loop:
         what = "(stutters forever)" if loop == last else f"(back to step {loop}, forever)"
         table.add_row(Text(LOOP_MARK, style="bold magenta"), Text(what, style="bold magenta"))
     return table
-
-
-def fit_width(console: Console) -> int:
-    """The width tables are fitted to: the terminal's (or COLUMNS), else at most TABLE_WIDTH (a
-    pipe or CI log, where make_console's wide default only keeps other output from wrapping)."""
-    if console.is_terminal or "COLUMNS" in os.environ:
-        return console.width
-    return min(console.width, TABLE_WIDTH)
-
-
-def _is_trace_table(renderable: RenderableType) -> bool:
-    if not isinstance(renderable, Table) or len(renderable.columns) < 2:
-        return False
-    return [str(c.header) for c in renderable.columns[:2]] == ["#", "action"]
-
-
-def print_wide(console: Console, renderable: RenderableType) -> None:
-    """Print a wide table whole. A trace table wider than fit_width is stacked: panels of whole
-    partition and broker column groups, each repeating the step and action (isrcheck.tablefit).
-    Anything else, or a single group still too wide, lets lines run past the edge rather than
-    truncating cells (a counterexample with elided cells would be worse than one that wraps)."""
-    limit = fit_width(console)
-    if isinstance(renderable, Table) and _is_trace_table(renderable):
-        panels = split_columns(console, renderable, limit)
-        if len(panels) > 1:  # title and caption span the panels, at the fitted width
-            if renderable.title:
-                console.print(Text(str(renderable.title), style="table.title"), width=limit)
-            for panel in panels:
-                panel.title = panel.title if panel is not panels[0] else None
-                panel.caption = None
-                _print_whole(console, panel)
-                console.print()
-            if renderable.caption:
-                console.print(Text(str(renderable.caption)), width=limit)
-            return
-    _print_whole(console, renderable)
-
-
-def print_verbose(console: Console, trace: Sequence[Step], loop: int | None = None) -> None:
-    """``--verbose``: below a trace table, every field of the initial state and every field each
-    step changed (isrcheck.render_changes), folded to fit_width."""
-    for item in verbose_tables(trace, loop=loop):
-        console.print(item, width=fit_width(console))
-    console.print()
-
-
-def _print_whole(console: Console, renderable: RenderableType) -> None:
-    need = console.measure(renderable, options=console.options.update(width=10_000)).maximum
-    width = console.width
-    if need <= width:
-        console.print(renderable)
-        return
-    console.width = need
-    try:
-        console.print(renderable, crop=False)
-    finally:
-        console.width = width
 
 
 def violation_title(v: Violation) -> str:

@@ -1,6 +1,6 @@
 """``isrcheck prove`` (selectors, transitions, inductive) and ``isrcheck bmc``: the z3 side.
 
-Registered by ``isrcheck/cli.py`` with ``main.add_command(prove)`` and ``main.add_command(bmc)``.
+Registered by ``isrcheck/cli.py`` on the ``isrcheck`` group.
 
 Verdicts are three-valued (specs/08-symbolic.md): PROVED, REFUTED (with a concrete counterexample)
 or UNKNOWN (z3 gave up, usually at the --timeout per query); an unknown is never reported as
@@ -14,7 +14,6 @@ With ``--json`` exactly one JSON object goes to stdout.
 from __future__ import annotations
 
 import json
-import sys
 import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
@@ -26,7 +25,9 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from isrcheck import manifest, render
+from isrcheck.commands.options import json_opt, model_arg, show_progress
+from isrcheck.commands.usage import error_line
+from isrcheck.inputs import manifest
 from isrcheck.invariants.symbolic.verdicts import (
     EXIT_BAD_INPUT,
     Obligation,
@@ -34,9 +35,10 @@ from isrcheck.invariants.symbolic.verdicts import (
     exit_code,
     overall,
 )
-from isrcheck.model.config import Config, ConfigError
-from isrcheck.specs.manifest import ManifestError, Target
 from isrcheck.invariants.variants import VariantFailure, debug_requested, load_variant, report_failure, variant_option
+from isrcheck.model.config import Config, ConfigError
+from isrcheck.render import json_form, tablefit, tables, terminal
+from isrcheck.specs.manifest import ManifestError, Target
 
 VERDICT_STYLE = {Verdict.PROVED: "bold green", Verdict.REFUTED: "bold red", Verdict.UNKNOWN: "bold yellow",
                  Verdict.NOT_INDUCTIVE: "bold magenta"}
@@ -49,7 +51,7 @@ class InputError(Exception):
 
 
 def _fail(message: str) -> NoReturn:
-    click.echo(f"error: {' '.join(str(message).split())}", err=True)
+    click.echo(error_line(message), err=True)
     raise click.exceptions.Exit(EXIT_BAD_INPUT)
 
 
@@ -95,10 +97,6 @@ def _progress(enabled: bool, label: str) -> Iterator[Callable[[str], None]]:
         yield _Status(status, label)
 
 
-def _show_progress(as_json: bool) -> bool:
-    return not as_json and render.is_terminal(sys.stderr)
-
-
 def _summary_table(title: str, obligations: Sequence[Obligation]) -> Table:
     table = Table(title=title, box=box.SIMPLE_HEAD, title_justify="left", pad_edge=False)
     table.add_column("property", overflow="fold")
@@ -134,7 +132,7 @@ def _print_counterexamples(console: Console, obligations: Sequence[Obligation]) 
         if trace:
             from isrcheck.engine.checker import Step
 
-            render.print_wide(console, render.trace_table([Step(a, st) for a, st in trace],
+            tablefit.print_wide(console, tables.trace_table([Step(a, st) for a, st in trace],
                                                           title=f"Counterexample: {o.property} after {len(trace) - 1} steps",
                                                           caption="replayed by the model; yellow: changed; red: broker down"))
         console.print()
@@ -167,13 +165,13 @@ def _obligation_json(o: Obligation) -> dict[str, Any]:
     d = o.to_json()
     cti = getattr(o, "cti", None)
     if cti is not None:  # counterexamples to induction: the two states in the model's JSON form
-        d["counterexample"]["before_state"] = render.state_to_json(cti.before)
-        d["counterexample"]["after_state"] = render.state_to_json(cti.after)
+        d["counterexample"]["before_state"] = json_form.state_to_json(cti.before)
+        d["counterexample"]["after_state"] = json_form.state_to_json(cti.after)
     trace = getattr(o, "trace", None)
     if trace:  # BMC: the replayed trace, as `isrcheck check --json` prints one
         from isrcheck.engine.checker import Step
 
-        d["counterexample"]["trace"] = render.trace_to_json([Step(a, st) for a, st in trace])
+        d["counterexample"]["trace"] = json_form.trace_to_json([Step(a, st) for a, st in trace])
     return d
 
 
@@ -188,7 +186,7 @@ def _emit(as_json: bool, payload: dict[str, Any], title: str, obligations: Seque
                    "obligations": [_obligation_json(o) for o in obligations]}
         click.echo(json.dumps(payload, indent=2, default=str))
     else:
-        console = render.make_console()
+        console = terminal.make_console()
         console.print(_summary_table(title, obligations))
         if extra is not None:
             extra(console)
@@ -197,7 +195,6 @@ def _emit(as_json: bool, payload: dict[str, Any], title: str, obligations: Seque
     raise click.exceptions.Exit(code)
 
 
-_json_opt = click.option("--json", "as_json", is_flag=True, help="Print one JSON object on stdout.")
 def _timeout(default: float) -> Callable[[Any], Any]:
     return click.option("--timeout", type=click.FloatRange(min=0.1), default=default, show_default=True,
                         metavar="SECONDS", help="Time limit of each z3 query; a query that hits it is UNKNOWN.")
@@ -251,7 +248,7 @@ def _variant_refused(command: str) -> Callable[[Any], Any]:
 @click.option("--samples", type=click.IntRange(min=0), default=500, show_default=True, metavar="S",
               help="Random inputs on which the z3 encoding is compared with the Python code (and a variant checked).")
 @_timeout_opt
-@_json_opt
+@json_opt
 @_guarded
 def selectors(max_brokers: int, variant: str | None, protocol_spec: str | None, exhaustive_brokers: int,
               samples: int, timeout: float, as_json: bool) -> None:
@@ -278,7 +275,7 @@ def selectors(max_brokers: int, variant: str | None, protocol_spec: str | None, 
         if type(proto).select is not Protocol.select:
             select = proto.select
     start = time.perf_counter()
-    with _progress(_show_progress(as_json), "prove selectors") as progress:
+    with _progress(show_progress(as_json), "prove selectors") as progress:
         report = prove_selectors(max_brokers, timeout, select, generation, exhaustive_brokers, samples,
                                  progress=progress)
     obligations = list(report.obligations)
@@ -320,7 +317,7 @@ def selectors(max_brokers: int, variant: str | None, protocol_spec: str | None, 
               "contain a bounced broker.")
 @_variant_refused("prove transitions")
 @_timeout_opt
-@_json_opt
+@json_opt
 @_guarded
 def transitions(no_invariants: bool, detects_restarts: bool, timeout: float, as_json: bool) -> None:
     """Prove that every controller operation's moves respect the partition and replica tables.
@@ -338,7 +335,7 @@ def transitions(no_invariants: bool, detects_restarts: bool, timeout: float, as_
 
     start = time.perf_counter()
     generation = "kafka-2.2+" if detects_restarts else "kafka-0.8"
-    with _progress(_show_progress(as_json), "prove transitions") as progress:
+    with _progress(show_progress(as_json), "prove transitions") as progress:
         report = prove_transitions(timeout, generation, progress, with_invariants=not no_invariants,
                                    detects_restarts=detects_restarts)
     from isrcheck.invariants.symbolic.expected import mark_expected
@@ -362,7 +359,6 @@ def _target(name: str | None, config_file: str | None, overrides: Sequence[str],
     return manifest.resolve(name, config_file, overrides)
 
 
-_model_arg = click.argument("name", required=False, metavar="[NAME]")
 _config_opt = click.option("--config", "config_file", metavar="FILE", help="A configuration file (TOML) instead of NAME.")
 _set_opt = click.option("--set", "overrides", multiple=True, metavar="KEY=VALUE",
                         help="Override a configuration key (repeatable).")
@@ -375,7 +371,7 @@ _queue_opt = click.option("--queue", type=click.IntRange(1, 8), default=None, me
 
 
 @prove.command(short_help="Inductive invariants of the replication core (Houdini).")
-@_model_arg
+@model_arg
 @_config_opt
 @_set_opt
 @_gen_opt
@@ -391,7 +387,7 @@ _queue_opt = click.option("--queue", type=click.IntRange(1, 8), default=None, me
                    "no-truncation-on-becoming-follower.")
 @_variant_refused("prove inductive")
 @_timeout(300.0)
-@_json_opt
+@json_opt
 @_guarded
 def inductive(name: str | None, config_file: str | None, overrides: tuple[str, ...], generation: str,
               queue: int | None, all_actions: bool, reach_states: int, mutation: str | None, timeout: float,
@@ -423,14 +419,14 @@ def inductive(name: str | None, config_file: str | None, overrides: tuple[str, .
         cfg = target.config if generation is None else dataclasses.replace(target.config, generation=generation)
         m = find_mutation(mutation, cfg)
         rule, protocol = m.rule(cfg), m.protocol(cfg)
-    with _progress(_show_progress(as_json), f"prove inductive {target.label}") as progress:
+    with _progress(show_progress(as_json), f"prove inductive {target.label}") as progress:
         res = prove_inductive(target.config, generation, timeout, queue, progress,
                               per_action="all" if all_actions else True, rule=rule)
         reach = _classify_ctis(target.config, generation, res.obligations, reach_states, progress, protocol,
                                res.per_kind)
 
     def extra(console: Console) -> None:
-        console.print(Text(target.label, style="bold") + Text(f"  {render.config_line(target.config)}"))
+        console.print(Text(target.label, style="bold") + Text(f"  {tables.config_line(target.config)}"))
         console.print(Text("strengthening invariants (proved inductive with the properties): "
                            + (", ".join(res.kept) or "none"), style="dim"))
         console.print(Text("candidates discarded (not inductive here): "
@@ -466,7 +462,7 @@ def _classify_ctis(cfg: Config, generation: str | None, obligations: Sequence[Ob
 
 # ============================================================================ bmc
 @click.command(short_help="Bounded model checking of the replication encoding with z3.")
-@_model_arg
+@model_arg
 @_config_opt
 @_set_opt
 @click.option("--depth", type=click.IntRange(0, 64), default=8, show_default=True, metavar="K",
@@ -476,7 +472,7 @@ def _classify_ctis(cfg: Config, generation: str | None, obligations: Sequence[Ob
 @_queue_opt
 @_variant_refused("bmc")
 @_timeout_opt
-@_json_opt
+@json_opt
 @_guarded
 def bmc(name: str | None, config_file: str | None, overrides: tuple[str, ...], depth: int, stop_at_first: bool,
         generation: str, queue: int | None, timeout: float, as_json: bool) -> None:
@@ -492,11 +488,11 @@ def bmc(name: str | None, config_file: str | None, overrides: tuple[str, ...], d
 
     target = _target(name, config_file, overrides, "")
     start = time.perf_counter()
-    with _progress(_show_progress(as_json), f"bmc {target.label}") as progress:
+    with _progress(show_progress(as_json), f"bmc {target.label}") as progress:
         res = run_bmc(target.config, depth, generation, timeout, queue, progress, stop_at_first)
 
     def extra(console: Console) -> None:
-        console.print(Text(target.label, style="bold") + Text(f"  {render.config_line(target.config)}  depth={depth}"))
+        console.print(Text(target.label, style="bold") + Text(f"  {tables.config_line(target.config)}  depth={depth}"))
         for n, d in res.witnessed.items():
             console.print(Text(f"{n}: witnessed after {d} steps" if d is not None else
                                f"{n}: not witnessed within {depth} steps", style="dim"))

@@ -18,13 +18,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from isrcheck import manifest
+from isrcheck.engine import explore
+from isrcheck.engine.core import Checks, Model, Step
+from isrcheck.engine.memory import CHECK_EVERY, resident_bytes
+from isrcheck.inputs import manifest
 from isrcheck.invariants import build_model
 from isrcheck.model.action_text import parse
 from isrcheck.model.actions import Action
-from isrcheck.engine.core import Checks, Model, Step
-from isrcheck.engine import explore
-from isrcheck.engine.memory import CHECK_EVERY, resident_bytes
 from isrcheck.model.config import Config, ConfigError, from_mapping
 from isrcheck.specs.actions import ActionSyntaxError
 from isrcheck.specs.inputs import Kind

@@ -23,9 +23,9 @@ from typing import Any, TypeVar
 
 import click
 
-from isrcheck import render
-from isrcheck.model.config import ConfigError
 from isrcheck.engine.core import Progress
+from isrcheck.model.config import ConfigError
+from isrcheck.render import terminal
 
 __all__ = ["MEMORY_ENV", "STEPS_ENV", "PROGRESS_ENV", "DEFAULT_MAX_STEPS", "Ceiling", "parse_size",
            "default_memory_ceiling", "memory_ceiling", "memory_option", "step_cap", "steps_option",
@@ -156,7 +156,7 @@ def steps_option(f: F) -> F:
 def report_limit(ceiling: Ceiling) -> None:
     """The one line on stderr saying that the memory ceiling stopped the run, and how to raise it."""
     size = format_size(ceiling.limit) if ceiling.limit is not None else "?"
-    render.progress_line(
+    terminal.progress_line(
         f"stopped: resident memory passed the ceiling of {size} ({ceiling.source}), so nothing is proved; "
         f"raise it with --max-memory SIZE or {MEMORY_ENV}=SIZE (0 or none: no ceiling)")
 
@@ -200,7 +200,7 @@ class PipedProgress:
         if now - self._last < self.every:
             return
         self._last = now
-        render.progress_line(f"{self.label}: {p.states:,} states  depth {p.depth}  {self.queue} {p.queue:,}  "
+        terminal.progress_line(f"{self.label}: {p.states:,} states  depth {p.depth}  {self.queue} {p.queue:,}  "
                              f"{p.rate:,.0f}/s  {p.seconds:.0f} s")
 
 
@@ -208,8 +208,8 @@ class PipedProgress:
 def progress(as_json: bool, label: str, queue: str = "queue") -> Iterator[Any]:
     """The progress callback of a long run: a live status line on a terminal (not with --json, as
     before), plain lines on stderr otherwise (a pipe, a CI log; with --json too, as `gate` does)."""
-    if render.is_terminal(sys.stderr):
-        with render.progress_status(not as_json, label) as status:
+    if terminal.is_terminal(sys.stderr):
+        with terminal.progress_status(not as_json, label) as status:
             yield status
         return
     yield PipedProgress(label, _progress_seconds(), queue)

@@ -16,9 +16,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from isrcheck.engine.core import Step
 from isrcheck.model.brokersets import members
 from isrcheck.model.brokersets import render as render_set
-from isrcheck.engine.core import Step
 from isrcheck.model.records import record_id
 from isrcheck.model.state import LEADER_AND_ISR, NO_LEADER, STOP_REPLICA, Request, State, Zk
 from isrcheck.specs.actions import actions as vocabulary

@@ -11,9 +11,10 @@ import click
 from rich.markup import escape
 from rich.text import Text
 
-from isrcheck import render, resources
+from isrcheck.commands import resources
 from isrcheck.engine.checker import CheckResult, Violation
 from isrcheck.engine.parallel import search
+from isrcheck.render import tables, terminal
 
 from isrcheck.peers.kafka_specification.model import MODULES, PeerModel, PeerModelError, PeerState, state_line
 
@@ -50,7 +51,7 @@ def result_json(label: str, model: PeerModel, result: CheckResult) -> dict[str, 
 
 def trace_lines(v: Violation) -> list[str]:
     """The counterexample: one numbered line per step, the action then the state."""
-    out = [f"{render.violation_title(v)} ({v.length + 1} states, Init included, as TLC counts)"]
+    out = [f"{tables.violation_title(v)} ({v.length + 1} states, Init included, as TLC counts)"]
     for i, st in enumerate(v.trace):
         action = "(initial state)" if st.action is None else str(st.action)
         out.append(f"{i:3d}. {action}")
@@ -63,21 +64,21 @@ def check_peer(module: str, replicas: int, symmetry: bool, only: Sequence[str], 
                max_states: int | None, keep_going: bool, workers: int, as_json: bool,
                show_progress: bool, ceiling: resources.Ceiling | None = None) -> int:
     """Run the check and print it; the exit status (0 success, 1 otherwise, 2 bad arguments).
-    ``ceiling``: the memory ceiling (isrcheck/resources.py), reported in one line when it stops the search."""
+    ``ceiling``: the memory ceiling (isrcheck/commands/resources.py), reported in one line when it stops the search."""
     try:
         model = PeerModel(module, replicas, symmetry, properties=list(only) if only else None)
     except PeerModelError as e:
         click.echo(f"error: {e}", err=True)
         return 2
     label = f"peer {module} ({MODULES[module]})"
-    with render.progress_status(show_progress, f"checking {label}") as progress:
+    with terminal.progress_status(show_progress, f"checking {label}") as progress:
         result = search(model, workers=workers, max_depth=max_depth, max_states=max_states,
                         stop_on_first=not keep_going, progress=progress,
                         max_memory=ceiling.limit if ceiling is not None else None)
     if as_json:
         click.echo(json.dumps(result_json(label, model, result), indent=2))
     else:
-        console = render.make_console()
+        console = terminal.make_console()
         console.print(f"[bold]{escape(label)}[/bold]  replicas={replicas} log_size={model.log_size} "
                       f"max_records={model.max_records} max_leader_epoch={model.max_leader_epoch}"
                       f"  symmetry={'on' if symmetry else 'off'}", highlight=False)
@@ -85,7 +86,7 @@ def check_peer(module: str, replicas: int, symmetry: bool, only: Sequence[str], 
             for line in trace_lines(v):
                 console.print(Text(line))
             console.print()
-        for item in render.check_summary(label, result):
+        for item in tables.check_summary(label, result):
             console.print(item)
         console.print(Text(f"TLC's conventions: depth {result.depth + 1} (Init counts as 1)"
                            + "".join(f"; {v.property} trace {v.length + 1} states" for v in result.violations),

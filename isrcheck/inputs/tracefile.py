@@ -16,11 +16,11 @@ from typing import Any
 
 from isrcheck.conformance.sides import acked_of
 from isrcheck.conformance.traces import Trace, TraceError, load_trace
+from isrcheck.engine.core import Step
+from isrcheck.inputs.scenario import Scenario, ScenarioError, replay
 from isrcheck.invariants import build_model
 from isrcheck.model.actions import Action
-from isrcheck.engine.core import Step
 from isrcheck.model.observe import observe
-from isrcheck.scenario import Scenario, ScenarioError, replay
 from isrcheck.specs.inputs import InputError, Kind, read_head
 
 __all__ = ["TRACE_SUFFIXES", "ReplayedTrace", "check_replay", "is_trace_file", "replay_trace", "scenario_of_trace"]

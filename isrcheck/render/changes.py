@@ -1,12 +1,12 @@
 """``--verbose``: the whole state in view, step by step.
 
-The trace table (render.trace_table) shows the few columns that tell most stories; a step that
-changes only something else (a request queue, the leader's view of a follower's log end offset,
-the controller's replica states, the budget) looks there as if nothing happened. These tables
-show every field (isrcheck.statefields derives them from the state's structure): the initial
-state in full, then for each step every field that changed, grouped by partition, broker,
-controller, queues, store and budget. Values fold rather than widen the table, so it fits the
-console's width.
+The trace table (isrcheck.render.tables.trace_table) shows the few columns that tell most
+stories; a step that changes only something else (a request queue, the leader's view of a
+follower's log end offset, the controller's replica states, the budget) looks there as if nothing
+happened. These tables show every field (isrcheck.render.statefields derives them from the state's
+structure): the initial state in full, then for each step every field that changed, grouped by
+partition, broker, controller, queues, store and budget. Values fold rather than widen the table,
+so it fits the console's width.
 """
 from __future__ import annotations
 
@@ -14,17 +14,18 @@ from collections.abc import Sequence
 from itertools import groupby
 
 from rich import box
-from rich.console import RenderableType
+from rich.console import Console, RenderableType
 from rich.table import Table
 from rich.text import Text
 
 from isrcheck.engine.checker import Step
-from isrcheck.statefields import ABSENT, changes, fields, group_rank
+from isrcheck.render.statefields import ABSENT, changes, fields, group_rank
+from isrcheck.render.tablefit import fit_width
+from isrcheck.render.tables import LOOP_MARK
 
-__all__ = ["changes_table", "initial_state_table", "verbose_tables"]
+__all__ = ["changes_table", "initial_state_table", "print_verbose", "verbose_tables"]
 
 NO_CHANGE = "(no change)"
-LOOP_MARK = "\u21ba"  # as in the trace table: the step where a lasso's loop starts
 LEGEND = ("b1: broker 1, p0: partition 0; requests: ce controller epoch, p partition, le leader epoch, "
           "zkv znode version, AR assigned replicas; " + ABSENT + ": the state has no such field")
 
@@ -94,3 +95,11 @@ def verbose_tables(trace: Sequence[Step], loop: int | None = None) -> list[Rende
     if first is None:
         return []
     return [initial_state_table(first), changes_table(trace, loop=loop), Text(LEGEND, style="dim")]
+
+
+def print_verbose(console: Console, trace: Sequence[Step], loop: int | None = None) -> None:
+    """``--verbose``: below a trace table, every field of the initial state and every field each
+    step changed (verbose_tables), folded to fit_width."""
+    for item in verbose_tables(trace, loop=loop):
+        console.print(item, width=fit_width(console))
+    console.print()

@@ -20,30 +20,23 @@ import json
 import os
 import signal
 from typing import Any
-
 import click
 
-from isrcheck.impl.core.config import ConfigError, from_mapping, load_file, to_mapping
-from isrcheck.impl.core.store import StoreError
+from isrcheck.commands.cluster_simulate import simulate as _simulate
+from isrcheck.commands.cluster_torture import torture as _torture
+from isrcheck.commands.usage import OneLineErrors
 from isrcheck.impl.process.client import ClientError
 from isrcheck.impl.process.cluster import ClusterError, LocalCluster
+from isrcheck.impl.core.config import ConfigError, from_mapping, load_file, to_mapping
 from isrcheck.impl.process.exit_reason import exit_error
+from isrcheck.impl.core.store import StoreError
 from isrcheck.impl.process.unsafe_settings import warning_lines
 
 DEFAULT_DIR = os.environ.get("ISRCHECK_CLUSTER_DIR", ".isrcheck-cluster")
-_ERRORS = (ClusterError, ClientError, ConfigError, StoreError, OSError)
 
 
-class _Group(click.Group):
-    def invoke(self, ctx: click.Context) -> Any:
-        try:
-            return super().invoke(ctx)
-        except click.UsageError as e:  # bad input: one line, exit 2
-            click.echo(f"error: {' '.join(e.format_message().split())}", err=True)
-            ctx.exit(2)
-        except _ERRORS as e:
-            click.echo(f"error: {' '.join(str(e).split())}", err=True)
-            ctx.exit(2)
+class _Group(OneLineErrors):
+    errors = (ClusterError, ClientError, ConfigError, StoreError, OSError)
 
 
 def _fail(message: str) -> None:
@@ -150,7 +143,7 @@ def _print_status(c: LocalCluster) -> None:
     for name, p in sorted(c.procs.items()):
         procs.append(f"{name}:{p['port']}{'' if c.alive(name) else ' (down)'}")
     click.echo("processes: " + ", ".join(procs))
-    for name in sorted(c.procs):  # a process that refused to start says why (impl/process/exit_reason.py)
+    for name in sorted(c.procs):  # a process that refused to start says why (impl/exit_reason.py)
         why = None if c.alive(name) else exit_error(c.dir / f"{name}.log")
         if why:
             click.echo(f"{name} is down: {why}")
@@ -290,12 +283,7 @@ def restart(broker: int, directory: str) -> None:
     click.echo(f"{name} restarted on port {info['port']}")
 
 
-from isrcheck.cli_simulate import simulate as _simulate  # noqa: E402  (seeded random faults, in process)
-
-cluster.add_command(_simulate)
-
-from isrcheck.cli_torture import torture as _torture  # noqa: E402  (a nemesis against real processes)
-
-cluster.add_command(_torture)
+cluster.add_command(_simulate)  # seeded random faults, in process
+cluster.add_command(_torture)  # a nemesis against real processes
 
 __all__ = ["cluster"]

@@ -1,5 +1,5 @@
-"""``isrcheck spark ...``: the Spark pipeline's commands (registered by cli.py with
-``main.add_command(spark)``).
+"""``isrcheck spark ...``: the Spark pipeline's commands (registered by isrcheck/cli.py on the
+``isrcheck`` group).
 
 Nothing here imports pyspark or pyarrow at import time: ``isrcheck --help`` works without them,
 and a pipeline command on a machine without them (or without Java 17) fails with one ``error:``
@@ -13,16 +13,19 @@ import sys
 import tempfile
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Iterator, NoReturn
+from typing import Any, Iterator
 
 import click
 
-from isrcheck import manifest, render
+from isrcheck.commands.options import emit_json, exit_with, json_opt, set_opt
+from isrcheck.commands.usage import error_line
+from isrcheck.inputs import manifest
+from isrcheck.invariants.variants import VariantFailure, failure_from_text, variant_option
 from isrcheck.model.config import ConfigError
 from isrcheck.pipeline.errors import PipelineError
+from isrcheck.render import json_form, tablefit, tables, terminal
 from isrcheck.specs.actions import ActionSyntaxError
 from isrcheck.specs.manifest import ManifestError
-from isrcheck.invariants.variants import VariantFailure, failure_from_text, variant_option
 
 
 def _user_errors() -> tuple[type[BaseException], ...]:
@@ -38,7 +41,7 @@ class _SparkGroup(click.Group):
         try:
             return super().invoke(ctx)
         except _user_errors() as e:
-            click.echo(f"error: {' '.join(str(e).split())}", err=True)
+            click.echo(error_line(e), err=True)
             ctx.exit(2)
         except (VariantFailure, click.exceptions.Exit, click.ClickException, click.exceptions.Abort):
             raise  # a variant that raised in this process: the main group reports it
@@ -48,14 +51,6 @@ class _SparkGroup(click.Group):
                 raise
             click.echo(f"error: {line}", err=True)
             ctx.exit(2)
-
-
-def _exit(code: int) -> NoReturn:
-    raise click.exceptions.Exit(code)
-
-
-def _emit_json(obj: Any) -> None:
-    click.echo(json.dumps(obj, indent=2))
 
 
 def _descriptions() -> dict[str, str]:
@@ -93,11 +88,8 @@ def _spec(name: str | None, config_file: str | None, overrides: tuple[str, ...],
 _model_arg = click.argument("name", required=False, metavar="[MODEL]")
 _config_opt = click.option("--config", "config_file", metavar="FILE",
                            help="A configuration file (TOML) instead of a MODEL name.")
-_set_opt = click.option("--set", "overrides", multiple=True, metavar="KEY=VALUE",
-                        help="Override a configuration key, e.g. --set faults.crashes=1 (repeatable).")
 _master_opt = click.option("--master", metavar="URL", default=None,
                            help="Spark master (default: spark-submit's when started by it, else local[*]: every core here).")
-_json_opt = click.option("--json", "as_json", is_flag=True, help="Print one JSON object on stdout.")
 
 
 @click.group("spark", cls=_SparkGroup, context_settings={"help_option_names": ["-h", "--help"]})
@@ -125,7 +117,7 @@ def _level_table(levels: list[Any]) -> Any:
 @spark.command(short_help="Breadth-first exploration on Spark (hybrid, resumable).")
 @_model_arg
 @_config_opt
-@_set_opt
+@set_opt
 @_master_opt
 @click.option("--out", "out_dir", metavar="DIR", help="Run directory (Parquet levels); default: a temporary one.")
 @click.option("--resume", is_flag=True, help="Continue the run in --out DIR from its last complete level.")
@@ -138,7 +130,7 @@ def _level_table(levels: list[Any]) -> Any:
               help="Compute at most N levels now (resume later with --resume).")
 @click.option("--symmetry/--no-symmetry", default=None, help="Force broker-symmetry reduction on or off.")
 @variant_option
-@_json_opt
+@json_opt
 def explore(name: str | None, config_file: str | None, overrides: tuple[str, ...], master: str | None,
             out_dir: str | None, resume: bool, spark_threshold: int | None, max_depth: int | None,
             max_states: int | None, stop_after_levels: int | None, symmetry: bool | None, variant: str | None,
@@ -163,8 +155,8 @@ def explore(name: str | None, config_file: str | None, overrides: tuple[str, ...
         out = Path(temp) / "run"
     else:
         out = Path(out_dir)
-    show = not as_json and render.is_terminal(sys.stderr)
-    console = render.make_console(stderr=True)
+    show = not as_json and terminal.is_terminal(sys.stderr)
+    console = terminal.make_console(stderr=True)
 
     def on_level(stats: Any) -> None:
         if show:
@@ -183,7 +175,7 @@ def explore(name: str | None, config_file: str | None, overrides: tuple[str, ...
             shutil.rmtree(temp, ignore_errors=True)
     result = res.result
     if as_json:
-        obj = render.result_to_json(spec.label, target.config, result)
+        obj = json_form.result_to_json(spec.label, target.config, result)
         obj.update({
             "mode": "spark-explore",
             "levels": [{k: getattr(x, k) for k in ("depth", "engine", "frontier", "new", "visited", "transitions",
@@ -192,22 +184,22 @@ def explore(name: str | None, config_file: str | None, overrides: tuple[str, ...
             "finished": res.finished, "spark_threshold": threshold,
             "spark": session.info,  # master and executors, when a level ran on Spark
         })
-        _emit_json(obj)
+        emit_json(obj)
     else:
-        out_console = render.make_console()
-        out_console.print(f"[bold]{spec.label}[/bold]  {render.config_line(target.config)}"
+        out_console = terminal.make_console()
+        out_console.print(f"[bold]{spec.label}[/bold]  {tables.config_line(target.config)}"
                           f"  symmetry={'on' if spec.symmetry else 'off'}  spark-threshold={threshold}", highlight=False)
         out_console.print(_level_table(res.levels))
         desc = _descriptions()
         for v in result.violations:
-            render.print_wide(out_console, render.violation_table(v, desc.get(v.property, "")))
+            tablefit.print_wide(out_console, tables.violation_table(v, desc.get(v.property, "")))
             out_console.print()
-        for item in render.check_summary(spec.label, result):
+        for item in tables.check_summary(spec.label, result):
             out_console.print(item)
         if not res.finished:
             out_console.print(f"stopped after {stop_after_levels} level(s); continue with --resume --out {out}",
                               highlight=False)
-    _exit(0 if result.outcome == "success" else 1)
+    exit_with(0 if result.outcome == "success" else 1)
 
 
 # ---------------------------------------------------------------------------- sweep
@@ -216,7 +208,7 @@ def explore(name: str | None, config_file: str | None, overrides: tuple[str, ...
 @_master_opt
 @click.option("--out", "out_dir", metavar="DIR", help="Write the results table as Parquet here.")
 @variant_option
-@_json_opt
+@json_opt
 def sweep(grid_file: str, master: str | None, out_dir: str | None, variant: str | None, as_json: bool) -> None:
     """Check every configuration of a grid (base configuration x lists of values per key); each
     point is one Spark task running the single-process checker. Exit 0 when every point succeeds."""
@@ -233,7 +225,7 @@ def sweep(grid_file: str, master: str | None, out_dir: str | None, variant: str 
         rows = run_sweep(spark_, grid, out_dir, variant=variant)
         info = session_info(spark_)
     if as_json:
-        _emit_json({"grid": grid_file, "keys": grid.keys, "spark": info, "rows": [
+        emit_json({"grid": grid_file, "keys": grid.keys, "spark": info, "rows": [
             {**{k: r[k] for k in ("index", "outcome", "property", "length", "states", "depth", "transitions",
                                   "seconds", "unwitnessed", "limit_hit")}, "values": r["values"]} for r in rows]})
     else:
@@ -247,20 +239,20 @@ def sweep(grid_file: str, master: str | None, out_dir: str | None, variant: str 
             t.add_column(c, justify="right" if c in ("length", "states", "seconds") else "left")
         for r in rows:
             t.add_row(*[json.dumps(r["values"][k]) for k in grid.keys],
-                      render.outcome_text(r["outcome"]), r["property"] or "", "" if r["length"] is None else str(r["length"]),
+                      tables.outcome_text(r["outcome"]), r["property"] or "", "" if r["length"] is None else str(r["length"]),
                       f"{r['states']:,}", f"{r['seconds']:.2f}")
-        console = render.make_console()
+        console = terminal.make_console()
         console.print(t)
         if out_dir:
             console.print(f"results: {out_dir} (Parquet)", highlight=False)
-    _exit(0 if all(r["outcome"] == "success" for r in rows) else 1)
+    exit_with(0 if all(r["outcome"] == "success" for r in rows) else 1)
 
 
 # ---------------------------------------------------------------------------- swarm
 @spark.command(short_help="Many seeded random walks over Spark tasks.")
 @_model_arg
 @_config_opt
-@_set_opt
+@set_opt
 @_master_opt
 @click.option("--walks", type=click.IntRange(min=1), default=1000, show_default=True, metavar="N")
 @click.option("--seed", type=int, default=0, show_default=True, metavar="S",
@@ -271,7 +263,7 @@ def sweep(grid_file: str, master: str | None, out_dir: str | None, variant: str 
 @click.option("--symmetry/--no-symmetry", default=None)
 @click.option("--out", "out_dir", metavar="DIR", help="Write the per-task table as Parquet here.")
 @variant_option
-@_json_opt
+@json_opt
 def swarm(name: str | None, config_file: str | None, overrides: tuple[str, ...], master: str | None, walks: int,
           seed: int, tasks: int, max_depth: int, symmetry: bool | None, out_dir: str | None, variant: str | None,
           as_json: bool) -> None:
@@ -292,11 +284,11 @@ def swarm(name: str | None, config_file: str | None, overrides: tuple[str, ...],
                                          "property string, length int").coalesce(1).write.mode("overwrite").parquet(out_dir)
     shortest = res.violations[0] if res.violations else None
     if as_json:
-        _emit_json({
+        emit_json({
             "model": spec.label, "mode": "spark-swarm", "outcome": res.outcome, "seed": seed, "tasks": len(res.tasks),
             "walks": res.walks, "steps": res.steps, "distinct_states": res.distinct_states,
             "violations_found": len(res.violations),
-            "shortest": None if shortest is None else render.violation_to_json(shortest),
+            "shortest": None if shortest is None else json_form.violation_to_json(shortest),
             "task_results": [{k: r[k] for k in ("task", "seed", "walks", "steps", "deepest")} | {
                 "property": r["violation"]["property"] if r["violation"] else None,
                 "length": r["violation"]["length"] if r["violation"] else None} for r in res.tasks],
@@ -304,26 +296,26 @@ def swarm(name: str | None, config_file: str | None, overrides: tuple[str, ...],
             "seconds": round(res.seconds, 6), "config": target.config.to_dict(),
         })
     else:
-        console = render.make_console()
-        console.print(f"[bold]{spec.label}[/bold]  {render.config_line(target.config)}  seed={seed} tasks={len(res.tasks)}",
+        console = terminal.make_console()
+        console.print(f"[bold]{spec.label}[/bold]  {tables.config_line(target.config)}  seed={seed} tasks={len(res.tasks)}",
                       highlight=False)
         if shortest is not None:
-            render.print_wide(console, render.violation_table(shortest, _descriptions().get(shortest.property, "")))
-        console.print(render.coverage_table(res.coverage))
-        console.print(render.outcome_text(res.outcome, simulated=True))
+            tablefit.print_wide(console, tables.violation_table(shortest, _descriptions().get(shortest.property, "")))
+        console.print(tables.coverage_table(res.coverage))
+        console.print(tables.outcome_text(res.outcome, simulated=True))
         console.print(f"{res.walks:,} walks, {res.steps:,} steps, {res.distinct_states:,} distinct states, "
                       f"{len(res.violations)} task(s) found a violation"
                       + (f"; shortest: {shortest.property} in {shortest.length}" if shortest else "")
                       + (f"; never witnessed: {', '.join(res.unwitnessed)}" if res.unwitnessed else "")
                       + f" ({res.seconds:.1f} s)", highlight=False)
-    _exit(0 if res.outcome == "success" else 1)
+    exit_with(0 if res.outcome == "success" else 1)
 
 
 # ---------------------------------------------------------------------------- traces
 @spark.command(short_help="Generate a corpus of regression traces (partitioned Parquet).")
 @_model_arg
 @_config_opt
-@_set_opt
+@set_opt
 @_master_opt
 @click.option("--count", type=click.IntRange(min=1), required=True, metavar="N", help="Number of traces.")
 @click.option("--out", "out_dir", required=True, metavar="DIR", help="The corpus directory (created or extended).")
@@ -336,7 +328,7 @@ def swarm(name: str | None, config_file: str | None, overrides: tuple[str, ...],
               help="Largest exhaustive search.")
 @click.option("--symmetry/--no-symmetry", default=None)
 @variant_option
-@_json_opt
+@json_opt
 def traces(name: str | None, config_file: str | None, overrides: tuple[str, ...], master: str | None, count: int,
            out_dir: str, mode: str, seed: int, max_depth: int, max_states: int, symmetry: bool | None,
            variant: str | None, as_json: bool) -> None:
@@ -353,7 +345,7 @@ def traces(name: str | None, config_file: str | None, overrides: tuple[str, ...]
            "traces": res.traces, "steps": res.steps, "violating_traces": res.violating,
            "searched_states": res.searched, "search_complete": res.complete, "seconds": round(res.seconds, 6)}
     if as_json:
-        _emit_json(obj)
+        emit_json(obj)
     else:
         extra = "" if res.searched is None else (f" from a search of {res.searched:,} states"
                                                  + ("" if res.complete else " (stopped at --max-states)"))
@@ -366,7 +358,7 @@ def traces(name: str | None, config_file: str | None, overrides: tuple[str, ...]
 @click.argument("corpus", metavar="CORPUS")
 @_master_opt
 @click.option("--out", "out_dir", metavar="DIR", help="Write the tables (Parquet) and summary.txt here.")
-@_json_opt
+@json_opt
 def analyze(corpus: str, master: str | None, out_dir: str | None, as_json: bool) -> None:
     """Action and state-machine coverage, properties exercised and violated (and never), trace-length
     distribution and a per-generation comparison of the corpus CORPUS."""
@@ -383,7 +375,7 @@ def analyze(corpus: str, master: str | None, out_dir: str | None, as_json: bool)
         if out_dir:
             write_analysis(spark_, a, out_dir, text)
     if as_json:
-        _emit_json({"corpus": corpus, "traces": a.traces, "steps": a.steps, "distinct_states": a.distinct_states,
+        emit_json({"corpus": corpus, "traces": a.traces, "steps": a.steps, "distinct_states": a.distinct_states,
                     "actions": a.actions, "transitions": a.transitions, "properties": a.properties,
                     "depths": a.depths, "generations": a.generations})
     else:
@@ -397,7 +389,7 @@ def analyze(corpus: str, master: str | None, out_dir: str | None, as_json: bool)
 @_master_opt
 @click.option("--limit", type=click.IntRange(min=1), default=50, show_default=True, metavar="N",
               help="Print at most N rows.")
-@_json_opt
+@json_opt
 def query(source: str, sql: str, master: str | None, limit: int, as_json: bool) -> None:
     """Run SQL over the views steps, states, partitions and replicas of CORPUS (a trace corpus, or the
     --out DIR of `isrcheck spark explore`). See specs/09-pipeline.md for the columns."""
@@ -412,7 +404,7 @@ def query(source: str, sql: str, master: str | None, limit: int, as_json: bool) 
     with _session(master) as spark_:
         cols, rows = run_query(spark_, source, sql, limit)
     if as_json:
-        _emit_json({"columns": cols, "rows": rows})
+        emit_json({"columns": cols, "rows": rows})
         return
     from rich import box
     from rich.table import Table
@@ -422,7 +414,7 @@ def query(source: str, sql: str, master: str | None, limit: int, as_json: bool) 
         t.add_column(c)
     for r in rows:
         t.add_row(*[json.dumps(v) if isinstance(v, (list, dict)) else str(v) for v in r])
-    console = render.make_console()
+    console = terminal.make_console()
     console.print(t)
     console.print(f"{len(rows)} row(s)" + (f" (at most {limit})" if len(rows) >= limit else ""), highlight=False)
 
@@ -444,7 +436,7 @@ def query(source: str, sql: str, master: str | None, limit: int, as_json: bool) 
 @click.option("--batch-size", type=click.IntRange(min=1), default=5000, show_default=True, metavar="N",
               help="Traces per Spark job (progress is shown after each).")
 @variant_option
-@_json_opt
+@json_opt
 def conform(corpus: str, master: str | None, out_dir: str | None, models: tuple[str, ...],
             generations: tuple[str, ...], modes: tuple[str, ...], mutant: str | None, seed: int, batch_size: int,
             variant: str | None, as_json: bool) -> None:
@@ -461,7 +453,7 @@ def conform(corpus: str, master: str | None, out_dir: str | None, models: tuple[
     from isrcheck.invariants.variants import resolve_variant
 
     resolve_variant(variant)  # so is a bad --variant (the model side of the replay)
-    show = not as_json and render.is_terminal(sys.stderr)
+    show = not as_json and terminal.is_terminal(sys.stderr)
 
     def on_batch(b: Any) -> None:
         if show:
@@ -475,7 +467,7 @@ def conform(corpus: str, master: str | None, out_dir: str | None, models: tuple[
                           models=models, generations=generations, modes=modes, on_batch=on_batch,
                           variant=variant)
     if as_json:
-        _emit_json({"corpus": corpus, "ok": run.ok, "traces": run.traces, "steps": run.steps,
+        emit_json({"corpus": corpus, "ok": run.ok, "traces": run.traces, "steps": run.steps,
                     "verdicts": run.verdicts, "groups": run.groups, "divergences": run.divergences,
                     "batches": [{"batch": b.batch, "traces": b.traces, "verdicts": b.verdicts, "steps": b.steps,
                                  "seconds": round(b.seconds, 6)} for b in run.batches],
@@ -490,4 +482,4 @@ def conform(corpus: str, master: str | None, out_dir: str | None, models: tuple[
             d["verdict"] == "invalid" for d in run.divergences) else None
         where = f"; first: {first['trace_id']}: {first['message']}" if first else ""
         raise PipelineError(f"{corpus}: {invalid} trace(s) are not valid traces{where}")
-    _exit(0 if run.ok else 1)
+    exit_with(0 if run.ok else 1)

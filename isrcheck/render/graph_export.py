@@ -26,14 +26,14 @@ from typing import Any
 
 import networkx as nx
 
-from isrcheck.model.brokersets import render as render_set
 from isrcheck.engine.checker import Checker, Violation
 from isrcheck.engine.core import Step
-from isrcheck.model.kafka import KafkaModel
 from isrcheck.engine.liveness import LeadsTo, build_graph
+from isrcheck.model.brokersets import render as render_set
+from isrcheck.model.kafka import KafkaModel
 from isrcheck.model.records import render_log
 from isrcheck.model.state import NO_LEADER, State
-from isrcheck.render import state_to_json
+from isrcheck.render.json_form import state_to_json
 
 FORMATS = ("dot", "graphml", "json")
 DEFAULT_MAX_STATES = 20_000

@@ -10,12 +10,17 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import os
 from collections.abc import Callable, Sequence
 
-from rich.console import Console
+from rich.console import Console, RenderableType
 from rich.table import Table
+from rich.text import Text
 
-__all__ = ["column_groups", "measure", "split_columns", "trace_group_start"]
+__all__ = ["TABLE_WIDTH", "column_groups", "fit_width", "measure", "print_wide", "split_columns",
+           "trace_group_start"]
+
+TABLE_WIDTH = 120  # trace tables fit this when the console is not a terminal (see fit_width)
 
 WIDE = 10_000  # a width at which nothing wraps: what a table needs when it may take all it wants
 
@@ -82,3 +87,52 @@ def split_columns(console: Console, table: Table, width: int, fixed: int = 2,
         panels.append(_panel(table, indices, title, caption))  # type: ignore[arg-type]
     return panels
 
+
+# ---------------------------------------------------------------------------- printing
+def fit_width(console: Console) -> int:
+    """The width tables are fitted to: the terminal's (or COLUMNS), else at most TABLE_WIDTH (a
+    pipe or CI log, where make_console's wide default only keeps other output from wrapping)."""
+    if console.is_terminal or "COLUMNS" in os.environ:
+        return console.width
+    return min(console.width, TABLE_WIDTH)
+
+
+def _is_trace_table(renderable: RenderableType) -> bool:
+    if not isinstance(renderable, Table) or len(renderable.columns) < 2:
+        return False
+    return [str(c.header) for c in renderable.columns[:2]] == ["#", "action"]
+
+
+def print_wide(console: Console, renderable: RenderableType) -> None:
+    """Print a wide table whole. A trace table wider than fit_width is stacked: panels of whole
+    partition and broker column groups, each repeating the step and action (split_columns).
+    Anything else, or a single group still too wide, lets lines run past the edge rather than
+    truncating cells (a counterexample with elided cells would be worse than one that wraps)."""
+    limit = fit_width(console)
+    if isinstance(renderable, Table) and _is_trace_table(renderable):
+        panels = split_columns(console, renderable, limit)
+        if len(panels) > 1:  # title and caption span the panels, at the fitted width
+            if renderable.title:
+                console.print(Text(str(renderable.title), style="table.title"), width=limit)
+            for panel in panels:
+                panel.title = panel.title if panel is not panels[0] else None
+                panel.caption = None
+                _print_whole(console, panel)
+                console.print()
+            if renderable.caption:
+                console.print(Text(str(renderable.caption)), width=limit)
+            return
+    _print_whole(console, renderable)
+
+
+def _print_whole(console: Console, renderable: RenderableType) -> None:
+    need = console.measure(renderable, options=console.options.update(width=10_000)).maximum
+    width = console.width
+    if need <= width:
+        console.print(renderable)
+        return
+    console.width = need
+    try:
+        console.print(renderable, crop=False)
+    finally:
+        console.width = width

@@ -1,8 +1,8 @@
 """``isrcheck report``: one self-contained HTML page a designer can attach to a design review.
 
 The page holds the verdict, the configuration, the counterexample as a message sequence diagram
-(inline SVG, lanes from :mod:`isrcheck.sequence`), the state at every step (the cells of
-``isrcheck check``'s table, from :mod:`isrcheck.render`), and the coverage. It is one file with
+(inline SVG, lanes from :mod:`isrcheck.render.sequence`), the state at every step (the cells of
+``isrcheck check``'s table, from :mod:`isrcheck.render.tables`), and the coverage. It is one file with
 inline CSS and SVG, no script and no external reference: a Content-Security-Policy forbids every
 fetch, so it renders the same offline, in a mail attachment or an archive. Every text from a
 model, a trace or a file name goes through :func:`html.escape`.
@@ -19,10 +19,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from isrcheck import __version__, render
-from isrcheck.model.config import Config
+from isrcheck import __version__
 from isrcheck.engine.core import Step
-from isrcheck.sequence import CLIENTS, CONTROLLER, STORE, Lane, Message, Note, lanes, sequence
+from isrcheck.model.config import Config, settings
+from isrcheck.render import tables
+from isrcheck.render.sequence import CLIENTS, CONTROLLER, STORE, Lane, Message, Note, lanes, sequence
 from isrcheck.specs.properties import NAMES
 
 #: lane -> colour of its head band and lifeline (brokers take BROKER_COLOURS in turn)
@@ -143,20 +144,20 @@ def state_table(steps: Sequence[Step], loop: int | None = None, violation_step: 
     """The state at every step: the columns of ``check``'s counterexample table, changed cells
     marked ``chg``, a dead broker's ``dead``, the step where a property broke ``bad``."""
     first = next(st.state for st in steps if st.state is not None)
-    heads = render.state_headers(first)
+    heads = tables.state_headers(first)
     out = ['<table class="states"><thead><tr><th>#</th><th>action</th>']
     out += [f"<th>{_e(h)}</th>" for h in heads]
     out.append("</tr></thead><tbody>")
     prev: list[str] | None = None
     for n, st in enumerate(steps):
         action = "(initial state)" if st.action is None else str(st.action)
-        mark = f"{render.LOOP_MARK} {n}" if loop is not None and n == loop else str(n)
+        mark = f"{tables.LOOP_MARK} {n}" if loop is not None and n == loop else str(n)
         row = ' class="bad"' if n == violation_step else ""
         out.append(f"<tr{row}><td>{_e(mark)}</td><td class=\"act\">{_e(action)}</td>")
         if st.state is None:
             out.append(f'<td class="bad" colspan="{len(heads)}">illegal transition ({NAMES.OnlyValidTransitions})</td></tr>')
             continue
-        cells, dead = render.state_cells(st.state)
+        cells, dead = tables.state_cells(st.state)
         for i, c in enumerate(cells):
             cls = "chg" if prev is not None and prev[i] != c else "dead" if dead[i] else ""
             out.append(f'<td class="{cls}">{_e(c)}</td>' if cls else f"<td>{_e(c)}</td>")
@@ -165,7 +166,7 @@ def state_table(steps: Sequence[Step], loop: int | None = None, violation_step: 
     if loop is not None:
         last = len(steps) - 1
         what = "(stutters forever)" if loop == last else f"(back to step {loop}, forever)"
-        out.append(f'<tr><td>{render.LOOP_MARK}</td><td class="act" colspan="{len(heads) + 1}">{_e(what)}</td></tr>')
+        out.append(f'<tr><td>{tables.LOOP_MARK}</td><td class="act" colspan="{len(heads) + 1}">{_e(what)}</td></tr>')
     out.append("</tbody></table>")
     return "".join(out)
 
@@ -186,14 +187,9 @@ dl.figures{display:grid;grid-template-columns:max-content auto;gap:2px 14px}dt{f
 
 
 def _config_table(cfg: Config) -> str:
-    """Every configuration key (sub-tables flattened to ``faults.crashes``), values as JSON."""
-    rows: list[tuple[str, Any]] = []
-    for key, value in cfg.to_dict().items():
-        if isinstance(value, dict):
-            rows += [(f"{key}.{k}", v) for k, v in value.items()]
-        else:
-            rows.append((key, value))
-    body = "".join(f"<tr><td>{_e(k)}</td><td>{_e(json.dumps(v))}</td></tr>" for k, v in rows)
+    """Every configuration key (model/config.py's settings: sub-tables flattened to
+    ``faults.crashes``), values as JSON."""
+    body = "".join(f"<tr><td>{_e(s.name)}</td><td>{_e(json.dumps(s.value))}</td></tr>" for s in settings(cfg))
     return f'<table class="config"><thead><tr><th>key</th><th>value</th></tr></thead><tbody>{body}</tbody></table>'
 
 
@@ -223,7 +219,7 @@ def render_report(r: Report) -> str:
                      "step; red: the broker is down.</p>"
                      f'<div class="scroll">{state_table(r.steps, r.loop, r.violation_step)}</div></section>')
     parts.append('<section id="configuration"><h2>Configuration</h2>'
-                 f"<p><code>{_e(render.config_line(r.config))}</code></p>"
+                 f"<p><code>{_e(tables.config_line(r.config))}</code></p>"
                  f"{_config_table(r.config)}</section>")
     parts.append(f'<section id="coverage"><h2>{_e(r.coverage_title)}</h2>')
     if r.figures:

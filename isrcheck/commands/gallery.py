@@ -1,0 +1,27 @@
+"""``isrcheck gallery``: specs/10-weaknesses.md regenerated from runs (:mod:`isrcheck.analyses.gallery`).
+"""
+from __future__ import annotations
+
+import click
+
+from isrcheck.commands.options import show_progress
+from isrcheck.model.config import ConfigError
+from isrcheck.render import terminal
+
+
+@click.command(short_help="Regenerate the known-weakness gallery (specs/10-weaknesses.md) from runs.")
+@click.option("--write", "path", metavar="FILE", help="Write the gallery to FILE instead of printing it.")
+def gallery(path: str | None) -> None:
+    """Run every gallery model and print (or --write) the Markdown write-up with its counterexamples."""
+    from isrcheck.analyses.gallery import render_gallery
+
+    with terminal.progress_status(show_progress(False), "gallery"):
+        text = render_gallery()
+    if path:
+        try:
+            with open(path, "w", encoding="utf-8") as f:
+                f.write(text)
+        except OSError as e:
+            raise ConfigError(f"cannot write {path}: {e.strerror}") from None
+    else:
+        click.echo(text)
