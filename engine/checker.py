@@ -179,7 +179,7 @@ class Checker(Search, Generic[S, A]):
             self.progress(Progress(len(parents), depth, len(queue), seconds))
 
         return result_of(len(parents), depth, seconds, transitions, violations.values(), unseen, Counter(counts),
-                         limit_hit)
+                         limit_hit, model.properties())
 
     # ------------------------------------------------------------------ traces
     def chain_to(self, fp: int) -> list[int]:

@@ -16,7 +16,7 @@ from __future__ import annotations
 import builtins
 import gc
 from collections.abc import Callable, Hashable, Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Literal, NamedTuple, Protocol, TypeVar
 
 S = TypeVar("S", bound=Hashable)
@@ -74,6 +74,12 @@ class Violation:
     #: liveness only: the index in ``trace`` where the loop starts (the last state equals it, or
     #: the behaviour stutters at the last state when ``loop == len(trace) - 1``)
     loop: int | None = None
+    #: what the property's own ``explain`` says of the violating state (a designer's property;
+    #: "" for the model's own, which their modules explain from the trace)
+    found: str = ""
+    #: the property's one-sentence description (filled in from the model's properties by
+    #: :func:`explained`, so a designer's property is described like the model's own)
+    description: str = ""
 
     @builtins.property  # the field above is called ``property``
     def length(self) -> int:
@@ -131,12 +137,33 @@ def outcome_of(violated: bool, limit_hit: str | None, unwitnessed: bool) -> Outc
     return "success"
 
 
+def explained(violations: Iterable[Violation], properties: Sequence[Property]) -> list[Violation]:
+    """Each violation with its property's ``description``, and ``found`` filled in by the property's
+    ``explain`` where it has one, run once on the violation's last state (or last step, for a
+    transition property)."""
+    explain = {p.name: p.explain for p in properties if p.explain is not None}
+    described = {p.name: p.description for p in properties if p.description}
+    out: list[Violation] = []
+    for v in violations:
+        if not v.description and v.property in described:
+            v = replace(v, description=described[v.property])
+        fn = explain.get(v.property)
+        if fn is not None and not v.found and v.trace and v.trace[-1].state is not None:
+            if v.kind == "transition" and len(v.trace) > 1 and v.trace[-2].state is not None:
+                v = replace(v, found=fn(v.trace[-2].state, v.trace[-1].state))
+            elif v.kind != "transition":
+                v = replace(v, found=fn(v.trace[-1].state))
+        out.append(v)
+    return out
+
+
 def result_of(distinct_states: int, depth: int, seconds: float, transitions: int,
               violations: Iterable[Violation], unwitnessed: Iterable[str], coverage: dict[str, int],
-              limit_hit: str | None) -> CheckResult:
+              limit_hit: str | None, properties: Sequence[Property] = ()) -> CheckResult:
     """A search's result from its figures: the outcome by :func:`outcome_of`, the violations
-    shortest first, the unwitnessed properties and the coverage sorted by name."""
-    found = sorted(violations, key=lambda v: (v.length, v.property))
+    shortest first (explained by their properties, :func:`explained`), the unwitnessed properties
+    and the coverage sorted by name."""
+    found = sorted(explained(violations, properties), key=lambda v: (v.length, v.property))
     missing = sorted(unwitnessed)
     return CheckResult(
         outcome=outcome_of(bool(found), limit_hit, bool(missing)),

@@ -577,7 +577,8 @@ class ParallelChecker(Search, Generic[S, A]):
             seconds = time.perf_counter() - start
             if self.progress is not None:
                 self.progress(Progress(len(init), 0, len(init), seconds))
-            return result_of(len(init), 0, seconds, 0, violations.values(), unseen, Counter(), None)
+            return result_of(len(init), 0, seconds, 0, violations.values(), unseen, Counter(), None,
+                             self.model.properties())
 
         clean = False
         self._abandoned = False
@@ -617,7 +618,8 @@ class ParallelChecker(Search, Generic[S, A]):
         seconds = time.perf_counter() - start
         if self.progress is not None:
             self.progress(Progress(total, depth, frontier, seconds))
-        return result_of(total, depth, seconds, transitions, violations.values(), unseen, coverage, limit_hit)
+        return result_of(total, depth, seconds, transitions, violations.values(), unseen, coverage, limit_hit,
+                         self.model.properties())
 
     def _check_memory(self) -> None:
         """Raise :class:`MemoryCeilingHit` when the coordinator and its workers are past the ceiling."""

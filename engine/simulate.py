@@ -26,7 +26,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from .core import Checks, Model, Progress, Step, Violation, action_name
+from .core import Checks, Model, Progress, Step, Violation, action_name, explained
 from .explore import TRANSITION, FAULT, walk
 from .swarm import swarm_walk
 from .memory import CHECK_EVERY, resident_bytes
@@ -197,7 +197,7 @@ def simulate(
         deepest=deepest,
         dead_ends=dead_ends,
         seconds=seconds,
-        violations=violations,
+        violations=explained(violations, model.properties()),
         witnessed=sorted(witnessed),
         unwitnessed=sorted(unseen),
         coverage=dict(sorted(coverage.items())),

@@ -22,11 +22,13 @@ from __future__ import annotations
 import importlib
 import importlib.util
 import functools
+import hashlib
 import inspect
 import os
 import re
 import sys
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -409,3 +411,32 @@ def variant_option(fn: Callable[..., Any]) -> Callable[..., Any]:
 
 def debug_requested(ctx: Any) -> bool:
     return bool(ctx.meta.get(DEBUG_KEY))
+
+
+@dataclass(frozen=True)
+class VariantSource:
+    """What a report says of the variant it checked, so a reader can tell which change it was:
+    its class, its docstring, the source file it came from and that file's SHA-256."""
+
+    name: str  # the class's qualified name
+    doc: str
+    path: str  # "" when the module has no file (defined at the prompt, generated)
+    source: str
+    sha256: str
+
+
+def variant_source(protocol: Protocol | None) -> VariantSource | None:
+    """The source of ``protocol``'s variant (None for the model's own protocol)."""
+    if protocol is None or type(protocol) is Protocol:
+        return None
+    cls = type(protocol)
+    user = next((c for c in cls.__mro__ if c.__module__ != Protocol.__module__ and c.__dict__.get("_isrcheck_variant")
+                 is None), cls)
+    module = sys.modules.get(cls.__module__)
+    path = getattr(module, "__file__", None) or ""
+    try:
+        source = Path(path).read_text(encoding="utf-8") if path else inspect.getsource(user)
+    except (OSError, TypeError):
+        source = ""
+    return VariantSource(user.__qualname__, inspect.getdoc(user) or "", path, source,
+                         hashlib.sha256(source.encode("utf-8")).hexdigest())

@@ -137,6 +137,8 @@ def detail(v: Violation) -> str:
     the violation's trace, so that ``check --json`` and the tables can say "partition 0:
     acknowledged write m1 is missing from the log of broker 3 (an ISR member)" instead of nothing.
     """
+    if v.found:  # the property's own explanation (a variant's, engine.core.explained)
+        return v.found
     if not v.trace or v.trace[-1].state is None:
         return ""
     last = v.trace[-1].state
@@ -164,7 +166,7 @@ def describe(v: Violation, description: str | None = None) -> str:
     if v.message:
         return v.message
     if description is None:
-        description = _DESCRIPTIONS.get(v.property, "")
+        description = v.description or _DESCRIPTIONS.get(v.property, "")
     what = detail(v)
     if description and what:
         return f"{description} Broken: {what}."

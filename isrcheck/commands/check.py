@@ -9,13 +9,13 @@ import click
 from rich.markup import escape
 
 from isrcheck.commands import resources
-from isrcheck.commands.options import (DESCRIPTIONS, config_opt, exit_with, emit_json, json_opt, model_arg, print_all,
-                                       set_opt, show_progress, verbose_opt)
+from isrcheck.commands.options import (config_opt, description_of, emit_json, exit_with, json_opt, model_arg,
+                                       print_all, protocol_for, set_opt, show_progress, verbose_opt)
 from isrcheck.engine.parallel import search
 from isrcheck.inputs import manifest
 from isrcheck.invariants import build_model
 from isrcheck.invariants import liveness as live
-from isrcheck.invariants.variants import load_variant, variant_option
+from isrcheck.invariants.variants import variant_option
 from isrcheck.model.config import ConfigError
 from isrcheck.model.symmetry import symmetry_allowed
 from isrcheck.render import changes, json_form, tablefit, tables, terminal
@@ -76,7 +76,7 @@ def check(name: str | None, config_file: str | None, overrides: tuple[str, ...],
     else:
         properties = list(target.properties) if target.properties else None
     wanted = _liveness_wanted(target, liveness, liveness_only, bool(only))
-    protocol = load_variant(variant)(target.config) if variant else None
+    protocol, variant = protocol_for(target, variant)
     model = build_model(target.config, protocol=protocol, symmetry=symmetry, properties=properties)
     live_props = live.applicable_liveness(target.config, wanted) if wanted != [] else []  # bad names fail early
     if protocol is not None:
@@ -101,14 +101,14 @@ def check(name: str | None, config_file: str | None, overrides: tuple[str, ...],
         console.print(f"[bold]{escape(target.label)}[/bold]  {escape(tables.config_line(target.config))}"
                       f"  symmetry={'on' if model.symmetry else 'off'}", highlight=False)
         for v in result.violations:
-            tablefit.print_wide(console, tables.violation_table(v, DESCRIPTIONS.get(v.property, "")))
+            tablefit.print_wide(console, tables.violation_table(v, description_of(v)))
             console.print()
             if verbose:
                 changes.print_verbose(console, v.trace, v.loop)
         if lres is not None:
             for lv in lres.verdicts:
                 if lv.violation is not None:
-                    tablefit.print_wide(console, tables.violation_table(lv.violation, DESCRIPTIONS.get(lv.property, "")))
+                    tablefit.print_wide(console, tables.violation_table(lv.violation, description_of(lv.violation)))
                     console.print()
                     if verbose:
                         changes.print_verbose(console, lv.violation.trace, lv.violation.loop)

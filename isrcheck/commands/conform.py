@@ -20,7 +20,7 @@ from typing import Any
 import click
 from rich.markup import escape
 
-from isrcheck.commands.options import emit_json, json_opt
+from isrcheck.commands.options import emit_json, json_opt, protocol_for
 from isrcheck.commands.usage import OneLineErrors, errors_as_lines
 from isrcheck.conformance import report
 from isrcheck.conformance.cover import GraphTooLarge, cover
@@ -289,7 +289,7 @@ def export_cmd(name: str, out: str, fmt: str | None, overrides: tuple[str, ...],
     seeded random paths instead. With --property NAME, write NAME's counterexample (for a liveness
     property a lasso: a path whose end repeats forever); exit 2 when NAME holds."""
     tg = manifest.resolve(name, None, overrides)
-    protocol = load_variant(variant)(tg.config) if variant else None
+    protocol, variant = protocol_for(tg, variant)
     res = export(tg, out, fmt, n=samples, seed=seed, max_depth=max_depth, property=prop, protocol=protocol)
     for f, t in zip(res.files, res.traces):
         if res.kind == "lasso":

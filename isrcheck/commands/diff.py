@@ -6,7 +6,8 @@ from __future__ import annotations
 import click
 from rich.markup import escape
 
-from isrcheck.commands.options import DESCRIPTIONS, config_opt, emit_json, exit_with, json_opt, set_opt, show_progress
+from isrcheck.commands.options import (config_opt, description_of, emit_json, exit_with, json_opt, set_opt,
+                                       show_progress)
 from isrcheck.inputs import manifest
 from isrcheck.invariants.variants import debug_option
 from isrcheck.render import json_form, tablefit, tables, terminal
@@ -73,7 +74,7 @@ def diff(a: str, b: str, base_model: str | None, config_file: str | None, overri
             other = b if c.broken_in == a else a
             console.print(f"[bold red]{c.property}[/bold red] is broken in {escape(c.broken_in)} "
                           f"(shortest counterexample: {c.violation.length} steps) and holds in {other}")
-            tablefit.print_wide(console, tables.violation_table(c.violation, DESCRIPTIONS.get(c.property, "")))
+            tablefit.print_wide(console, tables.violation_table(c.violation, description_of(c.violation)))
         for label, count, shown in ((a, result.count_only_a, result.only_a), (b, result.count_only_b, result.only_b)):
             console.print(f"[bold]{count:,}[/bold] behaviours only {escape(label)} reaches", highlight=False)
             for depth, trace in shown:

@@ -9,7 +9,7 @@ from typing import Any
 import click
 from rich.markup import escape
 
-from isrcheck.commands.options import emit_json, exit_with, json_opt, show_progress
+from isrcheck.commands.options import emit_json, exit_with, json_opt, protocol_for, show_progress
 from isrcheck.engine.checker import Checker
 from isrcheck.inputs import manifest
 from isrcheck.invariants import build_model
@@ -32,6 +32,7 @@ def list_models(as_json: bool) -> None:
                 "liveness": {x.property: "holds" if x.holds else {"length": x.length, "loop": x.loop,
                                                                     "expected": x.expected}
                              for x in e.liveness},
+                "variant": e.variant,
                 "config": e.config.to_dict(),
             }
             for e in entries
@@ -77,7 +78,8 @@ def _gate_row_json(row: dict[str, Any]) -> dict[str, Any]:
 @click.option("--all", "everything", is_flag=True, help="Include the large models (gate = \"all\").")
 @click.option("--variant", metavar="MODULE:ATTR",
               help="Check the models with this protocol variant (a Protocol subclass, or a function config -> "
-                   "Protocol) and compare with the same pinned expectations: what it breaks shows as FAIL.")
+                   "Protocol) instead of the variant an entry names, and compare with the same pinned expectations: "
+                   "what it breaks shows as FAIL.")
 @click.option("--junit", "junit_file", metavar="FILE",
               help="Also write a JUnit XML report to FILE: one testcase per model, the mismatches as its failure.")
 @json_opt
@@ -103,7 +105,10 @@ def gate(names: tuple[str, ...], everything: bool, variant: str | None, junit_fi
                 progress.set_label(f"gate {counter} {e.name}")
             began = time.perf_counter()
             try:
-                protocol = factory(e.config) if factory is not None else None
+                if factory is not None:
+                    protocol = factory(e.config)
+                else:  # the variant the entry itself names, if any (its pinned verdicts are that variant's)
+                    protocol, _ = protocol_for(e.target(), None)
                 model = build_model(e.config, protocol=protocol, symmetry=e.symmetry,
                                     properties=list(e.properties) if e.properties else None)
                 result = Checker(model, progress=progress).run()

@@ -18,7 +18,7 @@ from typing import Any
 
 import click
 
-from isrcheck.commands.options import DESCRIPTIONS, config_opt, set_opt
+from isrcheck.commands.options import config_opt, description_of, descriptions_for, protocol_for, set_opt
 from isrcheck.commands.usage import errors_as_lines
 from isrcheck.conformance.traces import TraceError, load_trace
 from isrcheck.engine.checker import Checker
@@ -27,7 +27,8 @@ from isrcheck.engine.explore import replay, verdicts
 from isrcheck.inputs import manifest
 from isrcheck.inputs.tracefile import check_replay
 from isrcheck.invariants import build_model
-from isrcheck.invariants.variants import load_variant, variant_option
+from isrcheck.invariants.properties import detail
+from isrcheck.invariants.variants import load_variant, variant_option, variant_source
 from isrcheck.model.actions import Action
 from isrcheck.model.config import ConfigError
 from isrcheck.render import tables
@@ -52,7 +53,7 @@ def _model(name: str | None, config_file: str | None, overrides: tuple[str, ...]
            symmetry: bool | None) -> tuple[Any, Any]:
     """(target, model) as ``check`` builds them."""
     target = manifest.resolve(name, config_file, overrides)
-    protocol = load_variant(variant)(target.config) if variant else None
+    protocol, variant = protocol_for(target, variant)
     model = build_model(target.config, protocol=protocol,
                         symmetry=target.symmetry if symmetry is None else symmetry,
                         properties=list(target.properties) if target.properties else None)
@@ -123,7 +124,7 @@ def _is_trace(arg: str | None) -> bool:
 def _model_report(name: str | None, config_file: str | None, overrides: tuple[str, ...], variant: str | None,
                   symmetry: bool | None, max_states: int | None) -> Report:
     target, model = _model(name, config_file, overrides, variant, symmetry)
-    result = Checker(model, max_states=max_states).run()
+    result = Checker(model, max_states=max_states, stop_on_first=False).run()  # every broken property
     verdict = tables.check_summary(target.label, result)[-1].plain
     figures = [("distinct states", f"{result.distinct_states:,}"), ("depth", str(result.depth)),
                ("transitions", f"{result.transitions:,}"), ("time", f"{result.seconds:.2f} s"),
@@ -140,11 +141,15 @@ def _model_report(name: str | None, config_file: str | None, overrides: tuple[st
         v = result.violations[0]
         steps, bad = v.trace, len(v.trace) - 1
         title = tables.violation_title(v)
-        details = [f"{v.property}: {DESCRIPTIONS.get(v.property, '')}"] + ([v.message] if v.message else [])
+        for w in result.violations:  # every property broken, shortest counterexample first
+            why = w.message or detail(w)
+            details.append(f"{w.property} (broken after {w.length} step(s)): {description_of(w)}"
+                           + (f" Broken: {why}." if why else ""))
     cls = "ok" if result.outcome == "success" else "fail" if result.outcome == "safety_failure" else "unknown"
     return Report(target.label, verdict, cls, target.config, list(steps), trace_title=title, violation_step=bad,
                   details=details, figures=figures, coverage=dict(result.coverage),
-                  coverage_title="Coverage: how often each action was taken (as check reports it)")
+                  coverage_title="Coverage: how often each action was taken (as check reports it)",
+                  variant=variant_source(model.protocol))
 
 
 def _replay(model: Any, actions: list[Action], source: str) -> list[Step]:
@@ -161,6 +166,7 @@ def _trace_report(path: str, variant: str | None) -> Report:
     tr = load_trace(path)
     protocol = load_variant(variant)(tr.config) if variant else None
     model = build_model(tr.config, protocol=protocol, symmetry=False)
+    described = descriptions_for(model)
     acts = [Action(st.action[0], tuple(st.action[1])) for st in tr.steps if st.action is not None]
     steps = _replay(model, acts, path)
     check_replay(tr, [st for st in steps if st.state is not None])  # a tampered or foreign file is refused
@@ -175,19 +181,19 @@ def _trace_report(path: str, variant: str | None) -> Report:
     if broken:
         bad, names = broken[0]
         verdict = f"{label}: {', '.join(names)} broken at step {bad} of the trace"
-        details += [f"{n}: {DESCRIPTIONS.get(n, '')}" for n in names]
+        details += [f"{n}: {described.get(n, '')}" for n in names]
         cls = "fail"
     elif tr.loop is not None and tr.prop:
         stem = "stutters forever" if tr.loop == len(steps) - 1 else f"loops back to step {tr.loop} forever"
         verdict = f"{label}: LIVENESS FAILURE - {tr.prop}: the behaviour {stem}"
-        details.append(f"{tr.prop}: {DESCRIPTIONS.get(tr.prop, '')}")
+        details.append(f"{tr.prop}: {described.get(tr.prop, '')}")
         cls = "fail"
     else:
         verdict = f"{label}: no safety property is broken along this trace"
         cls = "ok"
     return Report(label, verdict, cls, tr.config, steps, trace_title=f"{len(steps) - 1} step(s) from {path}",
                   violation_step=bad, loop=tr.loop, details=details, coverage=trace_coverage(steps),
-                  coverage_title="Coverage: the actions this trace takes")
+                  coverage_title="Coverage: the actions this trace takes", variant=variant_source(protocol))
 
 
 @click.command(short_help="Write a self-contained HTML report of a check or a trace.")

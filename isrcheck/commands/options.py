@@ -29,6 +29,31 @@ verbose_opt = click.option("--verbose", "-v", is_flag=True,
                                 "then every field each step changed (queues, remote LEOs, controller states, ...).")
 
 
+def description_of(v: Any) -> str:
+    """A violation's property description: its own (a variant's property carries one), else the
+    project's for its name."""
+    return getattr(v, "description", "") or DESCRIPTIONS.get(v.property, "")
+
+
+def descriptions_for(model: Any) -> dict[str, str]:
+    """Every property description ``model`` may break: the project's and its variant's own."""
+    return DESCRIPTIONS | {p.name: p.description for p in model.properties() if p.description}
+
+
+def protocol_for(target: Any, variant: str | None) -> tuple[Any, str | None]:
+    """The protocol a command checks ``target`` with, and the variant's name for labels: the variant
+    given with ``--variant``, else the one the manifest entry names (``variant = "path.py:Attr"``),
+    else the model's own (None, None). So ``isrcheck check elr-variant`` checks what the gate pins."""
+    from isrcheck.invariants.variants import load_variant
+
+    if variant:
+        return load_variant(variant)(target.config), variant
+    if getattr(target, "variant", None):
+        shown = target.entry.variant if target.entry is not None and target.entry.variant else target.variant
+        return load_variant(target.variant)(target.config), shown
+    return None, None
+
+
 def emit_json(obj: Any) -> None:
     """``--json``: exactly one JSON object on stdout."""
     click.echo(json.dumps(obj, indent=2))

@@ -356,7 +356,12 @@ def transitions(no_invariants: bool, detects_restarts: bool, timeout: float, as_
 def _target(name: str | None, config_file: str | None, overrides: Sequence[str], default: str) -> Target[Config]:
     if not name and not config_file:
         name = default
-    return manifest.resolve(name, config_file, overrides)
+    target = manifest.resolve(name, config_file, overrides)
+    if target.variant:  # its pinned verdicts are a variant's, which the encoding cannot read
+        raise InputError(f"model {target.label!r} is checked with a variant "
+                         f"({target.entry.variant if target.entry else target.variant}) and the z3 encoding "
+                         "transcribes the model's code, not a variant's; check it with `isrcheck check`")
+    return target
 
 
 _config_opt = click.option("--config", "config_file", metavar="FILE", help="A configuration file (TOML) instead of NAME.")

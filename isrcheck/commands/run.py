@@ -8,7 +8,7 @@ import click
 from rich.markup import escape
 
 from isrcheck.commands import resources
-from isrcheck.commands.options import DESCRIPTIONS, emit_json, exit_with, json_opt, verbose_opt
+from isrcheck.commands.options import descriptions_for, emit_json, exit_with, json_opt, verbose_opt
 from isrcheck.conformance.traces import TraceError
 from isrcheck.inputs.scenario import ScenarioError, broken_properties, load_scenario, replay
 from isrcheck.inputs.tracefile import check_replay, is_trace_file, scenario_of_trace
@@ -52,8 +52,9 @@ def run(scenario: str, variant: str | None, as_json: bool, verbose: bool = False
         except TraceError as e:
             raise ScenarioError(str(e)) from None
     broken = broken_properties(model, steps)
+    described = descriptions_for(model)
     if len(steps) <= len(sc.actions):  # the memory ceiling stopped the replay: show no table
-        _run_incomplete(scenario, sc, variant, as_json, len(steps) - 1, broken)
+        _run_incomplete(scenario, sc, variant, as_json, len(steps) - 1, broken, described)
         resources.report_limit(ceiling)
         exit_with(1)
     if as_json:
@@ -77,7 +78,7 @@ def run(scenario: str, variant: str | None, as_json: bool, verbose: bool = False
             changes.print_verbose(console, steps)
         if broken:
             for i, name in broken:
-                console.print(f"[bold red]{name}[/bold red] broken at step {i}: {DESCRIPTIONS.get(name, '')}",
+                console.print(f"[bold red]{name}[/bold red] broken at step {i}: {described.get(name, '')}",
                               highlight=False)
         else:
             console.print(f"[green]every property holds at each of the {len(steps)} states[/green]")
@@ -85,7 +86,7 @@ def run(scenario: str, variant: str | None, as_json: bool, verbose: bool = False
 
 
 def _run_incomplete(scenario: str, sc: Any, variant: str | None, as_json: bool, replayed: int,
-                    broken: list[tuple[int, str]]) -> None:
+                    broken: list[tuple[int, str]], described: dict[str, str]) -> None:
     """What `run` says when the memory ceiling stopped the replay after ``replayed`` steps: the
     verdict and the properties broken so far, without the states (printing them needs more memory)."""
     if as_json:
@@ -96,6 +97,6 @@ def _run_incomplete(scenario: str, sc: Any, variant: str | None, as_json: bool, 
         return
     console = terminal.make_console()
     for i, name in broken:
-        console.print(f"[bold red]{name}[/bold red] broken at step {i}: {DESCRIPTIONS.get(name, '')}", highlight=False)
+        console.print(f"[bold red]{name}[/bold red] broken at step {i}: {described.get(name, '')}", highlight=False)
     console.print(f"Scenario {escape(scenario)}: [bold yellow]INCOMPLETE[/bold yellow] - stopped at the memory limit "
                   f"after {replayed:,} of {len(sc.actions):,} steps; the states are not shown", highlight=False)

@@ -8,12 +8,12 @@ import click
 from rich.markup import escape
 
 from isrcheck.commands import resources
-from isrcheck.commands.options import (DESCRIPTIONS, config_opt, emit_json, exit_with, json_opt, model_arg, print_all,
-                                       set_opt)
+from isrcheck.commands.options import (config_opt, description_of, emit_json, exit_with, json_opt, model_arg,
+                                       print_all, protocol_for, set_opt)
 from isrcheck.engine.simulate import STRATEGIES, simulate as run_simulation
 from isrcheck.inputs import manifest
 from isrcheck.invariants import build_model
-from isrcheck.invariants.variants import load_variant, variant_option
+from isrcheck.invariants.variants import variant_option
 from isrcheck.render import json_form, tablefit, tables, terminal
 
 
@@ -43,7 +43,7 @@ def simulate(name: str | None, config_file: str | None, overrides: tuple[str, ..
     The defaults find every weakness of the default gate (specs/models.toml) with seed 0."""
     ceiling = resources.memory_ceiling(max_memory)
     target = manifest.resolve(name, config_file, overrides)
-    protocol = load_variant(variant)(target.config) if variant else None
+    protocol, variant = protocol_for(target, variant)
     model = build_model(target.config, protocol=protocol, symmetry=target.symmetry,
                         properties=list(target.properties) if target.properties else None)
     if protocol is not None:
@@ -58,7 +58,7 @@ def simulate(name: str | None, config_file: str | None, overrides: tuple[str, ..
         console.print(f"[bold]{escape(target.label)}[/bold]  {escape(tables.config_line(target.config))}  seed={seed}",
                       highlight=False)
         for v in result.violations:
-            tablefit.print_wide(console, tables.violation_table(v, DESCRIPTIONS.get(v.property, "")))
+            tablefit.print_wide(console, tables.violation_table(v, description_of(v)))
             console.print()
         print_all(console, tables.simulation_summary(target.label, result))
     if result.limit_hit == "memory":

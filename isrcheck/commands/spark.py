@@ -82,7 +82,7 @@ def _spec(name: str | None, config_file: str | None, overrides: tuple[str, ...],
     target = manifest.resolve(name, config_file, overrides)
     label = target.label if target.entry is not None else Path(target.label).stem
     sym = target.symmetry if symmetry is None else symmetry
-    return ModelSpec.of(label, target.config, sym, variant), target
+    return ModelSpec.of(label, target.config, sym, variant or target.variant), target
 
 
 _model_arg = click.argument("name", required=False, metavar="[MODEL]")

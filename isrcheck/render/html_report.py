@@ -60,6 +60,9 @@ class Report:
     figures: list[tuple[str, str]] = field(default_factory=list)
     coverage: dict[str, int] = field(default_factory=dict)
     coverage_title: str = "Coverage: how often each action was taken"
+    #: the variant checked (invariants.variants.VariantSource: name, docstring, path, source, SHA-256),
+    #: None for the model's own protocol
+    variant: Any = None
 
 
 def _e(text: Any) -> str:
@@ -193,6 +196,21 @@ def _config_table(cfg: Config) -> str:
     return f'<table class="config"><thead><tr><th>key</th><th>value</th></tr></thead><tbody>{body}</tbody></table>'
 
 
+def _variant_section(v: Any) -> str:
+    """Which change was checked: the variant's class, docstring, file and SHA-256, and its source
+    (folded), so a page read later still says what it is about."""
+    where = f" from <code>{_e(v.path)}</code>" if v.path else ""
+    out = [f'<section id="variant"><h2>Variant</h2><p><b>{_e(v.name)}</b>{where}, '
+           f"SHA-256 <code>{_e(v.sha256)}</code></p>"]
+    if v.doc:
+        out.append(f"<p>{_e(v.doc)}</p>")
+    if v.source:
+        out.append(f"<details><summary>source ({len(v.source.splitlines())} lines)</summary>"
+                   f"<pre>{_e(v.source)}</pre></details>")
+    out.append("</section>")
+    return "".join(out)
+
+
 def render_report(r: Report) -> str:
     """The whole page as one string."""
     parts = ['<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">',
@@ -203,6 +221,8 @@ def render_report(r: Report) -> str:
     if r.details:
         parts.append('<div class="details">' + "<br>".join(_e(d) for d in r.details) + "</div>")
     parts.append("</section>")
+    if r.variant is not None:
+        parts.append(_variant_section(r.variant))
     parts.append('<section id="sequence"><h2>Message sequence</h2>')
     if r.steps and len(r.steps) > 1:
         if r.trace_title:
