@@ -12,7 +12,7 @@ NATIVE := $(VENV)/.compiled
 NATIVE_SOURCES := $(wildcard engine/*.py engine/*.c engine/*.h model/*.py model/*.c invariants/properties/*.py) peers/kafka_specification/model.py setup.py isrcheck/native.py
 
 .DEFAULT_GOAL := install
-.PHONY: install check test gate-all bench bench-peer bench-liveness bench-impl bench-spark bench-simulation system-deps clean
+.PHONY: install check test gate-all bench bench-peer bench-variant bench-liveness bench-impl bench-spark bench-simulation system-deps clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -56,6 +56,10 @@ bench: $(STAMP) $(NATIVE)
 ## bench-peer: the transcription of the public TLA+ specification against TLC's recorded figures
 bench-peer: $(STAMP) $(NATIVE)
 	$(PY) benchmarks/bench_peer.py
+
+## bench-variant: what a designer's variant costs (one that changes nothing, and the ELR example)
+bench-variant: $(STAMP) $(NATIVE)
+	$(PY) benchmarks/bench_variant.py
 
 ## bench-liveness: time and memory of the liveness checker (graph, components against networkx, verdicts)
 bench-liveness: $(STAMP) $(NATIVE)

@@ -57,7 +57,7 @@ def counterexample(target: Target[Config], result: CheckResult | None = None,
     if v.trace and v.trace[-1].state is None:
         desc += f"; the last action {v.trace[-1].action} itself is the violation and is not in the trace"
     return trace_from_steps(v.trace, target.config, kind="counterexample", model=_name(target),
-                            property=v.property, description=desc)
+                            property=v.property, description=desc, protocol=protocol)
 
 
 def property_counterexample(target: Target[Config], property_name: str,
@@ -69,7 +69,7 @@ def property_counterexample(target: Target[Config], property_name: str,
     if not broken:
         return None
     result.violations = broken
-    return counterexample(target, result)
+    return counterexample(target, result, protocol)
 
 
 def lasso(target: Target[Config], property_name: str, protocol: Protocol | None = None) -> Trace | None:
@@ -106,7 +106,7 @@ def lasso(target: Target[Config], property_name: str, protocol: Protocol | None 
         desc += (f"; for {verdict.lasso.instance} the premise holds at step {verdict.lasso.premise_at} "
                  "and the goal never holds after it")
     return trace_from_steps(v.trace, cfg, kind="counterexample", model=_name(target), property=property_name,
-                            description=desc, loop=loop)
+                            description=desc, loop=loop, protocol=protocol)
 
 
 def random_path(config: Config, rng: random.Random, max_depth: int, protocol: Protocol | None = None) -> list[Step]:
@@ -127,7 +127,8 @@ def samples(target: Target[Config], n: int, seed: int, max_depth: int,
     out = []
     for i, steps in enumerate(sample_paths(target.config, n, seed, max_depth, protocol), start=1):
         out.append(trace_from_steps(steps, target.config, kind="sample", model=name, seed=seed,
-                                    description=f"random path {i} of {n} (seed {seed}, at most {max_depth} steps)"))
+                                    description=f"random path {i} of {n} (seed {seed}, at most {max_depth} steps)",
+                                    protocol=protocol))
     return out
 
 

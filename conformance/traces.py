@@ -41,6 +41,7 @@ and the problem.
 from __future__ import annotations
 
 import json
+import os
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -51,6 +52,7 @@ from typing import Any
 from isrcheck import __version__
 from isrcheck.engine.checker import Step
 from isrcheck.model.config import Config
+from isrcheck.model.extension import state_values
 from isrcheck.model.observe import observe
 from isrcheck.specs.actions import VocabularyError, action_json, check_action
 from isrcheck.specs.inputs import InputError, Kind, check_json_depth, check_lines_depth, max_bytes, read_bytes, too_large
@@ -69,9 +71,12 @@ KINDS = ("counterexample", "sample", "cover", "regression", "path")
 ITF_DESCRIPTION = "https://apalache-mc.org/docs/adr/015adr-trace.html"
 MAX_BYTES = Kind.TRACE.default  # the default cap; ISRCHECK_MAX_TRACE_BYTES raises it (specs/inputs.py)
 _HEADER_KEYS = {"format", "version", "tool", "tool_version", "kind", "model", "property", "generation", "seed",
-                "config", "steps", "description", "loop"}
+                "config", "steps", "description", "loop", "variant"}
 _STEP_KEYS = {"index", "action", "observation", "acked"}
 _ITF_VARS = ["mbt::actionTaken", "action", "observation", "acked"]
+#: what a trace written with a variant adds: its fields' values per step (model/extension.py)
+_VARIANT_KEY = "variant"
+_VARIANT_PLACES = {"partitions", "brokers", "replicas", "controller"}
 ITF_ENCODING = 2  # #meta["isrcheck-itf"]; absent: the first encoding (None/Some, no #set or #tup)
 _ITF_ENCODING_KEY = "isrcheck-itf"
 _UNIT = "U_OF_UNIT"  # Apalache's value of the unit type: the payload of a variant that carries nothing
@@ -88,6 +93,8 @@ class TraceStep:
     action: tuple[str, tuple] | None  # None for the initial state
     observation: dict[str, Any]
     acked: list[list[int]]
+    #: a variant's values in this state (model.extension.state_values), None without a variant's fields
+    variant: dict[str, Any] | None = None
 
 
 @dataclass
@@ -104,6 +111,9 @@ class Trace:
     #: a lasso's loop start: the index in ``steps`` the last state equals (``len(steps) - 1``: the
     #: behaviour stutters at the last state); None for a trace that is not a lasso
     loop: int | None = None
+    #: the variant it was written with: {"name": "path.py:Attr", "fields": [declarations]}; None for the
+    #: model's own protocol. Only named: a trace file never makes isrcheck import code (--variant does)
+    variant: dict[str, Any] | None = None
 
     @property
     def generation(self) -> str:
@@ -126,29 +136,47 @@ class Trace:
         return {"format": FORMAT, "version": VERSION, "tool": "isrcheck", "tool_version": self.tool_version,
                 "kind": self.kind, "model": self.model, "property": self.prop, "generation": self.generation,
                 "seed": self.seed, "config": self.config.to_dict(), "steps": len(self.steps) - 1,
-                "description": self.description, "loop": self.loop}
+                "description": self.description, "loop": self.loop} | (
+                    {} if self.variant is None else {_VARIANT_KEY: self.variant})
+
+
+def variant_header(protocol: Any) -> dict[str, Any] | None:
+    """What a trace's header says of the variant ``protocol`` is (None for the model's own): the
+    name it was loaded by and its field declarations."""
+    if protocol is None or type(protocol).__module__ == "isrcheck.model.protocol":
+        return None
+    name = getattr(type(protocol), "_isrcheck_variant", None) or type(protocol).__qualname__
+    path, sep, attr = name.rpartition(":")
+    if sep and os.path.isabs(path):  # a manifest's variant, resolved in the checkout: named as written there
+        rel = os.path.relpath(path)
+        name = f"{rel}:{attr}" if not rel.startswith("..") else name
+    return {"name": name, "fields": protocol.extension.declarations()}
 
 
 def trace_from_steps(steps: Sequence[Step], config: Config, *, kind: str = "path", model: str | None = None,
                      property: str | None = None, seed: int | None = None, description: str = "",
-                     loop: int | None = None) -> Trace:
+                     loop: int | None = None, protocol: Any = None) -> Trace:
     """A trace from the model's steps (a counterexample's, a simulation's, a covering path's, a
-    liveness lasso's: then ``loop`` is the index of the step where the loop starts)."""
+    liveness lasso's: then ``loop`` is the index of the step where the loop starts). ``protocol``:
+    the variant the steps were taken with, named in the header, its fields' values kept per step."""
+    extension = None if protocol is None or protocol.extension.empty else protocol.extension
     out = []
     for i, st in enumerate(steps):
         if st.state is None:  # a violation's last step that raised: nothing to observe
             break
         action = None if st.action is None else (st.action.name, tuple(st.action.args))
-        out.append(TraceStep(i, action, observe(st.state), acked_of(st.state)))
+        values = None if extension is None else state_values(st.state, extension)
+        out.append(TraceStep(i, action, observe(st.state), acked_of(st.state), values))
     if loop is not None and not 0 <= loop < len(out):
         raise TraceError(f"loop {loop} is outside the trace's {len(out)} state(s)")
-    return Trace(config, out, kind=kind, model=model, prop=property, seed=seed, description=description, loop=loop)
+    return Trace(config, out, kind=kind, model=model, prop=property, seed=seed, description=description, loop=loop,
+                 variant=variant_header(protocol))
 
 
 # ---------------------------------------------------------------------------- writing
 def _step_json(s: TraceStep) -> dict[str, Any]:
     return {"index": s.index, "action": None if s.action is None else action_json(*s.action),
-            "observation": s.observation, "acked": s.acked}
+            "observation": s.observation, "acked": s.acked} | ({} if s.variant is None else {_VARIANT_KEY: s.variant})
 
 
 def dumps_jsonl(trace: Trace) -> str:
@@ -198,19 +226,52 @@ def _itf_action(action: tuple[str, tuple] | None) -> dict[str, Any]:
     return {"tag": "Step", "value": {"name": js["name"], "args": {"#tup": _itf(js["args"])}}}
 
 
+def _without_nulls(v: Any) -> Any:
+    """A step's variant values for ITF, which has no null: a broker field's "none" is written 0 (no
+    broker has id 0) and a missing controller as an empty record; :func:`_with_nulls` undoes it."""
+    if v is None:
+        return 0
+    if isinstance(v, dict):
+        return {k: ({} if k == "controller" and x is None else _without_nulls(x)) for k, x in v.items()}
+    if isinstance(v, list):
+        return [_without_nulls(x) for x in v]
+    return v
+
+
+def _with_nulls(v: Any, header: dict[str, Any] | None) -> Any:
+    """ITF's variant values back as JSON lines has them: 0 in a broker field is none, ``{}`` as the
+    controller is none (the header's field kinds say which fields hold a broker)."""
+    if not isinstance(v, dict) or not header:
+        return v
+    brokers = {f["name"] for f in header["fields"] if f.get("kind") == "broker"}
+
+    def record(r: Any) -> Any:
+        return {k: (None if k in brokers and x == 0 else x) for k, x in r.items()} if isinstance(r, dict) else r
+
+    out: dict[str, Any] = {}
+    for place, x in v.items():
+        if place == "controller":
+            out[place] = None if x == {} else record(x)
+        else:
+            out[place] = [record(r) for r in x] if isinstance(x, list) else x
+    return out
+
+
 def dumps_itf(trace: Trace) -> str:
     root = _schema_types()[0]
+    has_values = any(s.variant is not None for s in trace.steps)
     states = []
     for s in trace.steps:
         states.append({"#meta": {"index": s.index},
                        "mbt::actionTaken": "init" if s.action is None else s.action[0],
                        "action": _itf_action(s.action), "observation": _itf_typed(s.observation, root, False),
-                       "acked": [{"#set": _itf(ids)} for ids in s.acked]})
+                       "acked": [{"#set": _itf(ids)} for ids in s.acked]}
+                      | ({_VARIANT_KEY: _itf(_without_nulls(s.variant))} if has_values else {}))
     doc: dict[str, Any] = {"#meta": {"format": "ITF", "format-description": ITF_DESCRIPTION,
                                      "source": f"isrcheck {trace.model or ''}".strip(),
                                      "description": trace.description or f"isrcheck {trace.kind}",
                                      "isrcheck": trace.header(), _ITF_ENCODING_KEY: ITF_ENCODING},
-                           "vars": list(_ITF_VARS), "states": states}
+                           "vars": list(_ITF_VARS) + ([_VARIANT_KEY] if has_values else []), "states": states}
     if trace.loop is not None:
         doc["loop"] = trace.loop
     return json.dumps(doc, separators=(",", ":")) + "\n"
@@ -277,6 +338,8 @@ def _check_header(h: Any, where: str) -> tuple[Config, dict[str, Any]]:
         raise TraceError(f"{where}: loop must be an integer or null, got {short(loop)}")
     if loop is not None and not 0 <= loop <= steps:
         raise TraceError(f"{where}: loop {loop} is out of range (0..{steps}, the trace's state indices)")
+    if h.get(_VARIANT_KEY) is not None:
+        _check_variant_header(h[_VARIANT_KEY], where)
     cfg = header_config(h, where, TraceError)
     return cfg, h
 
@@ -291,10 +354,46 @@ def _check_acked(v: Any, partitions: int, where: str) -> list[list[int]]:
     return v
 
 
+def _check_variant_values(v: Any, where: str) -> dict[str, Any]:
+    """A step's variant values: an object of the known places whose leaves are integers, booleans,
+    null or lists of them (what model.extension.state_values writes); what they mean is checked
+    by the replay against the variant (``check_replay``)."""
+    if not isinstance(v, dict) or not v or set(v) - _VARIANT_PLACES:
+        raise TraceError(f"{where}: variant must be an object of {', '.join(sorted(_VARIANT_PLACES))}, got {short(v)}")
+
+    def leaf_ok(x: Any) -> bool:
+        if x is None or isinstance(x, (bool, int)):
+            return True
+        if isinstance(x, list):
+            return all(isinstance(y, int) and not isinstance(y, bool) for y in x)
+        return False
+
+    def record_ok(r: Any) -> bool:
+        return isinstance(r, dict) and all(isinstance(k, str) and leaf_ok(x) for k, x in r.items())
+
+    for place, x in v.items():
+        ok = (record_ok(x) or x is None) if place == "controller" else (
+            isinstance(x, list) and all(record_ok(r) for r in x))
+        if not ok:
+            raise TraceError(f"{where}: variant.{place} is not a list of field objects of integers, booleans, "
+                             f"null or integer lists: {short(x)}")
+    return v
+
+
+def _check_variant_header(v: Any, where: str) -> None:
+    if (not isinstance(v, dict) or set(v) != {"name", "fields"} or not isinstance(v["name"], str)
+            or not isinstance(v["fields"], list)):
+        raise TraceError(f"{where}: variant must be {{\"name\": ..., \"fields\": [...]}}, got {short(v)}")
+    for f in v["fields"]:
+        if (not isinstance(f, dict) or set(f) != {"name", "scope", "kind", "initial", "persistent"}
+                or not all(isinstance(f[k], str) for k in ("name", "scope", "kind"))):
+            raise TraceError(f"{where}: a variant field is {{name, scope, kind, initial, persistent}}, got {short(f)}")
+
+
 def _check_step(raw: Any, index: int, cfg: Config, where: str) -> TraceStep:
     if not isinstance(raw, dict):
         raise TraceError(f"{where}: a step must be a JSON object")
-    keys = set(raw)
+    keys = set(raw) - {_VARIANT_KEY}
     if keys != _STEP_KEYS:
         extra, missing = sorted(keys - _STEP_KEYS), sorted(_STEP_KEYS - keys)
         raise TraceError(f"{where}: " + (f"unknown key {extra[0]!r}" if extra else f"missing {', '.join(missing)}"))
@@ -323,7 +422,8 @@ def _check_step(raw: Any, index: int, cfg: Config, where: str) -> TraceStep:
             or [x["index"] for x in obs["partitions"]] != list(range(cfg.partitions))
             or [(x["broker"], x["partition"]) for x in obs["replicas"]] != want):
         raise TraceError(f"{where}: observation lists brokers, partitions or replicas out of the schema's order")
-    return TraceStep(index, action, obs, _check_acked(raw["acked"], cfg.partitions, where))
+    values = _check_variant_values(raw[_VARIANT_KEY], where) if _VARIANT_KEY in raw else None
+    return TraceStep(index, action, obs, _check_acked(raw["acked"], cfg.partitions, where), values)
 
 
 def _finish(cfg: Config, h: dict[str, Any], steps: list[TraceStep], source: str) -> Trace:
@@ -331,6 +431,13 @@ def _finish(cfg: Config, h: dict[str, Any], steps: list[TraceStep], source: str)
         raise TraceError(f"{source}: the trace has no initial state")
     if h["steps"] != len(steps) - 1:
         raise TraceError(f"{source}: the header announces {h['steps']} step(s), the file has {len(steps) - 1}")
+    variant = h.get(_VARIANT_KEY)
+    fields = bool(variant and variant["fields"])
+    for st in steps:
+        if (st.variant is not None) != fields:
+            raise TraceError(f"{source}: step {st.index} " + (
+                "lacks the variant values its header's fields announce" if fields else
+                "has variant values but the header declares no variant fields"))
     loop = h.get("loop")
     if loop is not None and loop < len(steps) - 1:
         first, last = steps[loop], steps[-1]
@@ -341,7 +448,8 @@ def _finish(cfg: Config, h: dict[str, Any], steps: list[TraceStep], source: str)
             raise TraceError(f"{source}: not a lasso: acked at the last step ({last.index}) differs from acked at "
                              f"loop {loop}")
     return Trace(cfg, steps, kind=h["kind"], model=h.get("model"), prop=h.get("property"), seed=h.get("seed"),
-                 description=h.get("description", ""), tool_version=h["tool_version"], source=source, loop=loop)
+                 description=h.get("description", ""), tool_version=h["tool_version"], source=source, loop=loop,
+                 variant=variant)
 
 
 def _first_difference(a: Any, b: Any, path: str = "") -> str:
@@ -469,16 +577,18 @@ def _loads_itf(doc: Any, source: str) -> Trace:
             raise TraceError(f"{source}: the ITF loop {loop} disagrees with #meta.isrcheck's loop {short(h.get('loop'))}")
     elif h.get("loop") is not None:
         raise TraceError(f"{source}: #meta.isrcheck has loop {h['loop']} but the ITF document has no top-level loop")
-    if doc.get("vars") != _ITF_VARS:
-        raise TraceError(f"{source}: vars must be {_ITF_VARS}, got {short(doc.get('vars'))}")
+    names = doc.get("vars")
+    if names != _ITF_VARS and names != _ITF_VARS + [_VARIANT_KEY]:
+        raise TraceError(f"{source}: vars must be {_ITF_VARS} (and \"{_VARIANT_KEY}\" for a variant's fields), "
+                         f"got {short(names)}")
     states = doc.get("states")
     if not isinstance(states, list):
         raise TraceError(f"{source}: states must be a list")
     steps = []
     for i, st in enumerate(states):
         where = f"{source}: state {i}"
-        if not isinstance(st, dict) or set(st) != {"#meta", *_ITF_VARS}:
-            raise TraceError(f"{where}: a state must have #meta and exactly the variables {', '.join(_ITF_VARS)}")
+        if not isinstance(st, dict) or set(st) != {"#meta", *names}:
+            raise TraceError(f"{where}: a state must have #meta and exactly the variables {', '.join(names)}")
         m = st["#meta"]
         if not isinstance(m, dict) or m.get("index") != i:
             raise TraceError(f"{where}: #meta.index must be {i}")
@@ -505,6 +615,9 @@ def _loads_itf(doc: Any, source: str) -> Trace:
             raw = {"index": i, "action": action,
                    "observation": _from_itf_typed(st["observation"], _schema_types()[0], False, f"{where}: observation"),
                    "acked": [_from_itf_typed(x, "list[int]", True, f"{where}: acked[{p}]") for p, x in enumerate(acked)]}
+            if _VARIANT_KEY in st:
+                raw[_VARIANT_KEY] = _with_nulls(_from_itf(st[_VARIANT_KEY], f"{where}: variant"),
+                                                h.get(_VARIANT_KEY))
         else:
             raw = {"index": i, "action": action, "observation": _from_itf(st["observation"], where),
                    "acked": _from_itf(st["acked"], where)}

@@ -25,7 +25,9 @@ import keyword
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from enum import Enum
-from typing import Final
+from typing import Any, Final
+
+from .brokersets import members
 
 
 class Scope(Enum):
@@ -147,6 +149,48 @@ class Extension:
     def named(self, scope: Scope, values: Sequence[int]) -> list[tuple[Field, int]]:
         """Each field of ``scope`` with its value in ``values`` (for renderers and traces)."""
         return list(zip(self._by_scope[scope], values))
+
+    def as_json(self, scope: Scope, values: Sequence[int]) -> dict[str, Any]:
+        """``values`` of ``scope`` as ``{name: value}`` in JSON (:func:`json_value`)."""
+        return {f.name: json_value(f, v) for f, v in zip(self._by_scope[scope], values)}
+
+    def declarations(self) -> list[dict[str, Any]]:
+        """The fields as data (name, scope, kind, initial, persistent), for trace headers."""
+        return [{"name": f.name, "scope": f.scope.value, "kind": f.kind.value, "initial": f.initial,
+                 "persistent": f.persistent} for f in self.fields]
+
+
+def json_value(f: Field, v: int) -> Any:
+    """A field's value as JSON: a broker set as its sorted ids, a broker as its id or null (0: none),
+    a boolean as a boolean, an int as itself."""
+    if f.kind is Kind.BROKERS:
+        return list(members(v))
+    if f.kind is Kind.BROKER:
+        return v if v else None
+    if f.kind is Kind.BOOL:
+        return bool(v)
+    return v
+
+
+def state_values(state: Any, extension: Extension) -> dict[str, Any] | None:
+    """Every variant value of a model state, by where it is held: ``partitions`` (one object per
+    partition), ``brokers`` (one per broker), ``replicas`` (``{"broker", "partition", ...}`` per hosted
+    replica), ``controller`` (null without one). Only the scopes the variant declares fields for;
+    None when it declares none (trace files then carry nothing)."""
+    if extension.empty:
+        return None
+    out: dict[str, Any] = {}
+    if extension.of(Scope.PARTITION):
+        out["partitions"] = [extension.as_json(Scope.PARTITION, zp.ext) for zp in state.zk.partitions]
+    if extension.of(Scope.BROKER):
+        out["brokers"] = [extension.as_json(Scope.BROKER, br.ext) for br in state.brokers]
+    if extension.of(Scope.REPLICA):
+        out["replicas"] = [{"broker": b + 1, "partition": p} | extension.as_json(Scope.REPLICA, r.ext)
+                           for b, br in enumerate(state.brokers) for p, r in enumerate(br.replicas) if r is not None]
+    if extension.of(Scope.CONTROLLER):
+        c = state.controller
+        out["controller"] = None if c is None else extension.as_json(Scope.CONTROLLER, c.ext)
+    return out
 
 
 def _validate(f: Field) -> None:

@@ -92,26 +92,26 @@ def check(name: str | None, config_file: str | None, overrides: tuple[str, ...],
             lres = live.check(target.config, [p.name for p in live_props], protocol=protocol, max_states=max_states,
                               max_depth=max_depth, progress=progress)
     if as_json:
-        out = json_form.result_to_json(target.label, target.config, result)
+        out = json_form.result_to_json(target.label, target.config, result, model.protocol.extension)
         if lres is not None:
-            out["liveness"] = json_form.liveness_to_json(lres)
+            out["liveness"] = json_form.liveness_to_json(lres, model.protocol.extension)
         emit_json(out)
     else:
         console = terminal.make_console()
         console.print(f"[bold]{escape(target.label)}[/bold]  {escape(tables.config_line(target.config))}"
                       f"  symmetry={'on' if model.symmetry else 'off'}", highlight=False)
         for v in result.violations:
-            tablefit.print_wide(console, tables.violation_table(v, description_of(v)))
+            tablefit.print_wide(console, tables.violation_table(v, description_of(v), model.protocol.extension))
             console.print()
             if verbose:
-                changes.print_verbose(console, v.trace, v.loop)
+                changes.print_verbose(console, v.trace, v.loop, model.protocol.extension)
         if lres is not None:
             for lv in lres.verdicts:
                 if lv.violation is not None:
-                    tablefit.print_wide(console, tables.violation_table(lv.violation, description_of(lv.violation)))
+                    tablefit.print_wide(console, tables.violation_table(lv.violation, description_of(lv.violation), model.protocol.extension))
                     console.print()
                     if verbose:
-                        changes.print_verbose(console, lv.violation.trace, lv.violation.loop)
+                        changes.print_verbose(console, lv.violation.trace, lv.violation.loop, model.protocol.extension)
         print_all(console, tables.check_summary(target.label, result, safety_selected=not only or bool(safety_only)))
         if lres is not None:
             print_all(console, tables.liveness_summary(target.label, lres))

@@ -170,9 +170,10 @@ def _save(config: Any, actions: list[tuple[str, tuple]], path: str, label: str, 
     from isrcheck.model.actions import Action
     from isrcheck.engine.checker import replay_actions
 
-    model = build_model(config, protocol=factory(config) if factory else None, symmetry=False, properties=[])
+    protocol = factory(config) if factory else None
+    model = build_model(config, protocol=protocol, symmetry=False, properties=[])
     steps = replay_actions(model, [Action(n, tuple(a)) for n, a in actions])
-    write_trace(trace_from_steps(steps, config, kind="regression", model=label,
+    write_trace(trace_from_steps(steps, config, kind="regression", model=label, protocol=protocol,
                                  description=f"the path to the first divergence of {label}"), path)
     click.echo(f"the path to the first divergence is saved in {path}", err=True)
 
@@ -326,7 +327,7 @@ def show_cmd(path: str, as_json: bool, verbose: bool = False, variant: str | Non
     steps = replay_trace(t, protocol).steps
     if as_json:
         emit_json({**t.header(), "actions": [action_text(n, a) for n, a in t.actions],
-               "trace": json_form.trace_to_json(steps)})
+               "trace": json_form.trace_to_json(steps, protocol.extension if protocol is not None else None)})
         return
     console = terminal.make_console()
     click.echo(f"{path}: {t.kind} of {t.model or 'a configuration'}, generation {t.generation}, "
@@ -339,7 +340,8 @@ def show_cmd(path: str, as_json: bool, verbose: bool = False, variant: str | Non
     if t.loop is not None:
         caption += f"; {tables.LOOP_MARK}: where the loop starts"
     title = f"Trace {path}" + (f" [{variant}]" if variant else "")
-    tablefit.print_wide(console, tables.trace_table(steps, title=title, caption=caption, loop=t.loop))
+    tablefit.print_wide(console, tables.trace_table(steps, title=title, caption=caption, loop=t.loop,
+                                                   extension=protocol.extension if protocol else None))
     if verbose:
         console.print()
-        changes.print_verbose(console, steps, t.loop)
+        changes.print_verbose(console, steps, t.loop, protocol.extension if protocol is not None else None)

@@ -149,7 +149,7 @@ def _model_report(name: str | None, config_file: str | None, overrides: tuple[st
     return Report(target.label, verdict, cls, target.config, list(steps), trace_title=title, violation_step=bad,
                   details=details, figures=figures, coverage=dict(result.coverage),
                   coverage_title="Coverage: how often each action was taken (as check reports it)",
-                  variant=variant_source(model.protocol))
+                  variant=variant_source(model.protocol), extension=model.protocol.extension)
 
 
 def _replay(model: Any, actions: list[Action], source: str) -> list[Step]:
@@ -169,7 +169,7 @@ def _trace_report(path: str, variant: str | None) -> Report:
     described = descriptions_for(model)
     acts = [Action(st.action[0], tuple(st.action[1])) for st in tr.steps if st.action is not None]
     steps = _replay(model, acts, path)
-    check_replay(tr, [st for st in steps if st.state is not None])  # a tampered or foreign file is refused
+    check_replay(tr, [st for st in steps if st.state is not None], protocol)  # a tampered or foreign file is refused
     checked = verdicts(steps, Checks.of(model))
     broken = [(i, ps.broken) for i, ps in enumerate(checked) if ps.broken]
     label = tr.model or Path(path).name
@@ -193,7 +193,8 @@ def _trace_report(path: str, variant: str | None) -> Report:
         cls = "ok"
     return Report(label, verdict, cls, tr.config, steps, trace_title=f"{len(steps) - 1} step(s) from {path}",
                   violation_step=bad, loop=tr.loop, details=details, coverage=trace_coverage(steps),
-                  coverage_title="Coverage: the actions this trace takes", variant=variant_source(protocol))
+                  coverage_title="Coverage: the actions this trace takes", variant=variant_source(protocol),
+                  extension=model.protocol.extension)
 
 
 @click.command(short_help="Write a self-contained HTML report of a check or a trace.")

@@ -48,7 +48,7 @@ def run(scenario: str, variant: str | None, as_json: bool, verbose: bool = False
     steps = replay(model, sc.actions, scenario, max_memory=ceiling.limit)
     if saved is not None:
         try:
-            check_replay(saved, steps)
+            check_replay(saved, steps, protocol)
         except TraceError as e:
             raise ScenarioError(str(e)) from None
     broken = broken_properties(model, steps)
@@ -64,7 +64,7 @@ def run(scenario: str, variant: str | None, as_json: bool, verbose: bool = False
             "model": sc.model_name,
             "variant": variant,
             "config": sc.config.to_dict(),
-            "steps": json_form.trace_to_json(steps),
+            "steps": json_form.trace_to_json(steps, model.protocol.extension),
             "broken": [{"step": i, "property": name} for i, name in broken],
         })
     else:
@@ -72,10 +72,11 @@ def run(scenario: str, variant: str | None, as_json: bool, verbose: bool = False
         title = f"Scenario {scenario}" + (f" [{variant}]" if variant else "") + (f": {sc.description}" if sc.description else "")
         tablefit.print_wide(console, tables.trace_table(steps, title=title,
                                          caption=f"{tables.config_line(sc.config)}\n"
-                                                 "yellow: changed since the previous step; red: broker down"))
+                                                 "yellow: changed since the previous step; red: broker down",
+                                         extension=model.protocol.extension))
         if verbose:
             console.print()
-            changes.print_verbose(console, steps)
+            changes.print_verbose(console, steps, extension=model.protocol.extension)
         if broken:
             for i, name in broken:
                 console.print(f"[bold red]{name}[/bold red] broken at step {i}: {described.get(name, '')}",

@@ -52,13 +52,13 @@ def simulate(name: str | None, config_file: str | None, overrides: tuple[str, ..
         result = run_simulation(model, seed=seed, walks=walks, max_depth=max_depth, progress=progress,
                                 progress_every=resources.report_every(), max_memory=ceiling.limit, strategy=strategy, shrink=shrink)
     if as_json:
-        emit_json(json_form.simulation_to_json(target.label, target.config, result) | {"limit_hit": result.limit_hit})
+        emit_json(json_form.simulation_to_json(target.label, target.config, result, model.protocol.extension) | {"limit_hit": result.limit_hit})
     else:
         console = terminal.make_console()
         console.print(f"[bold]{escape(target.label)}[/bold]  {escape(tables.config_line(target.config))}  seed={seed}",
                       highlight=False)
         for v in result.violations:
-            tablefit.print_wide(console, tables.violation_table(v, description_of(v)))
+            tablefit.print_wide(console, tables.violation_table(v, description_of(v), model.protocol.extension))
             console.print()
         print_all(console, tables.simulation_summary(target.label, result))
     if result.limit_hit == "memory":

@@ -20,6 +20,7 @@ from isrcheck.engine.core import Step
 from isrcheck.inputs.scenario import Scenario, ScenarioError, replay
 from isrcheck.invariants import build_model
 from isrcheck.model.actions import Action
+from isrcheck.model.extension import state_values
 from isrcheck.model.observe import observe
 from isrcheck.specs.inputs import InputError, Kind, read_head
 
@@ -64,10 +65,22 @@ class ReplayedTrace:
     steps: list[Step]
 
 
-def check_replay(t: Trace, steps: Sequence[Step]) -> None:
-    """That the replayed ``steps`` observe as ``t`` stores them, at every step; a :class:`TraceError`
-    naming the first step and field that differ otherwise."""
+def check_replay(t: Trace, steps: Sequence[Step], protocol: Any = None) -> None:
+    """That the replayed ``steps`` observe as ``t`` stores them, at every step, a variant's fields
+    included; a :class:`TraceError` naming the first step and field that differ otherwise. A trace
+    written with a variant is replayed only with one (``protocol``): the file names it, and isrcheck
+    never imports what a file names."""
+    wrote = t.variant["name"] if t.variant else None
+    if wrote and protocol is None:
+        raise TraceError(f"{t.label}: written with the variant {wrote}; give --variant {wrote} to replay it")
+    extension = protocol.extension if protocol is not None and not protocol.extension.empty else None
     for stored, st in zip(t.steps, steps):
+        if stored.variant is not None:
+            seen_values = None if extension is None else state_values(st.state, extension)
+            if seen_values != stored.variant:
+                raise TraceError(f"{t.label}: step {stored.index}: the replay's variant fields "
+                                 f"{_difference(stored.variant, seen_values)} differ from the file's (another "
+                                 "variant, or another version of it?)")
         seen = observe(st.state)
         if seen != stored.observation:
             raise TraceError(f"{t.label}: step {stored.index}: the model's replay differs from the stored "
@@ -86,7 +99,7 @@ def replay_trace(t: Trace, protocol: Any = None) -> ReplayedTrace:
         steps = replay(model, [_action(n, a) for n, a in t.actions], t.label)
     except ScenarioError as e:
         raise TraceError(f"{e} (written from a protocol variant? give --variant)") from None
-    check_replay(t, steps)
+    check_replay(t, steps, protocol)
     return ReplayedTrace(t, steps)
 
 

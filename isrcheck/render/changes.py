@@ -19,6 +19,7 @@ from rich.table import Table
 from rich.text import Text
 
 from isrcheck.engine.checker import Step
+from isrcheck.model.extension import Extension
 from isrcheck.render.statefields import ABSENT, changes, fields, group_rank
 from isrcheck.render.tablefit import fit_width
 from isrcheck.render.tables import LOOP_MARK
@@ -30,12 +31,13 @@ LEGEND = ("b1: broker 1, p0: partition 0; requests: ce controller epoch, p parti
           "zkv znode version, AR assigned replicas; " + ABSENT + ": the state has no such field")
 
 
-def initial_state_table(state: object, title: str = "Initial state, every field") -> Table:
+def initial_state_table(state: object, title: str = "Initial state, every field",
+                        extension: Extension | None = None) -> Table:
     """One row per group: its fields as ``name=value``, folded to the width available."""
     table = Table(title=title, box=box.SIMPLE_HEAD, pad_edge=False, title_justify="left", header_style="bold")
     table.add_column("where", style="bold", no_wrap=True)
     table.add_column("fields", overflow="fold", ratio=1)
-    rows = sorted(fields(state), key=lambda f: group_rank(f.group))  # stable: structure order within a group
+    rows = sorted(fields(state, extension), key=lambda f: group_rank(f.group))  # stable: structure order within a group
     for group, items in groupby(rows, key=lambda f: f.group):
         text = Text()
         for i, f in enumerate(items):
@@ -47,7 +49,8 @@ def initial_state_table(state: object, title: str = "Initial state, every field"
     return table
 
 
-def changes_table(trace: Sequence[Step], title: str = "Every change, step by step", loop: int | None = None) -> Table:
+def changes_table(trace: Sequence[Step], title: str = "Every change, step by step", loop: int | None = None,
+                  extension: Extension | None = None) -> Table:
     """For each step after the first, a row with its action, then every field that changed (where it
     lives, its name, ``before`` and ``after``), grouped. A step that changed nothing (a stutter, or a
     lasso's step back into an equal state) says so; a step with no successor state (an illegal
@@ -68,7 +71,7 @@ def changes_table(trace: Sequence[Step], title: str = "Every change, step by ste
         if prev is None:
             prev = st.state
             continue
-        found = changes(prev, st.state)
+        found = changes(prev, st.state, extension)
         prev = st.state
         if not found:
             table.add_row(number, Text(str(st.action), style="bold"), Text(NO_CHANGE, style="dim"), "", "",
@@ -89,17 +92,21 @@ def changes_table(trace: Sequence[Step], title: str = "Every change, step by ste
     return table
 
 
-def verbose_tables(trace: Sequence[Step], loop: int | None = None) -> list[RenderableType]:
-    """What ``--verbose`` adds below a trace table: the initial state in full, then the changes."""
+def verbose_tables(trace: Sequence[Step], loop: int | None = None,
+                   extension: Extension | None = None) -> list[RenderableType]:
+    """What ``--verbose`` adds below a trace table: the initial state in full, then the changes (a
+    variant's fields by the names its ``extension`` declares)."""
     first = next((st.state for st in trace if st.state is not None), None)
     if first is None:
         return []
-    return [initial_state_table(first), changes_table(trace, loop=loop), Text(LEGEND, style="dim")]
+    return [initial_state_table(first, extension=extension), changes_table(trace, loop=loop, extension=extension),
+            Text(LEGEND, style="dim")]
 
 
-def print_verbose(console: Console, trace: Sequence[Step], loop: int | None = None) -> None:
+def print_verbose(console: Console, trace: Sequence[Step], loop: int | None = None,
+                  extension: Extension | None = None) -> None:
     """``--verbose``: below a trace table, every field of the initial state and every field each
     step changed (verbose_tables), folded to fit_width."""
-    for item in verbose_tables(trace, loop=loop):
+    for item in verbose_tables(trace, loop=loop, extension=extension):
         console.print(item, width=fit_width(console))
     console.print()

@@ -63,6 +63,8 @@ class Report:
     #: the variant checked (invariants.variants.VariantSource: name, docstring, path, source, SHA-256),
     #: None for the model's own protocol
     variant: Any = None
+    #: the variant's field declarations (model.extension.Extension): its partition fields get columns
+    extension: Any = None
 
 
 def _e(text: Any) -> str:
@@ -143,11 +145,12 @@ def _note(n: Note, x: int, y: int) -> str:
 
 
 # ---------------------------------------------------------------------------- the state table
-def state_table(steps: Sequence[Step], loop: int | None = None, violation_step: int | None = None) -> str:
+def state_table(steps: Sequence[Step], loop: int | None = None, violation_step: int | None = None,
+                extension: Any = None) -> str:
     """The state at every step: the columns of ``check``'s counterexample table, changed cells
     marked ``chg``, a dead broker's ``dead``, the step where a property broke ``bad``."""
     first = next(st.state for st in steps if st.state is not None)
-    heads = tables.state_headers(first)
+    heads = tables.state_headers(first, extension)
     out = ['<table class="states"><thead><tr><th>#</th><th>action</th>']
     out += [f"<th>{_e(h)}</th>" for h in heads]
     out.append("</tr></thead><tbody>")
@@ -160,7 +163,7 @@ def state_table(steps: Sequence[Step], loop: int | None = None, violation_step: 
         if st.state is None:
             out.append(f'<td class="bad" colspan="{len(heads)}">illegal transition ({NAMES.OnlyValidTransitions})</td></tr>')
             continue
-        cells, dead = tables.state_cells(st.state)
+        cells, dead = tables.state_cells(st.state, extension)
         for i, c in enumerate(cells):
             cls = "chg" if prev is not None and prev[i] != c else "dead" if dead[i] else ""
             out.append(f'<td class="{cls}">{_e(c)}</td>' if cls else f"<td>{_e(c)}</td>")
@@ -237,7 +240,7 @@ def render_report(r: Report) -> str:
                      "acknowledged writes; per broker each replica's log (<code>m2@e1</code>: record 2 appended "
                      "in leader epoch 1), log end offset and high watermark. Yellow: changed since the previous "
                      "step; red: the broker is down.</p>"
-                     f'<div class="scroll">{state_table(r.steps, r.loop, r.violation_step)}</div></section>')
+                     f'<div class="scroll">{state_table(r.steps, r.loop, r.violation_step, r.extension)}</div></section>')
     parts.append('<section id="configuration"><h2>Configuration</h2>'
                  f"<p><code>{_e(tables.config_line(r.config))}</code></p>"
                  f"{_config_table(r.config)}</section>")

@@ -10,6 +10,7 @@ from isrcheck.invariants.properties import describe
 from isrcheck.model.action_text import to_json as action_to_json
 from isrcheck.model.brokersets import members
 from isrcheck.model.config import Config
+from isrcheck.model.extension import Extension, Scope
 from isrcheck.model.records import record_epoch, record_id
 from isrcheck.model.state import LEADER_AND_ISR, NO_LEADER, STOP_REPLICA, Controller, Replica, Request, State
 from isrcheck.model.tables import PartitionState, ReplicaState
@@ -43,7 +44,18 @@ def request_to_json(req: Request) -> dict[str, Any]:
     return {"type": "UpdateMetadata", "controller_epoch": req[1]}
 
 
-def _controller_to_json(c: Controller | None) -> dict[str, Any] | None:
+def variant_values(values: tuple[int, ...], scope: Scope, extension: Extension | None) -> dict[str, Any]:
+    """A variant's values held by one state object as ``{"variant": {name: value}}`` (broker sets as
+    id lists, a broker as its id or null, booleans as booleans), or ``{"variant": {"ext": [...]}}``
+    without the declarations; ``{}`` when it holds none (the model's own states)."""
+    if not values:
+        return {}
+    if extension is None or len(extension.of(scope)) != len(values):
+        return {"variant": {"ext": list(values)}}
+    return {"variant": extension.as_json(scope, values)}
+
+
+def _controller_to_json(c: Controller | None, extension: Extension | None = None) -> dict[str, Any] | None:
     if c is None:
         return None
     return {
@@ -59,10 +71,10 @@ def _controller_to_json(c: Controller | None) -> dict[str, Any] | None:
         "reassign_old": {str(p): list(r) for p, r in enumerate(c.reassign_old)},
         "reassign_new": {str(p): list(r) for p, r in enumerate(c.reassign_new)},
         "shutting_down": _ids(c.shutting_down),
-    }
+    } | variant_values(c.ext, Scope.CONTROLLER, extension)
 
 
-def _replica_to_json(r: Replica | None) -> dict[str, Any] | None:
+def _replica_to_json(r: Replica | None, extension: Extension | None = None) -> dict[str, Any] | None:
     if r is None:
         return None
     return {
@@ -76,12 +88,13 @@ def _replica_to_json(r: Replica | None) -> dict[str, Any] | None:
         "zk_version": r.zk_version,
         "remote_leo": _by_broker(r.remote_leo),
         "pending": _ids(r.pending),
-    }
+    } | variant_values(r.ext, Scope.REPLICA, extension)
 
 
-def state_to_json(s: State) -> dict[str, Any]:
+def state_to_json(s: State, extension: Extension | None = None) -> dict[str, Any]:
     """The state as plain JSON: broker sets as sorted id lists, records as {id, epoch},
-    controller state machines by their labels, per-broker maps keyed by broker id."""
+    controller state machines by their labels, per-broker maps keyed by broker id; a variant's
+    fields under ``variant`` in the object that holds them (named by ``extension``)."""
     zk = s.zk
     return {
         "zk": {
@@ -93,21 +106,21 @@ def state_to_json(s: State) -> dict[str, Any]:
                     "partition": p, "replicas": list(zp.replicas), "leader": _leader(zp.leader),
                     "isr": _ids(zp.isr), "leader_epoch": zp.leader_epoch, "version": zp.version,
                     "controller_epoch": zp.controller_epoch,
-                }
+                } | variant_values(zp.ext, Scope.PARTITION, extension)
                 for p, zp in enumerate(zk.partitions)
             ],
             "reassign": {str(p): list(t) for p, t in enumerate(zk.reassign) if t},
             "preferred": _ids(zk.preferred),
             "deleting": _ids(zk.deleting),
         },
-        "controller": _controller_to_json(s.controller),
-        "stale_controller": _controller_to_json(s.stale),
+        "controller": _controller_to_json(s.controller, extension),
+        "stale_controller": _controller_to_json(s.stale, extension),
         "brokers": [
             {
                 "id": i + 1, "alive": br.alive, "controller_epoch": br.controller_epoch,
-                "replicas": {str(p): _replica_to_json(r) for p, r in enumerate(br.replicas)},
+                "replicas": {str(p): _replica_to_json(r, extension) for p, r in enumerate(br.replicas)},
                 "inbox": [request_to_json(q) for q in s.inbox[i]],
-            }
+            } | variant_values(br.ext, Scope.BROKER, extension)
             for i, br in enumerate(s.brokers)
         ],
         "ghost": [
@@ -122,31 +135,31 @@ def state_to_json(s: State) -> dict[str, Any]:
     }
 
 
-def trace_to_json(trace: Sequence[Step]) -> list[dict[str, Any]]:
+def trace_to_json(trace: Sequence[Step], extension: Extension | None = None) -> list[dict[str, Any]]:
     return [
         {
             "step": i,
             "action": None if st.action is None else action_to_json(st.action),
-            "state": None if st.state is None else state_to_json(st.state),
+            "state": None if st.state is None else state_to_json(st.state, extension),
         }
         for i, st in enumerate(trace)
     ]
 
 
-def violation_to_json(v: Violation) -> dict[str, Any]:
+def violation_to_json(v: Violation, extension: Extension | None = None) -> dict[str, Any]:
     out = {
         "property": v.property,
         "kind": v.kind,
         "message": describe(v),  # never empty: the property and the values that broke it
         "length": v.length,
-        "trace": trace_to_json(v.trace),
+        "trace": trace_to_json(v.trace, extension),
     }
     if v.kind == "liveness":
         out["loop"] = v.loop  # the step the last one goes back to (== length: it stutters there)
     return out
 
 
-def liveness_to_json(result: Any) -> dict[str, Any]:
+def liveness_to_json(result: Any, extension: Extension | None = None) -> dict[str, Any]:
     """A LivenessResult as plain data (the ``liveness`` object of ``check --json``)."""
     return {
         "fairness": list(result.fairness),
@@ -159,7 +172,7 @@ def liveness_to_json(result: Any) -> dict[str, Any]:
             {"property": v.property,
              "verdict": "unknown" if v.holds is None else ("holds" if v.holds else "broken"),
              "instance": v.lasso.instance if v.lasso is not None else None,
-             "violation": violation_to_json(v.violation) if v.violation is not None else None}
+             "violation": violation_to_json(v.violation, extension) if v.violation is not None else None}
             for v in result.verdicts
         ],
     }
@@ -169,13 +182,14 @@ def _round(x: float) -> float:
     return round(x, 6)
 
 
-def result_to_json(model_name: str, config: Config, result: CheckResult) -> dict[str, Any]:
+def result_to_json(model_name: str, config: Config, result: CheckResult,
+                   extension: Extension | None = None) -> dict[str, Any]:
     """A CheckResult as one JSON object (what ``isrcheck check --json`` prints)."""
     return {
         "model": model_name,
         "mode": "check",
         "outcome": result.outcome,
-        "violations": [violation_to_json(v) for v in result.violations],
+        "violations": [violation_to_json(v, extension) for v in result.violations],
         "distinct_states": result.distinct_states,
         "depth": result.depth,
         "seconds": _round(result.seconds),
@@ -189,7 +203,8 @@ def result_to_json(model_name: str, config: Config, result: CheckResult) -> dict
     }
 
 
-def simulation_to_json(model_name: str, config: Config, result: Any) -> dict[str, Any]:
+def simulation_to_json(model_name: str, config: Config, result: Any,
+                       extension: Extension | None = None) -> dict[str, Any]:
     """A SimulationResult as one JSON object (what ``isrcheck simulate --json`` prints)."""
     return {
         "model": model_name,
@@ -200,7 +215,7 @@ def simulation_to_json(model_name: str, config: Config, result: Any) -> dict[str
         "walks": result.walks,
         "first_found": result.first_found,  # the walk that found the first violation (then: shrinking)
         "max_depth": result.max_depth,
-        "violations": [violation_to_json(v) for v in result.violations],
+        "violations": [violation_to_json(v, extension) for v in result.violations],
         "distinct_states": result.distinct_states,
         "depth": result.deepest,
         "dead_ends": result.dead_ends,

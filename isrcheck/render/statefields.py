@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from isrcheck.model.brokersets import members
+from isrcheck.model.extension import Extension, Kind, Scope
 from isrcheck.model.observe import FETCH_STATES
 from isrcheck.model.records import render_log
 from isrcheck.model.state import NO_LEADER
@@ -179,6 +180,35 @@ def _format(name: str, v: Any) -> str:
     return fmt(v) if fmt is not None else generic(v)
 
 
+# ---------------------------------------------------------------------------- a variant's fields
+#: the state objects that hold a variant's values (their ``ext`` field), by class name
+_EXT_SCOPE = {"ZkPartition": Scope.PARTITION, "Replica": Scope.REPLICA, "Broker": Scope.BROKER,
+              "Controller": Scope.CONTROLLER}
+_KIND_TEXT: dict[Kind, Callable[[int], str]] = {
+    Kind.INT: str, Kind.BOOL: lambda v: "true" if v else "false", Kind.BROKER: _leader, Kind.BROKERS: _brokers,
+}
+
+
+def variant_text(f: Any, v: int) -> str:
+    """One variant field's value as the tables show it (its kind decides: ``{2,3}``, ``none``, ``true``)."""
+    return _KIND_TEXT[f.kind](v)
+
+
+def _variant_leaves(owner: str, values: tuple[int, ...], group: str, name: str,
+                    extension: Extension | None) -> Iterator[Field]:
+    """A variant's values held by one state object, by the names and kinds it declared (an ELR set
+    reads ``zk.elr={2,3}``); without the declarations (a state shown without its variant), one
+    generic ``ext`` field. The model's own states hold none and show nothing."""
+    if not values:
+        return
+    scope = _EXT_SCOPE.get(owner)
+    if extension is None or scope is None or len(extension.of(scope)) != len(values):
+        yield Field(group, f"{name}.ext" if name else "ext", generic(values))
+        return
+    for f, v in extension.named(scope, values):
+        yield Field(group, f"{name}.{f.name}" if name else f.name, variant_text(f, v))
+
+
 # ---------------------------------------------------------------------------- flattening
 @dataclass(frozen=True)
 class Field:
@@ -204,36 +234,42 @@ def _holds_records(v: Any) -> bool:
     return isinstance(v, tuple) and not hasattr(v, "_fields") and any(_is_record(x) for x in v)
 
 
-def _walk(v: Any, group: str, name: str, field: str, levels: Sequence[str]) -> Iterator[Field]:
+def _walk(v: Any, group: str, name: str, field: str, levels: Sequence[str],
+          extension: Extension | None) -> Iterator[Field]:
     """The leaves under ``v``: ``field`` is the NamedTuple field it came from (for its text),
-    ``levels`` the index kinds still to expand."""
+    ``levels`` the index kinds still to expand, ``extension`` the variant's field declarations."""
     if levels and isinstance(v, tuple):
         for i, x in enumerate(v):
-            yield from _walk(x, group, f"{name}[{_label(levels[0], i)}]", field, levels[1:])
+            yield from _walk(x, group, f"{name}[{_label(levels[0], i)}]", field, levels[1:], extension)
         return
     if _is_record(v):
         owner = type(v).__name__
         for f, x in zip(v._fields, v):
             key = (owner, f)
+            if f == "ext" and owner in _EXT_SCOPE:
+                yield from _variant_leaves(owner, x, group, name, extension)
+                continue
             sub = f"{name}.{f}" if name else f
             entity = _ENTITY.get(key)
             if entity is not None and isinstance(x, tuple):
                 kind = _INDEXED.get(key, ("",))[0]
                 prefix = _ENTITY_PREFIX.get(key, "")
                 for i, item in enumerate(x):
-                    yield from _walk(item, _entity_group(entity, kind, i), prefix, f, _INDEXED.get(key, ())[1:])
+                    yield from _walk(item, _entity_group(entity, kind, i), prefix, f, _INDEXED.get(key, ())[1:],
+                                     extension)
             else:
-                yield from _walk(x, group, sub, f, _INDEXED.get(key, ()))
+                yield from _walk(x, group, sub, f, _INDEXED.get(key, ()), extension)
         return
     if _holds_records(v) and field not in _FORMAT:  # an unknown tuple of records: one field per element
         for i, x in enumerate(v):
-            yield from _walk(x, group, f"{name}[{i}]", field, ())
+            yield from _walk(x, group, f"{name}[{i}]", field, (), extension)
         return
     yield Field(group, name or field, _format(field, v))
 
 
-def fields(state: Any) -> list[Field]:
-    """Every leaf field of ``state``, in the order of the state's structure."""
+def fields(state: Any, extension: Extension | None = None) -> list[Field]:
+    """Every leaf field of ``state``, in the order of the state's structure; a variant's fields by
+    the names ``extension`` declares (``Protocol.extension``)."""
     out: list[Field] = []
     for f, x in zip(state._fields, state):
         group = _ROOT_GROUP.get(f, f)
@@ -243,10 +279,10 @@ def fields(state: Any) -> list[Field]:
             kind = _INDEXED[key][0]
             prefix = _ENTITY_PREFIX.get(key, "")
             for i, item in enumerate(x):
-                out.extend(_walk(item, _entity_group(entity, kind, i), prefix, f, ()))
+                out.extend(_walk(item, _entity_group(entity, kind, i), prefix, f, (), extension))
             continue
         name = f if group == "queues" else ""  # inside its own group a field needs no prefix
-        out.extend(_walk(x, group, name, f, _INDEXED.get(key, ())))
+        out.extend(_walk(x, group, name, f, _INDEXED.get(key, ()), extension))
     return out
 
 
@@ -269,11 +305,11 @@ class Change:
     after: str  # ABSENT when the later state has no such field
 
 
-def changes(before: Any, after: Any) -> list[Change]:
+def changes(before: Any, after: Any, extension: Extension | None = None) -> list[Change]:
     """The fields whose text differs between two states, grouped (GROUP_ORDER), each group in the
     order of the state's structure. Fields only one state has are changes from or to ABSENT."""
-    old = {(f.group, f.name): f.value for f in fields(before)}
-    new = {(f.group, f.name): f.value for f in fields(after)}
+    old = {(f.group, f.name): f.value for f in fields(before, extension)}
+    new = {(f.group, f.name): f.value for f in fields(after, extension)}
     keys = list(old)
     keys += [k for k in new if k not in old]
     position = {k: i for i, k in enumerate(keys)}

@@ -19,8 +19,10 @@ from isrcheck.invariants.properties import detail
 from isrcheck.model.brokersets import members
 from isrcheck.model.brokersets import render as render_set
 from isrcheck.model.config import Config, settings
+from isrcheck.model.extension import Extension, Scope
 from isrcheck.model.records import render_log
 from isrcheck.model.state import NO_LEADER, State
+from isrcheck.render.statefields import variant_text
 from isrcheck.render.tablefit import fit_width
 
 CHANGED = "bold yellow"
@@ -62,10 +64,16 @@ def config_line(cfg: Config, shared_with: Config | None = None) -> str:
 
 
 # ============================================================================ trace table
-def state_cells(s: State) -> tuple[list[str], list[bool]]:
+def _partition_fields(extension: Extension | None) -> list[Any]:
+    """The variant's partition fields: a column each, beside the partition's own (an ELR set)."""
+    return [] if extension is None else extension.of(Scope.PARTITION)
+
+
+def state_cells(s: State, extension: Extension | None = None) -> tuple[list[str], list[bool]]:
     """Cell texts for one state, and for each cell whether it belongs to a dead broker."""
     cells: list[str] = []
     dead: list[bool] = []
+    extra = _partition_fields(extension)
     for p, zp in enumerate(s.zk.partitions):
         if not zp.replicas:
             cells += ["-", "-", "-", "-"]
@@ -74,7 +82,8 @@ def state_cells(s: State) -> tuple[list[str], list[bool]]:
                       str(zp.leader) if zp.leader != NO_LEADER else "none", render_set(zp.isr), str(zp.leader_epoch)]
         acked = list(members(s.ghost[p].acked))
         cells.append(",".join(f"m{i}" for i in acked) if acked else "-")
-        dead += [False] * 5
+        cells += [variant_text(f, v) for f, v in zip(extra, zp.ext)]
+        dead += [False] * (5 + len(extra))
     for br in s.brokers:
         for r in br.replicas:
             if r is None:
@@ -86,12 +95,14 @@ def state_cells(s: State) -> tuple[list[str], list[bool]]:
     return cells, dead
 
 
-def state_headers(s: State) -> list[str]:
+def state_headers(s: State, extension: Extension | None = None) -> list[str]:
     multi = len(s.zk.partitions) > 1
     heads: list[str] = []
+    extra = _partition_fields(extension)
     for p in range(len(s.zk.partitions)):
         pre = f"p{p} " if multi else ""
         heads += [f"{pre}AR", f"{pre}leader", f"{pre}ISR", f"{pre}epoch", f"{pre}acked"]
+        heads += [f"{pre}{f.name}" for f in extra]
     for i, br in enumerate(s.brokers):
         for p in range(len(br.replicas)):
             pre = f"b{i + 1}/p{p}" if multi else f"b{i + 1}"
@@ -99,15 +110,18 @@ def state_headers(s: State) -> list[str]:
     return heads
 
 
-def trace_table(trace: Sequence[Step], title: str = "", caption: str = "", loop: int | None = None) -> Table:
+def trace_table(trace: Sequence[Step], title: str = "", caption: str = "", loop: int | None = None,
+                extension: Extension | None = None) -> Table:
     """One row per step: the action, each partition's AR/leader/ISR/epoch/acknowledged writes (from
     ZooKeeper and the ghost), and each replica's log, LEO and HW. Changed cells are highlighted,
     a dead broker's cells are red. ``loop`` (a lasso's): the row where the loop starts is marked,
     and a last row says the behaviour goes back there, or stutters, forever."""
     first = next(st.state for st in trace if st.state is not None)
-    heads = state_headers(first)
-    table = Table(title=title or None, caption=caption or None, box=box.SIMPLE_HEAD, pad_edge=False,
-                  title_justify="left", caption_justify="left", header_style="bold")
+    heads = state_headers(first, extension)
+    # Text, not str: a title or caption is plain text ("[examples/v.py:X]" is a variant, not markup)
+    table = Table(title=Text(title) if title else None, caption=Text(caption) if caption else None,
+                  box=box.SIMPLE_HEAD, pad_edge=False, title_justify="left", caption_justify="left",
+                  header_style="bold")
     table.add_column("#", justify="right", style="dim")
     table.add_column("action", no_wrap=True)
     nparts = len(first.zk.partitions)
@@ -122,7 +136,7 @@ def trace_table(trace: Sequence[Step], title: str = "", caption: str = "", loop:
             action.append("\nillegal transition", style="bold red")  # under the action: no column widens
             table.add_row(str(n), action)
             continue
-        cells, dead = state_cells(st.state)
+        cells, dead = state_cells(st.state, extension)
         row: list[RenderableType] = []
         for i, c in enumerate(cells):
             style = ""
@@ -154,7 +168,7 @@ def violation_title(v: Violation) -> str:
     return f"Counterexample: {v.property} {what} after {v.length} step{'s' if v.length != 1 else ''}"
 
 
-def violation_table(v: Violation, description: str = "") -> Table:
+def violation_table(v: Violation, description: str = "", extension: Extension | None = None) -> Table:
     caption = f"{v.property}: {description}" if description else ""
     why = v.message or detail(v)  # an illegal move's own message, else the values that broke the property
     if why:
@@ -162,7 +176,7 @@ def violation_table(v: Violation, description: str = "") -> Table:
     caption = (caption + "\n" if caption else "") + "yellow: changed since the previous step; red: broker down"
     if v.kind == "liveness":
         caption += f"; {LOOP_MARK}: where the loop starts"
-    return trace_table(v.trace, title=violation_title(v), caption=caption, loop=v.loop)
+    return trace_table(v.trace, title=violation_title(v), caption=caption, loop=v.loop, extension=extension)
 
 
 # ============================================================================ summaries

@@ -1,0 +1,121 @@
+"""A variant's own state, seen through every renderer: a test variant adds two partition fields (how
+many leaders were elected, and the last one, a broker id) and they must show under their names in
+the trace table, ``check -v``, ``check --json``, JSON-lines and ITF trace files, ``traces show`` and
+``report``; a trace file keeps them, is replayed only with its variant, and a tampered value is
+refused in one line. (Fingerprint, codec and symmetry of the same fields: tests/model/test_extension.py.)
+"""
+from __future__ import annotations
+
+import json
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from conftest import to_toml
+
+VARIANT = textwrap.dedent('''
+    """Counts the partition's elections and remembers the last leader elected."""
+    from isrcheck.model.extension import Field, Kind, Scope
+    from isrcheck.model.protocol import Protocol
+    from isrcheck.model.state import NO_LEADER
+
+
+    class Counted(Protocol):
+        """Every election is counted in ZooKeeper (up to 3) with the leader it chose."""
+
+        fields = (Field("elections", Scope.PARTITION, Kind.INT),
+                  Field("last_leader", Scope.PARTITION, Kind.BROKER))
+
+        def select(self, selector, inp):
+            e = super().select(selector, inp)
+            ext = self.extension
+            n = min(ext.get(Scope.PARTITION, inp.fields, "elections") + 1, 3)
+            fields = ext.with_value(Scope.PARTITION, inp.fields, "elections", n)
+            fields = ext.with_value(Scope.PARTITION, fields, "last_leader", 0 if e.leader == NO_LEADER else e.leader)
+            return e._replace(fields=fields)
+''')
+
+#: hw-truncation-one-crash's bounds: a leader crash and a failover lose a write (elections >= 1)
+CONFIG = {"brokers": 3, "replication_factor": 3, "max_records": 2, "faults": {"crashes": 1}}
+
+
+@pytest.fixture
+def setup(tmp_path: Path) -> tuple[Path, str]:
+    (tmp_path / "counted.py").write_text(VARIANT)
+    cfg = tmp_path / "c.toml"
+    cfg.write_text(to_toml(CONFIG))
+    return cfg, f"{tmp_path / 'counted.py'}:Counted"
+
+
+def _last_partition(doc: dict) -> dict:
+    return doc["violations"][0]["trace"][-1]["state"]["zk"]["partitions"][0]
+
+
+def test_the_fields_show_in_the_table_and_in_verbose(cli, setup) -> None:
+    cfg, variant = setup
+    r = cli("check", "--config", str(cfg), "--variant", variant, "-v")
+    assert r.exit_code == 1, r.stdout
+    header = next(line for line in r.stdout.splitlines() if " action " in line)
+    assert "elections" in header and "last_leader" in header  # columns of the trace table
+    assert "zk.elections=0" in r.stdout and "zk.last_leader=none" in r.stdout  # the initial state, in full
+    assert "zk.elections" in r.stdout.split("Every change, step by step", 1)[1]  # a step that changed it
+
+
+def test_the_fields_show_in_check_json_by_name(cli, setup) -> None:
+    cfg, variant = setup
+    code, doc = cli.json("check", "--config", str(cfg), "--variant", variant, "--json")
+    assert code == 1
+    first = doc["violations"][0]["trace"][0]["state"]["zk"]["partitions"][0]
+    assert first["variant"] == {"elections": 0, "last_leader": None}
+    last = _last_partition(doc)
+    assert last["variant"]["elections"] >= 1 and last["variant"]["last_leader"] == last["leader"]
+    # the model's own run has no variant key anywhere
+    code, plain = cli.json("check", "--config", str(cfg), "--json")
+    assert "variant" not in _last_partition(plain)
+
+
+@pytest.mark.parametrize("name", ["cx.jsonl", "cx.itf.json"])
+def test_a_trace_file_keeps_the_fields_and_replays_only_with_its_variant(cli, setup, tmp_path, name,
+                                                                          assert_input_error) -> None:
+    cfg, variant = setup
+    out = tmp_path / name
+    # traces export takes a manifest name: write the file from check's counterexample through the kit
+    from isrcheck.conformance.traces import trace_from_steps, write_trace
+    from isrcheck.engine.checker import Checker
+    from isrcheck.invariants import build_model
+    from isrcheck.invariants.variants import load_variant
+    from isrcheck.model.config import load
+
+    config = load(cfg)
+    protocol = load_variant(variant)(config)
+    v = Checker(build_model(config, protocol=protocol)).run().violations[0]
+    write_trace(trace_from_steps(v.trace, config, kind="counterexample", property=v.property, protocol=protocol), out)
+    text = out.read_text()
+    assert '"elections"' in text and '"last_leader"' in text and ':Counted"' in text
+    if name.endswith(".itf.json"):
+        itf = json.loads(text)
+        assert itf["vars"][-1] == "variant" and "variant" in itf["states"][0]
+    # replayed with its variant: shown, the fields by name in -v
+    r = cli("traces", "show", str(out), "--variant", variant, "-v")
+    assert r.exit_code == 0, r.stderr
+    assert "zk.last_leader" in r.stdout
+    # without it: one line naming the variant to give
+    assert_input_error(cli("traces", "show", str(out)), "written with the variant", "Counted")
+    # a value the variant would not have written: refused, naming the step
+    tampered = out.with_name("tampered-" + name)
+    tampered.write_text(text.replace('"elections":1', '"elections":2')
+                        .replace('"elections":{"#bigint":"1"}', '"elections":{"#bigint":"2"}'), encoding="utf-8")
+    assert tampered.read_text() != text
+    assert_input_error(cli("traces", "show", str(tampered), "--variant", variant), "variant fields", "differ")
+
+
+def test_the_report_shows_the_fields_and_the_variant(cli, setup, tmp_path) -> None:
+    cfg, variant = setup
+    out = tmp_path / "r.html"
+    r = cli("report", "--config", str(cfg), "--variant", variant, "--out", str(out))
+    assert r.exit_code in (0, 1), r.stderr
+    page = out.read_text()
+    assert "<th>elections</th>" in page and "<th>last_leader</th>" in page
+    assert 'id="variant"' in page and "Every election is counted" in page  # its docstring
+    assert "class Counted(Protocol)" in page  # and its source
