@@ -34,6 +34,7 @@ from typing import Any
 
 from isrcheck.model.config import Config, ConfigError
 from isrcheck.model.extension import ExtensionError
+from isrcheck.specs.actions import VocabularyError
 from isrcheck.model.protocol import Protocol
 
 ProtocolFactory = Callable[[Config], Protocol]
@@ -127,7 +128,7 @@ def load_variant(text: str, *, search_path: str | None = None) -> ProtocolFactor
                 made = obj(cfg)
             except _PASS_THROUGH:
                 raise
-            except ExtensionError as e:
+            except (ExtensionError, VocabularyError) as e:
                 raise VariantError(f"variant {text}: {e}") from None
             except Exception as e:  # noqa: BLE001 - the variant's own code
                 raise VariantFailure(text, attr, _exc_text(e)) from None
@@ -224,7 +225,7 @@ def _guarded_class(cls: type, text: str) -> type:
         before = model_snapshot()
         try:
             orig_init(self, config)
-        except ExtensionError as e:  # the variant's declared fields cannot describe state
+        except (ExtensionError, VocabularyError) as e:  # its declared fields or actions are malformed
             raise VariantError(f"variant {text}: {e}") from None
         except Exception as e:  # noqa: BLE001
             if _model_exception(e):

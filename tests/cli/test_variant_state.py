@@ -119,3 +119,51 @@ def test_the_report_shows_the_fields_and_the_variant(cli, setup, tmp_path) -> No
     assert "<th>elections</th>" in page and "<th>last_leader</th>" in page
     assert 'id="variant"' in page and "Every election is counted" in page  # its docstring
     assert "class Counted(Protocol)" in page  # and its source
+
+
+BAD_ACTIONS = textwrap.dedent('''
+    from isrcheck.model.protocol import Protocol, VariantAction
+
+
+    class Clash(Protocol):
+        actions = (VariantAction("Produce", ("partition",)),)
+
+
+    class Lowercase(Protocol):
+        actions = (VariantAction("lower case", ("partition",)),)
+''')
+
+
+@pytest.mark.parametrize(("attr", "fragment"), [("Clash", "has the name of one of the model's"),
+                                                ("Lowercase", "CamelCase")])
+def test_a_malformed_action_is_the_variants_error_in_one_line(cli, setup, tmp_path, assert_input_error, attr,
+                                                               fragment) -> None:
+    cfg, _ = setup
+    (tmp_path / "bad_actions.py").write_text(BAD_ACTIONS)
+    r = cli("check", "--config", str(cfg), "--variant", f"{tmp_path / 'bad_actions.py'}:{attr}")
+    line = assert_input_error(r, fragment)
+    assert line.startswith(f"error: variant {tmp_path / 'bad_actions.py'}:{attr}: ")  # not "raised in __init__"
+
+
+# ---------------------------------------------------------------------------- the manifest's variants
+VARIANT_ENTRIES = ["elr-isr-only", "elr", "elr-high-watermark", "quorum-high-watermark", "quorum-high-watermark-leader"]
+
+
+def test_the_gate_checks_each_pinned_design_with_the_variant_its_entry_names(cli) -> None:
+    code, doc = cli.json("gate", *VARIANT_ENTRIES, "--json")
+    assert code == 0, [m["mismatches"] for m in doc["models"]]
+    found = {m["model"]: m["found"] for m in doc["models"]}
+    # the same bounds: the ISR-only design loses a write, the ELR design holds (its own property too)
+    assert found["elr-isr-only"]["property"] == "NoCommittedWriteLost" and found["elr"]["outcome"] == "success"
+    assert found["elr-high-watermark"]["property"] == "EligibleReplicasComplete"
+    code, listed = cli.json("list", "--json")
+    named = {m["name"]: m["variant"] for m in listed["models"]}
+    assert named["elr"].endswith("eligible_leader_replicas.py:EligibleLeaderReplicas") and named["elr-isr-only"] is None
+
+
+def test_check_by_name_uses_the_entrys_variant_and_z3_refuses_it(cli, assert_input_error) -> None:
+    code, doc = cli.json("check", "elr", "--json")
+    assert code == 0 and doc["model"].startswith("elr [examples/variants/eligible_leader_replicas.py:")
+    code, doc = cli.json("check", "elr-high-watermark", "--json")
+    assert code == 1 and doc["violations"][0]["trace"][-1]["state"]["zk"]["partitions"][0]["variant"]["elr"] == [1]
+    assert_input_error(cli("bmc", "elr"), "checked with a variant")
