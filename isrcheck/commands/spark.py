@@ -59,6 +59,15 @@ def _descriptions() -> dict[str, str]:
     return {p.name: p.description for p in ALL_PROPERTIES}
 
 
+def _extension(spec: Any) -> Any:
+    """The variant's field declarations of ``spec`` (None for the model's own), for JSON traces."""
+    if spec.variant is None:
+        return None
+    from isrcheck.invariants.variants import load_variant
+
+    return load_variant(spec.variant, search_path=spec.variant_path)(spec.build_config()).extension
+
+
 def _require_spark() -> None:
     from isrcheck.pipeline.session import check_java, check_pyspark
 
@@ -175,7 +184,7 @@ def explore(name: str | None, config_file: str | None, overrides: tuple[str, ...
             shutil.rmtree(temp, ignore_errors=True)
     result = res.result
     if as_json:
-        obj = json_form.result_to_json(spec.label, target.config, result)
+        obj = json_form.result_to_json(spec.label, target.config, result, _extension(spec))
         obj.update({
             "mode": "spark-explore",
             "levels": [{k: getattr(x, k) for k in ("depth", "engine", "frontier", "new", "visited", "transitions",
@@ -288,7 +297,7 @@ def swarm(name: str | None, config_file: str | None, overrides: tuple[str, ...],
             "model": spec.label, "mode": "spark-swarm", "outcome": res.outcome, "seed": seed, "tasks": len(res.tasks),
             "walks": res.walks, "steps": res.steps, "distinct_states": res.distinct_states,
             "violations_found": len(res.violations),
-            "shortest": None if shortest is None else json_form.violation_to_json(shortest),
+            "shortest": None if shortest is None else json_form.violation_to_json(shortest, _extension(spec)),
             "task_results": [{k: r[k] for k in ("task", "seed", "walks", "steps", "deepest")} | {
                 "property": r["violation"]["property"] if r["violation"] else None,
                 "length": r["violation"]["length"] if r["violation"] else None} for r in res.tasks],
