@@ -169,3 +169,14 @@ def test_the_reader_catches_a_missing_and_a_gone_module() -> None:
     assert _PATH.match("engine/core.py") and not _PATH.match("isrcheck/native__mypyc*.so")
     fenced = "```\n`a\n```\nsee `model/gone.py` and `x`\n"
     assert [m for m in _BACKTICKED.findall(_FENCE.sub("", fenced)) if _PATH.match(m)] == ["model/gone.py"]
+
+
+def test_the_symbolic_table_keeps_the_import_order(page: str) -> None:
+    """The page says its table of invariants/symbolic/ is in the order the modules import each
+    other, the order the package's docstring lists (tests/invariants/test_symbolic_package.py
+    holds the imports to it): the two lists are the same."""
+    init = (ROOT / "invariants" / "symbolic" / "__init__.py").read_text(encoding="utf-8")
+    listed = re.findall(r"^- ``(\w+)``:", init, flags=re.M)
+    table = next(t for t in tables(page) if t[0][0] == "`invariants/symbolic/`")
+    on_page = [Path(name).stem for row in table[1:] for name in _BACKTICKED.findall(row[0])]
+    assert on_page == ["__init__", *listed]
