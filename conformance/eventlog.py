@@ -209,8 +209,8 @@ def _path_of(schema_path: str, partitions: int) -> str:
 
 def _check_header(head: Any, where: str) -> tuple[Config, dict[str, Any]]:
     h = check_envelope(head, where, EventLogError, what="event log", fmt=FORMAT, version=VERSION,
-                   version_name="event log version", keys=_HEADER_KEYS,
-                   required=("tool", "tool_version", "config", "generation", "facts", "initial"))
+                       version_name="event log version", keys=_HEADER_KEYS,
+                       required=("tool", "tool_version", "config", "generation", "facts", "initial"))
     cfg = header_config(h, where, EventLogError)
     if h["facts"] not in ("delta", "partial"):
         raise EventLogError(f"{where}: facts must be \"delta\" or \"partial\", got {short(h['facts'])}")

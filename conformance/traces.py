@@ -232,8 +232,8 @@ def write_trace(trace: Trace, path: str | Path, fmt: str | None = None) -> str:
 # ---------------------------------------------------------------------------- reading
 def _check_header(head: Any, where: str) -> tuple[Config, dict[str, Any]]:
     h = check_envelope(head, where, TraceError, what="trace", fmt=FORMAT, version=VERSION,
-                   version_name="trace format version", keys=_HEADER_KEYS,
-                   required=("tool", "tool_version", "kind", "generation", "config", "steps"))
+                       version_name="trace format version", keys=_HEADER_KEYS,
+                       required=("tool", "tool_version", "kind", "generation", "config", "steps"))
     if h["kind"] not in KINDS:
         raise TraceError(f"{where}: kind must be one of {', '.join(KINDS)}, got {short(h['kind'])}")
     for k in ("model", "property"):
