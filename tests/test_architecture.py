@@ -13,7 +13,9 @@ the second column. This test holds that
 - every file path written anywhere on the page (in backticks, with a folder and an extension of a
   source or data file) exists;
 - the line counts of the C table are the files' own, within a tenth (the page says how big the C is;
-  a rewrite that doubles a file must say so).
+  a rewrite that doubles a file must say so);
+- the table of invariants/symbolic/ is in the package's import order, as the page says;
+- every link to a section of the page finds its heading.
 """
 from __future__ import annotations
 
@@ -180,3 +182,16 @@ def test_the_symbolic_table_keeps_the_import_order(page: str) -> None:
     table = next(t for t in tables(page) if t[0][0] == "`invariants/symbolic/`")
     on_page = [Path(name).stem for row in table[1:] for name in _BACKTICKED.findall(row[0])]
     assert on_page == ["__init__", *listed]
+
+
+def _slug(heading: str) -> str:
+    """GitHub's anchor of a heading: lower case, punctuation dropped, spaces as hyphens."""
+    return re.sub(r"[^\w\- ]", "", heading.strip().lower()).replace(" ", "-")
+
+
+def test_every_link_within_the_page_has_its_heading(page: str) -> None:
+    """A section renamed or dropped leaves no link pointing nowhere."""
+    anchors = {_slug(h) for h in re.findall(r"^#+ (.+)$", _FENCE.sub("", page), flags=re.M)}
+    assert _slug("The engine (`engine/`)") == "the-engine-engine"
+    dangling = sorted(set(re.findall(r"\]\(#([\w-]+)\)", page)) - anchors)
+    assert dangling == [], f"ARCHITECTURE.md links to sections it does not have: {dangling}"
