@@ -98,8 +98,9 @@ def _remove_compiled() -> None:
 #: model's state fingerprint (model/_partshash.c)
 NATIVE_C = (("engine", "_newtuple"), ("engine", "_fptable"), ("engine", "_parentmap"), ("engine", "_codec"),
             ("model", "_partshash"))
-#: headers they include (engine/_fingerprints.h: what the two fingerprint tables share)
-NATIVE_HEADERS = ("engine/_fingerprints.h",)
+#: headers they include (engine/_fingerprints.h: what the two fingerprint tables share;
+#: engine/_module.h: a module holding one type, every engine extension's init)
+NATIVE_HEADERS = ("engine/_fingerprints.h", "engine/_module.h")
 #: the import package of each folder holding plain C extensions
 _C_PACKAGE = {"engine": "isrcheck.engine", "model": "isrcheck.model"}
 

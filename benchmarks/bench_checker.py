@@ -15,10 +15,11 @@ import json
 import os
 import platform
 import resource
-import subprocess
 import sys
 import time
 from typing import Any
+
+import children
 
 # name -> (size, description, config). Pinned here rather than read from specs/models.toml so
 # that figures stay comparable while the manifest grows; --model runs a manifest entry.
@@ -85,15 +86,7 @@ def measure(spec: dict[str, Any]) -> dict[str, Any]:
 
 
 def run_child(spec: dict[str, Any], timeout: float | None) -> dict[str, Any]:
-    env = dict(os.environ)
-    env.pop("ISRCHECK_PURE", None)
-    if spec.get("build") == "pure":
-        env["ISRCHECK_PURE"] = "1"
-    proc = subprocess.run([sys.executable, os.path.abspath(__file__), "--child", json.dumps(spec)],
-                          capture_output=True, text=True, timeout=timeout, env=env)
-    if proc.returncode != 0:
-        raise RuntimeError(f"benchmark child failed:\n{proc.stderr}")
-    return json.loads(proc.stdout.strip().splitlines()[-1])
+    return children.run_child(__file__, spec, timeout, pure=spec.get("build") == "pure")
 
 
 # ---------------------------------------------------------------------------- the table
@@ -166,14 +159,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--builds", default="compiled,pure",
                     help="compiled, pure (ISRCHECK_PURE=1) or both (default): the same runs on each build")
     ap.add_argument("--repeat", type=int, default=1, help="runs per measurement; the fastest is shown")
-    ap.add_argument("--max-states", type=int, default=None, help="stop every run at this many states")
-    ap.add_argument("--timeout", type=float, default=None, help="seconds allowed to one run")
-    ap.add_argument("--json", metavar="FILE", help="also write every figure to FILE")
-    ap.add_argument("--child", metavar="SPEC", help=argparse.SUPPRESS)
+    children.add_options(ap)
     args = ap.parse_args(argv)
 
-    if args.child:
-        print(json.dumps(measure(json.loads(args.child))))
+    if children.served_as_child(args, measure):
         return 0
 
     todo: list[tuple[str, dict[str, Any], bool | None]] = []
@@ -233,11 +222,7 @@ def main(argv: list[str] | None = None) -> int:
             print(f"  {name:<30} {s['seconds'] / p['seconds']:5.2f}x   "
                   f"(cpu {p['cpu_seconds'] / max(s['cpu_seconds'], 1e-9):.2f}x of single; "
                   f"states moved between workers: {moved})")
-    print(f"# load average at the end {os.getloadavg()[0]:.2f} "
-          f"(figures are only comparable on an otherwise idle machine)")
-    if args.json:
-        with open(args.json, "w", encoding="utf-8") as f:
-            json.dump(results, f, indent=2)
+    children.finish(args.json, results)
     return 0
 
 

@@ -30,13 +30,13 @@ The garbage collector stays on (as in a real check); ``gc.collect()`` runs befor
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import platform
-import subprocess
 import sys
 import time
 from typing import Any
+
+import children
 
 DEFAULT_MODELS = ["reassignment-broker-crash", "failover-misses-crash-kip-320", "deposed-controller-reassignment"]
 GIB = 1 << 30
@@ -184,7 +184,7 @@ def measure(spec: dict[str, Any]) -> dict[str, Any]:
 
     from isrcheck.invariants import build_model
     from isrcheck.invariants import liveness as kafka_liveness
-    from isrcheck.model import liveness
+    from isrcheck.engine import liveness
 
     from isrcheck import native
     from isrcheck.inputs import manifest
@@ -239,19 +239,7 @@ def measure(spec: dict[str, Any]) -> dict[str, Any]:
 
 
 def run_child(spec: dict[str, Any], timeout: float | None) -> dict[str, Any]:
-    env = dict(os.environ)
-    env.pop("ISRCHECK_PURE", None)
-    if spec.get("pure"):
-        env["ISRCHECK_PURE"] = "1"
-    try:
-        proc = subprocess.run([sys.executable, os.path.abspath(__file__), "--child", json.dumps(spec)],
-                              check=False, capture_output=True, text=True, timeout=timeout, env=env)
-    except subprocess.TimeoutExpired:
-        raise RuntimeError(f"took more than {timeout:g} s (--timeout)") from None
-    if proc.returncode != 0:
-        lines = [ln for ln in proc.stderr.strip().splitlines() if ln.strip()]
-        raise RuntimeError(lines[-1] if lines else f"exit status {proc.returncode}")
-    return json.loads(proc.stdout.strip().splitlines()[-1])
+    return children.run_child(__file__, spec, timeout, pure=bool(spec.get("pure")))
 
 
 # ---------------------------------------------------------------------------- the tables
@@ -313,17 +301,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--models", metavar="A,B", help=f"comma-separated manifest models (default: {','.join(DEFAULT_MODELS)})")
     ap.add_argument("--quick", action="store_true", help="only the first model")
     ap.add_argument("--repeat", type=int, default=3, help="runs of each SCC timing; the fastest is shown")
-    ap.add_argument("--max-states", type=int, default=None,
-                    help="cut every graph at this many states (no verdicts are then drawn)")
     ap.add_argument("--no-reverse", action="store_true", help="skip the +rev rows (the graph with reversed edges)")
     ap.add_argument("--pure", action="store_true", help="run the pure-Python build (ISRCHECK_PURE=1)")
-    ap.add_argument("--timeout", type=float, default=None, help="seconds allowed to one model")
-    ap.add_argument("--json", metavar="FILE", help="also write every figure to FILE")
-    ap.add_argument("--child", metavar="SPEC", help=argparse.SUPPRESS)
+    children.add_options(ap, max_states="cut every graph at this many states (no verdicts are then drawn)")
     args = ap.parse_args(argv)
 
-    if args.child:
-        print(json.dumps(measure(json.loads(args.child))))
+    if children.served_as_child(args, measure):
         return 0
 
     names = [m.strip() for m in args.models.split(",") if m.strip()] if args.models else list(DEFAULT_MODELS)
@@ -383,11 +366,7 @@ def main(argv: list[str] | None = None) -> int:
         print("verdicts (_Components + lasso_for of every applicable property on the built graph; "
               "check s = invariants.liveness.check from scratch)")
         print("\n".join(table(VERDICT_COLUMNS, [verdict_row(r) for r in results])))
-    print(f"# load average at the start {load_start:.2f}, at the end {os.getloadavg()[0]:.2f} "
-          f"(figures are only comparable on an otherwise idle machine)")
-    if args.json:
-        with open(args.json, "w", encoding="utf-8") as f:
-            json.dump(results, f, indent=2)
+    children.finish(args.json, results, load_start)
     return 1 if failed else 0
 
 

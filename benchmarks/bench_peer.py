@@ -13,14 +13,14 @@ isrcheck's distinct states/s over TLC's, so > 1 means faster than TLC.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import platform
 import resource
-import subprocess
 import sys
 import time
 from typing import Any
+
+import children
 
 
 def measure(spec: dict[str, Any]) -> dict[str, Any]:
@@ -50,11 +50,7 @@ def measure(spec: dict[str, Any]) -> dict[str, Any]:
 
 
 def run_child(spec: dict[str, Any], timeout: float | None) -> dict[str, Any]:
-    proc = subprocess.run([sys.executable, os.path.abspath(__file__), "--child", json.dumps(spec)],
-                          capture_output=True, text=True, timeout=timeout)
-    if proc.returncode != 0:
-        raise RuntimeError(f"benchmark child failed:\n{proc.stderr}")
-    return json.loads(proc.stdout.strip().splitlines()[-1])
+    return children.run_child(__file__, spec, timeout)
 
 
 def tlc_row(module: str, replicas: int, symmetry: bool) -> dict[str, Any] | None:
@@ -81,16 +77,13 @@ def row(values: list[Any]) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--child", help=argparse.SUPPRESS)
     ap.add_argument("--module", default="kip-320", help="peer module (short name; default kip-320)")
     ap.add_argument("--replicas", type=int, default=3, help="replicas (default 3)")
     ap.add_argument("--workers", type=int, default=2, help="worker processes (default 2, as TLC's runs)")
-    ap.add_argument("--max-states", type=int, default=None, help="stop after this many distinct states")
     ap.add_argument("--quick", action="store_true", help="every module with 2 replicas instead")
-    ap.add_argument("--timeout", type=float, default=None, help="seconds per run")
+    children.add_options(ap)
     args = ap.parse_args(argv)
-    if args.child:
-        print(json.dumps(measure(json.loads(args.child))))
+    if children.served_as_child(args, measure):
         return 0
 
     from isrcheck.peers.kafka_specification import MODULES
@@ -109,12 +102,14 @@ def main(argv: list[str] | None = None) -> int:
           f"load average {os.getloadavg()[0]:.2f}  {time.strftime('%Y-%m-%d %H:%M')}")
     print(row([c for c, _, _ in COLUMNS]))
     print(row(["-" * w for _, _, w in COLUMNS]))
+    results: list[dict[str, Any]] = []
     for module, replicas, sym in todo:
         spec = {"module": module, "replicas": replicas, "symmetry": sym, "workers": args.workers,
                 "max_states": args.max_states,
                 # --quick explores the whole reachable set (TLC's "distinct states" figures)
                 "properties": [] if args.quick else ["StrongIsr"]}
         r = run_child(spec, args.timeout)
+        results.append({**spec, **r, "tlc": tlc_row(module, replicas, sym)})
         rate = r["states"] / r["seconds"] if r["seconds"] > 0 else 0.0
         tlc = tlc_row(module, replicas, sym) or {}
         tlc_rate = tlc.get("states_per_second")
@@ -123,8 +118,7 @@ def main(argv: list[str] | None = None) -> int:
                    f"{tlc['states']:,}" if "states" in tlc else "-", f"{r['seconds']:.2f}", f"{rate:,.0f}",
                    tlc.get("seconds", "-"), f"{tlc_rate:,}" if tlc_rate else "-", ratio,
                    f"{r['peak_kib'] / 1024:,.0f}"]), flush=True)
-    print(f"# load average at the end {os.getloadavg()[0]:.2f} "
-          f"(figures are only comparable on an otherwise idle machine)")
+    children.finish(args.json, results)
     return 0
 
 

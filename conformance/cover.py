@@ -26,7 +26,7 @@ from __future__ import annotations
 import heapq
 import time
 from collections import deque
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -104,6 +104,19 @@ def build_graph(config: Config, protocol: Protocol | None = None, max_states: in
 
 
 # ---------------------------------------------------------------------------- path sets
+def _edges_to(parent: Mapping[int, Edge | None], n: int) -> list[Edge]:
+    """The edges from the root of a search tree down to node ``n``, where ``parent`` maps each node
+    the tree reached to the edge into it (None for the root): the one path rebuilt by every cover
+    mode (the BFS tree, the local search of :func:`edge_covering_paths`)."""
+    path: list[Edge] = []
+    e = parent[n]
+    while e is not None:
+        path.append(e)
+        e = parent[e[0]]
+    path.reverse()
+    return path
+
+
 def edge_covering_paths(sg: StateGraph, max_len: int | None = None) -> list[list[Edge]]:
     """Paths from the initial state that together take every edge of the graph (see the module doc)."""
     succ: dict[int, list[Edge]] = {n: [] for n in sg.graph.nodes}
@@ -128,13 +141,7 @@ def edge_covering_paths(sg: StateGraph, max_len: int | None = None) -> list[list
     heapq.heapify(pending)
 
     def tree_path(n: int) -> list[Edge]:
-        path: list[Edge] = []
-        e = tree[n]
-        while e is not None:
-            path.append(e)
-            e = tree[e[0]]
-        path.reverse()
-        return path
+        return _edges_to(tree, n)
 
     def route(src: int, budget: int = 4000) -> list[Edge] | None:
         """A shortest path (as edges) from src to a nearby node with uncovered out-edges."""
@@ -147,13 +154,7 @@ def edge_covering_paths(sg: StateGraph, max_len: int | None = None) -> list[list
         while q and len(prev) < budget:
             n = q.popleft()
             if uncovered.get(n):
-                path: list[Edge] = []
-                e = prev[n]
-                while e is not None:
-                    path.append(e)
-                    e = prev[e[0]]
-                path.reverse()
-                return path
+                return _edges_to(prev, n)
             for e in succ[n]:
                 if e[1] not in prev:
                     prev[e[1]] = e
@@ -198,18 +199,7 @@ def state_covering_paths(sg: StateGraph) -> list[list[Edge]]:
         parent[v] = (u, v, k)
         order.append(v)
     has_child = {e[0] for e in parent.values() if e is not None}
-    paths = []
-    for n in order:
-        if n in has_child:
-            continue
-        path: list[Edge] = []
-        while parent[n] is not None:
-            e = parent[n]
-            path.append(e)  # type: ignore[arg-type]
-            n = e[0]  # type: ignore[index]
-        path.reverse()
-        paths.append(path)
-    return paths
+    return [_edges_to(parent, n) for n in order if n not in has_child]
 
 
 def depth_paths(sg: StateGraph, k: int) -> Iterator[list[Edge]]:

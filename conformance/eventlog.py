@@ -51,14 +51,13 @@ from isrcheck.engine.explore import successors
 from isrcheck.model.config import Config
 from isrcheck.model.observe import observe
 from isrcheck.specs.actions import VocabularyError, action_json, action_text, actions as vocabulary, check_action
-from isrcheck.specs.inputs import InputError, Kind, check_lines_depth, max_bytes, read_bytes, too_large
+from isrcheck.specs.inputs import Kind, max_bytes, too_large
 from isrcheck.specs.observation import ObservationError
 from isrcheck.specs.observation import validate as validate_observation
 
-from .headers import check_envelope, header_config, short
+from .headers import body_lines, check_envelope, header_config, header_line, read_text, short, text_lines
 from .observations import field_paths, flatten, parse_path, unflatten
 from .sides import acked_of
-from .traces import parse_json
 
 __all__ = ["Event", "EventLog", "EventLogError", "FORMAT", "Recorder", "ValidationResult", "dumps_log",
            "load_log", "loads_log", "record_simulator", "validate_log", "write_log"]
@@ -208,12 +207,10 @@ def _path_of(schema_path: str, partitions: int) -> str:
     return f"replicas[{i // partitions + 1},{i % partitions}]{m.group(3)}"
 
 
-def _check_header(h: Any, where: str) -> tuple[Config, dict[str, Any]]:
-    if not isinstance(h, dict):
-        raise EventLogError(f"{where}: the header must be a JSON object")
-    check_envelope(h, where, EventLogError, what="event log", fmt=FORMAT, version=VERSION,
-                   version_name="event log version", keys=_HEADER_KEYS,
-                   required=("tool", "tool_version", "config", "generation", "facts", "initial"))
+def _check_header(head: Any, where: str) -> tuple[Config, dict[str, Any]]:
+    h = check_envelope(head, where, EventLogError, what="event log", fmt=FORMAT, version=VERSION,
+                       version_name="event log version", keys=_HEADER_KEYS,
+                       required=("tool", "tool_version", "config", "generation", "facts", "initial"))
     cfg = header_config(h, where, EventLogError)
     if h["facts"] not in ("delta", "partial"):
         raise EventLogError(f"{where}: facts must be \"delta\" or \"partial\", got {short(h['facts'])}")
@@ -293,46 +290,23 @@ def loads_log(text: str, source: str = "<log>") -> EventLog:
     """Parse and validate an event log given as text. Order is not checked here: :func:`validate_log` does."""
     if len(text) > max_bytes(Kind.EVENT_LOG):
         raise EventLogError(str(too_large(source, Kind.EVENT_LOG)))
-    lines = text.split("\n")
-    if lines and lines[-1] == "":
-        lines.pop()
+    lines = text_lines(text)
     if not lines or not lines[0].lstrip().startswith("{"):
         raise EventLogError(f"{source}: not an isrcheck event log (expected JSON lines)")
-    try:
-        check_lines_depth(lines, source)
-    except InputError as e:
-        raise EventLogError(str(e)) from None
-    try:
-        head = parse_json(lines[0])
-    except ValueError as e:
-        raise EventLogError(f"{source}: line 1: not JSON ({e})") from None
-    cfg, h = _check_header(head, f"{source}: line 1")
+    cfg, h = _check_header(header_line(lines, source, EventLogError), f"{source}: line 1")
     checker = _FactChecker(cfg, _template(cfg))
     initial = checker.check(h["initial"], f"{source}: line 1: initial", complete=h["facts"] == "delta")
-    events = []
-    for n, line in enumerate(lines[1:], start=2):
-        if not line.strip():
-            raise EventLogError(f"{source}: line {n}: empty line")
-        try:
-            raw = parse_json(line)
-        except ValueError as e:
-            raise EventLogError(f"{source}: line {n}: not JSON ({e})") from None
-        events.append(_check_event(raw, f"{source}: line {n}", cfg, checker, n))
+    events = [_check_event(raw, f"{source}: line {n}", cfg, checker, n)
+              for n, raw in body_lines(lines, source, EventLogError)]
     return EventLog(cfg, events, initial, h["facts"], tuple(h.get("silent", [])), h.get("max_silent", 0),
                     h.get("quiet", False), h.get("source", "unknown"), h.get("seed"), h.get("description", ""),
                     h["tool_version"], source, tuple(h.get("settle", [])))
 
 
 def load_log(path: str | Path) -> EventLog:
-    try:  # the bounded reader: a regular file, at most ISRCHECK_MAX_EVENT_LOG_BYTES
-        data = read_bytes(path, Kind.EVENT_LOG)
-    except InputError as e:
-        raise EventLogError(str(e)) from None
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError:
-        raise EventLogError(f"{path}: not UTF-8 text (not an isrcheck event log)") from None
-    return loads_log(text, str(path))
+    # the bounded reader: a regular file, at most ISRCHECK_MAX_EVENT_LOG_BYTES
+    return loads_log(read_text(path, Kind.EVENT_LOG, EventLogError, "not UTF-8 text (not an isrcheck event log)"),
+                     str(path))
 
 
 # ---------------------------------------------------------------------------- validation

@@ -73,6 +73,41 @@ class _Run:
     def _now(self) -> int | None:
         return None
 
+    # the faults: each counted against the budgets and logged here, once for every driver; the
+    # driver's hooks below only make it happen --------------------------------------------------
+    def produce(self, p: int = 0) -> None:
+        leader = self._produce(p)
+        self.used["produced"] += 1
+        self._log(("Produce", (leader, p)))
+
+    def crash(self, b: int) -> None:
+        self._crash(b)
+        self.used["crashes"] += 1
+        self._log(("Crash", (b,)))
+
+    def restart(self, b: int) -> None:
+        self._restart(b)
+        self._log(("Restart", (b,)))
+
+    def kill_controller(self) -> None:
+        note = self._kill_controller()
+        self.used["controller_failovers"] += 1
+        self._log(("ControllerFailover", ()), note=note)
+
+    def _produce(self, p: int) -> int:
+        """Produce one record to partition ``p``; the leader it went to, as the log names it."""
+        raise NotImplementedError
+
+    def _crash(self, b: int) -> None:
+        raise NotImplementedError
+
+    def _restart(self, b: int) -> None:
+        raise NotImplementedError
+
+    def _kill_controller(self) -> str:
+        """Kill the active controller; a note for the log line ("" for none)."""
+        raise NotImplementedError
+
     def log(self) -> EventLog:
         """The event log so far, its configuration's budgets fitted to the run."""
         cfg = self.config
@@ -111,25 +146,20 @@ class AutoRun(_Run):
     def _now(self) -> int:
         return self.sim.now
 
-    def produce(self, p: int = 0) -> None:
+    def _produce(self, p: int) -> int:
         leader = self.sim.leader_of(p)
         self.sim.produce(p)
-        self.used["produced"] += 1
-        self._log(("Produce", (leader, p)))
+        return leader
 
-    def crash(self, b: int) -> None:
+    def _crash(self, b: int) -> None:
         self.sim.crash(b)
-        self.used["crashes"] += 1
-        self._log(("Crash", (b,)))
 
-    def restart(self, b: int) -> None:
+    def _restart(self, b: int) -> None:
         self.sim.restart(b)
-        self._log(("Restart", (b,)))
 
-    def kill_controller(self) -> None:
+    def _kill_controller(self) -> str:
         self.sim.kill_controller()
-        self.used["controller_failovers"] += 1
-        self._log(("ControllerFailover", ()))
+        return ""
 
 
 def cluster_facts(status: Mapping[str, Any], brokers: int, partitions: int, acked: list[list[int]],
@@ -243,29 +273,24 @@ class ClusterRun(_Run):
         st = self.client.snapshot(self.config.partitions).part(p).state
         return st.leader if st else 0
 
-    def produce(self, p: int = 0) -> None:
+    def _produce(self, p: int) -> int:
         leader = self._zk_leader(p)
         self.next_id[p] += 1
         rid = self.next_id[p]
         self.client.produce(p, f"r{rid}", record_id=rid)
         self.acked[p].append(rid)
-        self.used["produced"] += 1
-        self._log(("Produce", (leader, p)))
+        return leader
 
-    def crash(self, b: int) -> None:
+    def _crash(self, b: int) -> None:
         self.cluster.kill(f"broker-{b}")
-        self.used["crashes"] += 1
-        self._log(("Crash", (b,)))
 
-    def restart(self, b: int) -> None:
+    def _restart(self, b: int) -> None:
         self.cluster.start_broker(b)
-        self._log(("Restart", (b,)))
 
-    def kill_controller(self) -> None:
+    def _kill_controller(self) -> str:
         name = self.cluster.active_controller()
         self.cluster.kill(name)
-        self.used["controller_failovers"] += 1
-        self._log(("ControllerFailover", ()), note=f"killed {name}")
+        return f"killed {name}"
 
 
 class SelfLoggedRun:

@@ -59,12 +59,12 @@ from isrcheck.invariants import build_model
 from isrcheck.model.config import Config, ConfigError, Faults, Reassignment, from_mapping
 from isrcheck.model.observe import observe
 from isrcheck.specs.actions import VocabularyError, actions as vocabulary, check_action
-from isrcheck.specs.inputs import InputError, Kind, check_lines_depth, read_bytes
+from isrcheck.specs.inputs import InputError, Kind, check_lines_depth
 
 from .eventlog import Event, EventLog, EventLogError, ValidationResult, _FactChecker, validate_log
 from .observations import flatten
 from .sides import acked_of
-from .traces import parse_json
+from .headers import body_lines, parse_json, read_text
 
 __all__ = ["FORMAT", "MAX_SILENT", "SILENT", "Merged", "SelfLine", "merge_selflogs", "selflog_files", "validate_selflogs"]
 
@@ -142,14 +142,8 @@ def _is_int(v: Any) -> bool:
 
 
 def _read(path: Path, notes: list[str]) -> tuple[dict[str, Any], list[tuple[int, Any]]] | None:
-    try:  # the bounded reader: a regular file, at most ISRCHECK_MAX_EVENT_LOG_BYTES, lines nested <= 64
-        data = read_bytes(path, Kind.EVENT_LOG)
-    except InputError as e:
-        raise EventLogError(str(e)) from None
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError:
-        raise EventLogError(f"{path}: not an isrcheck implementation event log (not UTF-8 text)") from None
+    # the bounded reader: a regular file, at most ISRCHECK_MAX_EVENT_LOG_BYTES, lines nested <= 64
+    text = read_text(path, Kind.EVENT_LOG, EventLogError, "not an isrcheck implementation event log (not UTF-8 text)")
     lines = text.split("\n")
     torn = lines.pop()  # "" when the file ends with its newline
     if torn:
@@ -182,15 +176,7 @@ def _read(path: Path, notes: list[str]) -> tuple[dict[str, Any], list[tuple[int,
             or not _is_int(head.get("pid")) or not isinstance(head.get("config"), dict):
         raise EventLogError(f"{path}: line 1: the header needs process, role (strings), pid (an integer) and "
                             f"config (an object)")
-    out = []
-    for n, line in enumerate(lines[1:], start=2):
-        if not line.strip():
-            continue
-        try:
-            out.append((n, parse_json(line)))
-        except ValueError as e:
-            raise EventLogError(f"{path}: line {n}: not JSON ({e})") from None
-    return head, out
+    return head, list(body_lines(lines, str(path), EventLogError, skip_empty=True))
 
 
 def _line(head: Mapping[str, Any], path: Path, n: int, raw: Any, cfg: Config, checker: _FactChecker) -> SelfLine:

@@ -55,11 +55,11 @@ from isrcheck.model.config import Config
 from isrcheck.model.extension import state_values
 from isrcheck.model.observe import observe
 from isrcheck.specs.actions import VocabularyError, action_json, check_action
-from isrcheck.specs.inputs import InputError, Kind, check_json_depth, check_lines_depth, max_bytes, read_bytes, too_large
+from isrcheck.specs.inputs import InputError, Kind, check_json_depth, max_bytes, too_large
 from isrcheck.specs.observation import ObservationError, load_schema
 from isrcheck.specs.observation import validate as validate_observation
 
-from .headers import check_envelope, header_config, short
+from .headers import body_lines, check_envelope, header_config, header_line, parse_json, read_text, short, text_lines
 from .sides import acked_of
 
 __all__ = ["FORMAT", "VERSION", "KINDS", "Trace", "TraceError", "TraceStep", "dumps_itf", "dumps_jsonl",
@@ -291,35 +291,10 @@ def write_trace(trace: Trace, path: str | Path, fmt: str | None = None) -> str:
 
 
 # ---------------------------------------------------------------------------- reading
-def _no_dupes(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    for k, v in pairs:
-        if k in out:
-            raise ValueError(f"duplicate key {k!r}")
-        out[k] = v
-    return out
-
-
-def _bad_constant(name: str) -> Any:
-    raise ValueError(f"{name} is not allowed")
-
-
-def parse_json(text: str) -> Any:
-    """``json.loads`` without NaN/Infinity and without duplicate keys; floats are refused later. Text
-    nested deeper than the input cap (specs/inputs.py) is refused before the parser recurses."""
-    check_json_depth(text)
-    try:
-        return json.loads(text, object_pairs_hook=_no_dupes, parse_constant=_bad_constant)
-    except RecursionError:  # unreachable below the cap; kept so that no input can show a traceback
-        raise ValueError("nested too deep to parse") from None
-
-
-def _check_header(h: Any, where: str) -> tuple[Config, dict[str, Any]]:
-    if not isinstance(h, dict):
-        raise TraceError(f"{where}: the header must be a JSON object")
-    check_envelope(h, where, TraceError, what="trace", fmt=FORMAT, version=VERSION,
-                   version_name="trace format version", keys=_HEADER_KEYS,
-                   required=("tool", "tool_version", "kind", "generation", "config", "steps"))
+def _check_header(head: Any, where: str) -> tuple[Config, dict[str, Any]]:
+    h = check_envelope(head, where, TraceError, what="trace", fmt=FORMAT, version=VERSION,
+                       version_name="trace format version", keys=_HEADER_KEYS,
+                       required=("tool", "tool_version", "kind", "generation", "config", "steps"))
     if h["kind"] not in KINDS:
         raise TraceError(f"{where}: kind must be one of {', '.join(KINDS)}, got {short(h['kind'])}")
     for k in ("model", "property"):
@@ -466,29 +441,11 @@ def _first_difference(a: Any, b: Any, path: str = "") -> str:
 
 
 def _loads_jsonl(text: str, source: str) -> Trace:
-    lines = text.split("\n")
-    if lines and lines[-1] == "":
-        lines.pop()
+    lines = text_lines(text)
     if not lines:
         raise TraceError(f"{source}: empty file")
-    try:
-        check_lines_depth(lines, source)
-    except InputError as e:
-        raise TraceError(str(e)) from None
-    try:
-        header = parse_json(lines[0])
-    except ValueError as e:
-        raise TraceError(f"{source}: line 1: not JSON ({e})") from None
-    cfg, h = _check_header(header, f"{source}: line 1")
-    steps = []
-    for n, line in enumerate(lines[1:], start=2):
-        if not line.strip():
-            raise TraceError(f"{source}: line {n}: empty line")
-        try:
-            raw = parse_json(line)
-        except ValueError as e:
-            raise TraceError(f"{source}: line {n}: not JSON ({e})") from None
-        steps.append(_check_step(raw, n - 2, cfg, f"{source}: line {n}"))
+    cfg, h = _check_header(header_line(lines, source, TraceError), f"{source}: line 1")
+    steps = [_check_step(raw, n - 2, cfg, f"{source}: line {n}") for n, raw in body_lines(lines, source, TraceError)]
     return _finish(cfg, h, steps, source)
 
 
@@ -653,12 +610,5 @@ def loads_trace(text: str, source: str = "<trace>") -> Trace:
 
 def load_trace(path: str | Path) -> Trace:
     """Read and validate the trace file at ``path``."""
-    try:  # the bounded reader: a regular file, at most ISRCHECK_MAX_TRACE_BYTES
-        data = read_bytes(path, Kind.TRACE)
-    except InputError as e:
-        raise TraceError(str(e)) from None
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError:
-        raise TraceError(f"{path}: not UTF-8 text (not an isrcheck trace)") from None
-    return loads_trace(text, str(path))
+    # the bounded reader: a regular file, at most ISRCHECK_MAX_TRACE_BYTES
+    return loads_trace(read_text(path, Kind.TRACE, TraceError, "not UTF-8 text (not an isrcheck trace)"), str(path))

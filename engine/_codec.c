@@ -22,6 +22,8 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "_module.h"
+
 /* opcodes: engine/codec.py's OP_* (the same numbers) */
 enum {
     OP_INT = 0, OP_BOOL = 1, OP_ENUM = 2, OP_INTS = 3, OP_ENUMS = 4, OP_STRUCT = 5, OP_OPT = 6,
@@ -1107,18 +1109,5 @@ static struct PyModuleDef codec_module = {
 PyMODINIT_FUNC
 PyInit__codec(void)
 {
-    if (PyType_Ready(&CodecEngineType) < 0) {
-        return NULL;
-    }
-    PyObject *m = PyModule_Create(&codec_module);
-    if (m == NULL) {
-        return NULL;
-    }
-    Py_INCREF(&CodecEngineType);
-    if (PyModule_AddObject(m, "CodecEngine", (PyObject *)&CodecEngineType) < 0) {
-        Py_DECREF(&CodecEngineType);
-        Py_DECREF(m);
-        return NULL;
-    }
-    return m;
+    return module_with_type(&codec_module, &CodecEngineType);
 }

@@ -25,6 +25,7 @@
 #include <sys/mman.h>
 
 #include "_fingerprints.h"
+#include "_module.h"
 
 #ifndef MAP_NORESERVE
 #define MAP_NORESERVE 0
@@ -188,28 +189,10 @@ claim(FingerprintTable *self, uint64_t fp, uint64_t key)
 }
 
 /* A key, or a part of one: an int in [0, 2**63). */
-static int
+static inline int
 key_arg(PyObject *o, uint64_t *out)
 {
-    if (!PyLong_Check(o)) {
-        PyErr_Format(PyExc_TypeError, "keys must be ints (got %.100s)", Py_TYPE(o)->tp_name);
-        return -1;
-    }
-    int overflow;
-    long long v = PyLong_AsLongLongAndOverflow(o, &overflow);
-    if (overflow > 0) {
-        PyErr_SetString(PyExc_OverflowError, "keys must fit in 63 bits (got a larger int)");
-        return -1;
-    }
-    if (v == -1 && PyErr_Occurred()) {
-        return -1;
-    }
-    if (overflow < 0 || v < 0) {
-        PyErr_SetString(PyExc_ValueError, "keys must be non-negative");
-        return -1;
-    }
-    *out = (uint64_t)v;
-    return 0;
+    return word_arg(o, out, "keys", 1);
 }
 
 static int
@@ -759,18 +742,5 @@ PyInit__fptable(void)
             return NULL;
         }
     }
-    if (PyType_Ready(&FingerprintTableType) < 0) {
-        return NULL;
-    }
-    PyObject *m = PyModule_Create(&fptable_module);
-    if (m == NULL) {
-        return NULL;
-    }
-    Py_INCREF(&FingerprintTableType);
-    if (PyModule_AddObject(m, "FingerprintTable", (PyObject *)&FingerprintTableType) < 0) {
-        Py_DECREF(&FingerprintTableType);
-        Py_DECREF(m);
-        return NULL;
-    }
-    return m;
+    return module_with_type(&fptable_module, &FingerprintTableType);
 }

@@ -20,6 +20,7 @@
 #include <stdint.h>
 
 #include "_fingerprints.h"
+#include "_module.h"
 
 #define INITIAL_SLOTS ((uint64_t)1024)
 
@@ -269,18 +270,5 @@ static struct PyModuleDef module = {
 PyMODINIT_FUNC
 PyInit__parentmap(void)
 {
-    if (PyType_Ready(&ParentMapType) < 0) {
-        return NULL;
-    }
-    PyObject *m = PyModule_Create(&module);
-    if (m == NULL) {
-        return NULL;
-    }
-    Py_INCREF(&ParentMapType);
-    if (PyModule_AddObject(m, "ParentMap", (PyObject *)&ParentMapType) < 0) {
-        Py_DECREF(&ParentMapType);
-        Py_DECREF(m);
-        return NULL;
-    }
-    return m;
+    return module_with_type(&module, &ParentMapType);
 }

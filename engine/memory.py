@@ -39,17 +39,27 @@ class MemoryCeilingHit(Exception):
     passed; the search catches it and reports ``limit_hit = "memory"``."""
 
 
-def resident_bytes(pid: int | None = None) -> int:
-    """The resident set of process ``pid`` (this process when None), in bytes; 0 when another
-    process's cannot be read (it has exited)."""
+def _statm_pages(pid: int | None, field: int) -> int | None:
+    """Field ``field`` of ``/proc/PID/statm`` (pages; 1 resident, 2 shared) of process ``pid``
+    (this process when None), or None where it cannot be read (no /proc, the process has exited):
+    the one reading of statm, whose callers differ only in the field and the fallback."""
     path = f"/proc/{'self' if pid is None else pid}/statm"
     try:
         with open(path, "rb") as f:
             fields = f.read().split()
-        return int(fields[1]) * _PAGE
+        return int(fields[field])
     except (OSError, IndexError, ValueError):
-        if pid is not None:
-            return 0
+        return None
+
+
+def resident_bytes(pid: int | None = None) -> int:
+    """The resident set of process ``pid`` (this process when None), in bytes; 0 when another
+    process's cannot be read (it has exited)."""
+    pages = _statm_pages(pid, 1)
+    if pages is not None:
+        return pages * _PAGE
+    if pid is not None:
+        return 0
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     return peak if sys.platform == "darwin" else peak * 1024  # bytes on macOS, KiB elsewhere
 
@@ -58,13 +68,8 @@ def shared_bytes(pid: int | None = None) -> int:
     """The part of :func:`resident_bytes` that is shared memory or mapped files (``statm``'s third
     field): the parallel checker's fingerprint table, which every worker touches, is counted once
     rather than in each of them. 0 where it cannot be read."""
-    path = f"/proc/{'self' if pid is None else pid}/statm"
-    try:
-        with open(path, "rb") as f:
-            fields = f.read().split()
-        return int(fields[2]) * _PAGE
-    except (OSError, IndexError, ValueError):
-        return 0
+    pages = _statm_pages(pid, 2)
+    return 0 if pages is None else pages * _PAGE
 
 
 def shmem_bytes(pid: int | None = None) -> int:

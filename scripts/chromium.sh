@@ -8,6 +8,8 @@
 set -euo pipefail
 
 die() { echo "chromium.sh: $*" >&2; exit 1; }
+# shellcheck source=scripts/apt-install.sh
+source "$(dirname "${BASH_SOURCE[0]}")/apt-install.sh"
 
 find_browser() {  # the first of Debian's and Ubuntu's names that is on the PATH
     local name
@@ -24,16 +26,7 @@ install_chromium() {
     if find_browser >/dev/null; then
         return 0
     fi
-    command -v apt-get >/dev/null 2>&1 || die "Chromium is not installed and apt-get is not available"
-    local sudo=""
-    if [[ "$(id -u)" != "0" ]]; then
-        command -v sudo >/dev/null 2>&1 && sudo -n true 2>/dev/null || die "Chromium is not installed and installing it needs root"
-        sudo="sudo -n"
-    fi
-    echo "chromium.sh: installing Debian's chromium package" >&2
-    $sudo apt-get update -qq >/dev/null 2>&1 || die "apt-get update failed"
-    DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq chromium >/dev/null 2>&1 \
-        || die "apt-get install chromium failed"
+    apt_install chromium Chromium
     find_browser >/dev/null || die "the chromium package did not put a browser on the PATH"
 }
 

@@ -14,21 +14,14 @@ set -euo pipefail
 ZK_JAR=/usr/share/java/zookeeper.jar
 
 die() { echo "zookeeper.sh: $*" >&2; exit 1; }
+# shellcheck source=scripts/apt-install.sh
+source "$(dirname "${BASH_SOURCE[0]}")/apt-install.sh"
 
 install_zk() {
     if [[ -f "$ZK_JAR" ]] && command -v java >/dev/null 2>&1; then
         return 0
     fi
-    command -v apt-get >/dev/null 2>&1 || die "ZooKeeper is not installed and apt-get is not available"
-    local sudo=""
-    if [[ "$(id -u)" != "0" ]]; then
-        command -v sudo >/dev/null 2>&1 && sudo -n true 2>/dev/null || die "ZooKeeper is not installed and installing it needs root"
-        sudo="sudo -n"
-    fi
-    echo "zookeeper.sh: installing Debian's zookeeper package" >&2
-    $sudo apt-get update -qq >/dev/null 2>&1 || die "apt-get update failed"
-    DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq zookeeper >/dev/null 2>&1 \
-        || die "apt-get install zookeeper failed"
+    apt_install zookeeper ZooKeeper
     [[ -f "$ZK_JAR" ]] || die "the zookeeper package did not provide $ZK_JAR"
     command -v java >/dev/null 2>&1 || die "java is not available after installing zookeeper"
 }

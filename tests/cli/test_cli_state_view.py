@@ -2,13 +2,11 @@
 no step of a counterexample that changed the state rendered as "no change"."""
 from __future__ import annotations
 
-from collections import deque
 from typing import Any, NamedTuple
 
 import pytest
 from isrcheck.invariants import build_model
 from isrcheck.engine.checker import Checker
-from isrcheck.engine.core import ModelFault
 from isrcheck.model.state import (
     Broker,
     Budget,
@@ -24,6 +22,8 @@ from rich.table import Table
 from isrcheck.inputs import manifest
 from isrcheck.render.changes import NO_CHANGE, changes_table, initial_state_table
 from isrcheck.render.statefields import ABSENT, REQUEST_ABBREVIATIONS, changes, fields
+
+from shared import reachable_states
 
 MODELS = ["hw-truncation-one-crash", "deposed-controller-reassignment", "unclean-election", "failover-misses-crash",
           "lossy-undetected-restart", "reassignment-target-crash"]
@@ -104,19 +104,7 @@ def test_no_two_states_of_a_model_render_alike():
     never render alike, so no change between any two of them can render as none."""
     e = manifest.get("lossy-undetected-restart")
     model = build_model(e.config, symmetry=False)
-    init = model.init_states()[0]
-    seen = {init}
-    queue = deque([init])
-    while queue:
-        s = queue.popleft()
-        for a in model.actions(s):
-            try:
-                t = model.next_state(s, a)
-            except ModelFault:
-                continue
-            if t not in seen:
-                seen.add(t)
-                queue.append(t)
+    seen = reachable_states(model)
     rendered: dict[tuple[tuple[str, str, str], ...], Any] = {}
     for s in seen:
         key = tuple((f.group, f.name, f.value) for f in fields(s))

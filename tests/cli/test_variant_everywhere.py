@@ -15,6 +15,8 @@ import pytest
 
 from isrcheck.invariants.variants import VariantFailure, failure_from_text, load_variant
 
+from shared import SLOPPY_SELECTOR_VARIANT
+
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE = ROOT / "examples" / "variants" / "eager_election.py"
 
@@ -196,21 +198,7 @@ def test_a_variant_failure_pickles_and_is_found_in_a_workers_report():
 # ---------------------------------------------------------------------------- prove
 def test_prove_selectors_takes_a_variant_file_path_and_keeps_protocol_as_a_hidden_alias(cli, tmp_path):
     f = tmp_path / "sloppy.py"
-    f.write_text(textwrap.dedent('''
-        from isrcheck.model.protocol import Protocol
-        from isrcheck.model.selectors import Election, NoEligibleLeader, Selector
-
-        class Sloppy(Protocol):
-            name = "sloppy"
-
-            def select(self, selector, inp):
-                if selector == Selector.CONTROLLED_SHUTDOWN:
-                    for r in inp.assignment:
-                        if inp.isr >> r & 1:
-                            return Election(r, inp.isr, ())
-                    raise NoEligibleLeader(selector, "none")
-                return super().select(selector, inp)
-    '''))
+    f.write_text(SLOPPY_SELECTOR_VARIANT)
     for opt in ("--variant", "--protocol"):
         r = cli("prove", "selectors", "--max-brokers", "3", "--samples", "0", opt, f"{f}:Sloppy")
         assert r.exit_code == 1, (opt, r.stdout, r.stderr)

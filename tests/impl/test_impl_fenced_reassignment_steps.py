@@ -9,23 +9,8 @@ from isrcheck.impl.core.config import ConfigError, from_mapping
 from isrcheck.impl.core.tables import IllegalTransition
 from isrcheck.impl.rigs.simulator import NotEnabled, Simulator
 
-# the manifest model deposed-controller-reassignment
-CONFIG = {"brokers": 2, "replication_factor": 1, "max_records": 0, "fenced_controller_writes": True,
-          "operations": {"reassignments": [{"partition": 0, "target": [2]}, {"partition": 0, "target": [1]}]},
-          "faults": {"controller_failovers": 1}}
-
-# its counterexample up to the new controller's step 7 (broker 2 leads), before the deposed
-# controller's step 3
-PREFIX = [
-    ("RequestReassignment", (0, (2,))),
-    ("ReassignPartition", (1, 0, 1)),
-    ("ReassignPartition", (1, 0, 2)),
-    ("DeliverRequest", (1,)),
-    ("DeliverRequest", (2,)),
-    ("Fetch", (2, 0)),
-    ("ControllerFailover", ()),
-    *[("ReassignPartition", (2, 0, n)) for n in range(1, 8)],
-]
+from shared import DEPOSED_REASSIGNMENT_CONFIG as CONFIG
+from shared import DEPOSED_REASSIGNMENT_PREFIX as PREFIX
 
 
 def simulator(fenced_steps: bool) -> Simulator:

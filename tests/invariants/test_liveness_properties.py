@@ -23,12 +23,7 @@ from isrcheck.engine.core import ModelFault
 from isrcheck.model.state import NO_LEADER
 from isrcheck.specs.actions import fair_actions
 
-
-def M(*b):
-    out = 0
-    for x in b:
-        out |= 1 << x
-    return out
+from shared import M
 
 
 def entry_config(name):

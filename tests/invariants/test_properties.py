@@ -11,15 +11,10 @@ from isrcheck.model.config import from_mapping
 from isrcheck.model.records import make_record
 from isrcheck.model.state import NO_LEADER
 
+from shared import M
+
 BY_NAME = {p.name: p for p in ALL_PROPERTIES}
 ALWAYS = [p.name for p in ALL_PROPERTIES if p.kind == "always"]
-
-
-def M(*b):
-    out = 0
-    for x in b:
-        out |= 1 << x
-    return out
 
 
 def rec(rid, epoch=0):

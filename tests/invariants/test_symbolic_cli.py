@@ -6,12 +6,13 @@ Exit status: 0 all proved, 1 refuted, 3 unknown, 2 bad input (one `error:` line,
 from __future__ import annotations
 
 import json
-import textwrap
 
 import pytest
 from click.testing import CliRunner
 
 from isrcheck.commands.prove import bmc, prove
+
+from shared import SLOPPY_SELECTOR_VARIANT
 
 
 def run(cmd, *args):
@@ -40,21 +41,7 @@ def test_prove_selectors_json_all_proved():
 
 
 def test_prove_selectors_refutes_a_variant(tmp_path, monkeypatch):
-    (tmp_path / "my_variant.py").write_text(textwrap.dedent("""
-        from isrcheck.model.protocol import Protocol
-        from isrcheck.model.selectors import Election, NoEligibleLeader, Selector
-
-        class Sloppy(Protocol):
-            name = "sloppy"
-
-            def select(self, selector, inp):
-                if selector == Selector.CONTROLLED_SHUTDOWN:
-                    for r in inp.assignment:
-                        if inp.isr >> r & 1:
-                            return Election(r, inp.isr, ())
-                    raise NoEligibleLeader(selector, "none")
-                return super().select(selector, inp)
-    """))
+    (tmp_path / "my_variant.py").write_text(SLOPPY_SELECTOR_VARIANT)
     monkeypatch.syspath_prepend(str(tmp_path))
     r = run(prove, "selectors", "--max-brokers", "3", "--samples", "0", "--protocol", "my_variant:Sloppy")
     assert r.exit_code == 1

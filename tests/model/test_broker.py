@@ -11,6 +11,8 @@ from isrcheck.model.records import make_record, record_epoch, record_id
 from isrcheck.model.state import LEADER_AND_ISR, NO_LEADER, STOP_REPLICA, UPDATE_METADATA, LeaderAndIsr
 from isrcheck.model.state import StopReplica, UpdateMetadata
 
+from shared import M
+
 
 def rec(rid: int, epoch: int = 0) -> int:
     return make_record(rid, epoch)
@@ -19,13 +21,6 @@ def rec(rid: int, epoch: int = 0) -> int:
 def lai(controller_epoch, leader, isr, leader_epoch, zk_version, replicas, partition=0):
     return LeaderAndIsr(LEADER_AND_ISR, controller_epoch, partition, leader, isr, leader_epoch, zk_version,
                         tuple(replicas))
-
-
-def M(*b):
-    out = 0
-    for x in b:
-        out |= 1 << x
-    return out
 
 
 # ---------------------------------------------------------------------------- produce

@@ -13,12 +13,7 @@ from isrcheck.model.tables import IllegalTransition
 from isrcheck.model.tables import PartitionState as PS
 from isrcheck.model.tables import ReplicaState as RS
 
-
-def M(*b):
-    out = 0
-    for x in b:
-        out |= 1 << x
-    return out
+from shared import M
 
 
 def lai_requests(s, b):
@@ -88,14 +83,20 @@ def test_last_isr_member_is_kept_unless_unclean_election(kafka, unclean):
         assert zp.isr == M(1)  # kept, so that 1 can come back as a clean leader
 
 
-def test_unclean_election_elects_a_replica_outside_the_isr(kafka):
-    d = kafka(brokers=2, replication_factor=2, max_records=0, unclean_leader_election=True, faults={"crashes": 2})
+def _both_crash_then_the_one_outside_the_isr_restarts(d) -> None:
+    """Broker 2 crashes (the ISR shrinks to 1), then broker 1, the last ISR member; broker 2 comes
+    back first, outside the ISR: where the clean and the unclean election part ways."""
     d.do("Crash", 2)
     d.do("ProcessBrokerChange", 1)
     d.do("Crash", 1)
     d.do("ProcessBrokerChange", 1)
     d.do("Restart", 2)
     d.do("ProcessBrokerChange", 1)
+
+
+def test_unclean_election_elects_a_replica_outside_the_isr(kafka):
+    d = kafka(brokers=2, replication_factor=2, max_records=0, unclean_leader_election=True, faults={"crashes": 2})
+    _both_crash_then_the_one_outside_the_isr_restarts(d)
     zp = d.s.zk.partitions[0]
     assert (zp.leader, zp.isr) == (2, M(2))
     assert d.s.controller.partition_states == (PS.ONLINE,)
@@ -103,12 +104,7 @@ def test_unclean_election_elects_a_replica_outside_the_isr(kafka):
 
 def test_clean_election_waits_for_the_last_isr_member(kafka):
     d = kafka(brokers=2, replication_factor=2, max_records=0, faults={"crashes": 2})
-    d.do("Crash", 2)
-    d.do("ProcessBrokerChange", 1)
-    d.do("Crash", 1)
-    d.do("ProcessBrokerChange", 1)
-    d.do("Restart", 2)
-    d.do("ProcessBrokerChange", 1)
+    _both_crash_then_the_one_outside_the_isr_restarts(d)
     assert d.s.zk.partitions[0].leader == NO_LEADER  # 2 is not in the ISR: no clean leader
     assert d.s.controller.partition_states == (PS.OFFLINE,)
     d.do("Restart", 1)

@@ -10,18 +10,7 @@ from isrcheck.model.config import ConfigError, apply_overrides, from_mapping
 from isrcheck.model.tables import IllegalTransition
 from isrcheck.model.tables import ReplicaState as RS
 
-# The first 14 actions of deposed-controller-reassignment's counterexample: controller 1 performs
-# steps 1-2 of [1] -> [2], a failover, and controller 2 resumes and performs steps 1-7 (2 leads now).
-PREFIX = [
-    ("RequestReassignment", (0, (2,))),
-    ("ReassignPartition", (1, 0, 1)),
-    ("ReassignPartition", (1, 0, 2)),
-    ("DeliverRequest", (1,)),
-    ("DeliverRequest", (2,)),
-    ("Fetch", (2, 0)),
-    ("ControllerFailover", ()),
-    *[("ReassignPartition", (2, 0, n)) for n in range(1, 8)],
-]
+from shared import DEPOSED_REASSIGNMENT_PREFIX as PREFIX
 
 
 def driver(kafka, fenced_steps: bool):

@@ -5,15 +5,15 @@ import json
 import random
 import subprocess
 import sys
-from collections import deque
 from typing import Any
 
 import pytest
 
 from isrcheck.inputs import manifest
 from isrcheck.invariants import build_model
-from isrcheck.engine.checker import ModelFault
 from isrcheck.model.statehash import NONE_HASH, StateHasher, broker_hash
+
+from shared import reachable_states
 
 # deposed controllers (a state's `stale` is None, then a Controller) and reassignments (brokers
 # hosting no replica of a partition: None in Broker.replicas), plus a plain replication model
@@ -34,24 +34,9 @@ print(json.dumps(found))
 
 
 def reachable(name: str, limit: int) -> list[Any]:
-    """The first ``limit`` states in breadth-first order, distinct by equality (not by fingerprint)."""
-    m = build_model(manifest.get(name).config)
-    s0 = m.init_states()[0]
-    seen = {s0}
-    order = [s0]
-    q = deque([s0])
-    while q and len(order) < limit:
-        s = q.popleft()
-        for a in m.actions(s):
-            try:
-                t = m.next_state(s, a)
-            except ModelFault:
-                continue
-            if t not in seen:
-                seen.add(t)
-                order.append(t)
-                q.append(t)
-    return order
+    """The first ``limit`` states of manifest model ``name`` in breadth-first order, distinct by
+    equality (not by fingerprint)."""
+    return reachable_states(build_model(manifest.get(name).config), limit)
 
 
 def _holds_none(states: list[Any]) -> tuple[bool, bool]:

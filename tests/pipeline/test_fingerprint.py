@@ -4,37 +4,23 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-from collections import deque
 
 import pytest
 
 from isrcheck.inputs import manifest
 from isrcheck.invariants import build_model
-from isrcheck.engine.checker import ModelFault
 from isrcheck.model.statecodec import kafka_state_codec
 from isrcheck.pipeline.errors import PipelineError
 from isrcheck.pipeline.fingerprint import StableModel
 from isrcheck.pipeline.spec import ModelSpec
 from isrcheck.pipeline.store import RunStore, check_codec, codec_id
 
+from shared import reachable_states
+
 
 def reachable(name: str, limit: int = 1500) -> list:
-    m = build_model(manifest.get(name).config)
-    s0 = m.init_states()[0]
-    seen = {m.fingerprint(s0): s0}
-    q = deque([s0])
-    while q and len(seen) < limit:
-        s = q.popleft()
-        for a in m.actions(s):
-            try:
-                t = m.next_state(s, a)
-            except ModelFault:
-                continue
-            f = m.fingerprint(t)
-            if f not in seen:
-                seen[f] = t
-                q.append(t)
-    return list(seen.values())
+    """The first ``limit`` states of manifest model ``name``, breadth-first."""
+    return reachable_states(build_model(manifest.get(name).config), limit)
 
 
 def test_stable_fingerprints_are_the_same_in_another_process():
