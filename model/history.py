@@ -1,0 +1,108 @@
+"""Kafka's bugs put back: the pre-fix rule of each reproduced bug of specs/history.toml, as hooks.
+
+A bug of the history is a decision Kafka once made differently. Its pre-fix rule is therefore not a
+second code path through the model's steps but a :class:`~.protocol.Protocol` mixin overriding the
+hooks of that decision, exactly as a designer's variant would (README, "Variants"). The
+configuration key ``reintroduce = ["KAFKA-708", ...]`` names the bugs; :func:`reintroducing` puts
+their mixins in front of the protocol's class (the model's own, or a ``--variant``), in the order
+given, so that each overrides only its decision and defers to the rest with ``super()``.
+
+Each mixin's docstring says the pre-fix rule; specs/history.toml has the facts (symptom, fix commit,
+versions) and the manifest pair that shows the bug; tests/model/test_history.py checks that every
+bug classified ``reproduced`` has a mixin here and the reverse.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from .config import Config, ConfigError
+from .follower import become_follower_reconciling_by_epoch
+from .protocol import ControllerView, IsrChange, Protocol, Removal, WorldView
+from .state import FETCHING, LeaderAndIsr, Replica, make_replica
+
+
+class Kafka708(Protocol):
+    """KAFKA-708 (fixed in 0.8.0): taking the leader's replica out of the ISR kept it as the
+    partition's leader. The fix leaves the partition leaderless, as :meth:`Protocol.isr_removal`
+    does; before it the removal only dropped the replica from the ISR, which, with unclean election
+    (the only election 0.8.0 had), could leave an empty ISR under a recorded leader."""
+
+    def isr_removal(self, w: WorldView, c: ControllerView, p: int, removed: int, cause: Removal) -> IsrChange:
+        fixed = super().isr_removal(w, c, p, removed, cause)
+        return IsrChange(w.parts[p].leader, fixed.isr, fixed.fields)
+
+
+class Kafka1188(Protocol):
+    """KAFKA-1188 (fixed in 0.8.2): a follower applying any newer LeaderAndIsr truncated its log to
+    its HW and restarted fetching, even when its leader had not changed; and the controller's ISR
+    removal was told to the leader only. After a same-leader epoch bump (a reassignment step, an
+    ISR removal seen by a follower at failover) an in-sync follower whose HW lagged dropped
+    acknowledged records. The fix truncates only on a leader change (the model's
+    high-watermark rule) and tells every remaining replica of a removal. Without leader epochs only
+    (``requires``): later generations reconcile instead of truncating."""
+
+    def become_follower(self, w: WorldView, b: int, p: int, r: Replica, req: LeaderAndIsr) -> Replica:
+        log = r.log[: r.hw]
+        return make_replica(log, min(r.hw, len(log)), r.checkpoint, req.leader, req.leader_epoch, 0, 0, (), 0, 0,
+                            (), FETCHING, (), r.ext)
+
+    def isr_removal_receivers(self, leader: int, assignment: tuple[int, ...], removed: int) -> tuple[int, ...]:
+        return (leader,) if leader else ()
+
+
+class Kafka7164(Protocol):
+    """KAFKA-7164 (fixed in 2.0.1 and 2.1.0): with leader epochs, a follower reconciled its log with
+    the leader only when the named leader changed, so a follower that missed the epochs in which its
+    (same) leader lost the end of its log kept records the leader no longer had. The fix also
+    reconciles when the epoch moved by more than one; the model's kip-320 rule reconciles on every
+    epoch change (``requires``: the generation must have that rule for the bug to be put back)."""
+
+    def become_follower(self, w: WorldView, b: int, p: int, r: Replica, req: LeaderAndIsr) -> Replica:
+        return become_follower_reconciling_by_epoch(r, req, on_every_epoch=False)
+
+
+#: bug id -> the mixin that puts its pre-fix rule back
+MIXINS: dict[str, type[Protocol]] = {
+    "KAFKA-708": Kafka708,
+    "KAFKA-1188": Kafka1188,
+    "KAFKA-7164": Kafka7164,
+}
+
+_COMPOSED: dict[tuple[type, tuple[str, ...]], type] = {}
+
+
+def protocol_class(base: type[Protocol], ids: tuple[str, ...]) -> type[Protocol]:
+    """``base`` with the mixins of ``ids`` in front (the first id's mixin first in the MRO); one
+    class per combination, so that two models of the same configuration share it."""
+    if not ids:
+        return base
+    key = (base, ids)
+    cls = _COMPOSED.get(key)
+    if cls is None:
+        missing = [i for i in ids if i not in MIXINS]
+        if missing:  # the configuration accepted it: specs/history.toml and this module disagree
+            raise ConfigError(f"reintroduce: {missing[0]} has no pre-fix rule in model/history.py")
+        bases = tuple(MIXINS[i] for i in ids) + (base,)
+        cls = type(f"{base.__name__}+{'+'.join(ids)}", bases, {"__module__": __name__})
+        _COMPOSED[key] = cls
+    return cls
+
+
+def reintroducing(cfg: Config, protocol: Protocol | None = None) -> Protocol:
+    """The protocol for ``cfg`` with the bugs of ``cfg.reintroduce`` put back: ``protocol`` itself
+    (or the model's own) when the list is empty; else a new instance of its class with their
+    mixins in front. A protocol whose class cannot be built from the configuration alone (a
+    variant's factory function) cannot take them: one line, a ConfigError."""
+    ids = tuple(cfg.reintroduce)
+    if protocol is None:
+        return protocol_class(Protocol, ids)(cfg) if ids else Protocol(cfg)
+    if not ids or all(isinstance(protocol, MIXINS.get(i, ())) for i in ids):
+        return protocol
+    base: Any = type(protocol)
+    try:
+        return protocol_class(base, ids)(protocol.config)
+    except TypeError as e:
+        raise ConfigError(f"reintroduce: cannot put {', '.join(ids)} into protocol {base.__name__}: {e}") from None
+
+
+__all__ = ["MIXINS", "protocol_class", "reintroducing"]
