@@ -94,7 +94,7 @@ def enabled_actions(protocol: Protocol, s: State) -> list[Action]:
                 if r.fetch_state == FETCHING:
                     lb = s.brokers[r.leader - 1]
                     lr = lb.replicas[p]
-                    if (lb.alive and lr is not None and lr.leader == r.leader and lr.assigned >> b & 1
+                    if (lb.alive and lr is not None and lr.leader == r.leader and protocol.serves_fetch(lr, b)
                             and protocol.epoch_matches(r.leader_epoch, lr.leader_epoch)):
                         out.append(make_action("Fetch", (b, p)))
                 elif r.fetch_state == ASK_EPOCH_END:
@@ -121,7 +121,7 @@ def enabled_actions(protocol: Protocol, s: State) -> list[Action]:
             out.append(make_action("CreateTopic", (e,)))
         for p in range(nparts):
             step = c.reassign_step[p]
-            if (step or (active and zk.reassign[p])) and C.reassignment_step_enabled(zk, c, p):
+            if (step or (active and zk.reassign[p])) and C.reassignment_step_enabled(protocol, zk, c, p):
                 out.append(make_action("ReassignPartition", (e, p, C.next_reassignment_step(c, step))))
             if zk.preferred >> p & 1:
                 out.append(make_action("ElectPreferredLeader", (e, p)))

@@ -24,7 +24,7 @@ from .state import (
 from .tables import PartitionState as PS
 from .tables import ReplicaState as RS
 from .tables import check_partition_move, check_replica_move
-from .protocol import Removal
+from .protocol import Protocol, Removal
 from .world import ControllerWork, World
 
 
@@ -436,12 +436,13 @@ def abandon_reassignment(c: ControllerWork, p: int) -> None:
     c.set_reassignment(p, (), ())
 
 
-def reassignment_step_enabled(zk: Zk, c: Controller, p: int) -> bool:
+def reassignment_step_enabled(protocol: Protocol, zk: Zk, c: Controller, p: int) -> bool:
     """Whether controller ``c`` can perform the next step of partition ``p``'s reassignment.
 
     A reassignment starts (step start) only on the active controller, when the request is in
-    ZooKeeper; step caught-up waits until every target replica is in the ISR; the others just
-    proceed.
+    ZooKeeper; step caught-up waits until the target has caught up (the protocol's
+    :meth:`~.protocol.Protocol.reassignment_caught_up`: every target replica in the ISR); the others
+    just proceed.
     """
     step = c.reassign_step[p]
     if step in (0, STEP_START):  # starting, or resuming after a failover: only the active controller,
@@ -449,8 +450,7 @@ def reassignment_step_enabled(zk: Zk, c: Controller, p: int) -> bool:
         return (bool(zk.reassign[p]) and bool(zk.partitions[p].replicas) and not zk.deleting >> p & 1
                 and c.epoch == zk.controller_epoch and c.partition_states[p] != PS.NON_EXISTENT)
     if step == STEP_CAUGHT_UP:
-        isr = zk.partitions[p].isr
-        return all(isr >> r & 1 for r in c.reassign_new[p])
+        return protocol.reassignment_caught_up(zk.partitions[p].isr, c.reassign_old[p], c.reassign_new[p])
     return True
 
 

@@ -61,11 +61,61 @@ class Kafka7164(Protocol):
         return become_follower_reconciling_by_epoch(r, req, on_every_epoch=False)
 
 
+class Kafka1097(Protocol):
+    """KAFKA-1097 (fixed in 0.8.1): the leader served fetches from any broker that believed it
+    followed, and could put it back in the ISR. A replica a reassignment had just removed kept
+    fetching until its StopReplica arrived, so the ISR in ZooKeeper ended up holding a broker
+    outside the assignment. The fix carries the assignment in LeaderAndIsr and serves only its
+    replicas, as :meth:`Protocol.serves_fetch` does."""
+
+    def serves_fetch(self, leader_replica: Replica, follower: int) -> bool:
+        return True
+
+
+class Kafka10706(Protocol):
+    """KAFKA-10706 (fixed in 2.6.1, 2.7.0 and 2.8.0): a truncation at or beyond the log end returned
+    early, leaving the epoch cache as it was. After elections without writes a follower kept an
+    entry at its log end that its leader never had, so it asked the same OffsetsForLeaderEpoch
+    question forever and never fetched again. The fix always cuts the cache at the truncation point,
+    as :meth:`Protocol.epoch_cache_after_truncation` does. Only where followers walk back by epoch
+    (``requires``: the KIP-279 answer)."""
+
+    def epoch_cache_after_truncation(self, r: Replica, cut: int) -> tuple[tuple[int, int], ...]:
+        if cut >= len(r.log):
+            return r.epochs
+        return super().epoch_cache_after_truncation(r, cut)
+
+
+class Kafka15583(Protocol):
+    """KAFKA-15583 (fixed in 3.7.0, with KIP-966's eligible leader replicas): the leader advanced
+    the HW while its ISR was smaller than min.insync.replicas, exposing records the producer had
+    been refused; a replica of the ELR that lacked them could then be elected, and a consumer read
+    two records at one offset. The model's own HW rule is the pre-fix one (harmless without an ELR),
+    so the bug exists only over a protocol whose HW waits for min ISR: the ELR example
+    (examples/variants/eligible_leader_replicas.py), given with ``--variant``."""
+
+    def __init__(self, config: Config) -> None:
+        super().__init__(config)
+        mro = type(self).__mro__
+        after = mro[mro.index(Kafka15583) + 1:]
+        owner = next(k for k in after if "high_watermark" in k.__dict__)
+        if owner is Protocol:
+            raise ConfigError("reintroduce: KAFKA-15583 needs a protocol whose high watermark waits for "
+                              "min_insync_replicas (KIP-966: --variant examples/variants/eligible_leader_replicas.py:"
+                              "EligibleLeaderReplicas); the model's own rule is already the pre-fix one")
+
+    def high_watermark(self, w: WorldView, leader: int, p: int, r: Replica) -> int:
+        return Protocol.high_watermark(self, w, leader, p, r)
+
+
 #: bug id -> the mixin that puts its pre-fix rule back
 MIXINS: dict[str, type[Protocol]] = {
     "KAFKA-708": Kafka708,
     "KAFKA-1188": Kafka1188,
     "KAFKA-7164": Kafka7164,
+    "KAFKA-1097": Kafka1097,
+    "KAFKA-10706": Kafka10706,
+    "KAFKA-15583": Kafka15583,
 }
 
 _COMPOSED: dict[tuple[type, tuple[str, ...]], type] = {}

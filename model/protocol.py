@@ -245,6 +245,15 @@ class Protocol:
         """
         return self._fenced_reassignment_steps and c.epoch != w.controller_epoch
 
+    def reassignment_caught_up(self, isr: int, old: tuple[int, ...], new: tuple[int, ...]) -> bool:
+        """Whether a reassignment from ``old`` (OAR) to ``new`` (RAR) may leave step caught-up, with
+        the partition's ISR ``isr`` in ZooKeeper: the ZooKeeper controller waits until every
+        replica of RAR is in the ISR (a KRaft rule before KAFKA-15665 waited only for RAR - OAR)."""
+        for r in new:
+            if not isr >> r & 1:
+                return False
+        return True
+
     def detects_restarts(self) -> bool:
         """Whether the controller notices a broker that re-registered before it looked (2.2+)."""
         return self._detect_restarts
@@ -324,6 +333,12 @@ class Protocol:
             return True
         return size(leader_replica.isr) >= self.min_insync_replicas
 
+    def serves_fetch(self, leader_replica: Replica, follower: int) -> bool:
+        """Whether the leader serves a fetch from ``follower`` (a guard of Fetch, besides the
+        leader-epoch fencing): only from a replica of the assignment its last LeaderAndIsr carried
+        (0.8.1 on, KAFKA-1097), so a replica a reassignment removed is never put back in the ISR."""
+        return bool(leader_replica.assigned >> follower & 1)
+
     def epoch_matches(self, follower_epoch: int, leader_epoch: int) -> bool:
         """Whether a fetch or epoch query carrying ``follower_epoch`` is served (KIP-320 fencing)."""
         return not self.fences_by_leader_epoch or follower_epoch == leader_epoch
@@ -381,6 +396,12 @@ class Protocol:
         if mine == E.UNDEFINED:
             return min(r.hw, leo), True
         return min(end, my_end), mine == epoch
+
+    def epoch_cache_after_truncation(self, r: Replica, cut: int) -> tuple[tuple[int, int], ...]:
+        """The epoch cache a reconciling follower keeps when it truncates at ``cut`` (its log is cut
+        there too): every entry starting at or beyond ``cut`` goes, even when the log itself is not
+        shortened (``cut`` at its end), as Kafka does since KAFKA-10706."""
+        return E.truncate(r.epochs, cut)
 
     # ------------------------------------------------------------------ crashes and restarts
     def replica_after_stop(self, r: Replica, kept: int, how: Stop) -> Replica:

@@ -103,7 +103,9 @@ def gate(names: tuple[str, ...], everything: bool, variant: str | None, junit_fi
                 progress.set_label(f"gate {counter} {e.name}")
             began = time.perf_counter()
             try:
-                protocol = factory(e.config) if factory is not None else None
+                # the entry's own variant (``variant`` in specs/models.toml) unless --variant replaces it
+                own = load_variant(e.target().variant) if e.variant and factory is None else None
+                protocol = factory(e.config) if factory is not None else own(e.config) if own is not None else None
                 model = build_model(e.config, protocol=protocol, symmetry=e.symmetry,
                                     properties=list(e.properties) if e.properties else None)
                 result = Checker(model, progress=progress).run()
