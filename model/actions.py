@@ -317,7 +317,7 @@ APPLY: Final[dict[str, Callable[..., None]]] = {
     "CompleteTopicDeletion": lambda w, e: C.complete_topic_deletion(w, _controller(w, e)),
     "ControlledShutdown": _controlled_shutdown,
     "ControllerFailover": _controller_failover,
-    "ResignController": lambda w, e: w.drop_stale(),
+    "ResignController": lambda w, e: w.drop_stale() if w.protocol.resignation_stops_controller() else None,
     "RequestReassignment": _request_reassignment,
     "RequestPreferredElection": _request_preferred,
     "RequestTopicDeletion": _request_deletion,

@@ -119,6 +119,9 @@ class Config:
     fenced_controller_writes: bool = _key(False, protocol=True)
     #: a deposed controller abandons its reassignment (a designer's option)
     fenced_reassignment_steps: bool = _key(False, protocol=True)
+    #: at failover the controller moves the replicas of dead brokers to OfflineReplica, taking them
+    #: out of the ISR (Kafka 2.3+, KAFKA-3143's fix)
+    failover_offline_replicas: bool = _key(False, protocol=True)
     #: Kafka bugs whose pre-fix rule the protocol puts back (specs/history.toml, model/history.py)
     reintroduce: tuple[str, ...] = _key((), protocol=True)
     #: derived from the bounds unless given (default_assignment): not in the header
@@ -262,6 +265,7 @@ def from_mapping(raw: dict[str, Any]) -> Config:
                           CONTROLLER_CONNECTIONS)
     fenced_writes = _bool("fenced_controller_writes", raw.get("fenced_controller_writes", False))
     fenced_steps = _bool("fenced_reassignment_steps", raw.get("fenced_reassignment_steps", False))
+    failover_offline = _bool("failover_offline_replicas", raw.get("failover_offline_replicas", False))
 
     if "assignment" in raw:
         assignment_raw = raw["assignment"]
@@ -276,7 +280,8 @@ def from_mapping(raw: dict[str, Any]) -> Config:
     unfair = _unfair(raw.get("unfair", []), brokers, partitions)
     reintroduce = _reintroduce(raw.get("reintroduce", []), generation, {
         "unclean_leader_election": unclean, "acks": acks, "controller_connections": connections,
-        "fenced_controller_writes": fenced_writes, "detect_restarts": detect_restarts, "hw_checkpoint": hw_checkpoint})
+        "fenced_controller_writes": fenced_writes, "detect_restarts": detect_restarts, "hw_checkpoint": hw_checkpoint,
+        "failover_offline_replicas": failover_offline, "stale_controller": stale})
 
     f = _table("faults", raw.get("faults", {}))
     _unknown("faults.", set(f), _FAULT_KEYS)
@@ -319,6 +324,7 @@ def from_mapping(raw: dict[str, Any]) -> Config:
         controller_connections=connections,
         fenced_controller_writes=fenced_writes,
         fenced_reassignment_steps=fenced_steps,
+        failover_offline_replicas=failover_offline,
         reintroduce=reintroduce,
         assignment=assignment,
         unfair=unfair,

@@ -71,7 +71,7 @@ def send_leader_and_isr(w: World, c: ControllerWork, p: int, to: tuple[int, ...]
 def check_not_fenced(w: World, c: ControllerWork, p: int) -> None:
     """Raise :class:`Fenced` when ``c`` may not write partition ``p``'s leader/ISR znode: a newer
     controller wrote it (the 0.8 check-then-write), or ZooKeeper refuses a deposed controller."""
-    if w.parts[p].controller_epoch > c.epoch or w.protocol.controller_fenced(w, c):
+    if w.protocol.controller_write_refused(w, c, p):
         raise Fenced()
 
 
@@ -308,6 +308,12 @@ def on_controller_failover(w: World, c: ControllerWork) -> None:
             for b in zp.replicas:
                 if c.live >> b & 1:
                     replica_to(w, c, p, b, RS.ONLINE)
+    if w.protocol.failover_takes_dead_replicas_offline():  # 2.3+: dead replicas leave the ISR
+        for p, zp in enumerate(w.parts):
+            if zp.replicas and not w.deleting >> p & 1:
+                for b in zp.replicas:
+                    if not c.live >> b & 1:
+                        replica_to(w, c, p, b, RS.OFFLINE, Removal.BROKER_FAILURE)
     _elect_offline_and_new(w, c)
     for p in range(len(w.parts)):
         if w.reassign[p] and exists(w, p):

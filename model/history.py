@@ -17,7 +17,7 @@ from typing import Any
 
 from .config import Config, ConfigError
 from .follower import become_follower_reconciling_by_epoch
-from .protocol import ControllerView, IsrChange, Protocol, Removal, WorldView
+from .protocol import ControllerView, IsrChange, Protocol, Removal, Stop, WorldView
 from .state import FETCHING, LeaderAndIsr, Replica, make_replica
 
 
@@ -108,6 +108,44 @@ class Kafka15583(Protocol):
         return Protocol.high_watermark(self, w, leader, p, r)
 
 
+class Kafka10432(Protocol):
+    """KAFKA-10432 (fixed in 2.6.1 and 2.7.0; the slip came with 2.2): rebuilding the leader-epoch
+    cache from the log after an unclean shutdown skipped the records of epoch 0, so the cache no
+    longer described the log. Here: after a crash or a lossy crash the replica's cache loses its
+    entry of epoch 0 (a controlled shutdown needs no recovery and keeps it). With leader epochs only
+    (``requires``)."""
+
+    def replica_after_stop(self, r: Replica, kept: int, how: Stop) -> Replica:
+        out = super().replica_after_stop(r, kept, how)
+        if how is Stop.CONTROLLED_SHUTDOWN:
+            return out
+        epochs = tuple(e for e in out.epochs if e[0] != 0)
+        return make_replica(out.log, out.hw, out.checkpoint, out.leader, out.leader_epoch, out.isr, out.zk_version,
+                            out.remote_leo, out.pending, out.assigned, epochs, out.fetch_state, out.answer, out.ext)
+
+
+class Kafka3143(Protocol):
+    """KAFKA-3143 (fixed in 2.3.0): a new controller only recorded the replicas of dead brokers as
+    OfflineReplica, without the move that takes them out of the ISR, so a broker that died while
+    the controller changed (often the old controller itself) stayed in the ISR. The model's failover
+    is this pre-fix rule unless ``failover_offline_replicas`` asks for the fix (``requires``)."""
+
+    def failover_takes_dead_replicas_offline(self) -> bool:
+        return False
+
+
+class Kafka4447(Protocol):
+    """KAFKA-4447 (fixed in 0.10.2.0): resigning did not stop the controller's ZooKeeper listeners;
+    callbacks queued before the resignation (broker changes, reassignment, preferred elections,
+    deletions) still ran, each acting as controller, for a long time. Here ResignController leaves
+    the deposed controller's context and every action it enables in place: it keeps acting as if it
+    had not noticed the loss of its session. The safety effects are those of any deposed controller,
+    which the model explores before it resigns; what separates the bug is that it never stops."""
+
+    def resignation_stops_controller(self) -> bool:
+        return False
+
+
 #: bug id -> the mixin that puts its pre-fix rule back
 MIXINS: dict[str, type[Protocol]] = {
     "KAFKA-708": Kafka708,
@@ -116,6 +154,9 @@ MIXINS: dict[str, type[Protocol]] = {
     "KAFKA-1097": Kafka1097,
     "KAFKA-10706": Kafka10706,
     "KAFKA-15583": Kafka15583,
+    "KAFKA-10432": Kafka10432,
+    "KAFKA-3143": Kafka3143,
+    "KAFKA-4447": Kafka4447,
 }
 
 _COMPOSED: dict[tuple[type, tuple[str, ...]], type] = {}

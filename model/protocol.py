@@ -138,6 +138,7 @@ class Protocol:
         self.per_controller_connections: bool = config.controller_connections == "per-controller"
         self._fenced_controller_writes: bool = config.fenced_controller_writes
         self._fenced_reassignment_steps: bool = config.fenced_reassignment_steps
+        self._failover_offline_replicas: bool = config.failover_offline_replicas
         # A variant's own state and actions (class attributes ``fields`` and ``actions`` of the
         # subclass; read dynamically, as an interpreted subclass defines them).
         declared: Any = getattr(type(self), "fields", ())
@@ -235,6 +236,12 @@ class Protocol:
         """
         return self._fenced_controller_writes and c.epoch != w.controller_epoch
 
+    def controller_write_refused(self, w: WorldView, c: ControllerView, p: int) -> bool:
+        """Whether controller ``c`` may not write partition ``p``'s leader/ISR znode: a newer
+        controller stamped it (the znode's controller epoch, 0.8.0 on, KAFKA-532's fix), or
+        ZooKeeper refuses a deposed controller outright (:meth:`controller_fenced`)."""
+        return w.parts[p].controller_epoch > c.epoch or self.controller_fenced(w, c)
+
     def reassignment_step_fenced(self, w: WorldView, c: ControllerView) -> bool:
         """Whether this controller abandons its reassignment instead of performing the next step.
 
@@ -253,6 +260,19 @@ class Protocol:
             if not isr >> r & 1:
                 return False
         return True
+
+    def resignation_stops_controller(self) -> bool:
+        """Whether a deposed controller that notices the loss of its session (ResignController)
+        stops acting: its context is dropped and its listeners do nothing more, as every listener
+        checks that its broker is still the active controller (0.10.2 on, KAFKA-4447's fix)."""
+        return True
+
+    def failover_takes_dead_replicas_offline(self) -> bool:
+        """Whether a new controller, after moving the live replicas to OnlineReplica, moves every
+        replica of a dead broker to OfflineReplica (out of the ISR, leader epoch + 1), as Kafka
+        does from 2.3 (KAFKA-3143's fix, ``failover_offline_replicas``). The seeds only record them
+        as OfflineReplica, so a follower that died during the failover stays in the ISR."""
+        return self._failover_offline_replicas
 
     def detects_restarts(self) -> bool:
         """Whether the controller notices a broker that re-registered before it looked (2.2+)."""

@@ -98,9 +98,15 @@ def property_names() -> list[str]:
     return [p.name for p in ALL_PROPERTIES]
 
 
+def _applies(name: str, cfg: Config) -> bool:
+    d = DEFINITIONS.get(name)
+    return not isinstance(d, Always) or d.applies is None or d.applies(cfg)
+
+
 def applicable_properties(cfg: Config) -> list[Property]:
-    """All safety properties; the ``sometimes`` ones only where the configuration makes them possible."""
-    out = [p for p in ALL_PROPERTIES if p.kind != "sometimes"]
+    """All safety properties that apply to the configuration (an ``always`` property may say where
+    it means something); the ``sometimes`` ones only where the configuration makes them possible."""
+    out = [p for p in ALL_PROPERTIES if p.kind != "sometimes" and _applies(p.name, cfg)]
     for d in _SOMETIMES.values():
         if d.applies(cfg):
             out.append(_as_property(d, d.witness(cfg)))
