@@ -83,6 +83,7 @@ def write_leader_isr(w: World, c: ControllerWork, p: int, leader: int, isr: int,
     zp = w.parts[p]
     w.set_part(p, make_zk_partition(zp.replicas, leader, isr, zp.leader_epoch + 1, zp.version + 1, c.epoch,
                                     zp.ext if fields is None else fields))
+    w.protocol.on_controller_write(w, c, p)
 
 
 # ---------------------------------------------------------------------------- partition state machine
@@ -169,7 +170,7 @@ def _remove_from_isr(w: World, c: ControllerWork, p: int, b: int, cause: Removal
     leader leaves the partition leaderless). It bumps the leader epoch.
     """
     zp = w.parts[p]
-    if not zp.version or not zp.isr >> b & 1:
+    if not zp.version or not w.protocol.isr_membership_view(w, c, p) >> b & 1:
         return
     check_not_fenced(w, c, p)  # before the decision: a refused write must leave no trace of it
     change = w.protocol.isr_removal(w, c, p, b, cause)
@@ -291,6 +292,7 @@ def on_controller_failover(w: World, c: ControllerWork) -> None:
     """Initialise a freshly elected controller from ZooKeeper and drive everything online."""
     c.live = w.live
     c.registrations = w.registrations
+    w.protocol.on_controller_failover(w, c)
     for p, zp in enumerate(w.parts):
         if not zp.replicas:
             continue

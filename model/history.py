@@ -15,7 +15,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from .config import Config, ConfigError
+from .config import MAX_PARTITIONS, Config, ConfigError
+from .extension import Field, Kind, Scope
 from .follower import become_follower_reconciling_by_epoch
 from .protocol import ControllerView, IsrChange, Protocol, Removal, Stop, WorldView
 from .state import FETCHING, LeaderAndIsr, Replica, make_replica
@@ -146,6 +147,39 @@ class Kafka4447(Protocol):
         return False
 
 
+def _cached_isr(p: int) -> str:
+    return f"kafka1170_isr_{p}"
+
+
+class Kafka1170(Protocol):
+    """KAFKA-1170 (fixed in 0.8.1): the controller decided whether a replica going offline had to
+    leave the ISR from its own cached copy of the partition's leader and ISR, not from ZooKeeper.
+    The copy followed the controller's own writes and reads, not the leader's ISR expansions, so
+    a replica a reassignment removed, and that the leader had meanwhile put back in ZooKeeper's ISR,
+    was left there: an ISR member outside the assignment.
+
+    The copy is a controller field per partition (0: not loaded, read ZooKeeper), loaded at
+    failover and set to what each of the controller's leader/ISR writes leaves. The initial
+    controller loads it lazily (Kafka's loaded it at its election, before the model starts)."""
+
+    fields = tuple(Field(_cached_isr(p), Scope.CONTROLLER, Kind.BROKERS,
+                         doc=f"KAFKA-1170: the controller's cached ISR of partition {p}")
+                   for p in range(MAX_PARTITIONS))
+
+    def isr_membership_view(self, w: WorldView, c: ControllerView, p: int) -> int:
+        cached = self.field(c, _cached_isr(p))
+        return cached if cached else super().isr_membership_view(w, c, p)
+
+    def on_controller_write(self, w: Any, c: Any, p: int) -> None:
+        super().on_controller_write(w, c, p)
+        w.set_controller_field(c, _cached_isr(p), w.parts[p].isr)
+
+    def on_controller_failover(self, w: Any, c: Any) -> None:
+        super().on_controller_failover(w, c)
+        for p, zp in enumerate(w.parts):
+            w.set_controller_field(c, _cached_isr(p), zp.isr)
+
+
 #: bug id -> the mixin that puts its pre-fix rule back
 MIXINS: dict[str, type[Protocol]] = {
     "KAFKA-708": Kafka708,
@@ -157,6 +191,7 @@ MIXINS: dict[str, type[Protocol]] = {
     "KAFKA-10432": Kafka10432,
     "KAFKA-3143": Kafka3143,
     "KAFKA-4447": Kafka4447,
+    "KAFKA-1170": Kafka1170,
 }
 
 _COMPOSED: dict[tuple[type, tuple[str, ...]], type] = {}
@@ -174,7 +209,13 @@ def protocol_class(base: type[Protocol], ids: tuple[str, ...]) -> type[Protocol]
         if missing:  # the configuration accepted it: specs/history.toml and this module disagree
             raise ConfigError(f"reintroduce: {missing[0]} has no pre-fix rule in model/history.py")
         bases = tuple(MIXINS[i] for i in ids) + (base,)
-        cls = type(f"{base.__name__}+{'+'.join(ids)}", bases, {"__module__": __name__})
+        # a mixin's own state and actions join the base's (a class attribute would hide them)
+        extra: dict[str, Any] = {"__module__": __name__}
+        for attr in ("fields", "actions"):
+            joined = tuple(x for m in bases[:-1] for x in m.__dict__.get(attr, ())) + tuple(getattr(base, attr, ()))
+            if joined:
+                extra[attr] = joined
+        cls = type(f"{base.__name__}+{'+'.join(ids)}", bases, extra)
         _COMPOSED[key] = cls
     return cls
 

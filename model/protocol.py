@@ -274,6 +274,20 @@ class Protocol:
         as OfflineReplica, so a follower that died during the failover stays in the ISR."""
         return self._failover_offline_replicas
 
+    def isr_membership_view(self, w: WorldView, c: ControllerView, p: int) -> int:
+        """The ISR controller ``c`` consults to decide whether taking a replica of partition ``p``
+        offline needs an ISR removal at all: ZooKeeper's, read at that moment (0.8.1 on,
+        KAFKA-1170's fix; before it, the controller's own cached copy)."""
+        return w.parts[p].isr
+
+    def on_controller_write(self, w: Any, c: Any, p: int) -> None:
+        """Effects a variant adds after controller ``c`` wrote partition ``p``'s leader/ISR znode
+        (an election, an ISR removal, a leader-epoch bump); ``w.parts[p]`` holds what it wrote."""
+
+    def on_controller_failover(self, w: Any, c: Any) -> None:
+        """Effects a variant adds when ``c`` becomes the active controller, right after it adopts
+        ZooKeeper's registrations and before it moves any replica or partition."""
+
     def detects_restarts(self) -> bool:
         """Whether the controller notices a broker that re-registered before it looked (2.2+)."""
         return self._detect_restarts
