@@ -268,14 +268,14 @@ def _elect_offline_and_new(w: World, c: ControllerWork) -> None:
 
 def process_broker_change(w: World, c: ControllerWork) -> None:
     """The broker-change watch fired: diff the registrations with what this controller knew."""
-    registered = w.live
+    listed, registered = w.protocol.broker_change_reads(w, c)
     bounced = 0
     if w.protocol.detects_restarts():
         for b in members(registered & c.live):
             if w.registrations[b - 1] != c.registrations[b - 1]:
                 bounced |= bit(b)
-    dead = (c.live & ~registered) | bounced
-    new = (registered & ~c.live) | bounced
+    dead = (c.live & ~listed) | bounced
+    new = (listed & ~c.live) | bounced
     c.live = registered
     c.registrations = w.registrations
     if new:

@@ -18,7 +18,7 @@ from typing import Any
 from .config import MAX_PARTITIONS, Config, ConfigError
 from .extension import Field, Kind, Scope
 from .follower import become_follower_reconciling_by_epoch
-from .protocol import ControllerView, IsrChange, Protocol, Removal, Stop, WorldView
+from .protocol import ControllerView, IsrChange, Protocol, Removal, Stop, VariantAction, WorldView
 from .state import FETCHING, LeaderAndIsr, Replica, make_replica
 
 
@@ -180,6 +180,53 @@ class Kafka1170(Protocol):
             w.set_controller_field(c, _cached_isr(p), zp.isr)
 
 
+_LISTED = "kafka3085_listed"
+_PENDING = "kafka3085_pending"
+
+
+class Kafka3085(Protocol):
+    """KAFKA-3085 (fixed in 0.10.0.0): the broker-change listener first listed the registered ids,
+    then read each registration; new and dead brokers came from the list, the live set from what it
+    could read. A broker that deregistered between the two reads was dropped from the live set
+    without being handled as failed, so its partitions kept it as leader.
+
+    The first read is an action of its own, ``ReadBrokerIds(e)`` (enabled, like ProcessBrokerChange,
+    when the registrations differ from the controller's view), which keeps the listed ids in a
+    controller field; ProcessBrokerChange then reads the registrations that still exist. Without a
+    pending list it reads both at once, as the model does."""
+
+    fields = (Field(_LISTED, Scope.CONTROLLER, Kind.BROKERS, doc="KAFKA-3085: the broker ids listed"),
+              Field(_PENDING, Scope.CONTROLLER, Kind.BOOL, doc="KAFKA-3085: ids listed, registrations not read yet"))
+    actions = (VariantAction("ReadBrokerIds", ("controller_epoch",), fair=True,
+                             doc="KAFKA-3085: the broker-change listener lists the registered ids"),)
+
+    def extra_enabled(self, state: Any) -> list[Any]:
+        from .actions import make_action
+
+        out = list(super().extra_enabled(state))
+        for c in (state.controller, state.stale):
+            if c is not None and not self.field(c, _PENDING) and c.live != state.zk.live:
+                out.append(make_action("ReadBrokerIds", (c.epoch,)))
+        return out
+
+    def extra_apply(self, w: Any, action: Any) -> None:
+        if action.name != "ReadBrokerIds":
+            super().extra_apply(w, action)
+            return
+        c = w.controller(action.args[0])
+        w.set_controller_field(c, _LISTED, w.live)
+        w.set_controller_field(c, _PENDING, 1)
+
+    def broker_change_reads(self, w: WorldView, c: ControllerView) -> tuple[int, int]:
+        if not self.field(c, _PENDING):
+            return super().broker_change_reads(w, c)
+        listed = self.field(c, _LISTED)
+        setter: Any = getattr(w, "set_controller_field")
+        setter(c, _PENDING, 0)
+        setter(c, _LISTED, 0)
+        return listed, listed & getattr(w, "live")
+
+
 #: bug id -> the mixin that puts its pre-fix rule back
 MIXINS: dict[str, type[Protocol]] = {
     "KAFKA-708": Kafka708,
@@ -192,6 +239,7 @@ MIXINS: dict[str, type[Protocol]] = {
     "KAFKA-3143": Kafka3143,
     "KAFKA-4447": Kafka4447,
     "KAFKA-1170": Kafka1170,
+    "KAFKA-3085": Kafka3085,
 }
 
 _COMPOSED: dict[tuple[type, tuple[str, ...]], type] = {}

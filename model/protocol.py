@@ -288,6 +288,15 @@ class Protocol:
         """Effects a variant adds when ``c`` becomes the active controller, right after it adopts
         ZooKeeper's registrations and before it moves any replica or partition."""
 
+    def broker_change_reads(self, w: WorldView, c: ControllerView) -> tuple[int, int]:
+        """What controller ``c``'s broker-change listener reads (ProcessBrokerChange): the broker
+        ids listed and the registrations it then reads, as masks. New and dead brokers follow from
+        the first, the controller's live set from the second. The model reads both at once, in one
+        step, so they agree (Kafka computes all three from the registrations read since 0.10.0,
+        KAFKA-3085's fix)."""
+        live: int = getattr(w, "live")
+        return live, live
+
     def detects_restarts(self) -> bool:
         """Whether the controller notices a broker that re-registered before it looked (2.2+)."""
         return self._detect_restarts
