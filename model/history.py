@@ -227,6 +227,58 @@ class Kafka3085(Protocol):
         return listed, listed & getattr(w, "live")
 
 
+class Kafka1382(Protocol):
+    """KAFKA-1382 (fixed in 0.8.2): when ZooKeeper applied a leader's conditional ISR write but the
+    response was lost, the client's retry failed on the znode version and the leader kept its old
+    ISR and version; every later ISR write of that leader failed the same way, until a LeaderAndIsr
+    came. The fix re-reads the znode on a version mismatch and takes the write as done when the
+    znode holds exactly what the leader wrote.
+
+    With the fix a lost response is a plain successful write, which the model's atomic write
+    already is. The pre-fix rule adds its other outcome: ``ShrinkIsrResponseLost(b, p, f)``, a
+    ShrinkIsr (same guard, same budget ``faults.isr_shrinks``) whose write reaches ZooKeeper while
+    the leader keeps its ISR and znode version. The leader still counts ``f`` in its ISR, so it never
+    writes ``f`` back, and it can write nothing else: ZooKeeper's ISR never heals."""
+
+    actions = (VariantAction("ShrinkIsrResponseLost", ("broker", "partition", "broker"), fair=False,
+                             doc="KAFKA-1382: a ShrinkIsr applied by ZooKeeper whose response the leader lost"),)
+
+    def extra_enabled(self, state: Any) -> list[Any]:
+        from .actions import make_action
+        from .brokersets import members
+
+        out = list(super().extra_enabled(state))
+        if not state.budget.isr_shrinks:
+            return out
+        for i, br in enumerate(state.brokers):
+            b = i + 1
+            if not br.alive:
+                continue
+            for p, r in enumerate(br.replicas):
+                if r is None or r.leader != b:
+                    continue
+                if self.isr_write_succeeds(state.zk.partitions[p].version, r.zk_version):
+                    for f in members(r.isr):
+                        if f != b and self.may_shrink_isr(r, f, r.isr & ~(1 << f)):
+                            out.append(make_action("ShrinkIsrResponseLost", (b, p, f)))
+        return out
+
+    def extra_apply(self, w: Any, action: Any) -> None:
+        if action.name != "ShrinkIsrResponseLost":
+            super().extra_apply(w, action)
+            return
+        from .broker import write_isr
+        from .state import Budget, budget_with
+
+        leader, p, follower = action.args
+        i = Budget._fields.index("isr_shrinks")
+        w.budget = budget_with(w.budget, i, w.budget[i] - 1)
+        rl = w.replica(leader, p)
+        written = write_isr(w, leader, p, rl, rl.isr & ~(1 << follower))
+        assert written is not None, "enabled only when the conditional write succeeds"
+        # the response is lost: the leader's ISR and znode version stay as they were
+
+
 #: bug id -> the mixin that puts its pre-fix rule back
 MIXINS: dict[str, type[Protocol]] = {
     "KAFKA-708": Kafka708,
@@ -240,6 +292,7 @@ MIXINS: dict[str, type[Protocol]] = {
     "KAFKA-4447": Kafka4447,
     "KAFKA-1170": Kafka1170,
     "KAFKA-3085": Kafka3085,
+    "KAFKA-1382": Kafka1382,
 }
 
 _COMPOSED: dict[tuple[type, tuple[str, ...]], type] = {}
