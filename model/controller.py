@@ -469,7 +469,7 @@ def _start(w: World, c: ControllerWork, p: int) -> bool:
     if not target:  # the request is gone (another controller completed it): nothing to resume
         return False
     if target == current or any(not c.live >> r & 1 for r in target):
-        _drop_reassignment_request(w, p)
+        _drop_reassignment_request(w, c, p)
         return False
     c.set_reassignment(p, current, target)
     union = current + tuple(r for r in target if r not in current)
@@ -547,7 +547,7 @@ def _ar_in_zk(w: World, c: ControllerWork, p: int) -> bool:
 def _clear_request(w: World, c: ControllerWork, p: int) -> bool:
     if w.protocol.controller_fenced(w, c):
         raise Fenced()
-    _drop_reassignment_request(w, p)
+    _drop_reassignment_request(w, c, p)
     return True
 
 
@@ -557,10 +557,12 @@ def _metadata(w: World, c: ControllerWork, p: int) -> bool:
     return True
 
 
-def _drop_reassignment_request(w: World, p: int) -> None:
+def _drop_reassignment_request(w: World, c: ControllerWork, p: int) -> None:
+    """Controller ``c`` removes partition ``p``'s request from /admin/reassign_partitions."""
     w.set_reassign(p, ())
     g = w.ghost[p]
     w.set_ghost(p, make_ghost(g.produced, g.acked, g.exposed, ()))
+    w.protocol.on_reassignment_request_removed(w, c, p)
 
 
 StepFunction = Callable[[World, ControllerWork, int], bool]

@@ -279,6 +279,44 @@ class Kafka1382(Protocol):
         # the response is lost: the leader's ISR and znode version stay as they were
 
 
+def _drop_requests_outside_map(w: Any, c: Any) -> None:
+    """KAFKA-6193's pre-fix write: /admin/reassign_partitions becomes the controller's in-memory map
+    (the partitions it is reassigning), so every pending request it has not taken up vanishes."""
+    from .state import make_ghost
+
+    for q, target in enumerate(w.reassign):
+        if target and not c.reassign_step[q]:
+            w.set_reassign(q, ())
+            g = w.ghost[q]
+            w.set_ghost(q, make_ghost(g.produced, g.acked, g.exposed, ()))
+
+
+class Kafka6193(Protocol):
+    """KAFKA-6193 (fixed in 1.1.0): /admin/reassign_partitions is one znode for every partition, and
+    removing a finished (or refused) partition rewrote it from the controller's in-memory map of
+    reassignments. A request the controller had not taken up yet vanished with it, notably at
+    failover, where the new controller removed the already completed partitions before loading the
+    others into its empty map: a partition left half moved (AR = OAR + RAR) with no request to
+    finish it. The fix fills the map first and deletes the znode only when it is empty; the model
+    keeps one request per partition, so removing one never touches another."""
+
+    def on_reassignment_request_removed(self, w: Any, c: Any, p: int) -> None:
+        super().on_reassignment_request_removed(w, c, p)
+        _drop_requests_outside_map(w, c)
+
+    def on_controller_failover(self, w: Any, c: Any) -> None:
+        super().on_controller_failover(w, c)
+        done = [p for p, target in enumerate(w.reassign) if target and target == w.parts[p].replicas]
+        for p in done:  # completed partitions first, while the map is still empty
+            from .state import make_ghost
+
+            w.set_reassign(p, ())
+            g = w.ghost[p]
+            w.set_ghost(p, make_ghost(g.produced, g.acked, g.exposed, ()))
+        if done:
+            _drop_requests_outside_map(w, c)
+
+
 #: bug id -> the mixin that puts its pre-fix rule back
 MIXINS: dict[str, type[Protocol]] = {
     "KAFKA-708": Kafka708,
@@ -293,6 +331,7 @@ MIXINS: dict[str, type[Protocol]] = {
     "KAFKA-1170": Kafka1170,
     "KAFKA-3085": Kafka3085,
     "KAFKA-1382": Kafka1382,
+    "KAFKA-6193": Kafka6193,
 }
 
 _COMPOSED: dict[tuple[type, tuple[str, ...]], type] = {}

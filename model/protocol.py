@@ -284,6 +284,11 @@ class Protocol:
         """Effects a variant adds after controller ``c`` wrote partition ``p``'s leader/ISR znode
         (an election, an ISR removal, a leader-epoch bump); ``w.parts[p]`` holds what it wrote."""
 
+    def on_reassignment_request_removed(self, w: Any, c: Any, p: int) -> None:
+        """Effects a variant adds when controller ``c`` removed partition ``p``'s request from
+        /admin/reassign_partitions (a start refused, or a reassignment completed). The model keeps
+        one request per partition, so removing one touches no other (KAFKA-6193's fix)."""
+
     def on_controller_failover(self, w: Any, c: Any) -> None:
         """Effects a variant adds when ``c`` becomes the active controller, right after it adopts
         ZooKeeper's registrations and before it moves any replica or partition."""

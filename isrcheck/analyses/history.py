@@ -23,7 +23,7 @@ from isrcheck.specs.history import CLASSIFICATIONS, Bug, load_history
 #: what each classification means, in the page's words
 MEANING = {
     "reproduced": "the checker finds it with `reintroduce`, and the same bounds pass without",
-    "pending": "the model's hooks can express the pre-fix rule; no pair is pinned yet",
+    "pending": "the model's hooks express the pre-fix rule, but no bounds tried separate it from the fix (the notes say what was tried)",
     "finer": "reproducible only once the model grows (the growth is named)",
     "out-of-scope": "no property of the model can tell the two rules apart (the argument is given)",
 }

@@ -67,6 +67,8 @@ def check(name: str | None, config_file: str | None, overrides: tuple[str, ...],
         exit_with(check_peer(peer, 2 if replicas is None else replicas, bool(symmetry), only, max_depth, max_states,
                          keep_going, workers, as_json, show_progress(as_json), ceiling))
     target = manifest.resolve(name, config_file, overrides)
+    if variant is None and target.variant:  # the manifest entry's own variant (specs/models.toml)
+        variant = target.variant
     symmetry = target.symmetry if symmetry is None else symmetry
     _warn_symmetry(target.config, symmetry)
     safety_only = [n for n in only if n not in live.LIVENESS_NAMES]
