@@ -17,6 +17,7 @@ from typing import Any
 from isrcheck.engine.checker import Checker
 from isrcheck.inputs import manifest
 from isrcheck.invariants import build_model
+from isrcheck.invariants import liveness as live
 from isrcheck.invariants.variants import load_variant
 from isrcheck.specs.history import CLASSIFICATIONS, Bug, load_history
 
@@ -40,15 +41,35 @@ def _cell(text: str) -> str:
 def _outcome(e: Any) -> str:
     """The pinned outcome of a manifest entry, in words."""
     if e.expect == "safety_failure":
-        found = f"{e.property} broken in {e.length} steps"
+        found = f"{e.property} broken in {_steps(e.length)}"
     else:
         held = ", ".join(e.properties) + (" holds" if len(e.properties) == 1 else " hold") if e.properties else \
             "every safety property holds"
         found = held + (f" ({e.states:,} states)" if e.states else "")
     for x in e.liveness:
+        shape = "it then stutters" if x.loop == x.length else f"loop from step {x.loop}"
         found += "; " + (f"{x.property} holds" if x.holds else
-                         f"{x.property} broken by a lasso of {x.length} steps (loop from step {x.loop})")
+                         f"{x.property} broken by a lasso of {_steps(x.length)} ({shape})")
     return found
+
+
+def _steps(n: int | None) -> str:
+    return f"{n} step" if n == 1 else f"{n} steps"
+
+
+def _lasso(e: Any, prop: str) -> list[str]:
+    """The shortest-stem lasso breaking liveness property ``prop`` of a default-gate entry, as
+    numbered actions, the loop's first step marked (from a run)."""
+    protocol = load_variant(e.target().variant)(e.config) if e.variant else None
+    result = live.check(e.config, [prop], protocol=protocol)
+    v = next(x for x in result.verdicts if x.property == prop).violation
+    if v is None:
+        return []
+    out = [f"{i}. `{s.action}`" + (" (the loop starts here)" if i == v.loop and v.loop < v.length else "")
+           for i, s in enumerate(v.trace[1:], start=1)]
+    if v.loop == v.length:
+        out += ["", "Then nothing changes any more: it stutters forever (no fair action changes the state)."]
+    return out
 
 
 def _counterexample(e: Any) -> list[str]:
@@ -119,9 +140,13 @@ def render_history() -> str:
                                                         for k, v in b.requires))
         out += [f"- With the bug, `{with_.name}`: {_outcome(with_)}.",
                 f"- Without it, `{without.name}`: {_outcome(without)}.", ""]
+        broken = [x for x in with_.liveness if not x.holds]
         if with_.gate == "default" and with_.expect == "safety_failure":
             out += [f"The shortest counterexample ({_pair_commands(b, with_)}):", ""]
             out += _counterexample(with_)
+        elif with_.gate == "default" and broken:
+            out += [f"The lasso with the shortest stem ({_pair_commands(b, with_)}):", ""]
+            out += _lasso(with_, broken[0].property)
         else:
             out += [f"The counterexample: {_pair_commands(b, with_)} (a large model: "
                     f"`isrcheck gate --all` checks it)."]
