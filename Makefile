@@ -12,7 +12,7 @@ NATIVE := $(VENV)/.compiled
 NATIVE_SOURCES := $(wildcard engine/*.py engine/*.c engine/*.h model/*.py model/*.c invariants/properties/*.py) peers/kafka_specification/model.py setup.py isrcheck/native.py
 
 .DEFAULT_GOAL := install
-.PHONY: install check test gate-all bench bench-peer bench-variant bench-liveness bench-impl bench-spark bench-simulation system-deps clean
+.PHONY: install check test gate-all history bench bench-peer bench-variant bench-liveness bench-impl bench-spark bench-simulation system-deps clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -44,6 +44,10 @@ system-deps:
 TEST_WORKERS ?= 2
 test: $(STAMP) $(NATIVE) system-deps
 	$(PY) -m pytest -q -n $(TEST_WORKERS) --dist loadfile --durations=25
+
+## history: regenerate specs/12-history.md (Kafka's bug history: classification, pairs, counterexamples)
+history: $(STAMP) $(NATIVE)
+	$(VENV)/bin/isrcheck history --write specs/12-history.md
 
 ## gate-all: the gate including the large models
 gate-all: $(STAMP) $(NATIVE)

@@ -20,6 +20,7 @@ from isrcheck.commands.conform import conform, traces, validate
 from isrcheck.commands.diff import diff
 from isrcheck.commands.gallery import gallery
 from isrcheck.commands.gate import gate, list_models
+from isrcheck.commands.history import history
 from isrcheck.commands.graph import graph, report
 from isrcheck.commands.prove import bmc, prove
 from isrcheck.commands.run import run
@@ -70,6 +71,6 @@ def main() -> None:
     """
 
 
-for _command in (check, simulate, run, list_models, gate, diff, gallery, cluster, spark, prove, bmc, conform,
+for _command in (check, simulate, run, list_models, gate, diff, gallery, history, cluster, spark, prove, bmc, conform,
                  validate, traces, graph, report):
     main.add_command(_command)

@@ -94,7 +94,7 @@ def enabled_actions(protocol: Protocol, s: State) -> list[Action]:
                 if r.fetch_state == FETCHING:
                     lb = s.brokers[r.leader - 1]
                     lr = lb.replicas[p]
-                    if (lb.alive and lr is not None and lr.leader == r.leader and lr.assigned >> b & 1
+                    if (lb.alive and lr is not None and lr.leader == r.leader and protocol.serves_fetch(lr, b)
                             and protocol.epoch_matches(r.leader_epoch, lr.leader_epoch)):
                         out.append(make_action("Fetch", (b, p)))
                 elif r.fetch_state == ASK_EPOCH_END:
@@ -121,7 +121,7 @@ def enabled_actions(protocol: Protocol, s: State) -> list[Action]:
             out.append(make_action("CreateTopic", (e,)))
         for p in range(nparts):
             step = c.reassign_step[p]
-            if (step or (active and zk.reassign[p])) and C.reassignment_step_enabled(zk, c, p):
+            if (step or (active and zk.reassign[p])) and C.reassignment_step_enabled(protocol, zk, c, p):
                 out.append(make_action("ReassignPartition", (e, p, C.next_reassignment_step(c, step))))
             if zk.preferred >> p & 1:
                 out.append(make_action("ElectPreferredLeader", (e, p)))
@@ -317,7 +317,7 @@ APPLY: Final[dict[str, Callable[..., None]]] = {
     "CompleteTopicDeletion": lambda w, e: C.complete_topic_deletion(w, _controller(w, e)),
     "ControlledShutdown": _controlled_shutdown,
     "ControllerFailover": _controller_failover,
-    "ResignController": lambda w, e: w.drop_stale(),
+    "ResignController": lambda w, e: w.drop_stale() if w.protocol.resignation_stops_controller() else None,
     "RequestReassignment": _request_reassignment,
     "RequestPreferredElection": _request_preferred,
     "RequestTopicDeletion": _request_deletion,

@@ -91,8 +91,8 @@ def truncate_to_epoch_end(w: World, f: int, p: int) -> None:
     log = rf.log[:cut]
     state = FETCHING if done or not log else ASK_EPOCH_END
     w.set_replica(f, p, make_replica(log, min(rf.hw, cut), rf.checkpoint, rf.leader, rf.leader_epoch, rf.isr,
-                                     rf.zk_version, rf.remote_leo, rf.pending, rf.assigned, E.truncate(rf.epochs, cut),
-                                     state, (), rf.ext))
+                                     rf.zk_version, rf.remote_leo, rf.pending, rf.assigned,
+                                     w.protocol.epoch_cache_after_truncation(rf, cut), state, (), rf.ext))
 
 
 def _stop_replica(w: World, b: int, req: StopReplica) -> None:

@@ -119,6 +119,11 @@ class Config:
     fenced_controller_writes: bool = _key(False, protocol=True)
     #: a deposed controller abandons its reassignment (a designer's option)
     fenced_reassignment_steps: bool = _key(False, protocol=True)
+    #: at failover the controller moves the replicas of dead brokers to OfflineReplica, taking them
+    #: out of the ISR (Kafka 2.3+, KAFKA-3143's fix)
+    failover_offline_replicas: bool = _key(False, protocol=True)
+    #: Kafka bugs whose pre-fix rule the protocol puts back (specs/history.toml, model/history.py)
+    reintroduce: tuple[str, ...] = _key((), protocol=True)
     #: derived from the bounds unless given (default_assignment): not in the header
     assignment: tuple[tuple[int, ...], ...] = _key((), shown="never")
     #: healing actions whose weak fairness liveness checks do not assume: an action name (every
@@ -149,6 +154,7 @@ class Config:
         d["generation"] = self.generation.value
         d["assignment"] = [list(a) for a in self.assignment]
         d["unfair"] = list(self.unfair)
+        d["reintroduce"] = list(self.reintroduce)
         d["operations"]["reassignments"] = [
             {"partition": r.partition, "target": list(r.target)} for r in self.operations.reassignments
         ]
@@ -259,6 +265,7 @@ def from_mapping(raw: dict[str, Any]) -> Config:
                           CONTROLLER_CONNECTIONS)
     fenced_writes = _bool("fenced_controller_writes", raw.get("fenced_controller_writes", False))
     fenced_steps = _bool("fenced_reassignment_steps", raw.get("fenced_reassignment_steps", False))
+    failover_offline = _bool("failover_offline_replicas", raw.get("failover_offline_replicas", False))
 
     if "assignment" in raw:
         assignment_raw = raw["assignment"]
@@ -271,6 +278,10 @@ def from_mapping(raw: dict[str, Any]) -> Config:
         assignment = default_assignment(brokers, partitions, rf)
 
     unfair = _unfair(raw.get("unfair", []), brokers, partitions)
+    reintroduce = _reintroduce(raw.get("reintroduce", []), generation, {
+        "unclean_leader_election": unclean, "acks": acks, "controller_connections": connections,
+        "fenced_controller_writes": fenced_writes, "detect_restarts": detect_restarts, "hw_checkpoint": hw_checkpoint,
+        "failover_offline_replicas": failover_offline, "stale_controller": stale})
 
     f = _table("faults", raw.get("faults", {}))
     _unknown("faults.", set(f), _FAULT_KEYS)
@@ -313,6 +324,8 @@ def from_mapping(raw: dict[str, Any]) -> Config:
         controller_connections=connections,
         fenced_controller_writes=fenced_writes,
         fenced_reassignment_steps=fenced_steps,
+        failover_offline_replicas=failover_offline,
+        reintroduce=reintroduce,
         assignment=assignment,
         unfair=unfair,
         faults=faults,
@@ -344,6 +357,44 @@ def _unfair(value: Any, brokers: int, partitions: int) -> tuple[str, ...]:
             raise ConfigError(f"unfair: {name!r} is not a fair action (fair: {', '.join(fair)})")
         out.append(action_text(name, args))
     return tuple(out)
+
+
+def _reintroduce(value: Any, generation: Generation, keys: dict[str, Any]) -> tuple[str, ...]:
+    """The ``reintroduce`` list: ids of bugs of specs/history.toml that the model reproduces, each
+    refused where the configuration lacks its mechanism (``requires``: a generation trait or a key
+    with another value), since putting that bug back there would change nothing."""
+    from isrcheck.specs.history import bug, reproduced
+
+    if not isinstance(value, list) or not all(isinstance(x, str) for x in value):
+        raise ConfigError(f"reintroduce must be a list of bug ids such as \"KAFKA-708\", got {value!r}")
+    known = ", ".join(b.id for b in reproduced())
+    for i, bug_id in enumerate(value):
+        if bug_id in value[:i]:
+            raise ConfigError(f"reintroduce: {bug_id} is listed twice")
+        try:
+            b = bug(bug_id)
+        except KeyError:
+            raise ConfigError(f"reintroduce: unknown bug {bug_id!r} (reproduced: {known})") from None
+        if b.classification != "reproduced":
+            raise ConfigError(f"reintroduce: {bug_id} is not reproduced by the model (classified "
+                              f"{b.classification!r} in specs/history.toml; reproduced: {known})")
+        for key, want in b.requires:
+            if key in keys:
+                have, where = keys[key], ""
+            else:
+                have, where = getattr(generation.traits, key), f" under generation {generation.value!r}"
+            if str(have) != str(want) or isinstance(have, bool) != isinstance(want, bool):
+                raise ConfigError(f"reintroduce: {bug_id} needs {key} = {_toml(want)}, which this configuration "
+                                  f"does not have ({key} = {_toml(have)}{where}), so its pre-fix rule would "
+                                  f"change nothing")
+    return tuple(value)
+
+
+def _toml(value: Any) -> str:
+    """A value as a configuration file writes it (true, "kip-320")."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return f"\"{value}\"" if isinstance(value, str) else str(value)
 
 
 def _generation(raw: dict[str, Any]) -> Generation:

@@ -24,7 +24,7 @@ from .state import (
 from .tables import PartitionState as PS
 from .tables import ReplicaState as RS
 from .tables import check_partition_move, check_replica_move
-from .protocol import Removal
+from .protocol import Protocol, Removal
 from .world import ControllerWork, World
 
 
@@ -71,7 +71,7 @@ def send_leader_and_isr(w: World, c: ControllerWork, p: int, to: tuple[int, ...]
 def check_not_fenced(w: World, c: ControllerWork, p: int) -> None:
     """Raise :class:`Fenced` when ``c`` may not write partition ``p``'s leader/ISR znode: a newer
     controller wrote it (the 0.8 check-then-write), or ZooKeeper refuses a deposed controller."""
-    if w.parts[p].controller_epoch > c.epoch or w.protocol.controller_fenced(w, c):
+    if w.protocol.controller_write_refused(w, c, p):
         raise Fenced()
 
 
@@ -83,6 +83,7 @@ def write_leader_isr(w: World, c: ControllerWork, p: int, leader: int, isr: int,
     zp = w.parts[p]
     w.set_part(p, make_zk_partition(zp.replicas, leader, isr, zp.leader_epoch + 1, zp.version + 1, c.epoch,
                                     zp.ext if fields is None else fields))
+    w.protocol.on_controller_write(w, c, p)
 
 
 # ---------------------------------------------------------------------------- partition state machine
@@ -169,7 +170,7 @@ def _remove_from_isr(w: World, c: ControllerWork, p: int, b: int, cause: Removal
     leader leaves the partition leaderless). It bumps the leader epoch.
     """
     zp = w.parts[p]
-    if not zp.version or not zp.isr >> b & 1:
+    if not zp.version or not w.protocol.isr_membership_view(w, c, p) >> b & 1:
         return
     check_not_fenced(w, c, p)  # before the decision: a refused write must leave no trace of it
     change = w.protocol.isr_removal(w, c, p, b, cause)
@@ -267,14 +268,14 @@ def _elect_offline_and_new(w: World, c: ControllerWork) -> None:
 
 def process_broker_change(w: World, c: ControllerWork) -> None:
     """The broker-change watch fired: diff the registrations with what this controller knew."""
-    registered = w.live
+    listed, registered = w.protocol.broker_change_reads(w, c)
     bounced = 0
     if w.protocol.detects_restarts():
         for b in members(registered & c.live):
             if w.registrations[b - 1] != c.registrations[b - 1]:
                 bounced |= bit(b)
-    dead = (c.live & ~registered) | bounced
-    new = (registered & ~c.live) | bounced
+    dead = (c.live & ~listed) | bounced
+    new = (listed & ~c.live) | bounced
     c.live = registered
     c.registrations = w.registrations
     if new:
@@ -291,6 +292,7 @@ def on_controller_failover(w: World, c: ControllerWork) -> None:
     """Initialise a freshly elected controller from ZooKeeper and drive everything online."""
     c.live = w.live
     c.registrations = w.registrations
+    w.protocol.on_controller_failover(w, c)
     for p, zp in enumerate(w.parts):
         if not zp.replicas:
             continue
@@ -308,6 +310,12 @@ def on_controller_failover(w: World, c: ControllerWork) -> None:
             for b in zp.replicas:
                 if c.live >> b & 1:
                     replica_to(w, c, p, b, RS.ONLINE)
+    if w.protocol.failover_takes_dead_replicas_offline():  # 2.3+: dead replicas leave the ISR
+        for p, zp in enumerate(w.parts):
+            if zp.replicas and not w.deleting >> p & 1:
+                for b in zp.replicas:
+                    if not c.live >> b & 1:
+                        replica_to(w, c, p, b, RS.OFFLINE, Removal.BROKER_FAILURE)
     _elect_offline_and_new(w, c)
     for p in range(len(w.parts)):
         if w.reassign[p] and exists(w, p):
@@ -436,12 +444,13 @@ def abandon_reassignment(c: ControllerWork, p: int) -> None:
     c.set_reassignment(p, (), ())
 
 
-def reassignment_step_enabled(zk: Zk, c: Controller, p: int) -> bool:
+def reassignment_step_enabled(protocol: Protocol, zk: Zk, c: Controller, p: int) -> bool:
     """Whether controller ``c`` can perform the next step of partition ``p``'s reassignment.
 
     A reassignment starts (step start) only on the active controller, when the request is in
-    ZooKeeper; step caught-up waits until every target replica is in the ISR; the others just
-    proceed.
+    ZooKeeper; step caught-up waits until the target has caught up (the protocol's
+    :meth:`~.protocol.Protocol.reassignment_caught_up`: every target replica in the ISR); the others
+    just proceed.
     """
     step = c.reassign_step[p]
     if step in (0, STEP_START):  # starting, or resuming after a failover: only the active controller,
@@ -449,8 +458,7 @@ def reassignment_step_enabled(zk: Zk, c: Controller, p: int) -> bool:
         return (bool(zk.reassign[p]) and bool(zk.partitions[p].replicas) and not zk.deleting >> p & 1
                 and c.epoch == zk.controller_epoch and c.partition_states[p] != PS.NON_EXISTENT)
     if step == STEP_CAUGHT_UP:
-        isr = zk.partitions[p].isr
-        return all(isr >> r & 1 for r in c.reassign_new[p])
+        return protocol.reassignment_caught_up(zk.partitions[p].isr, c.reassign_old[p], c.reassign_new[p])
     return True
 
 
@@ -461,7 +469,7 @@ def _start(w: World, c: ControllerWork, p: int) -> bool:
     if not target:  # the request is gone (another controller completed it): nothing to resume
         return False
     if target == current or any(not c.live >> r & 1 for r in target):
-        _drop_reassignment_request(w, p)
+        _drop_reassignment_request(w, c, p)
         return False
     c.set_reassignment(p, current, target)
     union = current + tuple(r for r in target if r not in current)
@@ -539,7 +547,7 @@ def _ar_in_zk(w: World, c: ControllerWork, p: int) -> bool:
 def _clear_request(w: World, c: ControllerWork, p: int) -> bool:
     if w.protocol.controller_fenced(w, c):
         raise Fenced()
-    _drop_reassignment_request(w, p)
+    _drop_reassignment_request(w, c, p)
     return True
 
 
@@ -549,10 +557,12 @@ def _metadata(w: World, c: ControllerWork, p: int) -> bool:
     return True
 
 
-def _drop_reassignment_request(w: World, p: int) -> None:
+def _drop_reassignment_request(w: World, c: ControllerWork, p: int) -> None:
+    """Controller ``c`` removes partition ``p``'s request from /admin/reassign_partitions."""
     w.set_reassign(p, ())
     g = w.ghost[p]
     w.set_ghost(p, make_ghost(g.produced, g.acked, g.exposed, ()))
+    w.protocol.on_reassignment_request_removed(w, c, p)
 
 
 StepFunction = Callable[[World, ControllerWork, int], bool]

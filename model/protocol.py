@@ -138,6 +138,7 @@ class Protocol:
         self.per_controller_connections: bool = config.controller_connections == "per-controller"
         self._fenced_controller_writes: bool = config.fenced_controller_writes
         self._fenced_reassignment_steps: bool = config.fenced_reassignment_steps
+        self._failover_offline_replicas: bool = config.failover_offline_replicas
         # A variant's own state and actions (class attributes ``fields`` and ``actions`` of the
         # subclass; read dynamically, as an interpreted subclass defines them).
         declared: Any = getattr(type(self), "fields", ())
@@ -235,6 +236,12 @@ class Protocol:
         """
         return self._fenced_controller_writes and c.epoch != w.controller_epoch
 
+    def controller_write_refused(self, w: WorldView, c: ControllerView, p: int) -> bool:
+        """Whether controller ``c`` may not write partition ``p``'s leader/ISR znode: a newer
+        controller stamped it (the znode's controller epoch, 0.8.0 on, KAFKA-532's fix), or
+        ZooKeeper refuses a deposed controller outright (:meth:`controller_fenced`)."""
+        return w.parts[p].controller_epoch > c.epoch or self.controller_fenced(w, c)
+
     def reassignment_step_fenced(self, w: WorldView, c: ControllerView) -> bool:
         """Whether this controller abandons its reassignment instead of performing the next step.
 
@@ -244,6 +251,56 @@ class Protocol:
         new controller resumes it from /admin/reassign_partitions.
         """
         return self._fenced_reassignment_steps and c.epoch != w.controller_epoch
+
+    def reassignment_caught_up(self, isr: int, old: tuple[int, ...], new: tuple[int, ...]) -> bool:
+        """Whether a reassignment from ``old`` (OAR) to ``new`` (RAR) may leave step caught-up, with
+        the partition's ISR ``isr`` in ZooKeeper: the ZooKeeper controller waits until every
+        replica of RAR is in the ISR (a KRaft rule before KAFKA-15665 waited only for RAR - OAR)."""
+        for r in new:
+            if not isr >> r & 1:
+                return False
+        return True
+
+    def resignation_stops_controller(self) -> bool:
+        """Whether a deposed controller that notices the loss of its session (ResignController)
+        stops acting: its context is dropped and its listeners do nothing more, as every listener
+        checks that its broker is still the active controller (0.10.2 on, KAFKA-4447's fix)."""
+        return True
+
+    def failover_takes_dead_replicas_offline(self) -> bool:
+        """Whether a new controller, after moving the live replicas to OnlineReplica, moves every
+        replica of a dead broker to OfflineReplica (out of the ISR, leader epoch + 1), as Kafka
+        does from 2.3 (KAFKA-3143's fix, ``failover_offline_replicas``). The seeds only record them
+        as OfflineReplica, so a follower that died during the failover stays in the ISR."""
+        return self._failover_offline_replicas
+
+    def isr_membership_view(self, w: WorldView, c: ControllerView, p: int) -> int:
+        """The ISR controller ``c`` consults to decide whether taking a replica of partition ``p``
+        offline needs an ISR removal at all: ZooKeeper's, read at that moment (0.8.1 on,
+        KAFKA-1170's fix; before it, the controller's own cached copy)."""
+        return w.parts[p].isr
+
+    def on_controller_write(self, w: Any, c: Any, p: int) -> None:
+        """Effects a variant adds after controller ``c`` wrote partition ``p``'s leader/ISR znode
+        (an election, an ISR removal, a leader-epoch bump); ``w.parts[p]`` holds what it wrote."""
+
+    def on_reassignment_request_removed(self, w: Any, c: Any, p: int) -> None:
+        """Effects a variant adds when controller ``c`` removed partition ``p``'s request from
+        /admin/reassign_partitions (a start refused, or a reassignment completed). The model keeps
+        one request per partition, so removing one touches no other (KAFKA-6193's fix)."""
+
+    def on_controller_failover(self, w: Any, c: Any) -> None:
+        """Effects a variant adds when ``c`` becomes the active controller, right after it adopts
+        ZooKeeper's registrations and before it moves any replica or partition."""
+
+    def broker_change_reads(self, w: WorldView, c: ControllerView) -> tuple[int, int]:
+        """What controller ``c``'s broker-change listener reads (ProcessBrokerChange): the broker
+        ids listed and the registrations it then reads, as masks. New and dead brokers follow from
+        the first, the controller's live set from the second. The model reads both at once, in one
+        step, so they agree (Kafka computes all three from the registrations read since 0.10.0,
+        KAFKA-3085's fix)."""
+        live: int = getattr(w, "live")
+        return live, live
 
     def detects_restarts(self) -> bool:
         """Whether the controller notices a broker that re-registered before it looked (2.2+)."""
@@ -324,6 +381,12 @@ class Protocol:
             return True
         return size(leader_replica.isr) >= self.min_insync_replicas
 
+    def serves_fetch(self, leader_replica: Replica, follower: int) -> bool:
+        """Whether the leader serves a fetch from ``follower`` (a guard of Fetch, besides the
+        leader-epoch fencing): only from a replica of the assignment its last LeaderAndIsr carried
+        (0.8.1 on, KAFKA-1097), so a replica a reassignment removed is never put back in the ISR."""
+        return bool(leader_replica.assigned >> follower & 1)
+
     def epoch_matches(self, follower_epoch: int, leader_epoch: int) -> bool:
         """Whether a fetch or epoch query carrying ``follower_epoch`` is served (KIP-320 fencing)."""
         return not self.fences_by_leader_epoch or follower_epoch == leader_epoch
@@ -381,6 +444,12 @@ class Protocol:
         if mine == E.UNDEFINED:
             return min(r.hw, leo), True
         return min(end, my_end), mine == epoch
+
+    def epoch_cache_after_truncation(self, r: Replica, cut: int) -> tuple[tuple[int, int], ...]:
+        """The epoch cache a reconciling follower keeps when it truncates at ``cut`` (its log is cut
+        there too): every entry starting at or beyond ``cut`` goes, even when the log itself is not
+        shortened (``cut`` at its end), as Kafka does since KAFKA-10706."""
+        return E.truncate(r.epochs, cut)
 
     # ------------------------------------------------------------------ crashes and restarts
     def replica_after_stop(self, r: Replica, kept: int, how: Stop) -> Replica:

@@ -123,6 +123,8 @@ _MODEL_KEYS = {"brokers", "partitions", "replication_factor", "max_records", "ma
                "operations", "name", "description", GENERATION_KEY, *GENERATION_ALIASES, "acks",
                "detect_restarts", "fenced_controller_writes", "controller_connections",
                "fenced_reassignment_steps",
+               "failover_offline_replicas",  # KAFKA-3143's fix: the model's only (refused below when true)
+               "reintroduce",  # Kafka's bugs put back: the model's only (refused below when non-empty)
                "unfair"}  # the checker's fairness assumptions: nothing the implementation runs
 _IMPL_INT_KEYS = {"replica_lag_time_max_ms": (1, 600_000), "fetch_interval_ms": (0, 60_000),
                   "hw_checkpoint_interval_ms": (1, 600_000), "log_flush_interval_ms": (1, 600_000),
@@ -175,6 +177,11 @@ def from_mapping(raw: Mapping[str, Any]) -> ImplConfig:
     unknown = sorted(set(raw) - _MODEL_KEYS - _IMPL_KEYS)
     if unknown:
         raise ConfigError(f"unknown configuration key {unknown[0]!r}")
+    if raw.get("failover_offline_replicas"):
+        raise ConfigError("failover_offline_replicas is not implemented by the reference implementation")
+    if raw.get("reintroduce"):  # the pre-fix rules live in model/history.py; the implementation has none
+        raise ConfigError("reintroduce is not implemented by the reference implementation (the model only: "
+                          "specs/12-history.md)")
     brokers = _int(raw, "brokers", 3, 1, 64)
     partitions = _int(raw, "partitions", 1, 1, 64)
     rf = _int(raw, "replication_factor", min(3, brokers), 1, brokers)

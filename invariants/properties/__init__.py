@@ -29,6 +29,7 @@ from isrcheck.engine.checker import Property
 from isrcheck.engine.core import Kind, Violation
 from isrcheck.model.config import Config, ConfigError
 from isrcheck.model.kafka import KafkaModel
+from isrcheck.model.history import reintroducing
 from isrcheck.model.protocol import Protocol
 from isrcheck.specs.properties import load_properties, property_info
 
@@ -97,9 +98,15 @@ def property_names() -> list[str]:
     return [p.name for p in ALL_PROPERTIES]
 
 
+def _applies(name: str, cfg: Config) -> bool:
+    d = DEFINITIONS.get(name)
+    return not isinstance(d, Always) or d.applies is None or d.applies(cfg)
+
+
 def applicable_properties(cfg: Config) -> list[Property]:
-    """All safety properties; the ``sometimes`` ones only where the configuration makes them possible."""
-    out = [p for p in ALL_PROPERTIES if p.kind != "sometimes"]
+    """All safety properties that apply to the configuration (an ``always`` property may say where
+    it means something); the ``sometimes`` ones only where the configuration makes them possible."""
+    out = [p for p in ALL_PROPERTIES if p.kind != "sometimes" and _applies(p.name, cfg)]
     for d in _SOMETIMES.values():
         if d.applies(cfg):
             out.append(_as_property(d, d.witness(cfg)))
@@ -115,7 +122,7 @@ def build_model(cfg: Config, protocol: Protocol | None = None, symmetry: bool | 
     """
     from isrcheck.model.symmetry import symmetry_allowed
 
-    protocol = protocol or Protocol(cfg)
+    protocol = reintroducing(cfg, protocol)  # the bugs of cfg.reintroduce put back (model/history.py)
     if symmetry is None:
         symmetry = symmetry_allowed(cfg)
     props = applicable_properties(cfg) + protocol.extra_properties()

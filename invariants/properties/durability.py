@@ -1,5 +1,5 @@
 """Committed data: HighWatermarkBelowLogEnd, NoCommittedWriteLost, LogMatching, ConsistentRead,
-WriteEventuallyCommitted.
+EpochCacheCoversLog, WriteEventuallyCommitted.
 
 Each property's definition (:mod:`.kinds`) sits after the functions it names; specs/06-properties.md
 says what each means and what breaks it.
@@ -10,7 +10,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from isrcheck.model.config import Config
-from isrcheck.model.records import ids_in, render_log
+from isrcheck.model.records import ids_in, record_epoch, render_log
 from isrcheck.model.state import State
 from isrcheck.specs.properties import NAMES
 
@@ -203,6 +203,55 @@ def _any_exposed(s: Any) -> bool:
 CONSISTENT_READ = Always(NAMES.ConsistentRead, consistent_read, consistent_read_offences, exercised=_any_exposed)
 
 
+# ---------------------------------------------------------------------------- EpochCacheCoversLog
+def _covering_epoch(epochs: tuple[tuple[int, int], ...], offset: int) -> int:
+    """The epoch of the cache entry covering ``offset`` (the largest start at or below it); -1: none."""
+    epoch = -1
+    for e, start in epochs:
+        if start <= offset:
+            epoch = e
+    return epoch
+
+
+def epoch_cache_covers_log(s: State) -> bool:
+    """On every replica, up or down, the cache entry covering each record's offset names the epoch
+    the record was appended in (entries starting beyond the log end are allowed)."""
+    for br in s.brokers:
+        for r in br.replicas:
+            if r is None:
+                continue
+            for i, rec in enumerate(r.log):
+                if _covering_epoch(r.epochs, i) != record_epoch(rec):
+                    return False
+    return True
+
+
+def epoch_cache_covers_log_offences(s: State) -> Iterator[str]:
+    for b, br in enumerate(s.brokers, start=1):
+        for p, r in enumerate(br.replicas):
+            if r is None:
+                continue
+            for i, rec in enumerate(r.log):
+                e = _covering_epoch(r.epochs, i)
+                if e != record_epoch(rec):
+                    covered = f"epoch {e}" if e >= 0 else "no entry"
+                    yield (f"partition {p}: broker {b} holds {render_log((rec,))} at offset {i} where its "
+                           f"epoch cache {list(r.epochs)} gives {covered}")
+
+
+def _any_log(s: Any) -> bool:
+    return any(r is not None and r.log for br in s.brokers for r in br.replicas)
+
+
+def _uses_leader_epochs(cfg: Config) -> bool:
+    return cfg.generation.traits.leader_epochs
+
+
+# No observation form: the observation does not carry the epoch caches.
+EPOCH_CACHE_COVERS_LOG = Always(NAMES.EpochCacheCoversLog, epoch_cache_covers_log, epoch_cache_covers_log_offences,
+                                exercised=_any_log, applies=_uses_leader_epochs)
+
+
 # ---------------------------------------------------------------------------- WriteEventuallyCommitted
 def _write_eventually_committed(cfg: Config) -> tuple[tuple[str, ...], Masks]:
     pairs = [(p, rid) for p in range(cfg.partitions) for rid in range(1, cfg.max_records + 1)]
@@ -239,4 +288,4 @@ WRITE_EVENTUALLY_COMMITTED = Liveness(NAMES.WriteEventuallyCommitted, _acks_all_
 
 
 DEFINITIONS = (HIGH_WATERMARK_BELOW_LOG_END, NO_COMMITTED_WRITE_LOST, LOG_MATCHING, CONSISTENT_READ,
-               WRITE_EVENTUALLY_COMMITTED)
+               EPOCH_CACHE_COVERS_LOG, WRITE_EVENTUALLY_COMMITTED)

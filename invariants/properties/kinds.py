@@ -49,6 +49,9 @@ class Always(NamedTuple):
     #: the same property over an observation and the acknowledged writes; None when the observation
     #: cannot express it (the definition says why)
     observed: Callable[[Obs, Acked], bool] | None = None
+    #: whether the configuration gives it a meaning (None: every configuration); a configuration
+    #: it does not apply to does not check it (an epoch-cache property without leader epochs)
+    applies: Callable[[Config], bool] | None = None
 
 
 class Transition(NamedTuple):

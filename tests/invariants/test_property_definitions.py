@@ -110,9 +110,12 @@ def test_the_other_views_name_only_always_and_transition_properties():
 
 # ---------------------------------------------------------------------------- check against offences
 # failing models (their graphs hold the violating states) and passing ones, one and two partitions,
-# reassignment, failover, deletion, lossy crashes
+# reassignment, failover, deletion, lossy crashes, and two of Kafka's bugs put back
 MODELS = ["hw-truncation-one-crash", "unclean-election", "lossy-undetected-restart", "reassignment",
-          "controller-failover", "topic-deletion", "clean-election", "two-partitions", "lossy-crash"]
+          "controller-failover", "topic-deletion", "clean-election", "two-partitions", "lossy-crash",
+          # Kafka bugs put back (specs/history.toml): the only graphs where the model's rules break
+          # EpochCacheCoversLog and ReassignmentRequestHonoured
+          "history-kafka-10432", "history-kafka-6193"]
 ALWAYS = [d for d in P.DEFINITIONS.values() if isinstance(d, Always)]
 TRANSITION = [d for d in P.DEFINITIONS.values() if isinstance(d, Transition) and d.offences is not None]
 

@@ -61,6 +61,9 @@ CONFIGS = [
     {"brokers": 3, "replication_factor": 2, "max_records": 1,
      "operations": {"reassignments": [{"partition": 0, "target": [2, 3]}], "topic_deletions": 1,
                     "topic_creation": True}},
+    # a failover (with a dead broker to take offline) and a deposed controller that resigns
+    {"brokers": 2, "replication_factor": 2, "max_records": 0, "failover_offline_replicas": True,
+     "faults": {"controller_failovers": 1, "crashes": 1}},
 ]
 
 

@@ -1,0 +1,380 @@
+"""Kafka's bugs put back: the pre-fix rule of each reproduced bug of specs/history.toml, as hooks.
+
+A bug of the history is a decision Kafka once made differently. Its pre-fix rule is therefore not a
+second code path through the model's steps but a :class:`~.protocol.Protocol` mixin overriding the
+hooks of that decision, exactly as a designer's variant would (README, "Variants"). The
+configuration key ``reintroduce = ["KAFKA-708", ...]`` names the bugs; :func:`reintroducing` puts
+their mixins in front of the protocol's class (the model's own, or a ``--variant``), in the order
+given, so that each overrides only its decision and defers to the rest with ``super()``.
+
+Each mixin's docstring says the pre-fix rule; specs/history.toml has the facts (symptom, fix commit,
+versions) and the manifest pair that shows the bug; tests/model/test_history.py checks that every
+bug classified ``reproduced`` has a mixin here and the reverse.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from .config import MAX_PARTITIONS, Config, ConfigError
+from .extension import Field, Kind, Scope
+from .follower import become_follower_reconciling_by_epoch
+from .protocol import ControllerView, IsrChange, Protocol, Removal, Stop, VariantAction, WorldView
+from .state import FETCHING, LeaderAndIsr, Replica, make_replica
+
+
+class Kafka708(Protocol):
+    """KAFKA-708 (fixed in 0.8.0): taking the leader's replica out of the ISR kept it as the
+    partition's leader. The fix leaves the partition leaderless, as :meth:`Protocol.isr_removal`
+    does; before it the removal only dropped the replica from the ISR, which, with unclean election
+    (the only election 0.8.0 had), could leave an empty ISR under a recorded leader."""
+
+    def isr_removal(self, w: WorldView, c: ControllerView, p: int, removed: int, cause: Removal) -> IsrChange:
+        fixed = super().isr_removal(w, c, p, removed, cause)
+        return IsrChange(w.parts[p].leader, fixed.isr, fixed.fields)
+
+
+class Kafka1188(Protocol):
+    """KAFKA-1188 (fixed in 0.8.2): a follower applying any newer LeaderAndIsr truncated its log to
+    its HW and restarted fetching, even when its leader had not changed; and the controller's ISR
+    removal was told to the leader only. After a same-leader epoch bump (a reassignment step, an
+    ISR removal seen by a follower at failover) an in-sync follower whose HW lagged dropped
+    acknowledged records. The fix truncates only on a leader change (the model's
+    high-watermark rule) and tells every remaining replica of a removal. Without leader epochs only
+    (``requires``): later generations reconcile instead of truncating."""
+
+    def become_follower(self, w: WorldView, b: int, p: int, r: Replica, req: LeaderAndIsr) -> Replica:
+        log = r.log[: r.hw]
+        return make_replica(log, min(r.hw, len(log)), r.checkpoint, req.leader, req.leader_epoch, 0, 0, (), 0, 0,
+                            (), FETCHING, (), r.ext)
+
+    def isr_removal_receivers(self, leader: int, assignment: tuple[int, ...], removed: int) -> tuple[int, ...]:
+        return (leader,) if leader else ()
+
+
+class Kafka7164(Protocol):
+    """KAFKA-7164 (fixed in 2.0.1 and 2.1.0): with leader epochs, a follower reconciled its log with
+    the leader only when the named leader changed, so a follower that missed the epochs in which its
+    (same) leader lost the end of its log kept records the leader no longer had. The fix also
+    reconciles when the epoch moved by more than one; the model's kip-320 rule reconciles on every
+    epoch change (``requires``: the generation must have that rule for the bug to be put back)."""
+
+    def become_follower(self, w: WorldView, b: int, p: int, r: Replica, req: LeaderAndIsr) -> Replica:
+        return become_follower_reconciling_by_epoch(r, req, on_every_epoch=False)
+
+
+class Kafka1097(Protocol):
+    """KAFKA-1097 (fixed in 0.8.1): the leader served fetches from any broker that believed it
+    followed, and could put it back in the ISR. A replica a reassignment had just removed kept
+    fetching until its StopReplica arrived, so the ISR in ZooKeeper ended up holding a broker
+    outside the assignment. The fix carries the assignment in LeaderAndIsr and serves only its
+    replicas, as :meth:`Protocol.serves_fetch` does."""
+
+    def serves_fetch(self, leader_replica: Replica, follower: int) -> bool:
+        return True
+
+
+class Kafka10706(Protocol):
+    """KAFKA-10706 (fixed in 2.6.1, 2.7.0 and 2.8.0): a truncation at or beyond the log end returned
+    early, leaving the epoch cache as it was. After elections without writes a follower kept an
+    entry at its log end that its leader never had, so it asked the same OffsetsForLeaderEpoch
+    question forever and never fetched again. The fix always cuts the cache at the truncation point,
+    as :meth:`Protocol.epoch_cache_after_truncation` does. Only where followers walk back by epoch
+    (``requires``: the KIP-279 answer)."""
+
+    def epoch_cache_after_truncation(self, r: Replica, cut: int) -> tuple[tuple[int, int], ...]:
+        if cut >= len(r.log):
+            return r.epochs
+        return super().epoch_cache_after_truncation(r, cut)
+
+
+class Kafka15583(Protocol):
+    """KAFKA-15583 (fixed in 3.7.0, with KIP-966's eligible leader replicas): the leader advanced
+    the HW while its ISR was smaller than min.insync.replicas, exposing records the producer had
+    been refused; a replica of the ELR that lacked them could then be elected, and a consumer read
+    two records at one offset. The model's own HW rule is the pre-fix one (harmless without an ELR),
+    so the bug exists only over a protocol whose HW waits for min ISR: the ELR example
+    (examples/variants/eligible_leader_replicas.py), given with ``--variant``."""
+
+    def __init__(self, config: Config) -> None:
+        super().__init__(config)
+        mro = type(self).__mro__
+        after = mro[mro.index(Kafka15583) + 1:]
+        owner = next(k for k in after if "high_watermark" in k.__dict__)
+        if owner is Protocol:
+            raise ConfigError("reintroduce: KAFKA-15583 needs a protocol whose high watermark waits for "
+                              "min_insync_replicas (KIP-966: --variant examples/variants/eligible_leader_replicas.py:"
+                              "EligibleLeaderReplicas); the model's own rule is already the pre-fix one")
+
+    def high_watermark(self, w: WorldView, leader: int, p: int, r: Replica) -> int:
+        return Protocol.high_watermark(self, w, leader, p, r)
+
+
+class Kafka10432(Protocol):
+    """KAFKA-10432 (fixed in 2.6.1 and 2.7.0; the slip came with 2.2): rebuilding the leader-epoch
+    cache from the log after an unclean shutdown skipped the records of epoch 0, so the cache no
+    longer described the log. Here: after a crash or a lossy crash the replica's cache loses its
+    entry of epoch 0 (a controlled shutdown needs no recovery and keeps it). With leader epochs only
+    (``requires``)."""
+
+    def replica_after_stop(self, r: Replica, kept: int, how: Stop) -> Replica:
+        out = super().replica_after_stop(r, kept, how)
+        if how is Stop.CONTROLLED_SHUTDOWN:
+            return out
+        epochs = tuple(e for e in out.epochs if e[0] != 0)
+        return make_replica(out.log, out.hw, out.checkpoint, out.leader, out.leader_epoch, out.isr, out.zk_version,
+                            out.remote_leo, out.pending, out.assigned, epochs, out.fetch_state, out.answer, out.ext)
+
+
+class Kafka3143(Protocol):
+    """KAFKA-3143 (fixed in 2.3.0): a new controller only recorded the replicas of dead brokers as
+    OfflineReplica, without the move that takes them out of the ISR, so a broker that died while
+    the controller changed (often the old controller itself) stayed in the ISR. The model's failover
+    is this pre-fix rule unless ``failover_offline_replicas`` asks for the fix (``requires``)."""
+
+    def failover_takes_dead_replicas_offline(self) -> bool:
+        return False
+
+
+class Kafka4447(Protocol):
+    """KAFKA-4447 (fixed in 0.10.2.0): resigning did not stop the controller's ZooKeeper listeners;
+    callbacks queued before the resignation (broker changes, reassignment, preferred elections,
+    deletions) still ran, each acting as controller, for a long time. Here ResignController leaves
+    the deposed controller's context and every action it enables in place: it keeps acting as if it
+    had not noticed the loss of its session. The safety effects are those of any deposed controller,
+    which the model explores before it resigns; what separates the bug is that it never stops."""
+
+    def resignation_stops_controller(self) -> bool:
+        return False
+
+
+def _cached_isr(p: int) -> str:
+    return f"kafka1170_isr_{p}"
+
+
+class Kafka1170(Protocol):
+    """KAFKA-1170 (fixed in 0.8.1): the controller decided whether a replica going offline had to
+    leave the ISR from its own cached copy of the partition's leader and ISR, not from ZooKeeper.
+    The copy followed the controller's own writes and reads, not the leader's ISR expansions, so
+    a replica a reassignment removed, and that the leader had meanwhile put back in ZooKeeper's ISR,
+    was left there: an ISR member outside the assignment.
+
+    The copy is a controller field per partition (0: not loaded, read ZooKeeper), loaded at
+    failover and set to what each of the controller's leader/ISR writes leaves. The initial
+    controller loads it lazily (Kafka's loaded it at its election, before the model starts)."""
+
+    fields = tuple(Field(_cached_isr(p), Scope.CONTROLLER, Kind.BROKERS,
+                         doc=f"KAFKA-1170: the controller's cached ISR of partition {p}")
+                   for p in range(MAX_PARTITIONS))
+
+    def isr_membership_view(self, w: WorldView, c: ControllerView, p: int) -> int:
+        cached = self.field(c, _cached_isr(p))
+        return cached if cached else super().isr_membership_view(w, c, p)
+
+    def on_controller_write(self, w: Any, c: Any, p: int) -> None:
+        super().on_controller_write(w, c, p)
+        w.set_controller_field(c, _cached_isr(p), w.parts[p].isr)
+
+    def on_controller_failover(self, w: Any, c: Any) -> None:
+        super().on_controller_failover(w, c)
+        for p, zp in enumerate(w.parts):
+            w.set_controller_field(c, _cached_isr(p), zp.isr)
+
+
+_LISTED = "kafka3085_listed"
+_PENDING = "kafka3085_pending"
+
+
+class Kafka3085(Protocol):
+    """KAFKA-3085 (fixed in 0.10.0.0): the broker-change listener first listed the registered ids,
+    then read each registration; new and dead brokers came from the list, the live set from what it
+    could read. A broker that deregistered between the two reads was dropped from the live set
+    without being handled as failed, so its partitions kept it as leader.
+
+    The first read is an action of its own, ``ReadBrokerIds(e)`` (enabled, like ProcessBrokerChange,
+    when the registrations differ from the controller's view), which keeps the listed ids in a
+    controller field; ProcessBrokerChange then reads the registrations that still exist. Without a
+    pending list it reads both at once, as the model does."""
+
+    fields = (Field(_LISTED, Scope.CONTROLLER, Kind.BROKERS, doc="KAFKA-3085: the broker ids listed"),
+              Field(_PENDING, Scope.CONTROLLER, Kind.BOOL, doc="KAFKA-3085: ids listed, registrations not read yet"))
+    actions = (VariantAction("ReadBrokerIds", ("controller_epoch",), fair=True,
+                             doc="KAFKA-3085: the broker-change listener lists the registered ids"),)
+
+    def extra_enabled(self, state: Any) -> list[Any]:
+        from .actions import make_action
+
+        out = list(super().extra_enabled(state))
+        for c in (state.controller, state.stale):
+            if c is not None and not self.field(c, _PENDING) and c.live != state.zk.live:
+                out.append(make_action("ReadBrokerIds", (c.epoch,)))
+        return out
+
+    def extra_apply(self, w: Any, action: Any) -> None:
+        if action.name != "ReadBrokerIds":
+            super().extra_apply(w, action)
+            return
+        c = w.controller(action.args[0])
+        w.set_controller_field(c, _LISTED, w.live)
+        w.set_controller_field(c, _PENDING, 1)
+
+    def broker_change_reads(self, w: WorldView, c: ControllerView) -> tuple[int, int]:
+        if not self.field(c, _PENDING):
+            return super().broker_change_reads(w, c)
+        listed = self.field(c, _LISTED)
+        setter: Any = getattr(w, "set_controller_field")
+        setter(c, _PENDING, 0)
+        setter(c, _LISTED, 0)
+        return listed, listed & getattr(w, "live")
+
+
+class Kafka1382(Protocol):
+    """KAFKA-1382 (fixed in 0.8.2): when ZooKeeper applied a leader's conditional ISR write but the
+    response was lost, the client's retry failed on the znode version and the leader kept its old
+    ISR and version; every later ISR write of that leader failed the same way, until a LeaderAndIsr
+    came. The fix re-reads the znode on a version mismatch and takes the write as done when the
+    znode holds exactly what the leader wrote.
+
+    With the fix a lost response is a plain successful write, which the model's atomic write
+    already is. The pre-fix rule adds its other outcome: ``ShrinkIsrResponseLost(b, p, f)``, a
+    ShrinkIsr (same guard, same budget ``faults.isr_shrinks``) whose write reaches ZooKeeper while
+    the leader keeps its ISR and znode version. The leader still counts ``f`` in its ISR, so it never
+    writes ``f`` back, and it can write nothing else: ZooKeeper's ISR never heals."""
+
+    actions = (VariantAction("ShrinkIsrResponseLost", ("broker", "partition", "broker"), fair=False,
+                             doc="KAFKA-1382: a ShrinkIsr applied by ZooKeeper whose response the leader lost"),)
+
+    def extra_enabled(self, state: Any) -> list[Any]:
+        from .actions import make_action
+        from .brokersets import members
+
+        out = list(super().extra_enabled(state))
+        if not state.budget.isr_shrinks:
+            return out
+        for i, br in enumerate(state.brokers):
+            b = i + 1
+            if not br.alive:
+                continue
+            for p, r in enumerate(br.replicas):
+                if r is None or r.leader != b:
+                    continue
+                if self.isr_write_succeeds(state.zk.partitions[p].version, r.zk_version):
+                    for f in members(r.isr):
+                        if f != b and self.may_shrink_isr(r, f, r.isr & ~(1 << f)):
+                            out.append(make_action("ShrinkIsrResponseLost", (b, p, f)))
+        return out
+
+    def extra_apply(self, w: Any, action: Any) -> None:
+        if action.name != "ShrinkIsrResponseLost":
+            super().extra_apply(w, action)
+            return
+        from .broker import write_isr
+        from .state import Budget, budget_with
+
+        leader, p, follower = action.args
+        i = Budget._fields.index("isr_shrinks")
+        w.budget = budget_with(w.budget, i, w.budget[i] - 1)
+        rl = w.replica(leader, p)
+        written = write_isr(w, leader, p, rl, rl.isr & ~(1 << follower))
+        assert written is not None, "enabled only when the conditional write succeeds"
+        # the response is lost: the leader's ISR and znode version stay as they were
+
+
+def _drop_requests_outside_map(w: Any, c: Any) -> None:
+    """KAFKA-6193's pre-fix write: /admin/reassign_partitions becomes the controller's in-memory map
+    (the partitions it is reassigning), so every pending request it has not taken up vanishes."""
+    from .state import make_ghost
+
+    for q, target in enumerate(w.reassign):
+        if target and not c.reassign_step[q]:
+            w.set_reassign(q, ())
+            g = w.ghost[q]
+            w.set_ghost(q, make_ghost(g.produced, g.acked, g.exposed, ()))
+
+
+class Kafka6193(Protocol):
+    """KAFKA-6193 (fixed in 1.1.0): /admin/reassign_partitions is one znode for every partition, and
+    removing a finished (or refused) partition rewrote it from the controller's in-memory map of
+    reassignments. A request the controller had not taken up yet vanished with it, notably at
+    failover, where the new controller removed the already completed partitions before loading the
+    others into its empty map: a partition left half moved (AR = OAR + RAR) with no request to
+    finish it. The fix fills the map first and deletes the znode only when it is empty; the model
+    keeps one request per partition, so removing one never touches another."""
+
+    def on_reassignment_request_removed(self, w: Any, c: Any, p: int) -> None:
+        super().on_reassignment_request_removed(w, c, p)
+        _drop_requests_outside_map(w, c)
+
+    def on_controller_failover(self, w: Any, c: Any) -> None:
+        super().on_controller_failover(w, c)
+        done = [p for p, target in enumerate(w.reassign) if target and target == w.parts[p].replicas]
+        for p in done:  # completed partitions first, while the map is still empty
+            from .state import make_ghost
+
+            w.set_reassign(p, ())
+            g = w.ghost[p]
+            w.set_ghost(p, make_ghost(g.produced, g.acked, g.exposed, ()))
+        if done:
+            _drop_requests_outside_map(w, c)
+
+
+#: bug id -> the mixin that puts its pre-fix rule back
+MIXINS: dict[str, type[Protocol]] = {
+    "KAFKA-708": Kafka708,
+    "KAFKA-1188": Kafka1188,
+    "KAFKA-7164": Kafka7164,
+    "KAFKA-1097": Kafka1097,
+    "KAFKA-10706": Kafka10706,
+    "KAFKA-15583": Kafka15583,
+    "KAFKA-10432": Kafka10432,
+    "KAFKA-3143": Kafka3143,
+    "KAFKA-4447": Kafka4447,
+    "KAFKA-1170": Kafka1170,
+    "KAFKA-3085": Kafka3085,
+    "KAFKA-1382": Kafka1382,
+    "KAFKA-6193": Kafka6193,
+}
+
+_COMPOSED: dict[tuple[type, tuple[str, ...]], type] = {}
+
+
+def protocol_class(base: type[Protocol], ids: tuple[str, ...]) -> type[Protocol]:
+    """``base`` with the mixins of ``ids`` in front (the first id's mixin first in the MRO); one
+    class per combination, so that two models of the same configuration share it."""
+    if not ids:
+        return base
+    key = (base, ids)
+    cls = _COMPOSED.get(key)
+    if cls is None:
+        missing = [i for i in ids if i not in MIXINS]
+        if missing:  # the configuration accepted it: specs/history.toml and this module disagree
+            raise ConfigError(f"reintroduce: {missing[0]} has no pre-fix rule in model/history.py")
+        bases = tuple(MIXINS[i] for i in ids) + (base,)
+        # a mixin's own state and actions join the base's (a class attribute would hide them)
+        extra: dict[str, Any] = {"__module__": __name__}
+        for attr in ("fields", "actions"):
+            joined = tuple(x for m in bases[:-1] for x in m.__dict__.get(attr, ())) + tuple(getattr(base, attr, ()))
+            if joined:
+                extra[attr] = joined
+        cls = type(f"{base.__name__}+{'+'.join(ids)}", bases, extra)
+        _COMPOSED[key] = cls
+    return cls
+
+
+def reintroducing(cfg: Config, protocol: Protocol | None = None) -> Protocol:
+    """The protocol for ``cfg`` with the bugs of ``cfg.reintroduce`` put back: ``protocol`` itself
+    (or the model's own) when the list is empty; else a new instance of its class with their
+    mixins in front. A protocol whose class cannot be built from the configuration alone (a
+    variant's factory function) cannot take them: one line, a ConfigError."""
+    ids = tuple(cfg.reintroduce)
+    if protocol is None:
+        return protocol_class(Protocol, ids)(cfg) if ids else Protocol(cfg)
+    if not ids or all(isinstance(protocol, MIXINS.get(i, ())) for i in ids):
+        return protocol
+    base: Any = type(protocol)
+    try:
+        return protocol_class(base, ids)(protocol.config)
+    except TypeError as e:
+        raise ConfigError(f"reintroduce: cannot put {', '.join(ids)} into protocol {base.__name__}: {e}") from None
+
+
+__all__ = ["MIXINS", "protocol_class", "reintroducing"]
