@@ -71,7 +71,8 @@ UNKNOWN_EPOCH = -1
 FETCHING = "fetching"
 ASK_EPOCH_END = "ask-epoch-end"
 TRUNCATE_PENDING = "truncate-pending"
-ACTIVE_CONTROLLER = controller(0)  # the driver resolves epoch 0 to the active controller
+ACTIVE_CONTROLLER = controller(0)
+STORAGE_ERROR = "KafkaStorageError"  # a produce whose broker's disk refused a write: retriable elsewhere  # the driver resolves epoch 0 to the active controller
 
 
 @dataclass
@@ -187,6 +188,25 @@ class BrokerCore:
             self._command(inp)
         elif isinstance(inp, SessionRenewed):
             self._session_renewed()
+        out, self._out = self._out, []
+        return out
+
+    def storage_failed(self, inp: Any) -> list[Any]:
+        """The answers owed once a disk write of ``inp``'s step failed and this broker's log directory
+        goes offline (specs/05-replication.md, "Storage errors"). The driver sends none of that step's
+        own effects (its records were not written, so nothing of it may be acknowledged or served) and
+        stops the broker after these: a produce in ``inp`` and every produce still waiting for its
+        commit get ``KafkaStorageError``, which producers retry on the partition's next leader. Nothing
+        else is said: the controller learns of the offline directory from the broker's registration,
+        which goes with its store session."""
+        self._out = []
+        if isinstance(inp, Receive) and isinstance(inp.msg, ProduceRequest) and inp.msg.acks != "0":
+            m = inp.msg
+            self._send(inp.frm, ProduceResponse(m.request_id, m.partition, STORAGE_ERROR))
+            for r in self.replicas.values():
+                r.pending.pop(m.record_id, None)  # answered just now
+        for r in self.replicas.values():
+            self._fail_pending(r, STORAGE_ERROR)
         out, self._out = self._out, []
         return out
 

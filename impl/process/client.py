@@ -38,7 +38,7 @@ from ..core.store import NodeExists, NoNode, Session, StoreError
 from ..store.remote import open_store
 from ..wire.frame import FrameDecoder, FrameError, encode_message
 
-RETRIABLE = ("NotLeader", "NotEnoughReplicas", "Unreachable", "LeaderChanged")
+RETRIABLE = ("NotLeader", "NotEnoughReplicas", "Unreachable", "LeaderChanged", "KafkaStorageError")
 
 
 class ClientError(RuntimeError):

@@ -16,7 +16,11 @@ effects it returns:
   then gets ``SessionRenewed`` *before* the answer of any call made on the new session, so it can tell
   the answers of the old session from those of the new one and re-create what the old one owned.
 - ``SetTimer`` / ``CancelTimer`` use the loop's timers (a new timer replaces one of the same name and
-  key); ``Persist`` goes to the disk, if any; ``Stop`` ends the process.
+  key); ``Persist`` goes to the disk, if any; ``Stop`` ends the process. A step's disk writes are
+  performed before any of its other effects; when one fails (:class:`~isrcheck.impl.disk.errors.StorageError`:
+  ENOSPC, EIO) the step's other effects are dropped, the core's ``storage_failed`` answers are sent
+  and the runtime stops (the broker's log directory is offline; :mod:`.node` waits for the disk and
+  starts again from its files).
 
 Inbound connections speak frames (:mod:`isrcheck.impl.wire.frame`): a frame that breaks the format or its limits, or
 (with a cluster secret) lacks a valid MAC, gets one ``ErrorResponse`` and the connection is closed; a
@@ -54,6 +58,7 @@ from ..core.messages import (
 )
 from ..core.config import ImplConfig, from_mapping
 from ..core.store import Session, Store, StoreError
+from ..disk.errors import StorageError
 from ..store.remote import open_store
 from ..wire.frame import FrameError, MessageError, decode_message, encode_message, read_frame
 from . import routes
@@ -118,6 +123,7 @@ class Runtime:
         self.on_effect: Callable[[Any], None] | None = None
         self.step_logger: Any = None  # an .event_log.StepLogger when the process writes its own event log
         self._renewing = False  # a task is opening a new session after the old one ended
+        self.storage_error: StorageError | None = None  # the disk write that took the log directory offline
 
     # ------------------------------------------------------------------ lifecycle
     async def open_session(self) -> None:
@@ -228,9 +234,13 @@ class Runtime:
         # line, so a line never claims a write that a kill between the two lost; then the line, before
         # the effects seen elsewhere (messages, store calls), so a step it causes elsewhere comes later.
         # The order is the same with the log off, so logging does not change what is logged.
-        for eff in effects:
-            if isinstance(eff, Persist):
-                self._perform(eff)
+        try:
+            for eff in effects:
+                if isinstance(eff, Persist):
+                    self._perform(eff)
+        except StorageError as e:
+            self._storage_failed(inp, e)
+            return
         if steps is not None:
             try:
                 steps.after(inp, effects, before)
@@ -239,6 +249,21 @@ class Runtime:
         for eff in effects:
             if not isinstance(eff, Persist):
                 self._perform(eff)
+
+    def _storage_failed(self, inp: Any, error: StorageError) -> None:
+        """A disk write of ``inp``'s step failed (the disk put the file back and is now offline): none of
+        the step's other effects is performed, so nothing it appended is acknowledged, served or
+        counted by a follower's fetch; the core's answers for that case (``KafkaStorageError`` to the
+        waiting producers) go out, and the process stops serving. Its store session closes with it, so
+        the controller sees the broker (and with it its only log directory) go offline."""
+        log.error("%s: %s: the log directory is offline", self.name, error)
+        self.storage_error = error
+        answers = getattr(self.core, "storage_failed", None)
+        for eff in answers(inp) if answers is not None else ():
+            if isinstance(eff, Send):
+                self._perform(eff)
+        self.stop_reason = f"{error}"
+        self.stopped.set()
 
     # ------------------------------------------------------------------ effects
     def _perform(self, eff: Any) -> None:
