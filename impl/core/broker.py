@@ -104,6 +104,12 @@ class Replica:
     epochs: list[tuple[int, int]] = field(default_factory=list)
     fetch_state: str = FETCHING
     answer: tuple[int, int] | None = None  # (epoch, end offset) while truncate-pending
+    # record id -> its first offset in the log: a produce of a record already there is not appended again
+    index: dict[int, int] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        for offset, rec in enumerate(self.log):
+            self.index.setdefault(rec.id, offset)
 
     @property
     def leo(self) -> int:
@@ -249,6 +255,9 @@ class BrokerCore:
         """Cut the log to ``length`` records, and the leader-epoch cache with it (entries starting at
         ``length`` or later go, even when the log already has that length)."""
         if length < r.leo:
+            for rec in r.log[length:]:
+                if r.index.get(rec.id, -1) >= length:
+                    del r.index[rec.id]
             del r.log[length:]
             r.dirty = True
             self._out.append(Persist("truncate", p, length))
@@ -258,6 +267,8 @@ class BrokerCore:
     def _append(self, p: int, r: Replica, records: list[Record]) -> None:
         if records:
             first = r.leo
+            for i, rec in enumerate(records):
+                r.index.setdefault(rec.id, first + i)
             r.log.extend(records)
             r.dirty = True
             self._out.append(Persist("append", p, tuple(records)))
@@ -556,6 +567,10 @@ class BrokerCore:
             if m.acks != "0":
                 self._send(frm, ProduceResponse(m.request_id, p, "NotEnoughReplicas"))
             return
+        known = r.index.get(m.record_id)
+        if known is not None:
+            self._produce_again(frm, p, r, m, known)
+            return
         offset = r.leo
         self._append(p, r, [Record(m.record_id, r.leader_epoch, m.value)])
         if m.acks == "all":
@@ -567,6 +582,27 @@ class BrokerCore:
         self._advance_hw(p, r)
         if r.parked:  # after the HW moved (the model's Produce is one step): the held fetches get the record
             self._release_parked(p, r)
+
+    def _produce_again(self, frm: Any, p: int, r: Replica, m: ProduceRequest, offset: int) -> None:
+        """Idempotent produce: the record id is the producer's identity of one write (a client keeps it
+        across its retries), so a retried or replayed produce of a record already in the leader's log
+        is not appended again. Committed: answered with its offset. Not yet: it waits for its commit
+        like the first send (which a new request of the same write replaces), so it is acknowledged
+        once it is on the ISR, and refused if the leader loses it. Kafka's KIP-98 keys the same check
+        on (producer id, sequence); the record id is this project's equivalent, unique per write."""
+        if m.acks == "0":
+            return
+        if offset < r.hw:
+            self._send(frm, ProduceResponse(m.request_id, p, "", offset))
+            return
+        pending = r.pending.get(m.record_id)
+        acks = pending[3] if pending is not None else m.acks
+        if acks == "1":  # answered at the first append; its commit is reported when the HW passes it
+            self._send(frm, ProduceResponse(m.request_id, p, "", offset))
+            if pending is None:
+                r.pending[m.record_id] = (None, m.request_id, offset, acks)
+            return
+        r.pending[m.record_id] = (frm, m.request_id, offset, "all")
 
     def _consume(self, frm: Any, m: ConsumeRequest) -> None:
         p = m.partition
