@@ -60,11 +60,16 @@ from ..core.config import ImplConfig, from_mapping
 from ..core.store import Session, Store, StoreError
 from ..disk.errors import StorageError
 from ..store.remote import open_store
+from ..core.messages import to_wire
+from ..wire.channel import HANDSHAKE_TIMEOUT, Channel, accept_handshake, connect_handshake, read_channel_frame
 from ..wire.frame import FrameError, MessageError, decode_message, encode_message, read_frame
 from . import routes
 from .unsafe_settings import warning_lines
 
 log = logging.getLogger("isrcheck.impl")
+
+
+MAX_UNAUTHENTICATED = 64  # inbound connections in their handshake at once; more are closed at once
 
 
 def now_ms() -> int:
@@ -114,6 +119,10 @@ class Runtime:
         self._executor = concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix=f"store-{name}")
         self._timers: dict[tuple[str, Any], asyncio.TimerHandle] = {}
         self._conns: dict[int, asyncio.StreamWriter] = {}
+        self._channels: dict[int, Channel] = {}  # inbound connection -> its authenticated channel
+        self._unauthenticated = 0  # inbound connections still in their handshake
+        self.max_unauthenticated = MAX_UNAUTHENTICATED
+        self.handshake_timeout = HANDSHAKE_TIMEOUT
         self._conn_ids = itertools.count(1)
         self._outbound: dict[tuple[str, Any], asyncio.Queue[Any]] = {}
         self._tasks: set[asyncio.Task[Any]] = set()
@@ -337,15 +346,24 @@ class Runtime:
     # ------------------------------------------------------------------ network: inbound
     async def _serve_conn(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         cid = next(self._conn_ids)
-        self._conns[cid] = writer
         peer = writer.get_extra_info("peername")
+        ch: Channel | None = None
+        if self.secret is not None:
+            ch = await self._handshake_in(reader, writer, peer)
+            if ch is None:
+                return
+            self._channels[cid] = ch
+        self._conns[cid] = writer
         try:
             while not self.stopped.is_set():
                 try:
-                    obj = await read_frame(reader, secret=self.secret)
-                except FrameError as e:
-                    refused(self.name, peer, f"{e.code}: {e} (connection closed)")
-                    writer.write(encode_message(ErrorResponse(0, f"{e.code}: {e}"), secret=self.secret))
+                    obj = (await read_channel_frame(reader, ch) if ch is not None
+                           else await read_frame(reader, secret=None))
+                except (FrameError, asyncio.TimeoutError) as e:
+                    code, why = (e.code, str(e)) if isinstance(e, FrameError) else ("ReadTimeout", "a frame "
+                                                                                    "took too long to arrive")
+                    refused(self.name, peer, f"{code}: {why} (connection closed)")
+                    writer.write(self._encode(cid, ErrorResponse(0, f"{code}: {why}")))
                     await writer.drain()
                     break
                 if obj is None:
@@ -354,7 +372,7 @@ class Runtime:
                 if msg is None:
                     rid = obj.get("request_id")
                     rid = rid if isinstance(rid, int) and not isinstance(rid, bool) and abs(rid) < 1 << 63 else 0
-                    writer.write(encode_message(ErrorResponse(rid, why), secret=self.secret))
+                    writer.write(self._encode(cid, ErrorResponse(rid, why)))
                     await writer.drain()
                     continue
                 self.feed(Receive(("conn", cid), msg))
@@ -364,7 +382,45 @@ class Runtime:
             refused(self.name, peer, f"{type(e).__name__}: {short_repr(e)} (connection dropped)")
         finally:
             self._conns.pop(cid, None)
+            self._channels.pop(cid, None)
             writer.close()
+
+    async def _handshake_in(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter,
+                            peer: Any) -> Channel | None:
+        """An accepted connection's handshake (:mod:`isrcheck.impl.wire.channel`), or None when it is
+        refused: beyond ``max_unauthenticated`` connections still in their handshake (closed at once,
+        so strangers hold no more than that many small buffers), a hello that fails its checks, or
+        one that does not arrive within the handshake timeout (a slow peer is closed). Before the
+        handshake nothing can be authenticated, so the refusal is one plain (version 1) error frame."""
+        if self._unauthenticated >= self.max_unauthenticated:
+            refused(self.name, peer, f"TooManyConnections: {self._unauthenticated} connections are in their "
+                                     "handshake (connection closed)")
+            writer.close()
+            return None
+        self._unauthenticated += 1
+        ch = Channel(self.secret or b"", self.name, accepting=True)
+        try:
+            await accept_handshake(reader, writer, ch, self.handshake_timeout)
+            return ch
+        except (FrameError, asyncio.TimeoutError) as e:
+            code, why = (e.code, str(e)) if isinstance(e, FrameError) else ("HandshakeTimeout",
+                                                                            "no hello in time")
+            refused(self.name, peer, f"{code}: {why} (connection closed)")
+            try:
+                writer.write(encode_message(ErrorResponse(0, f"{code}: {why}")))
+            except (ConnectionError, RuntimeError):
+                pass
+        except (ConnectionError, OSError):
+            pass
+        finally:
+            self._unauthenticated -= 1
+        writer.close()
+        return None
+
+    def _encode(self, cid: int, msg: Any) -> bytes:
+        """``msg`` as a frame of inbound connection ``cid`` (its channel's, or a plain frame)."""
+        ch = self._channels.get(cid)
+        return ch.encode(to_wire(msg)) if ch is not None else encode_message(msg)
 
     def _message(self, obj: Any, peer: Any) -> tuple[Any, str]:
         """The message a well-formed frame carries, or None and why it is refused (logged once).
@@ -384,7 +440,7 @@ class Runtime:
             w = self._conns.get(key)
             if w is not None and not w.is_closing():
                 try:
-                    w.write(encode_message(msg, secret=self.secret))
+                    w.write(self._encode(key, msg))
                 except (ConnectionError, RuntimeError):
                     pass
             return
@@ -395,19 +451,22 @@ class Runtime:
             self._spawn(self._outbound_loop(to, q))
         q.put_nowait(msg)
 
-    async def _resolve(self, to: tuple[str, Any]) -> tuple[str, int] | None:
+    async def _resolve(self, to: tuple[str, Any]) -> tuple[str, tuple[str, int]] | None:
+        """The peer's name (the destination its connection is bound to) and address."""
         kind, key = to
 
-        def lookup(s: Session) -> tuple[str, int] | None:
+        def lookup(s: Session) -> tuple[str, tuple[str, int]] | None:
             path = L.broker_path(key) if kind == "broker" else L.CONTROLLER
             got = s.get_or_none(path)
             if got is None:
                 return None
             d = L.decode(got[0]) or {}
             if kind == "broker":  # routes.route: a nemesis link's port instead, when one is set
-                return routes.route(f"broker-{key}", (d["host"], int(d["port"]))) if "host" in d else None
+                name = f"broker-{key}"
+                return (name, routes.route(name, (d["host"], int(d["port"])))) if "host" in d else None
             addr = d.get("address")
-            return routes.route(str(d.get("name", "")), (addr[0], int(addr[1]))) if addr else None
+            name = str(d.get("name", ""))
+            return (name, routes.route(name, (addr[0], int(addr[1])))) if addr else None
 
         try:
             return await self.read_store(lookup)
@@ -417,7 +476,7 @@ class Runtime:
     async def _outbound_loop(self, to: tuple[str, Any], q: asyncio.Queue[Any]) -> None:
         writer: asyncio.StreamWriter | None = None
         reader_task: asyncio.Task[Any] | None = None
-        addr: tuple[str, int] | None = None
+        ch: Channel | None = None
         while True:
             msg = await q.get()
             for attempt in range(2):
@@ -425,19 +484,28 @@ class Runtime:
                     writer.close()  # the peer closed the connection (it died or restarted): reconnect
                     writer = None
                 if writer is None or writer.is_closing():
-                    addr = await self._resolve(to)
-                    if addr is None:
+                    target = await self._resolve(to)
+                    if target is None:
                         break  # nobody to send to: the message is lost
+                    name, addr = target
                     try:
                         reader, writer = await asyncio.wait_for(asyncio.open_connection(*addr), 2.0)
-                    except (OSError, asyncio.TimeoutError):
+                        ch = None
+                        if self.secret is not None:
+                            ch = Channel(self.secret, self.name, name or "unnamed", accepting=False)
+                            await connect_handshake(reader, writer, ch, 2.0)
+                    except (OSError, asyncio.TimeoutError, FrameError) as e:
+                        if isinstance(e, FrameError):
+                            refused(self.name, to, f"{e.code}: {e} (handshake failed)")
+                        if writer is not None:
+                            writer.close()
                         writer = None
                         break
-                    reader_task = asyncio.ensure_future(self._read_replies(to, reader))
+                    reader_task = asyncio.ensure_future(self._read_replies(to, reader, ch))
                     self._tasks.add(reader_task)
                     reader_task.add_done_callback(self._tasks.discard)
                 try:
-                    writer.write(encode_message(msg, secret=self.secret))
+                    writer.write(ch.encode(to_wire(msg)) if ch is not None else encode_message(msg))
                     await writer.drain()
                     break
                 except (ConnectionError, OSError, RuntimeError):
@@ -446,10 +514,10 @@ class Runtime:
                     if reader_task is not None:
                         reader_task.cancel()
 
-    async def _read_replies(self, to: tuple[str, Any], reader: asyncio.StreamReader) -> None:
+    async def _read_replies(self, to: tuple[str, Any], reader: asyncio.StreamReader, ch: Channel | None) -> None:
         try:
             while True:
-                obj = await read_frame(reader, secret=self.secret)
+                obj = await (read_channel_frame(reader, ch) if ch is not None else read_frame(reader, secret=None))
                 if obj is None:
                     return
                 msg, _ = self._message(obj, to)
@@ -457,6 +525,7 @@ class Runtime:
                     self.feed(Receive(to, msg))
         except FrameError as e:
             refused(self.name, to, f"{e.code}: {e} (connection closed)")
+        except asyncio.TimeoutError:
+            refused(self.name, to, "ReadTimeout: a frame took too long to arrive (connection closed)")
         except (ConnectionError, OSError, asyncio.IncompleteReadError):
             return
-

@@ -28,3 +28,32 @@ def exchange(port: int, data: bytes, secret: bytes | None) -> list[dict]:
         except (TimeoutError, ConnectionResetError):
             pass
     return FrameDecoder(secret=secret).feed(reply)
+
+
+def refusal(reply: bytes) -> list[dict]:
+    """The plain error frames a server sent before any handshake finished, after its server hello
+    (an accepting side of an authenticated cluster greets every connection with one)."""
+    from isrcheck.impl.wire.channel import HEADER_SIZE, VERSION_CHANNEL
+    if len(reply) >= HEADER_SIZE and reply[2] == VERSION_CHANNEL:
+        reply = reply[HEADER_SIZE + 16:]
+    return FrameDecoder().feed(reply)
+
+
+def connect(port: int, dest: str, secret: bytes, timeout: float = 20):
+    """A socket to ``port`` past its handshake, bound to ``dest``, and its channel."""
+    from isrcheck.impl.wire.channel import Channel, blocking_handshake
+    s = socket.create_connection(("127.0.0.1", port), timeout=timeout)
+    ch = Channel(secret, "test-client", dest, accepting=False)
+    blocking_handshake(s, ch)
+    return s, ch
+
+
+def read_until(s: socket.socket, ch, count: int) -> list[dict]:
+    """``count`` data frames from an established connection."""
+    got: list[dict] = []
+    while len(got) < count:
+        data = s.recv(65536)
+        if not data:
+            break
+        got += ch.feed(data)
+    return got

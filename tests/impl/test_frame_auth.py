@@ -255,7 +255,7 @@ def test_clients_without_the_secret_are_refused_by_every_process(tmp_path):
         # the broker: a plain request is answered with a refusal, an authenticated one is served
         with pytest.raises((ClientError, ConnectionError, FrameError)):
             BrokerConnection("127.0.0.1", c.procs["broker-1"]["port"], 5.0).request(MetadataRequest(1))
-        ok = BrokerConnection("127.0.0.1", c.procs["broker-1"]["port"], 5.0, c.secret)
+        ok = BrokerConnection("127.0.0.1", c.procs["broker-1"]["port"], 5.0, c.secret, peer="broker-1")
         try:
             assert isinstance(ok.request(MetadataRequest(2)), MetadataResponse)
         finally:

@@ -346,7 +346,7 @@ def _send(port: int, data: bytes, secret: bytes | None) -> list[object]:
 
 
 def _still_serves(c: LocalCluster) -> None:
-    conn = BrokerConnection("127.0.0.1", c.procs["broker-1"]["port"], 5.0, c.secret)
+    conn = BrokerConnection("127.0.0.1", c.procs["broker-1"]["port"], 5.0, c.secret, peer="broker-1")
     try:
         assert isinstance(conn.request(MetadataRequest(42)), MetadataResponse)
     finally:
