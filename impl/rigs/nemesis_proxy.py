@@ -8,9 +8,11 @@ read at each connection, so a restarted process is found again).
 
 Two kinds of link:
 
-- **framed** (between brokers, controllers and clients, which speak :mod:`isrcheck.impl.wire.frame`): the proxy reads
-  whole frames (the 10-byte header, the 32-byte tag of version 2, the payload) and drops, delays or
-  holds a frame as a unit, so a dropped message never corrupts the stream after it;
+- **framed** (between brokers, controllers and clients, which speak :mod:`isrcheck.impl.wire.frame` and
+  :mod:`isrcheck.impl.wire.channel`): the proxy reads whole frames (the header, the tags, the payload)
+  and drops, delays or holds a frame as a unit, so a dropped message never corrupts the stream after
+  it (a channel's sequence numbers only need to increase); the two hellos of a channel's handshake
+  are never dropped;
 - **raw** (to the metadata store: the embedded store server, whose connection *is* the session, or
   ZooKeeper's own protocol): bytes pass in chunks; a partition or a drop closes the connection and
   refuses new ones until it heals, which ends an embedded session at once and, held longer than the
@@ -42,6 +44,18 @@ _HEADER = 10
 _TAG = 32
 _MAGIC = b"IK"
 _MAX_FRAME = 4 * 1024 * 1024 + _HEADER + _TAG
+# version 3 (wire.channel): 8 more header bytes (the sequence), a 16-byte header tag, the two hellos
+_CHANNEL = 3
+_SEQ = 8
+_HEADER_TAG = 16
+_SERVER_HELLO = 16
+_CLIENT_HELLO = 17
+
+
+def _is_hello(unit: bytes) -> bool:
+    """A handshake unit: delivered even across a drop (a lost hello would only stall the connection
+    until its timeout; the faults are about messages)."""
+    return len(unit) > 3 and unit[2] == _CHANNEL and unit[3] in (_SERVER_HELLO, _CLIENT_HELLO)
 
 
 class NemesisError(ValueError):
@@ -261,7 +275,12 @@ class Nemesis:
         head = await reader.readexactly(_HEADER)
         if head[:2] != _MAGIC:  # not a frame: pass the rest through as bytes
             return head + await reader.read(65536)
-        size = int.from_bytes(head[6:10], "big") + (_TAG if head[2] == 2 else 0)
+        length = int.from_bytes(head[6:10], "big")
+        if head[2] == _CHANNEL:  # version 3 (wire.channel): 8 more header bytes, then by type
+            head += await reader.readexactly(_SEQ)
+            size = length + {_SERVER_HELLO: 0, _CLIENT_HELLO: _TAG}.get(head[3], _HEADER_TAG + _TAG)
+        else:
+            size = length + (_TAG if head[2] == 2 else 0)
         if size > _MAX_FRAME:
             return head  # the receiver refuses it by its header; the proxy need not hold it
         return head + await reader.readexactly(size)
@@ -280,8 +299,8 @@ class Nemesis:
                 if link.framed:
                     await self._until_healed(link)  # held back, then delivered: TCP retransmits
                 faults = self._active(link.src, link.dst)
-                lose = any(f.kind == "partition" for f in faults) or any(
-                    f.kind == "drop" and self.rng.random() < f.probability for f in faults)
+                lose = not _is_hello(unit) and (any(f.kind == "partition" for f in faults) or any(
+                    f.kind == "drop" and self.rng.random() < f.probability for f in faults))
                 if lose:
                     link.dropped += 1
                     if not link.framed:

@@ -115,6 +115,12 @@ class StoreServer:
             except (FrameError, asyncio.TimeoutError, ConnectionError, OSError) as e:
                 why = f"{e.code}: {e}" if isinstance(e, FrameError) else f"{type(e).__name__}: no hello in time"
                 _refused(peer, f"{why} (connection closed)")
+                if isinstance(e, FrameError):  # one plain refusal: nothing is authenticated before the handshake
+                    error = "Unauthenticated" if e.code == "Unauthenticated" else "BadArguments"
+                    try:
+                        writer.write(encode_frame({"type": "StoreResponse", "id": 0, "error": error, "message": why}))
+                    except (ConnectionError, RuntimeError):
+                        pass
                 writer.close()
                 return
             finally:

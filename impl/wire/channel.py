@@ -27,7 +27,9 @@ own key, drawn from two fresh nonces, and every frame its place in the connectio
        34+n    32    payload tag: HMAC-SHA256(K, direction + bytes 0-17 + payload)
 
    ``direction`` is ``b"c"`` from the connecting side, ``b"s"`` from the accepting one, so a frame
-   cannot be reflected back to its sender. A receiver accepts only the next sequence number.
+   cannot be reflected back to its sender. A receiver accepts only a sequence number above the last
+   one it accepted (strictly increasing: a frame a nemesis dropped leaves a gap, which is fine; one
+   sent again or out of order is refused).
 
 What this buys (the threat model is in impl/README.md, "Frames that cannot be replayed"): a frame
 replayed on its own connection has a used sequence number; on any other connection, or towards
@@ -144,6 +146,8 @@ class Channel:
         if self._head is not None:
             length = HEADER.unpack(self._head)[4]
             return max(1, length + PAYLOAD_TAG - len(self._buf))
+        if self._key is None and len(self._buf) < 4:
+            return 4 - len(self._buf)  # magic, version, type first: a stranger is refused early
         if len(self._buf) < HEADER_SIZE:
             return HEADER_SIZE - len(self._buf)
         return max(1, self._unit_size() - len(self._buf))
@@ -151,9 +155,12 @@ class Channel:
     # ------------------------------------------------------------------ sending
     def encode(self, obj: Any) -> bytes:
         """A data frame carrying ``obj`` (``Oversized`` beyond ``max_payload``); only once established."""
+        return self.encode_payload(json.dumps(obj, separators=(",", ":")).encode())
+
+    def encode_payload(self, payload: bytes) -> bytes:
+        """A data frame around payload bytes as they are (the receiver checks them as JSON)."""
         if self._key is None:
             raise Unauthenticated("the connection's handshake is not finished")
-        payload = json.dumps(obj, separators=(",", ":")).encode()
         if len(payload) > self.max_payload:
             raise Oversized(f"frame payload of {len(payload)} bytes exceeds the limit of {self.max_payload}")
         self._sent += 1
@@ -186,6 +193,9 @@ class Channel:
         magic, version, ftype, reserved, length, seq = HEADER.unpack_from(self._buf)
         if magic != MAGIC:
             raise BadMagic(f"bad magic {magic!r} (expected {MAGIC!r}): not an isrcheck frame")
+        if self._key is None and (version != VERSION_CHANNEL or ftype not in (TYPE_SERVER_HELLO, TYPE_CLIENT_HELLO)):
+            raise Unauthenticated(f"a frame (version {version}, type {ftype}) before the connection's handshake: "
+                                  "this side accepts only authenticated connections")
         if version != VERSION_CHANNEL:
             raise UnsupportedVersion(f"frame version {version}: this connection speaks only version "
                                      f"{VERSION_CHANNEL} (a handshake, then sequenced frames)")
@@ -214,6 +224,10 @@ class Channel:
                 return None
             if bytes(self._buf[:2]) != MAGIC:
                 raise BadMagic(f"bad magic {bytes(self._buf[:2])!r} (expected {MAGIC!r}): not an isrcheck frame")
+            if (self._key is None and len(self._buf) >= 4
+                    and (self._buf[2] != VERSION_CHANNEL or self._buf[3] not in (TYPE_SERVER_HELLO, TYPE_CLIENT_HELLO))):
+                raise Unauthenticated(f"a frame (version {self._buf[2]}, type {self._buf[3]}) before the connection's "
+                                      "handshake: this side accepts only authenticated connections")
             if len(self._buf) < HEADER_SIZE:
                 return None
             size = self._unit_size()
@@ -229,8 +243,8 @@ class Channel:
                 raise Unauthenticated("bad header MAC: not a frame of this connection (a replay from "
                                       "another connection, or a sender without the cluster secret)")
             length, seq = HEADER.unpack(head)[4:]
-            if seq != self._received + 1:
-                raise Replayed(f"frame sequence {seq}, expected {self._received + 1}: a replayed or "
+            if seq <= self._received:
+                raise Replayed(f"frame sequence {seq}, not above {self._received}: a replayed or "
                                "reordered frame")
             if length > self.max_payload:
                 raise Oversized(f"frame payload of {length} bytes exceeds the limit of {self.max_payload}")
@@ -247,7 +261,7 @@ class Channel:
         if not hmac.compare_digest(tag, _mac(self._key, self._recv_dir + head + payload)):
             raise Unauthenticated("bad MAC: the frame's payload was changed or not sent by a holder of "
                                   "the cluster secret")
-        self._received += 1
+        self._received = HEADER.unpack(head)[5]
         return decode_payload(payload, self.max_depth)
 
     def _hello(self, unit: bytes) -> None:
