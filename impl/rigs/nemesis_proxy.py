@@ -31,13 +31,14 @@ from __future__ import annotations
 
 import asyncio
 import ipaddress
+import itertools
 import random
 import threading
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
-__all__ = ["FaultLimit", "Link", "Nemesis", "NemesisError", "check_loopback"]
+__all__ = ["Captured", "FaultLimit", "Link", "Nemesis", "NemesisError", "check_loopback"]
 
 #: frame header: magic(2) version(1) type(1) reserved(2) length(4); version 2 adds a 32-byte tag
 _HEADER = 10
@@ -108,13 +109,28 @@ class Link:
     dropped: int = 0
 
 
+@dataclass(frozen=True)
+class Captured:
+    """One unit a framed link forwarded, as it was on the wire (``Nemesis(capture=True)``): for replay
+    tests, which send captured frames again and count how many are obeyed."""
+
+    src: str
+    dst: str
+    conn: int  # the proxied connection (its number at the nemesis)
+    way: str  # "to-dst" (from the connecting side) or "to-src" (the answers)
+    data: bytes
+
+
 class Nemesis:
     """The proxies of one cluster and their faults. It runs its own asyncio loop on a daemon thread, so a
     synchronous harness can drive it; every control is thread-safe."""
 
     def __init__(self, upstream: Callable[[str], tuple[str, int] | None], *, max_faults: int = 200,
-                 max_fault_seconds: float = 30.0, seed: int = 0, host: str = "127.0.0.1") -> None:
+                 max_fault_seconds: float = 30.0, seed: int = 0, host: str = "127.0.0.1",
+                 capture: bool = False) -> None:
         self.host = check_loopback(host)
+        self.captured: list[Captured] | None = [] if capture else None  # every framed unit, when capturing
+        self._conn_ids = itertools.count(1)
         self.upstream = upstream
         self.max_faults = max_faults
         self.max_fault_seconds = max_fault_seconds
@@ -253,8 +269,9 @@ class Nemesis:
             writer.close()
             return
         link.conns.update((writer, up_w))
-        pumps = [asyncio.ensure_future(self._pump(link, reader, up_w)),
-                 asyncio.ensure_future(self._pump(link, up_r, writer))]
+        conn = next(self._conn_ids)
+        pumps = [asyncio.ensure_future(self._pump(link, reader, up_w, (conn, "to-dst"))),
+                 asyncio.ensure_future(self._pump(link, up_r, writer, (conn, "to-src")))]
         await asyncio.wait(pumps, return_when=asyncio.FIRST_COMPLETED)
         for p in pumps:
             p.cancel()
@@ -285,7 +302,8 @@ class Nemesis:
             return head  # the receiver refuses it by its header; the proxy need not hold it
         return head + await reader.readexactly(size)
 
-    async def _pump(self, link: Link, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+    async def _pump(self, link: Link, reader: asyncio.StreamReader, writer: asyncio.StreamWriter,
+                    way: tuple[int, str] = (0, "to-dst")) -> None:
         queue: asyncio.Queue[tuple[float, float, bytes] | None] = asyncio.Queue()
         sender = asyncio.ensure_future(self._send(link, queue, writer))
         try:
@@ -296,6 +314,8 @@ class Nemesis:
                     return
                 if not unit:
                     return
+                if self.captured is not None and link.framed:
+                    self.captured.append(Captured(link.src, link.dst, way[0], way[1], unit))
                 if link.framed:
                     await self._until_healed(link)  # held back, then delivered: TCP retransmits
                 faults = self._active(link.src, link.dst)

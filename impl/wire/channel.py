@@ -106,7 +106,8 @@ class Channel:
     hello once the server hello arrived, and may encode frames from then on."""
 
     def __init__(self, secret: bytes, local: str, peer: str = "", *, accepting: bool,
-                 max_payload: int = DEFAULT_MAX_PAYLOAD, max_depth: int = DEFAULT_MAX_DEPTH) -> None:
+                 max_payload: int = DEFAULT_MAX_PAYLOAD, max_depth: int = DEFAULT_MAX_DEPTH,
+                 nonce: bytes | None = None) -> None:
         self.secret = secret
         self.local = _check_name(local)
         self.peer = _check_name(peer) if peer else b""
@@ -121,7 +122,10 @@ class Channel:
         self._out = bytearray()
         self._head: bytes | None = None  # an authenticated data-frame header whose body is awaited
         self.failed: FrameError | None = None
-        self._server_nonce = os.urandom(NONCE) if accepting else b""
+        # ``nonce``: this side's hello nonce given, not drawn (only to rebuild either end of a captured
+        # connection in replay tests; a side that reused a nonce would accept that connection's replay)
+        self._server_nonce = (nonce or os.urandom(NONCE)) if accepting else b""
+        self._client_nonce = b"" if accepting else (nonce or b"")
         if accepting:
             self._out += HEADER.pack(MAGIC, VERSION_CHANNEL, TYPE_SERVER_HELLO, 0, NONCE, 0) + self._server_nonce
 
@@ -267,7 +271,7 @@ class Channel:
     def _hello(self, unit: bytes) -> None:
         payload = unit[HEADER_SIZE:HEADER_SIZE + HEADER.unpack_from(unit)[4]]
         if not self.accepting:  # the server hello: answer with ours and derive the key
-            client_nonce = os.urandom(NONCE)
+            client_nonce = self._client_nonce or os.urandom(NONCE)
             body = client_nonce + self.local + b"\0" + self.peer
             self._out += (HEADER.pack(MAGIC, VERSION_CHANNEL, TYPE_CLIENT_HELLO, 0, len(body), 0) + body
                           + _mac(self.secret, HELLO_LABEL + payload + body))
