@@ -61,7 +61,7 @@ from ..core.store import Session, Store, StoreError
 from ..disk.errors import StorageError
 from ..store.remote import open_store
 from ..core.messages import to_wire
-from ..wire.channel import HANDSHAKE_TIMEOUT, Channel, accept_handshake, connect_handshake, read_channel_frame
+from ..wire.channel import HANDSHAKE_TIMEOUT, READ_TIMEOUT, Channel, accept_handshake, connect_handshake, read_channel_frame
 from ..wire.frame import FrameError, MessageError, decode_message, encode_message, read_frame
 from . import routes
 from .unsafe_settings import warning_lines
@@ -123,6 +123,7 @@ class Runtime:
         self._unauthenticated = 0  # inbound connections still in their handshake
         self.max_unauthenticated = MAX_UNAUTHENTICATED
         self.handshake_timeout = HANDSHAKE_TIMEOUT
+        self.read_timeout = READ_TIMEOUT  # seconds for a started frame to finish arriving
         self._conn_ids = itertools.count(1)
         self._outbound: dict[tuple[str, Any], asyncio.Queue[Any]] = {}
         self._tasks: set[asyncio.Task[Any]] = set()
@@ -357,7 +358,7 @@ class Runtime:
         try:
             while not self.stopped.is_set():
                 try:
-                    obj = (await read_channel_frame(reader, ch) if ch is not None
+                    obj = (await read_channel_frame(reader, ch, self.read_timeout) if ch is not None
                            else await read_frame(reader, secret=None))
                 except (FrameError, asyncio.TimeoutError) as e:
                     code, why = (e.code, str(e)) if isinstance(e, FrameError) else ("ReadTimeout", "a frame "
