@@ -4,12 +4,14 @@
 
 A 3-broker cluster on loopback (authenticated connections, replication factor 3, acks=all). One
 client writes ``--records`` records one at a time, first alone, then while ``--connections``
-peers without the cluster secret attack the leader, each in a loop (a peer the leader closes
-connects again at once):
+peers without the cluster secret attack the leader, each in a loop:
 
 - half declare a 4 MiB body in a frame header and then send it, slowly (the attack that once
   took a broker from 28 to 630 MiB: the body was read before the MAC was checked);
 - half are slowloris peers: one byte a second, never a whole hello.
+
+A peer the leader closes connects again after ``--reconnect`` seconds (0.1 by default; 0 makes it
+a connection flood, which measures the attackers' own CPU on a small machine as much as the broker).
 
 Printed: the leader's RSS before and its peak during the attack (sampled every 50 ms from
 /proc/<pid>/status), the produce latency (median and 99th percentile) without and with the attack,
@@ -58,8 +60,8 @@ def latencies(c: LocalCluster, n: int) -> list[float]:
 class Attack:
     """``n`` hostile peers against ``port`` on an asyncio loop of their own thread."""
 
-    def __init__(self, port: int, n: int) -> None:
-        self.port, self.n = port, n
+    def __init__(self, port: int, n: int, pause: float) -> None:
+        self.port, self.n, self.pause = port, n, pause
         self.connections = 0
         self.closed_by_server = 0
         self.stop = threading.Event()
@@ -96,7 +98,7 @@ class Attack:
             if r.at_eof() or w.is_closing():
                 self.closed_by_server += 1
             w.close()
-            await asyncio.sleep(0.01)
+            await asyncio.sleep(self.pause)
 
     async def _main(self) -> None:
         await asyncio.gather(*(self._peer(i) for i in range(self.n)), return_exceptions=True)
@@ -115,6 +117,8 @@ def main() -> int:
     ap.add_argument("--connections", type=int, default=500)
     ap.add_argument("--records", type=int, default=300)
     ap.add_argument("--seconds", type=float, default=0.0, help="keep the attack on this long before measuring")
+    ap.add_argument("--reconnect", type=float, default=0.1, metavar="S",
+                    help="a closed peer connects again after S seconds (0: a connection flood)")
     a = ap.parse_args()
     with tempfile.TemporaryDirectory() as d:
         c = LocalCluster(Path(d) / "c", brokers=3, controllers=1, config=CONFIG)
@@ -140,7 +144,7 @@ def main() -> int:
 
             sampler = threading.Thread(target=sample, daemon=True)
             sampler.start()
-            with Attack(port, a.connections) as attack:
+            with Attack(port, a.connections, a.reconnect) as attack:
                 time.sleep(max(a.seconds, 2.0))  # let every peer connect (and be refused) at least once
                 loud = latencies(c, a.records)
                 made, closed = attack.connections, attack.closed_by_server
