@@ -36,6 +36,8 @@ from isrcheck.impl.rigs.torture_explain import (
 from isrcheck.impl.rigs.torture_schedule import KINDS
 from isrcheck.specs.protocol import GENERATION_NAMES
 
+from .options import SEED, FiniteFloatRange
+
 __all__ = ["torture"]
 
 
@@ -54,6 +56,8 @@ def _command(seed: int, s: TortureSetting, kinds: str | None) -> str:
         parts.append("--undetected-restarts")
     if kinds:
         parts.append(f"--faults {kinds}")
+    if s.pace != 0.1:  # not the default: the replay must write at the same pace
+        parts.append(f"--pace {s.pace:g}")
     return " ".join(parts)
 
 
@@ -102,7 +106,7 @@ def _echo_explanations(xs: tuple[LossExplanation, ...]) -> None:
 
 
 @click.command("torture", short_help="A seeded nemesis against a real 3-broker cluster, then the verdict.")
-@click.option("--seed", type=int, default=0, show_default=True, help="draws the fault schedule")
+@click.option("--seed", type=SEED, default=0, show_default=True, help="draws the fault schedule (0 to 2^63-1)")
 @click.option("--generation", type=click.Choice(GENERATION_NAMES), default="kip-320", show_default=True)
 @click.option("--min-isr", type=click.IntRange(1, 3), default=2, show_default=True)
 @click.option("--unclean", is_flag=True, help="allow unclean leader election")
@@ -111,13 +115,13 @@ def _echo_explanations(xs: tuple[LossExplanation, ...]) -> None:
                    "restart can go unnoticed and leave a partition without a working leader")
 @click.option("--store", type=click.Choice(["embedded", "zookeeper"]), default="embedded", show_default=True)
 @click.option("--zookeeper", default=None, metavar="HOST:PORT", help="the ZooKeeper server (with --store zookeeper)")
-@click.option("--duration", type=click.FloatRange(2.0, 600.0), default=10.0, show_default=True,
+@click.option("--duration", type=FiniteFloatRange(2.0, 600.0), default=10.0, show_default=True,
               help="seconds of nemesis")
 @click.option("--faults", "kinds", default=None, metavar="K1,K2",
               help=f"fault kinds to draw from (default all: {', '.join(KINDS)})")
-@click.option("--pace", type=click.FloatRange(0.0, 10.0), default=0.1, show_default=True,
+@click.option("--pace", type=FiniteFloatRange(0.0, 10.0), default=0.1, show_default=True,
               help="seconds between two writes of one producer")
-@click.option("--validate-budget", type=click.FloatRange(0.0), default=120.0, show_default=True,
+@click.option("--validate-budget", type=FiniteFloatRange(0.0, 86_400.0), default=120.0, show_default=True,
               help="seconds for `validate` of the event logs (0: skip it)")
 @click.option("--strict-validate/--lenient-validate", default=True, show_default=True,
               help="count an event log the model does not explain as a violation (--lenient-validate: report it only)")
