@@ -22,11 +22,16 @@ effects it returns:
   and the runtime stops (the broker's log directory is offline; :mod:`.node` waits for the disk and
   starts again from its files).
 
-Inbound connections speak frames (:mod:`isrcheck.impl.wire.frame`): a frame that breaks the format or its limits, or
-(with a cluster secret) lacks a valid MAC, gets one ``ErrorResponse`` and the connection is closed; a
+Connections speak frames (:mod:`isrcheck.impl.wire.frame`); with ``secret`` every connection, inbound and
+outbound, is a channel (:mod:`isrcheck.impl.wire.channel`: a handshake bound to the peer's name,
+then sequenced frames under a per-connection key), so no frame can be replayed. At most
+``max_unauthenticated`` inbound connections may be in their handshake at once (more are closed at
+once), a handshake must finish within ``handshake_timeout`` and a started frame within
+``read_timeout``. A frame that breaks the format or its limits, or lacks a valid tag, or is replayed,
+gets one ``ErrorResponse`` (a plain frame before the handshake) and the connection is closed; a
 well-formed frame that is not a known message gets an ``ErrorResponse`` and the connection stays
 open. Either way the process writes exactly one warning line (no traceback) and nothing reaches the
-core; other connections are not disturbed. With ``secret`` every frame sent carries its MAC too.
+core; other connections are not disturbed.
 """
 from __future__ import annotations
 
