@@ -75,6 +75,7 @@ log = logging.getLogger("isrcheck.impl")
 
 
 MAX_UNAUTHENTICATED = 64  # inbound connections in their handshake at once; more are closed at once
+OUTBOUND_HANDSHAKE_TIMEOUT = 30.0  # seconds for a peer's server hello on a connection this process opened
 
 
 def now_ms() -> int:
@@ -499,7 +500,9 @@ class Runtime:
                         ch = None
                         if self.secret is not None:
                             ch = Channel(self.secret, self.name, name or "unnamed", accepting=False)
-                            await connect_handshake(reader, writer, ch, 2.0)
+                            # long, as TCP's own retransmissions are: a nemesis holds a connection
+                            # across a partition, and the messages queued behind it wait, not vanish
+                            await connect_handshake(reader, writer, ch, OUTBOUND_HANDSHAKE_TIMEOUT)
                     except (OSError, asyncio.TimeoutError, FrameError) as e:
                         if isinstance(e, FrameError):
                             refused(self.name, to, f"{e.code}: {e} (handshake failed)")
