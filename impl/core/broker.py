@@ -21,7 +21,9 @@ What the broker does, in the seeds' design:
   ISR by a write conditional on the znode version it knows (fetch offset >= HW, and only replicas
   of its assignment may fetch; under ``kip-320`` also >= the start of the leader's current epoch,
   KAFKA-7128), advances its HW, and answers with the records and the HW it had *before* counting
-  this fetch. The follower appends and takes min(that HW, its LEO).
+  this fetch. The follower appends and takes min(that HW, its LEO). An answer to a fetch sent before
+  a controller request for the partition (or from a newer controller) reached the follower is
+  dropped and the follower fetches again: the model's Fetch is one step (``_fence_fetch``).
 - **Leader epochs** (``generation`` = ``kip-101``, ``kip-279``, ``kip-320``; :mod:`.epoch_cache`): every
   replica keeps a leader-epoch cache on disk (``Persist("epochs", p, entries)``), extended when a
   leader takes over and when records of a newer epoch are appended, cut with the log. A reconciling
@@ -99,6 +101,7 @@ class Replica:
     fetch_sent_at: int = 0
     fetch_id: int = 0  # follower: the id of its latest fetch
     fetch_answered: int = 0  # follower: the id of the latest fetch whose answer it took
+    fetch_fence: int = 0  # follower: answers to fetches up to this id crossed a controller request: dropped
     dirty: bool = False  # appended or truncated since the last flush
     # leader epochs (kip-101 on): the cache (on disk), the reconciliation state and the held answer
     epochs: list[tuple[int, int]] = field(default_factory=list)
@@ -404,7 +407,11 @@ class BrokerCore:
         if isinstance(msg, (LeaderAndIsr, StopReplica, UpdateMetadata)):
             if msg.controller_epoch < self.controller_epoch:
                 return  # from a deposed controller
+            raised = msg.controller_epoch > self.controller_epoch
             self.controller_epoch = msg.controller_epoch
+            if self.autonomous:
+                for q in sorted(self.replicas) if raised else [getattr(msg, "partition", -1)]:
+                    self._fence_fetch(q)
             if isinstance(msg, LeaderAndIsr):
                 self._leader_and_isr(msg)
             elif isinstance(msg, StopReplica):
@@ -732,6 +739,20 @@ class BrokerCore:
             self._advance_hw(p, r)
 
     # ------------------------------------------------------------------ replication: follower side
+    def _fence_fetch(self, p: int) -> None:
+        """A controller request reached this follower while its fetch of ``p`` is in flight: the answer,
+        computed by the leader before this step, is dropped when it comes, and a new fetch goes out.
+        Why: the model's Fetch is one step, so a follower's half must show the leader as it is after
+        every step the follower has taken; an answer that crossed a logged step of the follower (held
+        by the network across a partition, say) cannot be explained and is not needed (issue 30,
+        specs/11-conformance.md). Kafka's fetcher likewise forgets a partition it is told about."""
+        r = self.replicas.get(p)
+        if r is None or not r.fetching or r.leader in (NO_LEADER, self.id) or r.fetch_state != FETCHING:
+            return  # (an epoch query in flight is answered by its own rules: its epochs say when it is stale)
+        r.fetch_fence = r.fetch_id
+        r.fetching = False
+        self._out.append(SetTimer("fetch", 0, p))
+
     def _fetch(self, p: int) -> None:
         r = self.replicas.get(p)
         if r is None or r.leader in (NO_LEADER, self.id) or r.fetch_state != FETCHING:
@@ -750,6 +771,8 @@ class BrokerCore:
             return  # the follower moved on meanwhile
         if m.fetch_id and m.fetch_id < r.fetch_answered:
             return  # older than an answer taken already (a fetch sent again was answered first): stale
+        if m.fetch_id and m.fetch_id <= r.fetch_fence:
+            return  # asked before a controller request this follower has since taken (_fence_fetch)
         r.fetch_answered = max(r.fetch_answered, m.fetch_id)
         r.fetching = False
         got = 0
