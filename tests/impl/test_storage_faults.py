@@ -198,3 +198,47 @@ def test_a_full_filesystem_loses_no_written_record_and_the_disk_comes_back(small
     assert image.logs[0] == list(recs(*written))
     back.apply(Persist("append", 0, recs(-1)))
     assert [r.id for r in FileDisk(small_fs / "data").image().logs[0]] == [*written, -1]
+
+
+def test_a_refused_truncation_keeps_offsets_and_file_in_agreement(tmp_path, monkeypatch):
+    disk = FileDisk(tmp_path)
+    disk.apply(Persist("append", 0, recs(1, 2, 3)))
+    before = seg_bytes(tmp_path)
+
+    def eio(fd: int, n: int) -> None:
+        raise OSError(errno.EIO, "Input/output error")
+
+    monkeypatch.setattr(disk_log.os, "ftruncate", eio)
+    with pytest.raises(StorageError) as err:
+        disk.apply(Persist("truncate", 0, 1))
+    assert err.value.op == "truncate"
+    assert seg_bytes(tmp_path) == before and len(disk._offsets[0]) == 3
+    monkeypatch.undo()
+    assert [r.id for r in FileDisk(tmp_path).image().logs[0]] == [1, 2, 3]
+
+
+def test_a_refused_leader_epoch_checkpoint_keeps_the_old_file(tmp_path, monkeypatch):
+    disk = FileDisk(tmp_path)
+    disk.apply(Persist("append", 0, recs(1, 2)))
+    disk.apply(Persist("epochs", 0, ((1, 0),)))
+
+    def enospc(fd: int) -> None:
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(disk_log.checkpoint_format.os, "fsync", enospc)
+    with pytest.raises(StorageError) as err:
+        disk.apply(Persist("epochs", 0, ((1, 0), (2, 1))))
+    assert err.value.op == "epochs"
+    monkeypatch.undo()
+    assert FileDisk(tmp_path).image().epochs[0] == [(1, 0)]
+    assert not list((tmp_path / "0").glob("*.tmp"))
+
+
+def test_a_refused_segment_creation_leaves_no_half_open_segment(tmp_path, monkeypatch):
+    disk = FileDisk(tmp_path)
+    Refuse(monkeypatch, errno.ENOSPC)
+    with pytest.raises(StorageError) as err:
+        disk.apply(Persist("create", 0))
+    assert err.value.op == "create" and disk._files == {}
+    monkeypatch.undo()
+    assert FileDisk(tmp_path).image().logs[0] == []  # an empty segment: given its header at start-up
