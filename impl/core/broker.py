@@ -23,8 +23,9 @@ What the broker does, in the seeds' design:
   KAFKA-7128), advances its HW, and answers with the records and the HW it had *before* counting
   this fetch. The follower appends and takes min(that HW, its LEO). An answer to a fetch sent before
   a controller request for the partition (or from a newer controller) reached the follower is
-  dropped and the follower fetches again, and so is the answer to a fetch the follower gave up on
-  (its watchdog sent another): the model's Fetch is one step (``_fence_fetch``).
+  dropped and the follower fetches again: the model's Fetch is one step (``_fence_fetch``). (An
+  answer to a fetch the watchdog gave up on is still taken: dropping those livelocks a follower
+  whose round trip is longer than its fetch timeout, as a 150 ms nemesis delay makes it.)
 - **Leader epochs** (``generation`` = ``kip-101``, ``kip-279``, ``kip-320``; :mod:`.epoch_cache`): every
   replica keeps a leader-epoch cache on disk (``Persist("epochs", p, entries)``), extended when a
   leader takes over and when records of a newer epoch are appended, cut with the log. A reconciling
@@ -358,11 +359,6 @@ class BrokerCore:
                 self._truncate_to_epoch_end(p)  # (an answer is applied on arrival; this is a safety net)
             elif r is not None and r.leader not in (NO_LEADER, self.id) and (
                     not r.fetching or self.now - r.fetch_sent_at >= self.fetch_timeout_ms):
-                if r.fetching and r.fetch_state == FETCHING:
-                    # given up: its answer, if it still comes (held by the network, or read after a
-                    # pause of this process), shows the leader as it was long ago; the model's Fetch
-                    # is one step, so only the answer to the fetch sent now is taken
-                    r.fetch_fence = r.fetch_id
                 if r.fetch_state == ASK_EPOCH_END:
                     self._ask_epoch_end(p)
                 else:

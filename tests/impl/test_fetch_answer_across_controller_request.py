@@ -52,14 +52,14 @@ def test_an_update_metadata_of_the_same_controller_does_not_fence_a_fetch():
     assert [r.id for r in core.replicas[0].log] == [7]
 
 
-def test_an_answer_to_a_fetch_given_up_on_is_dropped():
-    """Torture seed 2 (kip-320, a SIGSTOP of broker 3): an answer read 6 s late, after the pause,
-    showed the leader of 6 s before; the follower's watchdog had given that fetch up."""
+
+def test_an_answer_to_a_fetch_given_up_on_is_still_taken():
+    """Not fenced: with a round trip longer than the fetch timeout (a 150 ms nemesis delay each way
+    against a 200 ms timeout) every answer comes after its watchdog, and dropping them livelocked the
+    follower (tests/impl/test_torture.py's scripted HW-truncation scenario stopped making progress)."""
     core, req = follower()
     out = core.handle(Timer("fetch", 0), 1 + core.fetch_timeout_ms)  # the watchdog: no answer in time
     again = [e.msg for e in out if isinstance(e, Send) and isinstance(e.msg, FetchRequest)]
     assert len(again) == 1 and again[0].fetch_id == req.fetch_id + 1
     core.handle(Receive(("broker", 1), answer(req, 1)), 2 + core.fetch_timeout_ms)  # the late one
-    assert core.replicas[0].log == []
-    core.handle(Receive(("broker", 1), answer(again[0], 1)), 3 + core.fetch_timeout_ms)
     assert [r.id for r in core.replicas[0].log] == [7]
