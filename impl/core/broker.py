@@ -21,7 +21,11 @@ What the broker does, in the seeds' design:
   ISR by a write conditional on the znode version it knows (fetch offset >= HW, and only replicas
   of its assignment may fetch; under ``kip-320`` also >= the start of the leader's current epoch,
   KAFKA-7128), advances its HW, and answers with the records and the HW it had *before* counting
-  this fetch. The follower appends and takes min(that HW, its LEO).
+  this fetch. The follower appends and takes min(that HW, its LEO). An answer to a fetch sent before
+  a controller request for the partition (or from a newer controller) reached the follower is
+  dropped and the follower fetches again: the model's Fetch is one step (``_fence_fetch``). (An
+  answer to a fetch the watchdog gave up on is still taken: dropping those livelocks a follower
+  whose round trip is longer than its fetch timeout, as a 150 ms nemesis delay makes it.)
 - **Leader epochs** (``generation`` = ``kip-101``, ``kip-279``, ``kip-320``; :mod:`.epoch_cache`): every
   replica keeps a leader-epoch cache on disk (``Persist("epochs", p, entries)``), extended when a
   leader takes over and when records of a newer epoch are appended, cut with the log. A reconciling
@@ -71,7 +75,8 @@ UNKNOWN_EPOCH = -1
 FETCHING = "fetching"
 ASK_EPOCH_END = "ask-epoch-end"
 TRUNCATE_PENDING = "truncate-pending"
-ACTIVE_CONTROLLER = controller(0)  # the driver resolves epoch 0 to the active controller
+ACTIVE_CONTROLLER = controller(0)
+STORAGE_ERROR = "KafkaStorageError"  # a produce whose broker's disk refused a write: retriable elsewhere  # the driver resolves epoch 0 to the active controller
 
 
 @dataclass
@@ -98,11 +103,18 @@ class Replica:
     fetch_sent_at: int = 0
     fetch_id: int = 0  # follower: the id of its latest fetch
     fetch_answered: int = 0  # follower: the id of the latest fetch whose answer it took
+    fetch_fence: int = 0  # follower: answers to fetches up to this id crossed a controller request: dropped
     dirty: bool = False  # appended or truncated since the last flush
     # leader epochs (kip-101 on): the cache (on disk), the reconciliation state and the held answer
     epochs: list[tuple[int, int]] = field(default_factory=list)
     fetch_state: str = FETCHING
     answer: tuple[int, int] | None = None  # (epoch, end offset) while truncate-pending
+    # record id -> its first offset in the log: a produce of a record already there is not appended again
+    index: dict[int, int] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        for offset, rec in enumerate(self.log):
+            self.index.setdefault(rec.id, offset)
 
     @property
     def leo(self) -> int:
@@ -190,6 +202,25 @@ class BrokerCore:
         out, self._out = self._out, []
         return out
 
+    def storage_failed(self, inp: Any) -> list[Any]:
+        """The answers owed once a disk write of ``inp``'s step failed and this broker's log directory
+        goes offline (specs/05-replication.md, "Storage errors"). The driver sends none of that step's
+        own effects (its records were not written, so nothing of it may be acknowledged or served) and
+        stops the broker after these: a produce in ``inp`` and every produce still waiting for its
+        commit get ``KafkaStorageError``, which producers retry on the partition's next leader. Nothing
+        else is said: the controller learns of the offline directory from the broker's registration,
+        which goes with its store session."""
+        self._out = []
+        if isinstance(inp, Receive) and isinstance(inp.msg, ProduceRequest) and inp.msg.acks != "0":
+            m = inp.msg
+            self._send(inp.frm, ProduceResponse(m.request_id, m.partition, STORAGE_ERROR))
+            for r in self.replicas.values():
+                r.pending.pop(m.record_id, None)  # answered just now
+        for r in self.replicas.values():
+            self._fail_pending(r, STORAGE_ERROR)
+        out, self._out = self._out, []
+        return out
+
     def leads(self, p: int) -> bool:
         r = self.replicas.get(p)
         return r is not None and r.leader == self.id
@@ -229,6 +260,9 @@ class BrokerCore:
         """Cut the log to ``length`` records, and the leader-epoch cache with it (entries starting at
         ``length`` or later go, even when the log already has that length)."""
         if length < r.leo:
+            for rec in r.log[length:]:
+                if r.index.get(rec.id, -1) >= length:
+                    del r.index[rec.id]
             del r.log[length:]
             r.dirty = True
             self._out.append(Persist("truncate", p, length))
@@ -238,6 +272,8 @@ class BrokerCore:
     def _append(self, p: int, r: Replica, records: list[Record]) -> None:
         if records:
             first = r.leo
+            for i, rec in enumerate(records):
+                r.index.setdefault(rec.id, first + i)
             r.log.extend(records)
             r.dirty = True
             self._out.append(Persist("append", p, tuple(records)))
@@ -373,7 +409,11 @@ class BrokerCore:
         if isinstance(msg, (LeaderAndIsr, StopReplica, UpdateMetadata)):
             if msg.controller_epoch < self.controller_epoch:
                 return  # from a deposed controller
+            raised = msg.controller_epoch > self.controller_epoch
             self.controller_epoch = msg.controller_epoch
+            if self.autonomous:
+                for q in sorted(self.replicas) if raised else [getattr(msg, "partition", -1)]:
+                    self._fence_fetch(q)
             if isinstance(msg, LeaderAndIsr):
                 self._leader_and_isr(msg)
             elif isinstance(msg, StopReplica):
@@ -536,6 +576,10 @@ class BrokerCore:
             if m.acks != "0":
                 self._send(frm, ProduceResponse(m.request_id, p, "NotEnoughReplicas"))
             return
+        known = r.index.get(m.record_id)
+        if known is not None:
+            self._produce_again(frm, p, r, m, known)
+            return
         offset = r.leo
         self._append(p, r, [Record(m.record_id, r.leader_epoch, m.value)])
         if m.acks == "all":
@@ -547,6 +591,27 @@ class BrokerCore:
         self._advance_hw(p, r)
         if r.parked:  # after the HW moved (the model's Produce is one step): the held fetches get the record
             self._release_parked(p, r)
+
+    def _produce_again(self, frm: Any, p: int, r: Replica, m: ProduceRequest, offset: int) -> None:
+        """Idempotent produce: the record id is the producer's identity of one write (a client keeps it
+        across its retries), so a retried or replayed produce of a record already in the leader's log
+        is not appended again. Committed: answered with its offset. Not yet: it waits for its commit
+        like the first send (which a new request of the same write replaces), so it is acknowledged
+        once it is on the ISR, and refused if the leader loses it. Kafka's KIP-98 keys the same check
+        on (producer id, sequence); the record id is this project's equivalent, unique per write."""
+        if m.acks == "0":
+            return
+        if offset < r.hw:
+            self._send(frm, ProduceResponse(m.request_id, p, "", offset))
+            return
+        pending = r.pending.get(m.record_id)
+        acks = pending[3] if pending is not None else m.acks
+        if acks == "1":  # answered at the first append; its commit is reported when the HW passes it
+            self._send(frm, ProduceResponse(m.request_id, p, "", offset))
+            if pending is None:
+                r.pending[m.record_id] = (None, m.request_id, offset, acks)
+            return
+        r.pending[m.record_id] = (frm, m.request_id, offset, "all")
 
     def _consume(self, frm: Any, m: ConsumeRequest) -> None:
         p = m.partition
@@ -676,6 +741,20 @@ class BrokerCore:
             self._advance_hw(p, r)
 
     # ------------------------------------------------------------------ replication: follower side
+    def _fence_fetch(self, p: int) -> None:
+        """A controller request reached this follower while its fetch of ``p`` is in flight: the answer,
+        computed by the leader before this step, is dropped when it comes, and a new fetch goes out.
+        Why: the model's Fetch is one step, so a follower's half must show the leader as it is after
+        every step the follower has taken; an answer that crossed a logged step of the follower (held
+        by the network across a partition, say) cannot be explained and is not needed (issue 30,
+        specs/11-conformance.md). Kafka's fetcher likewise forgets a partition it is told about."""
+        r = self.replicas.get(p)
+        if r is None or not r.fetching or r.leader in (NO_LEADER, self.id) or r.fetch_state != FETCHING:
+            return  # (an epoch query in flight is answered by its own rules: its epochs say when it is stale)
+        r.fetch_fence = r.fetch_id
+        r.fetching = False
+        self._out.append(SetTimer("fetch", 0, p))
+
     def _fetch(self, p: int) -> None:
         r = self.replicas.get(p)
         if r is None or r.leader in (NO_LEADER, self.id) or r.fetch_state != FETCHING:
@@ -694,6 +773,8 @@ class BrokerCore:
             return  # the follower moved on meanwhile
         if m.fetch_id and m.fetch_id < r.fetch_answered:
             return  # older than an answer taken already (a fetch sent again was answered first): stale
+        if m.fetch_id and m.fetch_id <= r.fetch_fence:
+            return  # asked before a controller request this follower has since taken (_fence_fetch)
         r.fetch_answered = max(r.fetch_answered, m.fetch_id)
         r.fetching = False
         got = 0

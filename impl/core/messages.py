@@ -158,7 +158,7 @@ class ProduceRequest:
 class ProduceResponse:
     request_id: int
     partition: int
-    error: str = ""  # "" | NotLeader | NotEnoughReplicas | NotEnoughReplicasAfterAppend | LeaderChanged
+    error: str = ""  # "" | NotLeader | NotEnoughReplicas | NotEnoughReplicasAfterAppend | LeaderChanged | KafkaStorageError
     offset: int = -1
 
 

@@ -79,13 +79,22 @@ def decode(what: str, path: str | Path, data: bytes) -> list[tuple[int, int]]:
 
 
 def write_atomically(path: Path, data: bytes) -> None:
-    """Replace ``path`` by ``data``: a whole old file or a whole new one survives any crash."""
+    """Replace ``path`` by ``data``: a whole old file or a whole new one survives any crash. When the
+    system refuses a step (ENOSPC, EIO: ``OSError``) the temporary file is removed, so a full disk is
+    not made fuller, the old file stays as it was, and the error goes up to the caller."""
     tmp = path.with_name(path.name + ".tmp")
-    with open(tmp, "wb") as f:
-        f.write(data)
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, path)
+    try:
+        with open(tmp, "wb") as f:
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except OSError:
+        try:
+            tmp.unlink(missing_ok=True)
+        except OSError:
+            pass  # the first error is the one to report
+        raise
     fd = os.open(path.parent, os.O_RDONLY)
     try:
         os.fsync(fd)  # the rename itself reaches the disk

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-__all__ = ["CorruptFile", "DiskError", "UnsupportedFormat"]
+__all__ = ["CorruptFile", "DiskError", "StorageError", "UnsupportedFormat"]
 
 
 class DiskError(Exception):
@@ -39,3 +39,21 @@ class UnsupportedFormat(DiskError):
         self.path = str(path)
         self.detail = detail
         super().__init__(f"{what} {self.path}: {detail}; refusing to start (nothing on disk was changed)")
+
+
+class StorageError(DiskError):
+    """A write, truncate or fsync the operating system refused (ENOSPC, EIO, ...): a fault, not damage.
+
+    The disk that raises it has already put the file back as it was before the write, when it could
+    (a failed append is cut back to its old length), and is **offline** from then on: every later
+    operation raises the same error, because after a failed fsync the page cache may no longer say
+    what the file holds. The broker takes its log directory offline (specs/05-replication.md,
+    "Storage errors") and starts again from what the files hold once a probe write succeeds."""
+
+    def __init__(self, op: str, path: str | Path, error: OSError) -> None:
+        self.op = op  # "append", "flush", "truncate", "checkpoint", "epochs", "create", "delete"
+        self.path = str(path)
+        self.errno = error.errno
+        self.reason = error.strerror or str(error)
+        super().__init__(f"storage error: {op} of {self.path} failed: {self.reason}"
+                         f"{f' (errno {error.errno})' if error.errno else ''}")

@@ -29,12 +29,11 @@ import os
 import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import BinaryIO
 
 from ..core.broker import DiskImage
 from ..core.messages import Persist, Record
 from . import checkpoint_format, segment_format
-from .errors import CorruptFile, DiskError, UnsupportedFormat
+from .errors import CorruptFile, DiskError, StorageError, UnsupportedFormat
 
 log = logging.getLogger("isrcheck.impl")
 
@@ -109,6 +108,8 @@ class SimDisk:
 CHECKPOINT_FILE = "replication-offset-checkpoint"
 SEGMENT_FILE = "00000000000000000000.log"
 EPOCH_FILE = "leader-epoch-checkpoint"
+PROBE_FILE = ".probe"  # written and removed by FileDisk.probe; not a partition (not a number)
+PROBE_BYTES = 256 * 1024
 HW_CHECKPOINT = "HW checkpoint"
 EPOCH_CHECKPOINT = "leader-epoch checkpoint"
 
@@ -119,57 +120,100 @@ class FileDisk:
     def __init__(self, directory: str | os.PathLike[str]) -> None:
         self.dir = Path(directory)
         self.dir.mkdir(parents=True, exist_ok=True)
-        self._files: dict[int, BinaryIO] = {}
+        self._files: dict[int, int] = {}  # partition -> the segment's file descriptor (O_APPEND)
+        self.offline: StorageError | None = None  # set by the first write the system refused
         self._offsets: dict[int, list[int]] = {}  # the byte offset of each record in the segment
         self.checkpoints: dict[int, int] = {}
 
     def _seg(self, p: int) -> Path:
         return self.dir / str(p) / SEGMENT_FILE
 
-    def _open(self, p: int) -> BinaryIO:
-        f = self._files.get(p)
-        if f is None:
+    def _open(self, p: int) -> int:
+        """The file descriptor of partition ``p``'s segment, opened for appending (unbuffered: each
+        append is one ``os.write`` loop whose outcome is known, not a buffer flushed some time later)."""
+        fd = self._files.get(p)
+        if fd is None:
             path = self._seg(p)
             path.parent.mkdir(parents=True, exist_ok=True)
             if p not in self._offsets:  # not read by image(): check what is there before appending to it
                 found = segment_format.scan(path, path.read_bytes() if path.exists() else b"")
                 self._repair(path, found)
                 self._offsets[p] = list(found.positions)
-            f = open(path, "ab+")  # noqa: SIM115 - kept open for the broker's lifetime
-            self._files[p] = f
-            f.seek(0, os.SEEK_END)
-            if f.tell() == 0:
-                f.write(segment_format.file_header())
-                f.flush()
-        return f
+            fd = os.open(path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o644)
+            self._files[p] = fd
+            if os.fstat(fd).st_size == 0:
+                try:
+                    self._write_all(fd, 0, segment_format.file_header())
+                except OSError:
+                    del self._files[p]
+                    os.close(fd)
+                    raise
+        return fd
+
+    @staticmethod
+    def _write_all(fd: int, base: int, data: bytes) -> None:
+        """Append ``data`` to a file ``base`` bytes long, wholly or not at all: when the system refuses
+        part of it (ENOSPC, EIO) the file is cut back to ``base`` and the error raised. If the cut fails
+        too, the tail stays torn; the disk is offline from then on, so nothing is ever appended behind
+        it, and start-up recovery cuts it (a record of a step whose write failed was never
+        acknowledged: the step's messages are never sent)."""
+        view = memoryview(data)
+        try:
+            while view:
+                n = os.write(fd, view)
+                view = view[n:]
+        except OSError:
+            os.ftruncate(fd, base)  # may raise: the caller reports the first error either way
+            raise
 
     def apply(self, op: Persist) -> None:
+        """Perform one disk write. A write the system refuses raises :class:`~.errors.StorageError`
+        after putting the file back as it was (offsets, memory and file agree), and takes the disk
+        offline: every later call raises the same error."""
+        if self.offline is not None:
+            raise self.offline
+        try:
+            self._apply(op)
+        except OSError as e:
+            self.offline = StorageError(op.kind, self._path_of(op), e)
+            log.error("%s", self.offline)
+            raise self.offline from None
+
+    def _path_of(self, op: Persist) -> Path:
+        if op.kind == "checkpoint":
+            return self.dir / CHECKPOINT_FILE
+        if op.kind == "epochs":
+            return self.dir / str(op.partition) / EPOCH_FILE
+        if op.kind == "delete":
+            return self.dir / str(op.partition)
+        return self._seg(op.partition)
+
+    def _apply(self, op: Persist) -> None:
         kind, p = op.kind, op.partition
         if kind == "create":
             self._open(p)
         elif kind == "append":
-            f = self._open(p)
-            f.seek(0, os.SEEK_END)
+            fd = self._open(p)
             offsets = self._offsets[p]
-            base = f.tell()
+            base = os.fstat(fd).st_size
             data, starts = segment_format.encode_records(len(offsets), op.payload)
-            offsets.extend(base + s for s in starts)
-            f.write(data)  # the whole batch in one write: a crash tears at most its end
-            f.flush()  # into the page cache: survives a process crash
+            self._write_all(fd, base, data)  # the whole batch in one write: a crash tears at most its end
+            offsets.extend(base + s for s in starts)  # only once the bytes are in the file
         elif kind == "truncate":
-            f = self._open(p)
+            fd = self._open(p)
             offsets = self._offsets[p]
             n = int(op.payload)
             if n < len(offsets):
-                f.truncate(offsets[n])
+                os.ftruncate(fd, offsets[n])
                 del offsets[n:]
         elif kind == "flush":
             opened = self._files.get(p)
             if opened is not None:
-                os.fsync(opened.fileno())
+                os.fsync(opened)
         elif kind == "checkpoint":
-            self.checkpoints[p] = int(op.payload)
-            self._write_checkpoints()
+            updated = {**self.checkpoints, p: int(op.payload)}
+            self._write_checkpoints(updated)
+            self.checkpoints = updated
         elif kind == "epochs":
             d = self.dir / str(p)
             d.mkdir(parents=True, exist_ok=True)
@@ -177,11 +221,13 @@ class FileDisk:
         elif kind == "delete":
             closing = self._files.pop(p, None)
             if closing is not None:
-                closing.close()
+                os.close(closing)
             self._offsets.pop(p, None)
             shutil.rmtree(self.dir / str(p), ignore_errors=True)
-            if self.checkpoints.pop(p, None) is not None:
-                self._write_checkpoints()
+            if p in self.checkpoints:
+                updated = {q: v for q, v in self.checkpoints.items() if q != p}
+                self._write_checkpoints(updated)
+                self.checkpoints = updated
         else:
             raise DiskError(f"unknown disk write {kind!r}")
 
@@ -191,8 +237,8 @@ class FileDisk:
             raise DiskError(f"{path}: a checkpoint holds non-negative integers, got {entries}")
         checkpoint_format.write_atomically(path, checkpoint_format.encode(entries))
 
-    def _write_checkpoints(self) -> None:
-        self._write(self.dir / CHECKPOINT_FILE, sorted(self.checkpoints.items()))
+    def _write_checkpoints(self, checkpoints: dict[int, int]) -> None:
+        self._write(self.dir / CHECKPOINT_FILE, sorted(checkpoints.items()))
 
     @staticmethod
     def _repair(path: Path, found: segment_format.Scan) -> None:
@@ -234,11 +280,32 @@ class FileDisk:
         self.checkpoints = dict(hw)
         return DiskImage(logs, dict(self.checkpoints), epochs)
 
+    def probe(self, size: int = PROBE_BYTES) -> OSError | None:
+        """Whether the directory takes writes again: ``size`` bytes written, fsynced and removed (None),
+        or the error the system gave. A broker whose log directory went offline polls this before it
+        starts again from its files, so it does not come back only to fail on its first append."""
+        path = self.dir / PROBE_FILE
+        try:
+            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+            try:
+                self._write_all(fd, 0, bytes(size))
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+        except OSError as e:
+            return e
+        finally:
+            try:
+                path.unlink(missing_ok=True)
+            except OSError:
+                pass
+        return None
+
     def close(self) -> None:
-        for f in self._files.values():
-            f.close()
+        for fd in self._files.values():
+            os.close(fd)
         self._files.clear()
 
 
 __all__ = ["CHECKPOINT_FILE", "EPOCH_FILE", "SEGMENT_FILE", "CorruptFile", "DiskError", "FileDisk", "Segment",
-           "SimDisk", "UnsupportedFormat"]
+           "SimDisk", "StorageError", "UnsupportedFormat"]

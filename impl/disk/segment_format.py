@@ -27,8 +27,9 @@ but in the wrong place (a copied block) is refused too.
   an offset out of sequence, the file header's magic, version or flags — is **corruption**, at any
   position including the last complete record: :class:`~.errors.CorruptFile` names the file,
   the record's number and its byte offset, and nothing is changed;
-- a file in the earlier format (JSON lines without a header or checksums, version 1) or of an
-  unknown version is refused with :class:`~.errors.UnsupportedFormat`.
+- a file in the earlier format (JSON lines without a header or checksums, version 1) is refused with
+  :class:`~.errors.UnsupportedFormat`; a file header whose version field holds anything but 2 is
+  damage (no build writes another), refused with :class:`~.errors.CorruptFile` at byte 4.
 """
 from __future__ import annotations
 
@@ -109,8 +110,12 @@ def _check_file_header(path: Path, data: bytes) -> bool:
     if len(data) < FILE_HEADER.size:  # the right magic, then a byte no header of ours has
         raise CorruptFile(WHAT, path, 0, "incomplete file header")
     if version != FORMAT_VERSION:
-        raise UnsupportedFormat(WHAT, path, f"format version {version} at byte 4 is not one this build reads "
-                                            f"(it reads version {FORMAT_VERSION})")
+        # version 1 had no file header (it is told by its first byte, above), and no build has written
+        # another: a header whose magic holds but whose version is not 2 is a damaged header (or, if a
+        # later build ever writes one, a file this build cannot read); either way it is refused
+        raise CorruptFile(WHAT, path, 4, f"damaged file header: the version field holds {version}, which no "
+                                         f"isrcheck build writes (this build writes and reads version "
+                                         f"{FORMAT_VERSION})")
     if flags != 0:
         raise CorruptFile(WHAT, path, 6, f"unknown flags 0x{flags:04x} in the file header")
     return True

@@ -36,9 +36,11 @@ from ..core.messages import (
 )
 from ..core.store import NodeExists, NoNode, Session, StoreError
 from ..store.remote import open_store
+from ..core.messages import to_wire
+from ..wire.channel import Channel, blocking_handshake
 from ..wire.frame import FrameDecoder, FrameError, encode_message
 
-RETRIABLE = ("NotLeader", "NotEnoughReplicas", "Unreachable", "LeaderChanged")
+RETRIABLE = ("NotLeader", "NotEnoughReplicas", "Unreachable", "LeaderChanged", "KafkaStorageError")
 
 
 class ClientError(RuntimeError):
@@ -52,16 +54,27 @@ class ClientError(RuntimeError):
 class BrokerConnection:
     """One blocking connection to a broker; requests are answered in order."""
 
-    def __init__(self, host: str, port: int, timeout: float, secret: bytes | None = None) -> None:
+    def __init__(self, host: str, port: int, timeout: float, secret: bytes | None = None,
+                 peer: str = "broker") -> None:
         self.sock = socket.create_connection((host, port), timeout=timeout)
         self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         self.sock.settimeout(timeout)
         self.secret = secret
-        self.decoder = FrameDecoder(secret=secret)
+        # with the cluster secret: a channel bound to this connection and to ``peer`` (wire.channel)
+        self.decoder: Channel | FrameDecoder = FrameDecoder()
+        if secret is not None:
+            ch = Channel(secret, "client", peer, accepting=False)
+            try:
+                blocking_handshake(self.sock, ch)
+            except BaseException:
+                self.sock.close()
+                raise
+            self.decoder = ch
         self.pending: list[Any] = []
 
     def request(self, msg: Any) -> Any:
-        self.sock.sendall(encode_message(msg, secret=self.secret))
+        dec = self.decoder
+        self.sock.sendall(dec.encode(to_wire(msg)) if isinstance(dec, Channel) else encode_message(msg))
         rid = getattr(msg, "request_id", None)
         while True:
             while self.pending:
@@ -142,7 +155,7 @@ class Client:
                 addr = self.brokers().get(b)  # type: ignore[assignment]
                 if addr is None:
                     raise ClientError(f"broker {b} is not registered", "Unreachable")
-                conn = BrokerConnection(addr[0], addr[1], self.timeout, self.secret)
+                conn = BrokerConnection(addr[0], addr[1], self.timeout, self.secret, peer=f"broker-{b}")
                 self._conns[b] = conn
             return conn.request(msg)
         except (OSError, ConnectionError, FrameError) as e:

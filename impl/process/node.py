@@ -20,6 +20,7 @@ import json
 import os
 import signal
 import sys
+from typing import Any
 
 from ..core.broker import BrokerCore
 from ..core.config import ConfigError
@@ -34,8 +35,32 @@ from .runtime import Runtime, open_core_store
 
 async def run_node(broker_id: int, host: str, port: int, data: str, store_spec: str, config: dict,
                    session_timeout: float, controlled_shutdown: bool = True, event_log: str | None = None,
-                   secret: bytes | None = None) -> int:
+                   secret: bytes | None = None, probe_interval: float = 0.5) -> int:
+    """Run the broker until it is stopped. When a disk write fails (ENOSPC, EIO) its log directory
+    goes offline: the runtime stops, which closes the store session (the controller sees the broker
+    go, and moves leadership and the ISR away from it); the process then waits, probing the
+    directory every ``probe_interval`` seconds, and starts again from what its files hold once the
+    directory takes writes, on the same port, as a restarted broker would. No repair by hand."""
     cfg, store = open_core_store(config, store_spec, session_timeout, secret)
+    term = {"asked": False}
+    while True:
+        rt, port = await _serve_once(broker_id, host, port, data, store, cfg, config, controlled_shutdown,
+                                     event_log, secret, term)
+        if rt.storage_error is None or term["asked"]:
+            return 0
+        disk = FileDisk(data)
+        print(f"broker {broker_id}: log directory {data} offline ({rt.storage_error}); waiting for it to take "
+              "writes", file=sys.stderr, flush=True)
+        while disk.probe() is not None:
+            if term["asked"]:
+                return 0
+            await asyncio.sleep(probe_interval)
+
+
+async def _serve_once(broker_id: int, host: str, port: int, data: str, store: Any, cfg: Any, config: dict,
+                      controlled_shutdown: bool, event_log: str | None, secret: bytes | None,
+                      term: dict[str, bool]) -> tuple[Runtime, int]:
+    """One life of the broker on its disk: recover, register, serve until stopped or offline."""
     disk = FileDisk(data)
     image = disk.image()  # a damaged file: DiskError, one line `error: ...`, exit 2, before registering
     rt = Runtime(None, store, disk=disk, feed_now=True, name=f"broker-{broker_id}", secret=secret)
@@ -51,20 +76,25 @@ async def run_node(broker_id: int, host: str, port: int, data: str, store_spec: 
     stopping = {"asked": False}
 
     def on_term() -> None:
-        if controlled_shutdown and not stopping["asked"]:
+        term["asked"] = True
+        if controlled_shutdown and not stopping["asked"] and not rt.stopped.is_set():
             stopping["asked"] = True
             rt.feed(Command("ControlledShutdown"))
             loop.call_later(10.0, rt.stopped.set)  # give up waiting for the controller
         else:
             rt.stopped.set()
 
+    def on_int() -> None:
+        term["asked"] = True
+        rt.stopped.set()
+
     loop.add_signal_handler(signal.SIGTERM, on_term)
-    loop.add_signal_handler(signal.SIGINT, rt.stopped.set)
+    loop.add_signal_handler(signal.SIGINT, on_int)
     rt.feed(Command("Start"))
     print(f"ready broker {broker_id} port {actual}", flush=True)
     await rt.stopped.wait()
     await rt.shutdown()
-    return 0
+    return rt, actual
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -16,13 +16,22 @@ effects it returns:
   then gets ``SessionRenewed`` *before* the answer of any call made on the new session, so it can tell
   the answers of the old session from those of the new one and re-create what the old one owned.
 - ``SetTimer`` / ``CancelTimer`` use the loop's timers (a new timer replaces one of the same name and
-  key); ``Persist`` goes to the disk, if any; ``Stop`` ends the process.
+  key); ``Persist`` goes to the disk, if any; ``Stop`` ends the process. A step's disk writes are
+  performed before any of its other effects; when one fails (:class:`~isrcheck.impl.disk.errors.StorageError`:
+  ENOSPC, EIO) the step's other effects are dropped, the core's ``storage_failed`` answers are sent
+  and the runtime stops (the broker's log directory is offline; :mod:`.node` waits for the disk and
+  starts again from its files).
 
-Inbound connections speak frames (:mod:`isrcheck.impl.wire.frame`): a frame that breaks the format or its limits, or
-(with a cluster secret) lacks a valid MAC, gets one ``ErrorResponse`` and the connection is closed; a
+Connections speak frames (:mod:`isrcheck.impl.wire.frame`); with ``secret`` every connection, inbound and
+outbound, is a channel (:mod:`isrcheck.impl.wire.channel`: a handshake bound to the peer's name,
+then sequenced frames under a per-connection key), so no frame can be replayed. At most
+``max_unauthenticated`` inbound connections may be in their handshake at once (more are closed at
+once), a handshake must finish within ``handshake_timeout`` and a started frame within
+``read_timeout``. A frame that breaks the format or its limits, or lacks a valid tag, or is replayed,
+gets one ``ErrorResponse`` (a plain frame before the handshake) and the connection is closed; a
 well-formed frame that is not a known message gets an ``ErrorResponse`` and the connection stays
 open. Either way the process writes exactly one warning line (no traceback) and nothing reaches the
-core; other connections are not disturbed. With ``secret`` every frame sent carries its MAC too.
+core; other connections are not disturbed.
 """
 from __future__ import annotations
 
@@ -54,12 +63,19 @@ from ..core.messages import (
 )
 from ..core.config import ImplConfig, from_mapping
 from ..core.store import Session, Store, StoreError
+from ..disk.errors import StorageError
 from ..store.remote import open_store
+from ..core.messages import to_wire
+from ..wire.channel import HANDSHAKE_TIMEOUT, READ_TIMEOUT, Channel, accept_handshake, connect_handshake, read_channel_frame
 from ..wire.frame import FrameError, MessageError, decode_message, encode_message, read_frame
 from . import routes
 from .unsafe_settings import warning_lines
 
 log = logging.getLogger("isrcheck.impl")
+
+
+MAX_UNAUTHENTICATED = 64  # inbound connections in their handshake at once; more are closed at once
+OUTBOUND_HANDSHAKE_TIMEOUT = 30.0  # seconds for a peer's server hello on a connection this process opened
 
 
 def now_ms() -> int:
@@ -109,6 +125,11 @@ class Runtime:
         self._executor = concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix=f"store-{name}")
         self._timers: dict[tuple[str, Any], asyncio.TimerHandle] = {}
         self._conns: dict[int, asyncio.StreamWriter] = {}
+        self._channels: dict[int, Channel] = {}  # inbound connection -> its authenticated channel
+        self._unauthenticated = 0  # inbound connections still in their handshake
+        self.max_unauthenticated = MAX_UNAUTHENTICATED
+        self.handshake_timeout = HANDSHAKE_TIMEOUT
+        self.read_timeout = READ_TIMEOUT  # seconds for a started frame to finish arriving
         self._conn_ids = itertools.count(1)
         self._outbound: dict[tuple[str, Any], asyncio.Queue[Any]] = {}
         self._tasks: set[asyncio.Task[Any]] = set()
@@ -118,6 +139,7 @@ class Runtime:
         self.on_effect: Callable[[Any], None] | None = None
         self.step_logger: Any = None  # an .event_log.StepLogger when the process writes its own event log
         self._renewing = False  # a task is opening a new session after the old one ended
+        self.storage_error: StorageError | None = None  # the disk write that took the log directory offline
 
     # ------------------------------------------------------------------ lifecycle
     async def open_session(self) -> None:
@@ -228,9 +250,13 @@ class Runtime:
         # line, so a line never claims a write that a kill between the two lost; then the line, before
         # the effects seen elsewhere (messages, store calls), so a step it causes elsewhere comes later.
         # The order is the same with the log off, so logging does not change what is logged.
-        for eff in effects:
-            if isinstance(eff, Persist):
-                self._perform(eff)
+        try:
+            for eff in effects:
+                if isinstance(eff, Persist):
+                    self._perform(eff)
+        except StorageError as e:
+            self._storage_failed(inp, e)
+            return
         if steps is not None:
             try:
                 steps.after(inp, effects, before)
@@ -239,6 +265,21 @@ class Runtime:
         for eff in effects:
             if not isinstance(eff, Persist):
                 self._perform(eff)
+
+    def _storage_failed(self, inp: Any, error: StorageError) -> None:
+        """A disk write of ``inp``'s step failed (the disk put the file back and is now offline): none of
+        the step's other effects is performed, so nothing it appended is acknowledged, served or
+        counted by a follower's fetch; the core's answers for that case (``KafkaStorageError`` to the
+        waiting producers) go out, and the process stops serving. Its store session closes with it, so
+        the controller sees the broker (and with it its only log directory) go offline."""
+        log.error("%s: %s: the log directory is offline", self.name, error)
+        self.storage_error = error
+        answers = getattr(self.core, "storage_failed", None)
+        for eff in answers(inp) if answers is not None else ():
+            if isinstance(eff, Send):
+                self._perform(eff)
+        self.stop_reason = f"{error}"
+        self.stopped.set()
 
     # ------------------------------------------------------------------ effects
     def _perform(self, eff: Any) -> None:
@@ -312,15 +353,24 @@ class Runtime:
     # ------------------------------------------------------------------ network: inbound
     async def _serve_conn(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         cid = next(self._conn_ids)
-        self._conns[cid] = writer
         peer = writer.get_extra_info("peername")
+        ch: Channel | None = None
+        if self.secret is not None:
+            ch = await self._handshake_in(reader, writer, peer)
+            if ch is None:
+                return
+            self._channels[cid] = ch
+        self._conns[cid] = writer
         try:
             while not self.stopped.is_set():
                 try:
-                    obj = await read_frame(reader, secret=self.secret)
-                except FrameError as e:
-                    refused(self.name, peer, f"{e.code}: {e} (connection closed)")
-                    writer.write(encode_message(ErrorResponse(0, f"{e.code}: {e}"), secret=self.secret))
+                    obj = (await read_channel_frame(reader, ch, self.read_timeout) if ch is not None
+                           else await read_frame(reader, secret=None))
+                except (FrameError, asyncio.TimeoutError) as e:
+                    code, why = (e.code, str(e)) if isinstance(e, FrameError) else ("ReadTimeout", "a frame "
+                                                                                    "took too long to arrive")
+                    refused(self.name, peer, f"{code}: {why} (connection closed)")
+                    writer.write(self._encode(cid, ErrorResponse(0, f"{code}: {why}")))
                     await writer.drain()
                     break
                 if obj is None:
@@ -329,7 +379,7 @@ class Runtime:
                 if msg is None:
                     rid = obj.get("request_id")
                     rid = rid if isinstance(rid, int) and not isinstance(rid, bool) and abs(rid) < 1 << 63 else 0
-                    writer.write(encode_message(ErrorResponse(rid, why), secret=self.secret))
+                    writer.write(self._encode(cid, ErrorResponse(rid, why)))
                     await writer.drain()
                     continue
                 self.feed(Receive(("conn", cid), msg))
@@ -339,7 +389,45 @@ class Runtime:
             refused(self.name, peer, f"{type(e).__name__}: {short_repr(e)} (connection dropped)")
         finally:
             self._conns.pop(cid, None)
+            self._channels.pop(cid, None)
             writer.close()
+
+    async def _handshake_in(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter,
+                            peer: Any) -> Channel | None:
+        """An accepted connection's handshake (:mod:`isrcheck.impl.wire.channel`), or None when it is
+        refused: beyond ``max_unauthenticated`` connections still in their handshake (closed at once,
+        so strangers hold no more than that many small buffers), a hello that fails its checks, or
+        one that does not arrive within the handshake timeout (a slow peer is closed). Before the
+        handshake nothing can be authenticated, so the refusal is one plain (version 1) error frame."""
+        if self._unauthenticated >= self.max_unauthenticated:
+            refused(self.name, peer, f"TooManyConnections: {self._unauthenticated} connections are in their "
+                                     "handshake (connection closed)")
+            writer.close()
+            return None
+        self._unauthenticated += 1
+        ch = Channel(self.secret or b"", self.name, accepting=True)
+        try:
+            await accept_handshake(reader, writer, ch, self.handshake_timeout)
+            return ch
+        except (FrameError, asyncio.TimeoutError) as e:
+            code, why = (e.code, str(e)) if isinstance(e, FrameError) else ("HandshakeTimeout",
+                                                                            "no hello in time")
+            refused(self.name, peer, f"{code}: {why} (connection closed)")
+            try:
+                writer.write(encode_message(ErrorResponse(0, f"{code}: {why}")))
+            except (ConnectionError, RuntimeError):
+                pass
+        except (ConnectionError, OSError):
+            pass
+        finally:
+            self._unauthenticated -= 1
+        writer.close()
+        return None
+
+    def _encode(self, cid: int, msg: Any) -> bytes:
+        """``msg`` as a frame of inbound connection ``cid`` (its channel's, or a plain frame)."""
+        ch = self._channels.get(cid)
+        return ch.encode(to_wire(msg)) if ch is not None else encode_message(msg)
 
     def _message(self, obj: Any, peer: Any) -> tuple[Any, str]:
         """The message a well-formed frame carries, or None and why it is refused (logged once).
@@ -359,7 +447,7 @@ class Runtime:
             w = self._conns.get(key)
             if w is not None and not w.is_closing():
                 try:
-                    w.write(encode_message(msg, secret=self.secret))
+                    w.write(self._encode(key, msg))
                 except (ConnectionError, RuntimeError):
                     pass
             return
@@ -370,19 +458,22 @@ class Runtime:
             self._spawn(self._outbound_loop(to, q))
         q.put_nowait(msg)
 
-    async def _resolve(self, to: tuple[str, Any]) -> tuple[str, int] | None:
+    async def _resolve(self, to: tuple[str, Any]) -> tuple[str, tuple[str, int]] | None:
+        """The peer's name (the destination its connection is bound to) and address."""
         kind, key = to
 
-        def lookup(s: Session) -> tuple[str, int] | None:
+        def lookup(s: Session) -> tuple[str, tuple[str, int]] | None:
             path = L.broker_path(key) if kind == "broker" else L.CONTROLLER
             got = s.get_or_none(path)
             if got is None:
                 return None
             d = L.decode(got[0]) or {}
             if kind == "broker":  # routes.route: a nemesis link's port instead, when one is set
-                return routes.route(f"broker-{key}", (d["host"], int(d["port"]))) if "host" in d else None
+                name = f"broker-{key}"
+                return (name, routes.route(name, (d["host"], int(d["port"])))) if "host" in d else None
             addr = d.get("address")
-            return routes.route(str(d.get("name", "")), (addr[0], int(addr[1]))) if addr else None
+            name = str(d.get("name", ""))
+            return (name, routes.route(name, (addr[0], int(addr[1])))) if addr else None
 
         try:
             return await self.read_store(lookup)
@@ -392,7 +483,7 @@ class Runtime:
     async def _outbound_loop(self, to: tuple[str, Any], q: asyncio.Queue[Any]) -> None:
         writer: asyncio.StreamWriter | None = None
         reader_task: asyncio.Task[Any] | None = None
-        addr: tuple[str, int] | None = None
+        ch: Channel | None = None
         while True:
             msg = await q.get()
             for attempt in range(2):
@@ -400,19 +491,30 @@ class Runtime:
                     writer.close()  # the peer closed the connection (it died or restarted): reconnect
                     writer = None
                 if writer is None or writer.is_closing():
-                    addr = await self._resolve(to)
-                    if addr is None:
+                    target = await self._resolve(to)
+                    if target is None:
                         break  # nobody to send to: the message is lost
+                    name, addr = target
                     try:
                         reader, writer = await asyncio.wait_for(asyncio.open_connection(*addr), 2.0)
-                    except (OSError, asyncio.TimeoutError):
+                        ch = None
+                        if self.secret is not None:
+                            ch = Channel(self.secret, self.name, name or "unnamed", accepting=False)
+                            # long, as TCP's own retransmissions are: a nemesis holds a connection
+                            # across a partition, and the messages queued behind it wait, not vanish
+                            await connect_handshake(reader, writer, ch, OUTBOUND_HANDSHAKE_TIMEOUT)
+                    except (OSError, asyncio.TimeoutError, FrameError) as e:
+                        if isinstance(e, FrameError):
+                            refused(self.name, to, f"{e.code}: {e} (handshake failed)")
+                        if writer is not None:
+                            writer.close()
                         writer = None
                         break
-                    reader_task = asyncio.ensure_future(self._read_replies(to, reader))
+                    reader_task = asyncio.ensure_future(self._read_replies(to, reader, ch))
                     self._tasks.add(reader_task)
                     reader_task.add_done_callback(self._tasks.discard)
                 try:
-                    writer.write(encode_message(msg, secret=self.secret))
+                    writer.write(ch.encode(to_wire(msg)) if ch is not None else encode_message(msg))
                     await writer.drain()
                     break
                 except (ConnectionError, OSError, RuntimeError):
@@ -421,10 +523,10 @@ class Runtime:
                     if reader_task is not None:
                         reader_task.cancel()
 
-    async def _read_replies(self, to: tuple[str, Any], reader: asyncio.StreamReader) -> None:
+    async def _read_replies(self, to: tuple[str, Any], reader: asyncio.StreamReader, ch: Channel | None) -> None:
         try:
             while True:
-                obj = await read_frame(reader, secret=self.secret)
+                obj = await (read_channel_frame(reader, ch) if ch is not None else read_frame(reader, secret=None))
                 if obj is None:
                     return
                 msg, _ = self._message(obj, to)
@@ -432,6 +534,7 @@ class Runtime:
                     self.feed(Receive(to, msg))
         except FrameError as e:
             refused(self.name, to, f"{e.code}: {e} (connection closed)")
+        except asyncio.TimeoutError:
+            refused(self.name, to, "ReadTimeout: a frame took too long to arrive (connection closed)")
         except (ConnectionError, OSError, asyncio.IncompleteReadError):
             return
-

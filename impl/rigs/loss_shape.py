@@ -16,7 +16,8 @@ are restated here as conditions on the run, and each names the manifest model th
   Under the seeds' generation a divergence is the aftermath of an HW truncation (a broker cut to
   its HW and then elected leader; the others keep what lies below their own HW).
 - **power-loss** (outside Kafka's promise): a lost record, or a divergence from an offset, where a
-  power loss took an unflushed suffix.
+  power loss took an unflushed suffix; also a record never cut but outvoted, held by replicas while
+  the log read holds another record at its offset, after a power loss from at or below it.
 """
 from __future__ import annotations
 
@@ -29,7 +30,7 @@ from ..core.config import from_mapping
 from .fault_run import HW_ON_LEADER_CHANGE, POWER_LOSS, Cut, Election, RunResult
 from .history import Anomaly
 
-__all__ = ["EPOCH_DIVERGENCE", "HW_TRUNCATION", "POWER_LOSS_SHAPE", "Explanation", "explain", "explain_cut_loss", "explain_divergence", "explain_hw_divergence", "explain_loss"]
+__all__ = ["EPOCH_DIVERGENCE", "HW_TRUNCATION", "POWER_LOSS_SHAPE", "Explanation", "explain", "explain_cut_loss", "explain_diverged_loss", "explain_divergence", "explain_hw_divergence", "explain_loss"]
 
 HW_TRUNCATION = "hw-truncation-one-crash"
 EPOCH_DIVERGENCE = "fast-leader-change-kip-101"
@@ -53,8 +54,42 @@ class Explanation:
 
 
 def explain_loss(result: RunResult, record: int) -> Explanation:
-    """Why acknowledged ``record`` of partition 0 was lost, if it was by the seeds' HW truncation."""
-    return explain_cut_loss(result.cuts, result.elections, record, dict(result.acked_at).get(record))
+    """Why acknowledged ``record`` of partition 0 was lost: cut from the logs (the seeds' HW truncation,
+    a power loss), or never cut but outvoted: see :func:`explain_diverged_loss`."""
+    got = explain_cut_loss(result.cuts, result.elections, record, dict(result.acked_at).get(record))
+    if got.explained or any(c.partition == 0 and record in c.removed for c in result.cuts):
+        return got
+    return explain_diverged_loss(result, record) or got
+
+
+def explain_diverged_loss(result: RunResult, record: int) -> Explanation | None:
+    """A lost record that no log ever cut: replicas still hold it, but the log that is read (the final
+    leader's) holds another record at its offset. When a power loss took an unflushed suffix from at
+    or below that offset, the logs diverged there because of it (issue 30 classified seeds 1110 and
+    1503 of ``--generation high-watermark --min-isr 2 --power-loss 2`` so): the power-lossed broker
+    came back shorter, took other records at those offsets, and a replica that kept its own there
+    (under ``high-watermark`` a follower keeps what is below its HW) was later elected. This is
+    KIP-101's second scenario, outside Kafka's promise (which rests on replicas, not on fsync), and
+    the manifest model ``lossy-divergence`` shows the mechanism (specs/10-weaknesses.md, "A lossy
+    crash lets a diverged follower back into the ISR")."""
+    holders = {b: log.index(record) for (b, p), log in sorted(result.history.replicas.items())
+               if p == 0 and record in log}
+    if not holders:
+        return None
+    offset = min(holders.values())
+    read = result.history.consumed.get(0) or ()
+    if offset < len(read) and read[offset] == record:
+        return None
+    powered = sorted({c.broker for c in result.cuts if c.cause == POWER_LOSS and c.partition == 0 and c.to <= offset})
+    if not powered:
+        return None
+    acked = dict(result.acked_at).get(record)
+    when = "" if acked is None else f" (acknowledged at t={acked})"
+    other = f"record {read[offset]}" if offset < len(read) else "nothing"
+    return Explanation(record, POWER_LOSS_SHAPE, (
+        f"record {record}{when} is at offset {offset} on broker(s) {', '.join(map(str, sorted(holders)))}, "
+        f"but the log read holds {other} there: the logs diverged from an offset where broker(s) "
+        f"{', '.join(map(str, powered))} lost an unflushed suffix in a power loss"))
 
 
 def explain_cut_loss(cuts: Sequence[Cut], elections: Sequence[Election], record: int,

@@ -8,9 +8,11 @@ read at each connection, so a restarted process is found again).
 
 Two kinds of link:
 
-- **framed** (between brokers, controllers and clients, which speak :mod:`isrcheck.impl.wire.frame`): the proxy reads
-  whole frames (the 10-byte header, the 32-byte tag of version 2, the payload) and drops, delays or
-  holds a frame as a unit, so a dropped message never corrupts the stream after it;
+- **framed** (between brokers, controllers and clients, which speak :mod:`isrcheck.impl.wire.frame` and
+  :mod:`isrcheck.impl.wire.channel`): the proxy reads whole frames (the header, the tags, the payload)
+  and drops, delays or holds a frame as a unit, so a dropped message never corrupts the stream after
+  it (a channel's sequence numbers only need to increase); the two hellos of a channel's handshake
+  are never dropped;
 - **raw** (to the metadata store: the embedded store server, whose connection *is* the session, or
   ZooKeeper's own protocol): bytes pass in chunks; a partition or a drop closes the connection and
   refuses new ones until it heals, which ends an embedded session at once and, held longer than the
@@ -29,19 +31,32 @@ from __future__ import annotations
 
 import asyncio
 import ipaddress
+import itertools
 import random
 import threading
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
-__all__ = ["FaultLimit", "Link", "Nemesis", "NemesisError", "check_loopback"]
+__all__ = ["Captured", "FaultLimit", "Link", "Nemesis", "NemesisError", "check_loopback"]
 
 #: frame header: magic(2) version(1) type(1) reserved(2) length(4); version 2 adds a 32-byte tag
 _HEADER = 10
 _TAG = 32
 _MAGIC = b"IK"
 _MAX_FRAME = 4 * 1024 * 1024 + _HEADER + _TAG
+# version 3 (wire.channel): 8 more header bytes (the sequence), a 16-byte header tag, the two hellos
+_CHANNEL = 3
+_SEQ = 8
+_HEADER_TAG = 16
+_SERVER_HELLO = 16
+_CLIENT_HELLO = 17
+
+
+def _is_hello(unit: bytes) -> bool:
+    """A handshake unit: delivered even across a drop (a lost hello would only stall the connection
+    until its timeout; the faults are about messages)."""
+    return len(unit) > 3 and unit[2] == _CHANNEL and unit[3] in (_SERVER_HELLO, _CLIENT_HELLO)
 
 
 class NemesisError(ValueError):
@@ -94,13 +109,28 @@ class Link:
     dropped: int = 0
 
 
+@dataclass(frozen=True)
+class Captured:
+    """One unit a framed link forwarded, as it was on the wire (``Nemesis(capture=True)``): for replay
+    tests, which send captured frames again and count how many are obeyed."""
+
+    src: str
+    dst: str
+    conn: int  # the proxied connection (its number at the nemesis)
+    way: str  # "to-dst" (from the connecting side) or "to-src" (the answers)
+    data: bytes
+
+
 class Nemesis:
     """The proxies of one cluster and their faults. It runs its own asyncio loop on a daemon thread, so a
     synchronous harness can drive it; every control is thread-safe."""
 
     def __init__(self, upstream: Callable[[str], tuple[str, int] | None], *, max_faults: int = 200,
-                 max_fault_seconds: float = 30.0, seed: int = 0, host: str = "127.0.0.1") -> None:
+                 max_fault_seconds: float = 30.0, seed: int = 0, host: str = "127.0.0.1",
+                 capture: bool = False) -> None:
         self.host = check_loopback(host)
+        self.captured: list[Captured] | None = [] if capture else None  # every framed unit, when capturing
+        self._conn_ids = itertools.count(1)
         self.upstream = upstream
         self.max_faults = max_faults
         self.max_fault_seconds = max_fault_seconds
@@ -239,8 +269,9 @@ class Nemesis:
             writer.close()
             return
         link.conns.update((writer, up_w))
-        pumps = [asyncio.ensure_future(self._pump(link, reader, up_w)),
-                 asyncio.ensure_future(self._pump(link, up_r, writer))]
+        conn = next(self._conn_ids)
+        pumps = [asyncio.ensure_future(self._pump(link, reader, up_w, (conn, "to-dst"))),
+                 asyncio.ensure_future(self._pump(link, up_r, writer, (conn, "to-src")))]
         await asyncio.wait(pumps, return_when=asyncio.FIRST_COMPLETED)
         for p in pumps:
             p.cancel()
@@ -261,12 +292,18 @@ class Nemesis:
         head = await reader.readexactly(_HEADER)
         if head[:2] != _MAGIC:  # not a frame: pass the rest through as bytes
             return head + await reader.read(65536)
-        size = int.from_bytes(head[6:10], "big") + (_TAG if head[2] == 2 else 0)
+        length = int.from_bytes(head[6:10], "big")
+        if head[2] == _CHANNEL:  # version 3 (wire.channel): 8 more header bytes, then by type
+            head += await reader.readexactly(_SEQ)
+            size = length + {_SERVER_HELLO: 0, _CLIENT_HELLO: _TAG}.get(head[3], _HEADER_TAG + _TAG)
+        else:
+            size = length + (_TAG if head[2] == 2 else 0)
         if size > _MAX_FRAME:
             return head  # the receiver refuses it by its header; the proxy need not hold it
         return head + await reader.readexactly(size)
 
-    async def _pump(self, link: Link, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+    async def _pump(self, link: Link, reader: asyncio.StreamReader, writer: asyncio.StreamWriter,
+                    way: tuple[int, str] = (0, "to-dst")) -> None:
         queue: asyncio.Queue[tuple[float, float, bytes] | None] = asyncio.Queue()
         sender = asyncio.ensure_future(self._send(link, queue, writer))
         try:
@@ -277,11 +314,13 @@ class Nemesis:
                     return
                 if not unit:
                     return
+                if self.captured is not None and link.framed:
+                    self.captured.append(Captured(link.src, link.dst, way[0], way[1], unit))
                 if link.framed:
                     await self._until_healed(link)  # held back, then delivered: TCP retransmits
                 faults = self._active(link.src, link.dst)
-                lose = any(f.kind == "partition" for f in faults) or any(
-                    f.kind == "drop" and self.rng.random() < f.probability for f in faults)
+                lose = not _is_hello(unit) and (any(f.kind == "partition" for f in faults) or any(
+                    f.kind == "drop" and self.rng.random() < f.probability for f in faults))
                 if lose:
                     link.dropped += 1
                     if not link.framed:

@@ -438,8 +438,9 @@ class _Run:
 
     # ------------------------------------------------------------------ after healing
     def settled(self, k: Client) -> bool:
-        """One leader, the full ISR, every replica at one LEO and HW, and an active controller: after a
-        controller fault the cluster is not settled until some controller won an election again."""
+        """One leader, the full ISR, every replica back in a role (the leader and followers of that
+        leader epoch) at one LEO and HW, and an active controller: after a controller fault the cluster
+        is not settled until some controller won an election again."""
         status = k.status()
         part = status["partitions"][0]
         self.last_status = {**part, "controller": status["controller"]}
@@ -449,8 +450,11 @@ class _Run:
             return False
         reps = part["replica_status"]
         leos = {r["leo"] for r in reps.values()}
+        roles = sorted(r["role"] for r in reps.values())
         return (bool(part["leader"]) and sorted(part["isr"]) == list(range(1, BROKERS + 1))
-                and len(reps) == BROKERS and len(leos) == 1 and all(r["hw"] == r["leo"] for r in reps.values()))
+                and len(reps) == BROKERS and len(leos) == 1 and all(r["hw"] == r["leo"] for r in reps.values())
+                and roles == ["follower"] * (BROKERS - 1) + ["leader"]
+                and {r["leader_epoch"] for r in reps.values()} == {part["leader_epoch"]})
 
     def settle(self) -> bool:
         """Wait until :meth:`settled`; if it never is, note the brokers that run unregistered then (a

@@ -27,11 +27,14 @@ from typing import Any, Callable, Sequence
 from ..core.store import (ERRORS, Check, Create, Delete, Op, SessionExpired, SetData, Stat, Store, StoreError,
                           StoreUnavailable, TransactionFailed, WatchEvent, drain_events)
 from ..core.store import Session as SessionBase
+from ..wire.channel import Channel, accept_handshake, blocking_handshake, read_channel_frame
 from ..wire.frame import FrameDecoder, FrameError, encode_frame, read_frame
 from .embedded import EmbeddedSession, EmbeddedStore
 from .requests import BadRequest, StoreRequest, parse_request, request_id
 
 log = logging.getLogger("isrcheck.impl")
+STORE_NAME = "store"  # the store server's name: the destination its clients' connections are bound to
+MAX_UNAUTHENTICATED = 64  # connections in their handshake at once; more are closed at once
 
 
 def _b64(data: bytes) -> str:
@@ -84,6 +87,7 @@ class StoreServer:
         self.store = store or EmbeddedStore()
         self.secret = secret
         self._server: asyncio.base_events.Server | None = None
+        self._unauthenticated = 0  # connections still in their handshake
 
     async def start(self) -> int:
         self._server = await asyncio.start_server(self._serve, self.host, self.port)
@@ -96,30 +100,59 @@ class StoreServer:
             await self._server.wait_closed()
 
     async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        session: EmbeddedSession = self.store.session()
         peer = writer.get_extra_info("peername")
         secret = self.secret
+        ch: Channel | None = None
+        if secret is not None:  # the handshake first: a stranger gets no session (wire.channel)
+            if self._unauthenticated >= MAX_UNAUTHENTICATED:
+                _refused(peer, "TooManyConnections: too many connections in their handshake (connection closed)")
+                writer.close()
+                return
+            self._unauthenticated += 1
+            ch = Channel(secret, STORE_NAME, accepting=True)
+            try:
+                await accept_handshake(reader, writer, ch)
+            except (FrameError, asyncio.TimeoutError, ConnectionError, OSError) as e:
+                why = f"{e.code}: {e}" if isinstance(e, FrameError) else f"{type(e).__name__}: no hello in time"
+                _refused(peer, f"{why} (connection closed)")
+                if isinstance(e, FrameError):  # one plain refusal: nothing is authenticated before the handshake
+                    error = "Unauthenticated" if e.code == "Unauthenticated" else "BadArguments"
+                    try:
+                        writer.write(encode_frame({"type": "StoreResponse", "id": 0, "error": error, "message": why}))
+                    except (ConnectionError, RuntimeError):
+                        pass
+                writer.close()
+                return
+            finally:
+                self._unauthenticated -= 1
+
+        def encode(obj: dict[str, Any]) -> bytes:
+            return ch.encode(obj) if ch is not None else encode_frame(obj)
+
+        session: EmbeddedSession = self.store.session()
 
         def push(ev: WatchEvent) -> None:
             if not writer.is_closing():
-                writer.write(encode_frame({"type": "StoreEvent", "kind": ev.kind, "path": ev.path}, secret=secret))
+                writer.write(encode({"type": "StoreEvent", "kind": ev.kind, "path": ev.path}))
 
         session.on_event = push
-        writer.write(encode_frame({"type": "StoreHello", "session": session.session_id}, secret=secret))
+        writer.write(encode({"type": "StoreHello", "session": session.session_id}))
         try:
             while True:
                 try:
-                    req = await read_frame(reader, secret=secret)
-                except FrameError as e:
-                    _refused(peer, f"{e.code}: {e} (connection closed)")
-                    error = "Unauthenticated" if e.code == "Unauthenticated" else "BadArguments"
-                    writer.write(encode_frame({"type": "StoreResponse", "id": 0, "error": error,
-                                               "message": f"{e.code}: {e}"}, secret=secret))
+                    req = await (read_channel_frame(reader, ch) if ch is not None else read_frame(reader))
+                except (FrameError, asyncio.TimeoutError) as e:
+                    code, why = (e.code, str(e)) if isinstance(e, FrameError) else ("ReadTimeout", "a frame took "
+                                                                                    "too long to arrive")
+                    _refused(peer, f"{code}: {why} (connection closed)")
+                    error = "Unauthenticated" if code in ("Unauthenticated", "Replayed") else "BadArguments"
+                    writer.write(encode({"type": "StoreResponse", "id": 0, "error": error,
+                                         "message": f"{code}: {why}"}))
                     await writer.drain()
                     break
                 if req is None:
                     break
-                writer.write(encode_frame(self._answer(session, req, peer), secret=secret))
+                writer.write(encode(self._answer(session, req, peer)))
                 await writer.drain()
         except (ConnectionError, asyncio.IncompleteReadError, OSError):
             pass
@@ -194,6 +227,15 @@ class RemoteSession(SessionBase):
             self._sock = socket.create_connection((host, port), timeout=timeout)
         except OSError as e:
             raise StoreUnavailable("", f"cannot reach the store at {host}:{port}: {e.strerror or e}") from None
+        self._channel: Channel | None = None
+        if secret is not None:
+            ch = Channel(secret, "store-client", STORE_NAME, accepting=False)
+            try:
+                blocking_handshake(self._sock, ch)
+            except (OSError, FrameError) as e:
+                self._sock.close()
+                raise StoreUnavailable("", f"the store at {host}:{port} refused the connection: {e}") from None
+            self._channel = ch
         self._sock.settimeout(None)
         self._lock = threading.Lock()
         self._ids = itertools.count(1)
@@ -216,7 +258,7 @@ class RemoteSession(SessionBase):
                                        + (f": {self._broken}" if self._broken else ""))
 
     def _read_loop(self) -> None:
-        dec = FrameDecoder(secret=self.secret)
+        dec: Channel | FrameDecoder = self._channel if self._channel is not None else FrameDecoder()
         try:
             while True:
                 data = self._sock.recv(65536)
@@ -264,7 +306,8 @@ class RemoteSession(SessionBase):
             self._waiting[rid] = slot
         try:
             with self._lock:
-                self._sock.sendall(encode_frame(req, secret=self.secret))
+                ch = self._channel
+                self._sock.sendall(ch.encode(req) if ch is not None else encode_frame(req))
         except OSError:
             raise StoreUnavailable(req.get("path", ""), "the store connection is lost") from None
         with self._cond:

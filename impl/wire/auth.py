@@ -4,9 +4,10 @@ Why: before frames carried a MAC, anything that could connect to a loopback port
 controller. One ``StopReplica{controller_epoch: 1000000, delete: true}`` deleted a replica and left
 its broker fencing the real controller (issue 18). Now ``LocalCluster.up`` writes a fresh secret
 (:func:`write_secret`, 32 random bytes, hex, file mode 0600) into the cluster directory, every process
-gets the file's path (``--secret-file``) and every frame between the controllers, brokers, store
-server and clients carries a tag (:mod:`.frame`, version 2) that the receiver checks before it parses
-anything. A process that cannot read the secret cannot forge a frame that is accepted.
+gets the file's path (``--secret-file``) and every connection between the controllers, brokers, store
+server and clients is a channel (:mod:`.channel`: a handshake of two nonces, a key per connection,
+sequenced frames with tags the receiver checks before it reads a body or parses anything). A process
+that cannot read the secret cannot forge a frame that is accepted, nor replay one (issue 30).
 
 The secret is read from a file, never taken on a command line or from the environment, where other
 users of the machine could read it (``ps``, ``/proc``). :func:`read_secret` refuses a file that group

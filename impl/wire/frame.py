@@ -112,6 +112,9 @@ def check_header(header: bytes, max_payload: int = DEFAULT_MAX_PAYLOAD, authenti
     magic, version, ftype, reserved, length = HEADER.unpack(header)
     if magic != MAGIC:
         raise BadMagic(f"bad magic {magic!r} (expected {MAGIC!r}): not an isrcheck frame")
+    if version == 3:
+        raise Unauthenticated("the peer speaks authenticated connections (frame version 3, impl.wire.channel)"
+                              + ("" if authenticated else "; this side has no cluster secret"))
     if version not in (VERSION, VERSION_AUTH):
         raise UnsupportedVersion(f"frame version {version} is not supported (this side speaks "
                                  f"{VERSION_AUTH if authenticated else VERSION})")

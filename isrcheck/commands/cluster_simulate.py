@@ -24,6 +24,8 @@ from isrcheck.impl.rigs.loss_shape import explain
 from isrcheck.impl.rigs.sim_campaign import Tally, campaign
 from isrcheck.specs.protocol import GENERATION_NAMES
 
+from .options import SEED
+
 __all__ = ["simulate"]
 
 #: how many failing seeds the text summary lists (--json lists them all)
@@ -101,8 +103,8 @@ class _Progress:
 
 @click.command("simulate")
 @click.option("--seeds", type=click.IntRange(1), default=None, help="run this many seeds (default 100)")
-@click.option("--start", type=click.IntRange(0), default=0, show_default=True, help="the first seed of --seeds")
-@click.option("--seed", type=click.IntRange(0), default=None, help="run this one seed and show it in detail")
+@click.option("--start", type=SEED, default=0, show_default=True, help="the first seed of --seeds")
+@click.option("--seed", type=SEED, default=None, help="run this one seed and show it in detail")
 @click.option("--generation", type=click.Choice(GENERATION_NAMES), default="high-watermark", show_default=True)
 @click.option("--min-isr", type=click.IntRange(1, 3), default=2, show_default=True)
 @click.option("--power-loss", type=click.IntRange(0, 3), default=0, show_default=True,

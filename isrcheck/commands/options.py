@@ -18,6 +18,24 @@ from isrcheck.specs.properties import descriptions
 #: property name -> its one-line description (safety and liveness), for captions and verdict lines
 DESCRIPTIONS: dict[str, str] = descriptions()  # specs/properties.toml
 
+#: a seed: a non-negative integer of at most 63 bits, the same for every command that takes one (a seed
+#: is printed back in a replay command and stored in JSON, where a larger one would not survive)
+SEED_MAX = 2**63 - 1
+SEED = click.IntRange(0, SEED_MAX)
+
+
+class FiniteFloatRange(click.FloatRange):
+    """A float option within bounds that refuses ``nan`` and ``inf``: click's FloatRange compares
+    with ``<``, which ``nan`` passes, and ``inf`` passes an open upper bound; either then fails far
+    from the option (a traceback, or a run whose result is lost at the end)."""
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        rv = super().convert(value, param, ctx)
+        if rv != rv or rv in (float("inf"), float("-inf")):
+            self.fail(f"{value!r} is not a finite number.", param, ctx)
+        return rv
+
+
 model_arg = click.argument("name", required=False, metavar="[NAME]")
 config_opt = click.option("--config", "config_file", metavar="FILE",
                           help="A configuration file (TOML) instead of a model NAME.")

@@ -54,6 +54,7 @@ DEFAULT_PROGRESS_SECONDS = 5.0
 _SIZE = re.compile(r"(\d+(?:\.\d+)?)\s*([kmgt]?)(?:i?b)?", re.IGNORECASE)
 _UNITS = {"": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "t": 1 << 40}
 _NO_LIMIT = {"0", "none", "off", "unlimited"}
+MIN_CEILING = 1 << 20  # 1 MiB: the smallest ceiling taken
 
 
 @dataclass(frozen=True)
@@ -83,8 +84,12 @@ def parse_size(text: str, where: str) -> int | None:
         raise ConfigError(f"{where}: expected a size such as 4G, 512M or 1.5GiB, or 0 or none for no "
                           f"ceiling, got {text[:40]!r}")
     n = int(float(m.group(1)) * _UNITS[m.group(2).lower()])
-    if n < 1:
-        raise ConfigError(f"{where}: a ceiling must be at least 1 byte (0 or none: no ceiling), got {text[:40]!r}")
+    if n < MIN_CEILING:
+        # no run of this program fits in less (the interpreter alone is tens of MiB), and a run that ends
+        # before its first memory check would never enforce it: `check --max-memory 1` once said HOLDS.
+        # A unit left off (1 for 1G) is the likely mistake, so it is refused, not taken literally
+        raise ConfigError(f"{where}: a ceiling must be at least 1 MiB, less than any run uses (0 or none: no "
+                          f"ceiling; did you leave off a unit, as in 4G?), got {text[:40]!r}")
     return n
 
 

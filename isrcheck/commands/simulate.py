@@ -8,7 +8,7 @@ import click
 from rich.markup import escape
 
 from isrcheck.commands import resources
-from isrcheck.commands.options import (config_opt, description_of, emit_json, exit_with, json_opt, model_arg,
+from isrcheck.commands.options import (SEED, config_opt, description_of, emit_json, exit_with, json_opt, model_arg,
                                        print_all, protocol_for, set_opt)
 from isrcheck.engine.simulate import STRATEGIES, simulate as run_simulation
 from isrcheck.inputs import manifest
@@ -21,7 +21,8 @@ from isrcheck.render import json_form, tablefit, tables, terminal
 @model_arg
 @config_opt
 @set_opt
-@click.option("--seed", type=int, default=0, metavar="N", show_default=True, help="Random seed; a seed always gives the same run.")
+@click.option("--seed", type=SEED, default=0, metavar="N", show_default=True,
+              help="Random seed (0 to 2^63-1); a seed always gives the same run.")
 @click.option("--walks", type=click.IntRange(min=1), default=10_000, metavar="N", show_default=True,
               help="At most this many random walks.")
 @click.option("--max-depth", type=click.IntRange(min=1), default=100, metavar="N", show_default=True,

@@ -13,10 +13,12 @@ import time
 
 import pytest
 
-from isrcheck.impl.core.messages import ErrorResponse, MetadataRequest, MetadataResponse, from_wire
+from isrcheck.impl.core.messages import ErrorResponse, MetadataRequest, MetadataResponse, from_wire, to_wire
 from isrcheck.impl.process.client import BrokerConnection
 from isrcheck.impl.process.cluster import LocalCluster
-from isrcheck.impl.wire.frame import HEADER, MAGIC, FrameDecoder, encode_frame, encode_message
+from isrcheck.impl.wire.frame import HEADER, MAGIC, encode_frame, encode_message
+
+from frame_exchange import connect, read_until, refusal
 
 pytestmark = pytest.mark.cluster
 
@@ -111,7 +113,7 @@ def _garbage_cases() -> list[bytes]:
 
 
 def _still_serves(port: int, secret: bytes | None) -> None:
-    conn = BrokerConnection("127.0.0.1", port, 5.0, secret)
+    conn = BrokerConnection("127.0.0.1", port, 5.0, secret, peer="broker-1")
     try:
         ans = conn.request(MetadataRequest(42))
         assert isinstance(ans, MetadataResponse) and ans.request_id == 42
@@ -134,18 +136,20 @@ def test_malformed_frames_are_rejected_and_the_broker_keeps_serving(tmp_path):
                         reply += chunk
                 except (ConnectionResetError, socket.timeout):
                     pass
-            if reply:  # the broker says why, in a frame (authenticated: the cluster has a secret), before closing
-                msg = from_wire(FrameDecoder(secret=c.secret).feed(reply)[0])
-                assert isinstance(msg, ErrorResponse) and msg.error
+            # the broker greets with its server hello, then says why (a plain frame: nothing can be
+            # authenticated before the handshake) and closes
+            answer = refusal(reply)
+            assert answer, reply
+            msg = from_wire(answer[0])
+            assert isinstance(msg, ErrorResponse) and msg.error
             _still_serves(port, c.secret)
             assert c.alive("broker-1")
         # a bad message on a good connection is answered, and the connection stays usable
-        with socket.create_connection(("127.0.0.1", port), timeout=5) as s:
-            s.sendall(encode_frame({"type": "Nope"}, secret=c.secret) + encode_message(MetadataRequest(7), secret=c.secret))
-            data = b""
-            while data.count(MAGIC) < 2:
-                data += s.recv(65536)
-            assert b"BadMessage" in data and b"MetadataResponse" in data
+        s, ch = connect(port, "broker-1", c.secret)
+        with s:
+            s.sendall(ch.encode({"type": "Nope"}) + ch.encode(to_wire(MetadataRequest(7))))
+            data = repr(read_until(s, ch, 2))
+            assert "BadMessage" in data and "MetadataResponse" in data
         # the store server survives garbage too
         store_port = c.procs["store"]["port"]
         with socket.create_connection(("127.0.0.1", store_port), timeout=5) as s:

@@ -21,6 +21,7 @@ from isrcheck.impl.core.messages import (
     MetadataResponse,
     StopReplica,
     from_wire,
+    to_wire,
 )
 from isrcheck.impl.core.store import StoreError
 from isrcheck.impl.process.client import BrokerConnection, Client, ClientError
@@ -42,7 +43,7 @@ from isrcheck.impl.wire.frame import (
     encode_frame,
     encode_message,
 )
-from frame_exchange import exchange
+from frame_exchange import connect, exchange
 
 FAST = {"replica_lag_time_max_ms": 1000, "fetch_interval_ms": 5, "controller_recheck_ms": 100}
 KEY = bytes(range(32))
@@ -164,9 +165,10 @@ def test_the_store_server_refuses_unauthenticated_requests_and_changes_nothing(s
                      encode_frame(forged) + encode_frame(forged_multi)):
             caplog.clear()
             answers = exchange(secured_store, data, KEY)
-            # the hello, then one refusal; the second frame of the last case is never looked at
-            assert [a["type"] for a in answers] == ["StoreHello", "StoreResponse"]
-            assert answers[1]["error"] == "Unauthenticated"
+            # one refusal before any session (the handshake failed); the second frame of the last case
+            # is never looked at
+            assert [a["type"] for a in answers] == ["StoreResponse"]
+            assert answers[0]["error"] == "Unauthenticated"
             refusals = [r for r in caplog.records if "refused" in r.getMessage()]
             assert len(refusals) == 1 and "Unauthenticated" in refusals[0].getMessage()
             assert not any(r.exc_info for r in caplog.records)
@@ -240,8 +242,11 @@ def test_a_forged_stop_replica_without_the_secret_changes_nothing(tmp_path):
             assert set(acked) <= {r.id for r in k.consume(0, 0, timeout=10)}
             assert k.snapshot().part(0).state.isr == isr_before
 
-            # the control: the same frame with the cluster's secret is obeyed (what the MAC now stops)
-            exchange(port, encode_message(attack, secret=c.secret), c.secret)
+            # the control: the same request on a connection made with the cluster's secret is obeyed
+            # (what the MAC now stops)
+            s, ch = connect(port, f"broker-{victim}", c.secret)
+            with s:
+                s.sendall(ch.encode(to_wire(attack)))
             c.wait_for(lambda k: _replica_view(k, victim) == (1_000_000, []), 10, "the replica deleted")
     finally:
         c.down()
@@ -255,7 +260,7 @@ def test_clients_without_the_secret_are_refused_by_every_process(tmp_path):
         # the broker: a plain request is answered with a refusal, an authenticated one is served
         with pytest.raises((ClientError, ConnectionError, FrameError)):
             BrokerConnection("127.0.0.1", c.procs["broker-1"]["port"], 5.0).request(MetadataRequest(1))
-        ok = BrokerConnection("127.0.0.1", c.procs["broker-1"]["port"], 5.0, c.secret)
+        ok = BrokerConnection("127.0.0.1", c.procs["broker-1"]["port"], 5.0, c.secret, peer="broker-1")
         try:
             assert isinstance(ok.request(MetadataRequest(2)), MetadataResponse)
         finally:

@@ -9,7 +9,8 @@ from isrcheck.impl.core.messages import FetchResponse, LeaderAndIsr, MessageErro
 from isrcheck.impl.disk.log import FileDisk, SimDisk
 from isrcheck.impl.disk.segment_format import encode_records
 from isrcheck.impl.wire.frame import (
-    HEADER, MAGIC, BadMagic, FrameDecoder, Malformed, Oversized, UnknownType, UnsupportedVersion, decode_message,
+    HEADER, MAGIC, BadMagic, FrameDecoder, Malformed, Oversized, Unauthenticated, UnknownType, UnsupportedVersion,
+    decode_message,
     encode_frame, encode_message,
 )
 
@@ -27,7 +28,8 @@ def test_messages_round_trip_through_frames():
 
 @pytest.mark.parametrize("data, error", [
     (b"XX" + bytes(8), BadMagic),
-    (HEADER.pack(MAGIC, 3, 1, 0, 0), UnsupportedVersion),  # 2 is the authenticated frame
+    (HEADER.pack(MAGIC, 4, 1, 0, 0), UnsupportedVersion),  # 2 is the stateless authenticated frame
+    (HEADER.pack(MAGIC, 3, 1, 0, 0), Unauthenticated),  # 3 is a channel's (wire.channel): a secret is needed
     (HEADER.pack(MAGIC, 1, 9, 0, 0), UnknownType),
     (HEADER.pack(MAGIC, 1, 1, 0, 10_000_000), Oversized),
     (HEADER.pack(MAGIC, 1, 1, 0, 3) + b"\xff\xfe!", Malformed),

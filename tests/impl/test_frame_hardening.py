@@ -44,7 +44,7 @@ from isrcheck.impl.wire.frame import (
     encode_message,
     json_depth_exceeds,
 )
-from frame_exchange import exchange
+from frame_exchange import Insider, connect, exchange, insider_exchange, read_until
 
 FAST = {"replica_lag_time_max_ms": 1000, "fetch_interval_ms": 5, "controller_recheck_ms": 100}
 
@@ -341,12 +341,15 @@ def _refusals(c: LocalCluster) -> int:
     return sum("refused a frame" in ln for ln in _log(c).splitlines())
 
 
-def _send(port: int, data: bytes, secret: bytes | None) -> list[object]:
+def _send(port: int, data: "bytes | Insider", secret: bytes | None) -> list[object]:
+    if isinstance(data, Insider):
+        assert secret is not None
+        return [from_wire(o) for o in insider_exchange(port, "broker-1", secret, data)]
     return [from_wire(o) for o in exchange(port, data, secret)]
 
 
 def _still_serves(c: LocalCluster) -> None:
-    conn = BrokerConnection("127.0.0.1", c.procs["broker-1"]["port"], 5.0, c.secret)
+    conn = BrokerConnection("127.0.0.1", c.procs["broker-1"]["port"], 5.0, c.secret, peer="broker-1")
     try:
         assert isinstance(conn.request(MetadataRequest(42)), MetadataResponse)
     finally:
@@ -367,7 +370,7 @@ def test_a_deep_frame_gets_one_answer_and_one_log_line(live, levels, signed):
     c = live
     port = c.procs["broker-1"]["port"]
     payload = deep_payload(levels)  # built by hand: json.dumps cannot nest 100k deep
-    data = signed_frame(c.secret, payload) if signed else raw_frame(payload)
+    data = Insider(payload) if signed else raw_frame(payload)
     lines, size = _refusals(c), len(_log(c))
     answers = _send(port, data, c.secret)
     assert len(answers) == 1 and isinstance(answers[0], ErrorResponse)
@@ -394,10 +397,10 @@ def test_fuzz_a_live_broker(live, capsys):
     assert secret is not None
     tried = []
 
-    def signed(obj_or_payload: object) -> bytes:
+    def signed(obj_or_payload: object) -> Insider:
         if isinstance(obj_or_payload, bytes):
-            return signed_frame(secret, obj_or_payload)
-        return encode_frame(obj_or_payload, secret=secret)
+            return Insider(obj_or_payload)
+        return Insider(json.dumps(obj_or_payload, separators=(",", ":")).encode())
 
     def not_a_message(obj: dict) -> bool:
         try:
@@ -449,15 +452,10 @@ def test_bad_messages_on_one_connection_are_each_answered(live):
     lines = _refusals(c)
     bad = [{"type": "StopReplica", "controller_epoch": "1", "partition": 0, "delete": True},
            {"type": "LeaderAndIsr", "isr": [[1]]}, {"type": "Nope"}]
-    with socket.create_connection(("127.0.0.1", c.procs["broker-1"]["port"]), timeout=5) as s:
-        s.sendall(b"".join(encode_frame(b, secret=c.secret) for b in bad)
-                  + encode_message(MetadataRequest(7), secret=c.secret))
-        dec = FrameDecoder(secret=c.secret)
-        got: list[object] = []
-        while len(got) < 4:
-            data = s.recv(65536)
-            assert data
-            got += [from_wire(o) for o in dec.feed(data)]
+    s, ch = connect(c.procs["broker-1"]["port"], "broker-1", c.secret)
+    with s:
+        s.sendall(b"".join(ch.encode(b) for b in bad) + ch.encode(to_wire(MetadataRequest(7))))
+        got = [from_wire(o) for o in read_until(s, ch, 4)]
     assert [type(m).__name__ for m in got] == ["ErrorResponse"] * 3 + ["MetadataResponse"]
     assert all(m.error.startswith("BadMessage") for m in got[:3])
     assert _wait_refusals(c, lines + 3) == lines + 3
