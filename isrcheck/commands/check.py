@@ -8,9 +8,11 @@ from typing import Any
 import click
 from rich.markup import escape
 
+from isrcheck.analyses import vacuity
 from isrcheck.commands import resources
+from isrcheck.commands.verdict import Verdict, decide
 from isrcheck.commands.options import (DESCRIPTIONS, config_opt, exit_with, emit_json, json_opt, model_arg, print_all,
-                                       set_opt, show_progress, verbose_opt)
+                                       set_opt, show_progress, strict_opt, verbose_opt)
 from isrcheck.engine.parallel import search
 from isrcheck.inputs import manifest
 from isrcheck.invariants import build_model
@@ -50,11 +52,13 @@ def _warn_symmetry(cfg: Any, symmetry: bool | None) -> None:
                    "kip-101, kip-279, kip-320-first-try or kip-320.")
 @click.option("--replicas", type=int, default=None, metavar="N", help="With --peer: the number of replicas (default 2).")
 @verbose_opt
+@strict_opt
 @resources.memory_option
 def check(name: str | None, config_file: str | None, overrides: tuple[str, ...], as_json: bool,
           max_depth: int | None, max_states: int | None, symmetry: bool | None, keep_going: bool,
           only: tuple[str, ...], liveness: bool | None, variant: str | None, workers: int, peer: str | None = None,
-          replicas: int | None = None, verbose: bool = False, max_memory: str | None = None) -> None:
+          replicas: int | None = None, verbose: bool = False, strict: bool = False,
+          max_memory: str | None = None) -> None:
     """Explore every reachable state of model NAME (see `isrcheck list`) or of --config FILE."""
     ceiling = resources.memory_ceiling(max_memory)  # a bad size: exit 2 before any work
     if peer is not None or replicas is not None:
@@ -81,6 +85,9 @@ def check(name: str | None, config_file: str | None, overrides: tuple[str, ...],
     live_props = live.applicable_liveness(target.config, wanted) if wanted != [] else []  # bad names fail early
     if protocol is not None:
         target = dataclasses.replace(target, label=f"{target.label} [{variant}]")
+    warnings = vacuity.static_warnings(target.config)
+    if not as_json:
+        _print_warnings(warnings)
     with resources.progress(as_json, f"checking {target.label}") as progress:
         result = search(model, workers=workers, max_depth=max_depth, max_states=max_states,
                         stop_on_first=not keep_going, progress=progress, max_memory=ceiling.limit,
@@ -91,11 +98,15 @@ def check(name: str | None, config_file: str | None, overrides: tuple[str, ...],
                 progress.set_label(f"liveness of {target.label}")
             lres = live.check(target.config, [p.name for p in live_props], protocol=protocol, max_states=max_states,
                               max_depth=max_depth, progress=progress)
+    after = vacuity.unused_budgets(target.config, result.coverage) if result.outcome in ("success", "vacuous") else []
+    if not as_json:
+        _print_warnings(after)
+    warnings += after
+    pins_apply = (target.entry is not None and not overrides and not variant and not only and max_depth is None
+                  and max_states is None and liveness is None)
+    verdict = decide(result, lres, warnings, strict, target.entry if pins_apply else None)
     if as_json:
-        out = json_form.result_to_json(target.label, target.config, result)
-        if lres is not None:
-            out["liveness"] = json_form.liveness_to_json(lres)
-        emit_json(out)
+        emit_json(json_form.check_to_json(target.label, target.config, result, lres, verdict_json(verdict)))
     else:
         console = terminal.make_console()
         console.print(f"[bold]{escape(target.label)}[/bold]  {escape(tables.config_line(target.config))}"
@@ -112,13 +123,36 @@ def check(name: str | None, config_file: str | None, overrides: tuple[str, ...],
                     console.print()
                     if verbose:
                         changes.print_verbose(console, lv.violation.trace, lv.violation.loop)
-        print_all(console, tables.check_summary(target.label, result, safety_selected=not only or bool(safety_only)))
+        shown = dataclasses.replace(result, coverage=with_untaken(target.config, result.coverage))
+        print_all(console, tables.check_summary(target.label, shown, safety_selected=not only or bool(safety_only)))
         if lres is not None:
             print_all(console, tables.liveness_summary(target.label, lres))
+        print_all(console, tables.overall_lines(target.label, verdict_json(verdict), result, lres))
     if result.limit_hit == "memory":
         resources.report_limit(ceiling)
-    live_ok = lres is None or all(v.holds for v in lres.verdicts)
-    exit_with(0 if result.outcome == "success" and live_ok else 1)
+    exit_with(verdict.exit_status)
+
+
+def _print_warnings(warnings: list[vacuity.VacuityWarning]) -> None:
+    """Each vacuity warning as one ``warning:`` line on stderr (JSON carries them in ``warnings``)."""
+    for w in warnings:
+        click.echo(f"warning: {w.message}", err=True)
+
+
+def with_untaken(cfg: Any, coverage: dict[str, int]) -> dict[str, int]:
+    """The coverage with every budgeted action the configuration allows and the search never took
+    at 0, so that a missing QuickRestart shows as a row of 0 rather than as no row at all."""
+    out = dict(coverage)
+    for name in vacuity.budgeted_actions(cfg):
+        out.setdefault(name, 0)
+    return out
+
+
+def verdict_json(v: Verdict) -> dict[str, Any]:
+    """The verdict's part of the JSON (and what the text headline reads): outcome, found, the
+    warnings, the pins and the exit status."""
+    return {"outcome": v.outcome, "found": v.found, "exit_status": v.exit_status, "strict": v.strict,
+            "warnings": [w.to_json() for w in v.warnings], "pins": v.pins_json()}
 
 
 def _liveness_wanted(target: Any, flag: bool | None, named: list[str], chosen: bool) -> list[str] | None:

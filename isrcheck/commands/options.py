@@ -28,6 +28,10 @@ verbose_opt = click.option("--verbose", "-v", is_flag=True,
                            help="Below each trace table, every field of the state: the initial state in full, "
                                 "then every field each step changed (queues, remote LEOs, controller states, ...).")
 
+strict_opt = click.option("--strict", is_flag=True,
+                          help="Fail (exit 1, outcome vacuous) when a part of the configuration never takes effect: "
+                               "the warning: lines, e.g. a quick restart budgeted with no crash to follow.")
+
 
 def emit_json(obj: Any) -> None:
     """``--json``: exactly one JSON object on stdout."""
