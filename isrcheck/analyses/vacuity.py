@@ -84,11 +84,13 @@ def static_warnings(cfg: Config) -> list[VacuityWarning]:
         warn("faults.isr_shrinks",
              f"faults.isr_shrinks = {f.isr_shrinks} can never take effect: with replication_factor = "
              f"{cfg.replication_factor} no ISR has a follower to remove")
+    current = {p: tuple(ar) for p, ar in enumerate(cfg.assignment)}  # as the reassignments run, in order
     for i, r in enumerate(o.reassignments):
-        if 0 <= r.partition < len(cfg.assignment) and tuple(r.target) == tuple(cfg.assignment[r.partition]):
+        if current.get(r.partition) == tuple(r.target):
             warn(f"operations.reassignments[{i}]",
                  f"operations.reassignments[{i}] moves nothing: its target {list(r.target)} is partition "
-                 f"{r.partition}'s current assignment")
+                 f"{r.partition}'s assignment when it is requested")
+        current[r.partition] = tuple(r.target)
     if cfg.acks == "1" and cfg.min_insync_replicas > 1:
         warn("min_insync_replicas",
              f"min_insync_replicas = {cfg.min_insync_replicas} is ignored: with acks = \"1\" the leader "

@@ -21,7 +21,7 @@ from isrcheck.model.brokersets import render as render_set
 from isrcheck.model.config import Config, settings
 from isrcheck.model.records import render_log
 from isrcheck.model.state import NO_LEADER, State
-from isrcheck.render.tablefit import fit_width
+from isrcheck.render.tablefit import fit_width, print_wide
 
 CHANGED = "bold yellow"
 LOOP_MARK = "\u21ba"  # the row where a lasso's loop starts
@@ -328,6 +328,14 @@ def simulation_summary(label: str, result: Any) -> list[RenderableType]:
     out.append(Text())
     out.append(_verdict_line(label, result, simulated=True))
     return out
+
+
+def plain_text(renderable: RenderableType, width: int = 120) -> str:
+    """A renderable as plain text at ``width`` columns (a trace table stacked to fit, as on a pipe):
+    for files that are not a terminal, such as a JUnit failure's body."""
+    console = Console(file=io.StringIO(), width=width, color_system=None, highlight=False, soft_wrap=False)
+    print_wide(console, renderable)
+    return "\n".join(line.rstrip() for line in console.file.getvalue().splitlines())  # type: ignore[attr-defined]
 
 
 # ============================================================================ manifest and gate

@@ -93,8 +93,25 @@ def test_gate_junit_failure_carries_the_mismatch_lines_liveness_included(cli, fa
     bad = next(c for c in cases if c.get("name") == "tiny")
     failure = bad.find("failure")
     assert failure is not None
-    assert failure.get("message").split("\n") == mismatches == failure.text.split("\n")
+    assert failure.get("message").split("\n") == mismatches == failure.text.split("\n")[:2]
+    # the body goes on with the command that reproduces it (no trace: the run found none)
+    assert failure.text.split("\n")[2:] == ["", "reproduce: isrcheck check tiny"]
     assert next(c for c in cases if c.get("name") == "tiny-crash").find("failure") is None
+
+
+def test_gate_junit_failure_body_has_the_counterexample_and_the_command(cli, fake_manifest, monkeypatch, tmp_path):
+    crash = next(e for e in fake_manifest if e.name == "tiny-crash")
+    _patch(monkeypatch, fake_manifest, "tiny-crash", length=crash.length + 1)
+    out = tmp_path / "gate.xml"
+    assert cli("gate", "tiny-crash", "--junit", str(out)).exit_code == 1
+    _, cases = _junit(out)
+    failure = cases[0].find("failure")
+    assert failure is not None and failure.get("message").startswith("length: expected")
+    text = failure.text
+    assert "reproduce: isrcheck check tiny-crash\n" in text
+    assert f"Counterexample: {crash.property} violated after {crash.length} steps" in text
+    assert "(initial state)" in text  # the trace's rows, as check prints them
+    assert all(len(line) <= 120 for line in text.splitlines())
 
 
 def test_gate_junit_a_crashing_model_is_an_error(cli, fake_manifest, crashing_rf2, tmp_path):
