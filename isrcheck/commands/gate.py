@@ -156,7 +156,8 @@ def gate(names: tuple[str, ...], everything: bool, variant: str | None, junit_fi
         write_junit(junit_file, "isrcheck gate" + (f" [{variant}]" if variant else ""), "isrcheck.gate", cases,
                     seconds)
     if as_json:
-        out = {"passed": not failed, "seconds": round(seconds, 6), "models": [_gate_row_json(r) for r in rows]}
+        out = {"outcome": "not_as_pinned" if failed else "as_pinned", "exit_status": 1 if failed else 0,
+               "passed": not failed, "seconds": round(seconds, 6), "models": [_gate_row_json(r) for r in rows]}
         if variant:
             out["variant"] = variant
         emit_json(out)
