@@ -20,7 +20,7 @@ from typing import Any
 import click
 from rich.markup import escape
 
-from isrcheck.commands.options import emit_json, json_opt
+from isrcheck.commands.options import Inputs, emit_json, input_options, json_opt
 from isrcheck.commands.usage import OneLineErrors, errors_as_lines
 from isrcheck.conformance import report
 from isrcheck.conformance.cover import GraphTooLarge, cover
@@ -30,7 +30,9 @@ from isrcheck.conformance.replay import conform_trace
 from isrcheck.conformance.selflog import validate_selflogs
 from isrcheck.conformance.traces import TraceError, load_trace, trace_from_steps, write_trace
 from isrcheck.engine.liveness import LivenessError
-from isrcheck.inputs import manifest
+from isrcheck.engine.checker import Checker
+from isrcheck.inputs import manifest, targets
+from isrcheck.invariants import build_model
 from isrcheck.inputs.tracefile import replay_trace
 from isrcheck.invariants.variants import load_variant, variant_option
 from isrcheck.model.config import ConfigError
@@ -268,28 +270,51 @@ def traces() -> None:
 
 
 @traces.command("export", short_help="Write a model's counterexample (or sample paths) to a file.")
-@click.argument("name", metavar="MODEL")
+@input_options
 @click.option("--out", "out", required=True, metavar="FILE", help="Where to write (samples: FILE-1, FILE-2, ...).")
 @click.option("--format", "fmt", type=click.Choice(["jsonl", "itf"]), default=None,
               help="Default: itf for names ending in .itf.json, otherwise jsonl.")
-@click.option("--set", "overrides", multiple=True, metavar="KEY=VALUE", help="Override a configuration key.")
 @click.option("--samples", type=click.IntRange(min=1, max=10_000), default=1, show_default=True,
               help="For a model where every property holds: how many random paths to write.")
 @click.option("--seed", type=int, default=0, show_default=True, help="Seed of the random paths.")
 @click.option("--max-depth", type=click.IntRange(min=1, max=10_000), default=30, show_default=True,
               help="Longest random path, in actions.")
-@click.option("--property", "prop", metavar="NAME", default=None,
-              help="Write this property's counterexample only: a safety property's shortest one, or a "
-                   "liveness property's lasso (loop marked in the file); an error if it holds.")
-@variant_option
 @_user_errors
-def export_cmd(name: str, out: str, fmt: str | None, overrides: tuple[str, ...], samples: int, seed: int,
-               max_depth: int, prop: str | None, variant: str | None) -> None:
-    """Write MODEL's shortest counterexample to --out; when every property holds, write --samples
-    seeded random paths instead. With --property NAME, write NAME's counterexample (for a liveness
-    property a lasso: a path whose end repeats forever); exit 2 when NAME holds."""
-    tg = manifest.resolve(name, None, overrides)
+def export_cmd(inputs: Inputs, out: str, fmt: str | None, samples: int, seed: int, max_depth: int) -> None:
+    """Write NAME's shortest counterexample to --out (NAME: a model, a scenario or trace file, or
+    --config FILE); when every property holds, write --samples seeded random paths instead. With
+    --property NAME, write NAME's counterexample (for a liveness property a lasso: a path whose end
+    repeats forever); exit 2 when NAME holds. --keep-going writes one file per broken property."""
+    if inputs.peer is not None:
+        raise ConfigError("--peer: the TLA+ transcription's traces are not in the model's vocabulary; "
+                          "`isrcheck check --peer MODULE` prints them")
+    if len(inputs.only) > 1:
+        raise ConfigError("traces export writes one property's trace: give one --property NAME "
+                          "(or --keep-going for every broken property)")
+    tg = targets.resolve(inputs.name, inputs.config_file, inputs.overrides)
+    variant = inputs.variant
     protocol = load_variant(variant)(tg.config) if variant else None
+    props: list[str | None] = list(inputs.only) or [None]
+    if inputs.keep_going and not inputs.only:
+        model = build_model(tg.config, protocol=protocol, symmetry=tg.symmetry,
+                            properties=list(tg.properties) if tg.properties else None)
+        found = Checker(model, stop_on_first=False).run()
+        props = list(dict.fromkeys(v.property for v in found.violations)) or [None]
+    for i, prop in enumerate(props):
+        path = out if len(props) == 1 else _numbered(out, prop or str(i))
+        _export_one(tg, path, fmt, samples, seed, max_depth, prop, protocol)
+
+
+def _numbered(out: str, tag: str) -> str:
+    """``trace.jsonl`` -> ``trace-NoCommittedWriteLost.jsonl`` (one file per property)."""
+    for suffix in (".itf.json", ".jsonl", ".json"):
+        if out.endswith(suffix):
+            return f"{out[:-len(suffix)]}-{tag}{suffix}"
+    return f"{out}-{tag}"
+
+
+def _export_one(tg: Any, out: str, fmt: str | None, samples: int, seed: int, max_depth: int, prop: str | None,
+                protocol: Any) -> None:
     res = export(tg, out, fmt, n=samples, seed=seed, max_depth=max_depth, property=prop, protocol=protocol)
     for f, t in zip(res.files, res.traces):
         if res.kind == "lasso":

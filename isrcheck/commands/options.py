@@ -14,6 +14,7 @@ from typing import Any, NoReturn, TypeVar
 
 import click
 
+from isrcheck.invariants.variants import variant_option
 from isrcheck.render.terminal import is_terminal
 from isrcheck.specs.properties import descriptions
 
@@ -66,9 +67,7 @@ _INPUT_OPTIONS: list[Callable[[Any], Any]] = [
     click.argument("name", required=False, metavar="[NAME|FILE]"),
     config_opt,
     set_opt,
-    click.option("--variant", metavar="MODULE:ATTR",
-                 help="Run the model with this protocol variant (a Protocol subclass, or a function config -> "
-                      "Protocol): module:attr or path/to/file.py:attr."),
+    variant_option,  # --variant MODULE:ATTR and --debug (invariants/variants.py, the one loader)
     click.option("--property", "only", multiple=True, metavar="NAME",
                  help="Check only this property (repeatable; the sometimes-properties always stay). A liveness "
                       "property's name checks it under fairness."),

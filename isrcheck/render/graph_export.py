@@ -119,8 +119,19 @@ class StateGraph:
 def counterexample_of(model: KafkaModel, max_depth: int | None = None,
                       max_states: int | None = None) -> Violation | None:
     """The counterexample ``isrcheck check`` prints first (shortest, first found), or None."""
-    result = Checker(model, max_depth=max_depth, max_states=max_states).run()
-    return result.violations[0] if result.violations else None
+    found = counterexamples_of(model, max_depth, max_states)
+    return found[0] if found else None
+
+
+def counterexamples_of(model: KafkaModel, max_depth: int | None = None, max_states: int | None = None,
+                       keep_going: bool = False) -> list[Violation]:
+    """The counterexamples ``isrcheck check`` prints: the first, or with ``keep_going`` one per property."""
+    return Checker(model, max_depth=max_depth, max_states=max_states, stop_on_first=not keep_going).run().violations
+
+
+def mark_counterexample(sg: StateGraph, model: KafkaModel, v: Violation) -> None:
+    """Mark one more counterexample on a built graph (``graph --keep-going``: one per property)."""
+    _mark(sg.graph, model, v)
 
 
 def build_state_graph(model: KafkaModel, label: str, *, max_states: int = DEFAULT_MAX_STATES,
@@ -168,7 +179,8 @@ def build_state_graph(model: KafkaModel, label: str, *, max_states: int = DEFAUL
 def _mark(G: nx.MultiDiGraph, model: KafkaModel, v: Violation) -> None:
     """Mark the counterexample's nodes and edges (``counterexample=True``); a last step that broke a
     state machine has no target state, so its source node carries ``fault`` (the action) instead."""
-    G.graph["counterexample"] = f"{v.property} broken after {v.length} step{'s' if v.length != 1 else ''}"
+    text = f"{v.property} broken after {v.length} step{'s' if v.length != 1 else ''}"
+    G.graph["counterexample"] = f"{G.graph['counterexample']}; {text}" if G.graph.get("counterexample") else text
     prev: str | None = None
     for st in v.trace:
         if st.state is None:
