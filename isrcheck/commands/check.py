@@ -65,7 +65,8 @@ def check(inputs: Inputs, as_json: bool, max_depth: int | None, max_states: int 
     else:
         console = terminal.make_console()
         console.print(f"[bold]{escape(target.label)}[/bold]  {escape(tables.config_line(target.config))}"
-                      f"  symmetry={'on' if ev.model.symmetry else 'off'}", highlight=False)
+                      f"  symmetry={'on' if ev.model.symmetry else 'off'}", highlight=False,
+                      width=tablefit.fit_width(console))
         traces = list(result.violations) + [lv.violation for lv in (lres.verdicts if lres else [])
                                             if lv.violation is not None]
         for v in traces:

@@ -18,6 +18,7 @@ from isrcheck.invariants import build_model
 from isrcheck.invariants import liveness as live
 from isrcheck.invariants.variants import load_variant
 from isrcheck.render import tables, terminal
+from isrcheck.render.tablefit import fit_width
 from isrcheck.specs.manifest import ManifestError, select
 
 
@@ -163,18 +164,19 @@ def gate(names: tuple[str, ...], everything: bool, variant: str | None, junit_fi
         emit_json(out)
     else:
         console = terminal.make_console()
-        console.print(tables.gate_table(rows))
+        width = fit_width(console)  # the terminal's, else 120 columns: the table folds its cells to fit
+        console.print(tables.gate_table(rows), width=width)
         for r in rows:
             for w in (r["verdict"].warnings if r["verdict"] is not None else []):
                 click.echo(f"warning: {r['entry'].name}: {w.message}", err=True)
         for r in failed:
             for m in r["mismatches"]:
-                console.print(f"[bold red]FAIL[/bold red] [bold]{r['entry'].name}[/bold]: {escape(m)}", highlight=False)
+                console.print(f"[bold red]FAIL[/bold red] [bold]{r['entry'].name}[/bold]: {escape(m)}", highlight=False, width=width)
         under = f" under variant {escape(variant)}" if variant else ""
         if failed:
             console.print(f"[bold red]gate failed:[/bold red] {len(failed)} of {len(rows)} models differ from "
-                          f"specs/models.toml{under} ({seconds:.1f} s)", highlight=False)
+                          f"specs/models.toml{under} ({seconds:.1f} s)", highlight=False, width=width)
         else:
             console.print(f"[bold green]gate passed:[/bold green] all {len(rows)} models as expected{under} "
-                          f"({seconds:.1f} s)", highlight=False)
+                          f"({seconds:.1f} s)", highlight=False, width=width)
     exit_with(1 if failed else 0)

@@ -15,6 +15,7 @@ from typing import Any, NoReturn, TypeVar
 import click
 
 from isrcheck.invariants.variants import variant_option
+from isrcheck.render.tablefit import fit_width
 from isrcheck.render.terminal import is_terminal
 from isrcheck.specs.properties import descriptions
 
@@ -114,5 +115,8 @@ def exit_with(code: int) -> NoReturn:
 
 
 def print_all(console: Any, items: Sequence[Any]) -> None:
+    """Summaries, grids and verdict lines at the fitted width (the terminal's, else 120 columns on a
+    pipe): the console itself is wider on a pipe only so that a trace table never wraps."""
+    width = fit_width(console)
     for item in items:
-        console.print(item)
+        console.print(item, width=width)
