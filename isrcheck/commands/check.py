@@ -55,7 +55,7 @@ def check(inputs: Inputs, as_json: bool, max_depth: int | None, max_states: int 
 
         exit_with(check_peer(i.peer, 2 if replicas is None else replicas, bool(symmetry), i.only, max_depth,
                              max_states, i.keep_going, workers, as_json, show_progress(as_json), ceiling))
-    with resources.progress(as_json, f"checking {inputs.name or inputs.config_file}") as progress:
+    with resources.progress(as_json, f"checking {inputs.name or inputs.config_file}", limit=ceiling.limit) as progress:
         ev = evaluate(inputs, max_depth=max_depth, max_states=max_states, symmetry=symmetry, liveness=liveness,
                       workers=workers, progress=progress, max_memory=ceiling.limit,
                       progress_every=resources.report_every(), on_warning=None if as_json else warning_line)

@@ -59,7 +59,7 @@ def simulate(inputs: Inputs, seed: int, walks: int, max_depth: int, strategy: st
     if not as_json:
         for w in warnings:
             click.echo(f"warning: {w.message}", err=True)
-    with resources.progress(as_json, f"simulating {target.label}", "walks left") as progress:
+    with resources.progress(as_json, f"simulating {target.label}", "walks left", ceiling.limit) as progress:
         result = run_simulation(model, seed=seed, walks=walks, max_depth=max_depth, progress=progress,
                                 progress_every=resources.report_every(), max_memory=ceiling.limit, strategy=strategy, shrink=shrink)
     if as_json:
