@@ -35,7 +35,7 @@ from isrcheck.invariants.variants import load_variant
 from isrcheck.model.actions import Action
 from isrcheck.model.config import ConfigError
 from isrcheck.render import tables
-from isrcheck.render.graph_export import (DEFAULT_MAX_STATES, FORMATS, GraphTooLarge, build_state_graph,
+from isrcheck.render.graph_export import (DEFAULT_MAX_STATES, FORMATS, READABLE_STATES, GraphTooLarge, build_state_graph,
                                           counterexamples_of, format_for, mark_counterexample, render_graph)
 from isrcheck.render.html_report import Report, render_report, trace_coverage
 
@@ -107,6 +107,10 @@ def graph(inputs: Inputs, symmetry: bool | None, fmt: str | None, out: str | Non
     if not sg.complete:
         click.echo(f"warning: the graph is truncated by the {g['truncated_by']} limit: {g['states']:,} states "
                    "exported, not every reachable one", err=True)
+    if fmt == "dot" and g["states"] > READABLE_STATES:
+        click.echo(f"warning: {g['states']:,} states are too many to read as a drawing (Graphviz lays them out "
+                   f"thousands of pixels wide); `isrcheck report {target.label}` shows the counterexample step by "
+                   f"step, and --max-depth N draws only the first levels", err=True)
     if out is None:
         click.echo(text, nl=False)
         return
