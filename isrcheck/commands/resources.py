@@ -162,6 +162,11 @@ def report_limit(ceiling: Ceiling) -> None:
         f"raise it with --max-memory SIZE or {MEMORY_ENV}=SIZE (0 or none: no ceiling)")
 
 
+def progress_seconds() -> float:
+    """How often a piped progress line is printed: ISRCHECK_PROGRESS_SECONDS, else 5 s."""
+    return _progress_seconds()
+
+
 def _progress_seconds() -> float:
     raw = os.environ.get(PROGRESS_ENV)
     if raw is None or not raw.strip():
