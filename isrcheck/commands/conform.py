@@ -31,7 +31,8 @@ from isrcheck.conformance.selflog import validate_selflogs
 from isrcheck.conformance.traces import TraceError, load_trace, trace_from_steps, write_trace
 from isrcheck.engine.liveness import LivenessError
 from isrcheck.engine.checker import Checker
-from isrcheck.inputs import manifest, targets
+from isrcheck.inputs import manifest
+from isrcheck.inputs import targets as target_forms
 from isrcheck.invariants import build_model
 from isrcheck.inputs.tracefile import replay_trace
 from isrcheck.invariants.variants import load_variant, variant_option
@@ -108,7 +109,9 @@ def conform(trace_files: tuple[str, ...], models: tuple[str, ...], config_file: 
             _save(t.config, failed[0].actions[: failed[0].divergence.index], save_failure, t.label,  # type: ignore[union-attr]
                   factory)
         if junit_file:
-            _junit(junit_file, "traces", [(r.label, r.seconds, r.divergence, r.skipped, r.steps) for r in results])
+            extra = (f" --against {against}" if against != "trace" else "") + (f" --variant {variant}" if variant else "")
+            _junit(junit_file, "traces", [(r.label, r.seconds, r.divergence, r.skipped, r.steps) for r in results],
+                   [f"isrcheck conform {f}{extra}" for f in trace_files])
         if as_json:
             emit_json({"mode": "traces", "ok": not failed and any(r.ok for r in results),
                    "results": [report.conform_json(r) for r in results]})
@@ -136,7 +139,10 @@ def conform(trace_files: tuple[str, ...], models: tuple[str, ...], config_file: 
             _save(tg.config, rep.failing_path, save_failure, tg.label, factory)
     if junit_file:
         _junit(junit_file, f"cover {mode}", [(r.label, r.build_seconds + r.seconds, r.divergence, r.skipped, None)
-                                             for r in reports])
+                                             for r in reports],
+               [f"isrcheck conform {f'--model {m}' if models else f'--config {config_file}'} --cover {mode}"
+                + "".join(f" --set {o}" for o in overrides) + (f" --variant {variant}" if variant else "")
+                for m in (models or (None,))])
     if as_json:
         emit_json({"mode": "cover", "ok": all(r.ok for r in reports), "results": [report.cover_json(r) for r in reports]})
     else:
@@ -152,18 +158,23 @@ def conform(trace_files: tuple[str, ...], models: tuple[str, ...], config_file: 
     raise click.exceptions.Exit(0 if all(r.ok for r in reports) else 1)
 
 
-def _junit(path: str, what: str, rows: list[tuple[str, float, Any, str | None, int | None]]) -> None:
-    """The JUnit report of a conform run: ``rows`` are (label, seconds, divergence, skipped, steps)."""
+def _junit(path: str, what: str, rows: list[tuple[str, float, Any, str | None, int | None]],
+           commands: list[str]) -> None:
+    """The JUnit report of a conform run: ``rows`` are (label, seconds, divergence, skipped, steps),
+    ``commands`` the command that reruns each row; a divergence's body is that command and the
+    divergence table as `conform` prints it."""
     from isrcheck.render.junit import Case, write_junit
 
     cases = []
-    for label, seconds, div, skipped, steps in rows:
+    for (label, seconds, div, skipped, steps), command in zip(rows, commands):
         failures = []
+        body = ""
         if div is not None:
             of = f" of {steps}" if steps is not None else ""
             failures = [f"diverges at {div.summary()}".replace(f"at step {div.index} ", f"at step {div.index}{of} ", 1)]
             failures += [f"{d.path}: model {d.expected!r}, implementation {d.actual!r}" for d in div.differences]
-        cases.append(Case(label, seconds, failures=failures, skipped=skipped))
+            body = f"reproduce: {command}\n\n" + tables.plain_text(report.divergence_table(div))
+        cases.append(Case(label, seconds, failures=failures, skipped=skipped, body=body))
     write_junit(path, f"isrcheck conform ({what})", "isrcheck.conform", cases)
 
 
@@ -291,7 +302,7 @@ def export_cmd(inputs: Inputs, out: str, fmt: str | None, samples: int, seed: in
     if len(inputs.only) > 1:
         raise ConfigError("traces export writes one property's trace: give one --property NAME "
                           "(or --keep-going for every broken property)")
-    tg = targets.resolve(inputs.name, inputs.config_file, inputs.overrides)
+    tg = target_forms.resolve(inputs.name, inputs.config_file, inputs.overrides)
     variant = inputs.variant
     protocol = load_variant(variant)(tg.config) if variant else None
     props: list[str | None] = list(inputs.only) or [None]

@@ -149,7 +149,8 @@ def test_gate_variant_that_breaks_a_property_fails_with_the_mismatch(cli, tmp_pa
 def test_gate_variant_text_output_names_the_variant(cli):
     res = cli("gate", "clean-election-isr-shrink", "--variant", EAGER)
     assert res.exit_code == 1
-    assert "NoCommittedWriteLost" in res.stdout and f"under variant {EAGER}" in res.stdout
+    out = " ".join(res.stdout.split())  # lines wrap at 120 columns on a pipe
+    assert "NoCommittedWriteLost" in out and f"under variant {EAGER}" in out
 
 
 def test_gate_variant_that_cannot_load_is_an_input_error(cli, fake_manifest, assert_input_error):
@@ -208,6 +209,10 @@ def test_conform_junit_failure_names_the_divergence(cli, exported, tmp_path, mon
     lines = failure.get("message").split("\n")
     assert lines[0].startswith("diverges at step 2 of ") and "Produce(1, 0)" in lines[0]
     assert lines[1] == "partitions[0].hw: model 1, implementation 0"
+    # the body: the same lines, the command that reruns this trace, the divergence table
+    body = failure.text.split("\n")
+    assert body[:2] == lines and f"reproduce: isrcheck conform {exported[1]}" in body
+    assert any("partitions[0].hw" in line for line in body[3:])
 
 
 def test_conform_junit_cover_one_testcase_per_model(cli, tmp_path, monkeypatch):
