@@ -42,6 +42,11 @@ def test_check_outcomes_validate(cli, fake_manifest, crash_config, small_config)
     assert _check(cli, "--config", str(small_config), "--max-depth", "1")["outcome"] == "incomplete"
 
 
+def test_check_peer_validates(cli):
+    doc = _check(cli, "--peer", "truncate-to-hw", "--property", "StrongIsr")
+    assert doc["outcome"] == "safety_failure" and doc["exit_status"] == 1
+
+
 def test_a_liveness_failure_is_the_outcome(cli):
     """The issue's first example: `check undetected-restart --liveness --json` exited 1 with
     outcome success and no violations."""
