@@ -62,9 +62,13 @@ def simulate(inputs: Inputs, seed: int, walks: int, max_depth: int, strategy: st
     with resources.progress(as_json, f"simulating {target.label}", "walks left", ceiling.limit) as progress:
         result = run_simulation(model, seed=seed, walks=walks, max_depth=max_depth, progress=progress,
                                 progress_every=resources.report_every(), max_memory=ceiling.limit, strategy=strategy, shrink=shrink)
+    # --strict: a part of the configuration that never takes effect fails the run, as in check
+    vacuous = inputs.strict and bool(warnings) and result.outcome == "success"
+    outcome = "vacuous" if vacuous else result.outcome
     if as_json:
         emit_json(json_form.simulation_to_json(target.label, target.config, result)
-                  | {"limit_hit": result.limit_hit, "warnings": [w.to_json() for w in warnings]})
+                  | {"outcome": outcome, "limit_hit": result.limit_hit, "strict": inputs.strict,
+                     "warnings": [w.to_json() for w in warnings]})
     else:
         console = terminal.make_console()
         console.print(f"[bold]{escape(target.label)}[/bold]  {escape(tables.config_line(target.config))}  seed={seed}",
@@ -73,6 +77,9 @@ def simulate(inputs: Inputs, seed: int, walks: int, max_depth: int, strategy: st
             tablefit.print_wide(console, tables.violation_table(v, DESCRIPTIONS.get(v.property, "")))
             console.print()
         print_all(console, tables.simulation_summary(target.label, result))
+        if vacuous:
+            print_all(console, [f"{target.label}: VACUOUS - {len(warnings)} part(s) of the configuration never "
+                                "take effect (--strict)"])
     if result.limit_hit == "memory":
         resources.report_limit(ceiling)
-    exit_with(0 if result.outcome == "success" and not (inputs.strict and warnings) else 1)
+    exit_with(0 if outcome == "success" else 1)

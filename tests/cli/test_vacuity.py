@@ -71,3 +71,30 @@ def test_an_unused_budget_after_the_search_is_named():
     assert [(w.key, w.kind) for w in found] == [("faults.controller_failovers", "coverage")]
     assert "ControllerFailover was never taken" in found[0].message
     assert vacuity.unused_budgets(cfg, {"Crash": 3, "ControllerFailover": 1}) == []
+
+
+def test_simulate_warns_and_strict_fails_with_the_same_outcome(cli, tmp_path):
+    path = _write(tmp_path, CASES["min ISR with acks=1"][0])
+    res = cli("simulate", "--config", path, "--walks", "20")
+    assert res.exit_code == 0 and "warning: min_insync_replicas = 2 is ignored" in res.stderr
+    code, doc = cli.json("simulate", "--config", path, "--walks", "20", "--strict", "--json")
+    assert code == 1 and doc["outcome"] == "vacuous" and doc["warnings"][0]["key"] == "min_insync_replicas"
+
+
+def test_gate_strict_fails_a_model_whose_configuration_is_vacuous(cli, fake_manifest, monkeypatch):
+    import dataclasses
+
+    from isrcheck.inputs import manifest
+    from isrcheck.model.config import Faults
+
+    tiny = next(e for e in fake_manifest if e.name == "tiny")
+    bounced = dataclasses.replace(tiny.config, faults=Faults(undetected_restarts=1))
+    patched = [dataclasses.replace(e, config=bounced) if e.name == "tiny" else e for e in fake_manifest]
+    monkeypatch.setattr(manifest, "load", lambda: list(patched))
+    code, doc = cli.json("gate", "tiny", "--json")
+    assert code == 0 and doc["models"][0]["warnings"][0]["key"] == "faults.undetected_restarts"
+    res = cli("gate", "tiny")
+    assert "warning: tiny: faults.undetected_restarts = 1 can never take effect" in res.stderr
+    code, doc = cli.json("gate", "tiny", "--json", "--strict")
+    assert code == 1 and doc["models"][0]["outcome"] == "vacuous"
+    assert any("--strict" in m for m in doc["models"][0]["mismatches"])
