@@ -52,6 +52,7 @@ def evaluate(inputs: Inputs, *, max_depth: int | None = None, max_states: int | 
     """Run the check the inputs ask for. ``on_warning`` is called for each vacuity warning as it is
     found (before the search for the static ones), so a terminal shows them before a long run."""
     target = resolve_target(inputs)
+    as_defined = symmetry is None  # a forced symmetry changes the state count the manifest pins
     symmetry = target.symmetry if symmetry is None else symmetry
     if symmetry and not symmetry_allowed(target.config):
         click.echo("warning: --symmetry forces reduction on a configuration where the model would not use it "
@@ -86,7 +87,7 @@ def evaluate(inputs: Inputs, *, max_depth: int | None = None, max_states: int | 
         if on_warning is not None:
             on_warning(w)
     pins_apply = (target.entry is not None and not inputs.changed and max_depth is None and max_states is None
-                  and liveness is None)
+                  and liveness is None and as_defined)
     verdict = decide(result, lres, warnings + after, inputs.strict, target.entry if pins_apply else None)
     return Evaluation(target, model, result, lres, verdict, safety_selected=not only or bool(safety_only))
 
