@@ -158,8 +158,9 @@ def _model_report(inputs: Inputs, symmetry: bool | None, liveness: bool | None, 
         bad = len(v.trace) - 1 if v.kind != "liveness" else None
         if len(traces) > 1:
             title += f" (the first of {len(traces)} broken properties listed above)"
-    cls = ("ok" if verdict.outcome in ("success", "as_pinned") and not verdict.warnings else
-           "fail" if verdict.found in ("safety_failure", "liveness_failure") or verdict.exit_status else "unknown")
+    # the page's colour is the protocol's: a pinned failure is still a counterexample (red)
+    cls = ("fail" if verdict.found in ("safety_failure", "liveness_failure") or verdict.exit_status else
+           "ok" if not verdict.warnings else "unknown")
     return Report(target.label, line.plain, cls, target.config, list(steps), trace_title=title, violation_step=bad,
                   loop=loop, details=details, figures=figures,
                   coverage=with_untaken(target.config, dict(result.coverage)),
