@@ -72,7 +72,7 @@ def simulate(inputs: Inputs, seed: int, walks: int, max_depth: int, strategy: st
     else:
         console = terminal.make_console()
         console.print(f"[bold]{escape(target.label)}[/bold]  {escape(tables.config_line(target.config))}  seed={seed}",
-                      highlight=False)
+                      highlight=False, width=tablefit.fit_width(console))
         for v in result.violations:
             tablefit.print_wide(console, tables.violation_table(v, DESCRIPTIONS.get(v.property, "")))
             console.print()
