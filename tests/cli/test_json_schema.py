@@ -12,7 +12,18 @@ import pytest
 
 from isrcheck.inputs import manifest
 
-from conftest import to_toml
+
+def to_toml(raw: dict) -> str:
+    """TOML for a flat configuration with one level of sub-tables (``from conftest import``
+    would pick whichever conftest.py pytest imported first)."""
+    lines = [f"{k} = {json.dumps(v)}" for k, v in raw.items() if not isinstance(v, dict)]
+    for k, v in raw.items():
+        if not isinstance(v, dict):
+            continue
+        lines.append(f"[{k}]")
+        lines.extend(f"{kk} = {json.dumps(vv)}" for kk, vv in v.items())
+    return "\n".join(lines) + "\n"
+
 
 ROOT = Path(__file__).resolve().parents[2]
 SCHEMA = json.loads((ROOT / "specs" / "check-result.schema.json").read_text())

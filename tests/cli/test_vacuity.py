@@ -3,6 +3,7 @@ part never takes effect, as a `warning:` line and in JSON; `--strict` makes that
 and the coverage table shows a budgeted action never taken instead of leaving it out."""
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -10,7 +11,18 @@ import pytest
 from isrcheck.analyses import vacuity
 from isrcheck.model.config import from_mapping
 
-from conftest import to_toml
+
+def to_toml(raw: dict) -> str:
+    """TOML for a flat configuration with one level of sub-tables (``from conftest import``
+    would pick whichever conftest.py pytest imported first)."""
+    lines = [f"{k} = {json.dumps(v)}" for k, v in raw.items() if not isinstance(v, dict)]
+    for k, v in raw.items():
+        if not isinstance(v, dict):
+            continue
+        lines.append(f"[{k}]")
+        lines.extend(f"{kk} = {json.dumps(vv)}" for kk, vv in v.items())
+    return "\n".join(lines) + "\n"
+
 
 BASE = {"brokers": 2, "replication_factor": 2, "max_records": 1}
 
