@@ -14,15 +14,19 @@ NATIVE_SOURCES := $(wildcard engine/*.py engine/*.c engine/*.h model/*.py model/
 .DEFAULT_GOAL := install
 .PHONY: install check test gate-all history bench bench-peer bench-variant bench-liveness bench-impl bench-spark bench-simulation system-deps clean
 
+# Installs are quiet: --quiet for pip, and no Python warnings from the build backend (setuptools'
+# "Editable installation" notice, printed on every editable install); errors still show in full.
+PIP := PYTHONWARNINGS=ignore $(PY) -m pip
+
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
-	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -e '.[test,spark]'
+	$(PIP) install --quiet --upgrade pip
+	$(PIP) install --quiet -e '.[test,spark]'
 	touch $(STAMP) $(NATIVE)
 
 ## the compiled build: the model, the properties and the engine, compiled by mypyc, and engine/_newtuple.c, model/_partshash.c, engine/_fptable.c, engine/_parentmap.c and engine/_codec.c (setup.py)
 $(NATIVE): $(NATIVE_SOURCES) | $(STAMP)
-	$(PY) -m pip install --quiet --no-deps -e .
+	$(PIP) install --quiet --no-deps -e .
 	touch $(NATIVE)
 
 ## install (the default): the virtual environment with the project installed and its hot path compiled

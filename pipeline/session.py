@@ -23,7 +23,9 @@ import shutil
 import subprocess
 import sys
 import tempfile
-from collections.abc import Iterator
+import threading
+import time
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -230,6 +232,41 @@ def spark_session(master: str | None = None, app_name: str = "isrcheck") -> Iter
         yield spark
     finally:
         spark.stop()
+
+
+def stage_text(spark: Any) -> str:
+    """What Spark is doing now, from its status tracker: ``stage 3: 5/8 tasks`` per active stage."""
+    try:
+        tracker = spark.sparkContext.statusTracker()
+        parts = []
+        for sid in sorted(tracker.getActiveStageIds()):
+            info = tracker.getStageInfo(sid)
+            if info is not None:
+                parts.append(f"stage {sid}: {info.numCompletedTasks}/{info.numTasks} tasks")
+    except Exception:  # noqa: BLE001 - a stopped context mid-report: say nothing of stages
+        return "Spark starting or stopping"
+    return "; ".join(parts) or "between Spark stages"
+
+
+@contextmanager
+def heartbeat(spark: Any, label: str, say: Callable[[str], None], every: float) -> Iterator[None]:
+    """While the block runs, call ``say`` every ``every`` seconds with the time so far and the
+    active stages' task counts. For a pipe or a CI log, where Spark's own console progress bar
+    (a terminal's) shows nothing and a long job would otherwise print nothing at all."""
+    stop = threading.Event()
+    start = time.monotonic()
+
+    def beat() -> None:
+        while not stop.wait(every):
+            say(f"{label}: {time.monotonic() - start:.0f} s  {stage_text(spark)}")
+
+    thread = threading.Thread(target=beat, name="isrcheck-heartbeat", daemon=True)
+    thread.start()
+    try:
+        yield
+    finally:
+        stop.set()
+        thread.join(timeout=5)
 
 
 class LazySession:

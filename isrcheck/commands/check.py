@@ -3,135 +3,83 @@
 from __future__ import annotations
 
 import dataclasses
-from typing import Any
 
 import click
 from rich.markup import escape
 
+from isrcheck.analyses.vacuity import VacuityWarning
 from isrcheck.commands import resources
-from isrcheck.commands.options import (config_opt, description_of, emit_json, exit_with, json_opt, model_arg,
-                                       print_all, protocol_for, set_opt, show_progress, verbose_opt)
-from isrcheck.engine.parallel import search
-from isrcheck.inputs import manifest
-from isrcheck.invariants import build_model
-from isrcheck.invariants import liveness as live
-from isrcheck.invariants.variants import variant_option
-from isrcheck.model.config import ConfigError
-from isrcheck.model.symmetry import symmetry_allowed
+from isrcheck.commands.evaluate import evaluate, verdict_json, with_untaken
+from isrcheck.commands.options import (Inputs, description_of, emit_json, exit_with, input_options, json_opt,
+                                       print_all, show_progress, verbose_opt)
 from isrcheck.render import changes, json_form, tablefit, tables, terminal
 
 
-def _warn_symmetry(cfg: Any, symmetry: bool | None) -> None:
-    if symmetry and not symmetry_allowed(cfg):
-        click.echo("warning: --symmetry forces reduction on a configuration where the model would not use it (no two brokers start out interchangeable)", err=True)
+def warning_line(w: VacuityWarning) -> None:
+    """A vacuity warning as one ``warning:`` line on stderr (JSON carries them in ``warnings``)."""
+    click.echo(f"warning: {w.message}", err=True)
 
 
 @click.command(short_help="Exhaustively check a model.")
-@model_arg
-@config_opt
-@set_opt
+@input_options
 @json_opt
 @click.option("--max-depth", type=click.IntRange(min=0), metavar="N", help="Explore at most this many steps deep.")
 @click.option("--max-states", type=click.IntRange(min=1), metavar="N", help="Stop after this many distinct states.")
 @click.option("--symmetry/--no-symmetry", default=None,
               help="Force broker-symmetry reduction on or off (default: the model's choice, on where sound).")
-@click.option("--keep-going", is_flag=True, help="Do not stop at the first violation; report one per property.")
-@click.option("--property", "only", multiple=True, metavar="NAME",
-              help="Check only this property (repeatable; the sometimes-properties always stay). A liveness "
-                   "property's name checks it under fairness.")
 @click.option("--liveness/--no-liveness", "liveness", default=None,
               help="Also check every liveness property that applies, under weak fairness of the healing actions "
                    "(default: those pinned for the model in specs/models.toml).")
-@variant_option
 @click.option("--workers", type=click.IntRange(min=1, max=64), default=1, show_default=True,
               help="Worker processes for the safety search (the result, traces included, is the same as with one).")
-@click.option("--peer", metavar="MODULE",
-              help="Check the transcription of the public TLA+ specification instead: truncate-to-hw, "
-                   "kip-101, kip-279, kip-320-first-try or kip-320.")
 @click.option("--replicas", type=int, default=None, metavar="N", help="With --peer: the number of replicas (default 2).")
 @verbose_opt
 @resources.memory_option
-def check(name: str | None, config_file: str | None, overrides: tuple[str, ...], as_json: bool,
-          max_depth: int | None, max_states: int | None, symmetry: bool | None, keep_going: bool,
-          only: tuple[str, ...], liveness: bool | None, variant: str | None, workers: int, peer: str | None = None,
-          replicas: int | None = None, verbose: bool = False, max_memory: str | None = None) -> None:
-    """Explore every reachable state of model NAME (see `isrcheck list`) or of --config FILE."""
+def check(inputs: Inputs, as_json: bool, max_depth: int | None, max_states: int | None, symmetry: bool | None,
+          liveness: bool | None, workers: int, replicas: int | None = None, verbose: bool = False,
+          max_memory: str | None = None) -> None:
+    """Explore every reachable state of NAME: a model (see `isrcheck list`), a scenario or trace
+    file (its configuration), or --config FILE.
+
+    A manifest model checked as the manifest defines it is compared with its pins, as `gate`
+    does: an expected failure is reported "as pinned" and exits 0."""
     ceiling = resources.memory_ceiling(max_memory)  # a bad size: exit 2 before any work
-    if peer is not None or replicas is not None:
-        if peer is None or name is not None or config_file is not None or overrides or variant or liveness or verbose:
+    if inputs.peer is not None or replicas is not None:
+        i = inputs
+        if i.peer is None or i.name is not None or i.config_file is not None or i.overrides or i.variant or liveness \
+                or verbose:
             click.echo("error: --peer MODULE takes no NAME, --config, --set, --variant, --liveness or --verbose; "
                        "--replicas needs --peer", err=True)
             exit_with(2)
         from isrcheck.commands.peer import check_peer
 
-        exit_with(check_peer(peer, 2 if replicas is None else replicas, bool(symmetry), only, max_depth, max_states,
-                         keep_going, workers, as_json, show_progress(as_json), ceiling))
-    target = manifest.resolve(name, config_file, overrides)
-    symmetry = target.symmetry if symmetry is None else symmetry
-    _warn_symmetry(target.config, symmetry)
-    safety_only = [n for n in only if n not in live.LIVENESS_NAMES]
-    liveness_only = [n for n in only if n in live.LIVENESS_NAMES]
-    if only:
-        properties: list[str] | None = safety_only
-    else:
-        properties = list(target.properties) if target.properties else None
-    wanted = _liveness_wanted(target, liveness, liveness_only, bool(only))
-    protocol, variant = protocol_for(target, variant)
-    model = build_model(target.config, protocol=protocol, symmetry=symmetry, properties=properties)
-    live_props = live.applicable_liveness(target.config, wanted) if wanted != [] else []  # bad names fail early
-    if protocol is not None:
-        target = dataclasses.replace(target, label=f"{target.label} [{variant}]")
-    with resources.progress(as_json, f"checking {target.label}") as progress:
-        result = search(model, workers=workers, max_depth=max_depth, max_states=max_states,
-                        stop_on_first=not keep_going, progress=progress, max_memory=ceiling.limit,
-                        progress_every=resources.report_every())
-        lres = None
-        if live_props and result.limit_hit != "memory":
-            if progress is not None:
-                progress.set_label(f"liveness of {target.label}")
-            lres = live.check(target.config, [p.name for p in live_props], protocol=protocol, max_states=max_states,
-                              max_depth=max_depth, progress=progress)
+        exit_with(check_peer(i.peer, 2 if replicas is None else replicas, bool(symmetry), i.only, max_depth,
+                             max_states, i.keep_going, workers, as_json, show_progress(as_json), ceiling))
+    with resources.progress(as_json, f"checking {inputs.name or inputs.config_file}", limit=ceiling.limit) as progress:
+        ev = evaluate(inputs, max_depth=max_depth, max_states=max_states, symmetry=symmetry, liveness=liveness,
+                      workers=workers, progress=progress, max_memory=ceiling.limit,
+                      progress_every=resources.report_every(), on_warning=None if as_json else warning_line)
+    target, result, lres, verdict = ev.target, ev.result, ev.lres, ev.verdict
     if as_json:
-        out = json_form.result_to_json(target.label, target.config, result, model.protocol.extension)
-        if lres is not None:
-            out["liveness"] = json_form.liveness_to_json(lres, model.protocol.extension)
-        emit_json(out)
+        emit_json(json_form.check_to_json(target.label, target.config, result, lres, verdict_json(verdict),
+                                          ev.model.protocol.extension))
     else:
         console = terminal.make_console()
         console.print(f"[bold]{escape(target.label)}[/bold]  {escape(tables.config_line(target.config))}"
-                      f"  symmetry={'on' if model.symmetry else 'off'}", highlight=False)
-        for v in result.violations:
-            tablefit.print_wide(console, tables.violation_table(v, description_of(v), model.protocol.extension))
+                      f"  symmetry={'on' if ev.model.symmetry else 'off'}", highlight=False,
+                      width=tablefit.fit_width(console))
+        traces = list(result.violations) + [lv.violation for lv in (lres.verdicts if lres else [])
+                                            if lv.violation is not None]
+        for v in traces:
+            tablefit.print_wide(console, tables.violation_table(v, description_of(v), ev.model.protocol.extension))
             console.print()
             if verbose:
-                changes.print_verbose(console, v.trace, v.loop, model.protocol.extension)
-        if lres is not None:
-            for lv in lres.verdicts:
-                if lv.violation is not None:
-                    tablefit.print_wide(console, tables.violation_table(lv.violation, description_of(lv.violation), model.protocol.extension))
-                    console.print()
-                    if verbose:
-                        changes.print_verbose(console, lv.violation.trace, lv.violation.loop, model.protocol.extension)
-        print_all(console, tables.check_summary(target.label, result, safety_selected=not only or bool(safety_only)))
+                changes.print_verbose(console, v.trace, v.loop, ev.model.protocol.extension)
+        shown = dataclasses.replace(result, coverage=with_untaken(target.config, result.coverage))
+        print_all(console, tables.check_summary(target.label, shown, safety_selected=ev.safety_selected))
         if lres is not None:
             print_all(console, tables.liveness_summary(target.label, lres))
+        print_all(console, tables.overall_lines(target.label, verdict_json(verdict), result, lres))
     if result.limit_hit == "memory":
         resources.report_limit(ceiling)
-    live_ok = lres is None or all(v.holds for v in lres.verdicts)
-    exit_with(0 if result.outcome == "success" and live_ok else 1)
-
-
-def _liveness_wanted(target: Any, flag: bool | None, named: list[str], chosen: bool) -> list[str] | None:
-    """Which liveness properties a check asks for: those named with --property, else every
-    applicable one (--liveness, returned as None), none (--no-liveness, or --property naming only
-    safety properties), or by default those the manifest pins for the model."""
-    if named:
-        if flag is False:
-            raise ConfigError("--no-liveness contradicts --property " + ", ".join(named))
-        return named
-    if flag is True:
-        return None
-    if flag is False or target.entry is None or chosen:
-        return []
-    # the pins of the model, less those an override (--set) made meaningless
-    return [e.property for e in target.entry.liveness if live.applies(e.property, target.config)]
+    exit_with(verdict.exit_status)

@@ -20,7 +20,7 @@ from typing import Any
 import click
 from rich.markup import escape
 
-from isrcheck.commands.options import emit_json, json_opt, protocol_for
+from isrcheck.commands.options import Inputs, emit_json, input_options, json_opt, protocol_for
 from isrcheck.commands.usage import OneLineErrors, errors_as_lines
 from isrcheck.conformance import report
 from isrcheck.conformance.cover import GraphTooLarge, cover
@@ -30,7 +30,10 @@ from isrcheck.conformance.replay import conform_trace
 from isrcheck.conformance.selflog import validate_selflogs
 from isrcheck.conformance.traces import TraceError, load_trace, trace_from_steps, write_trace
 from isrcheck.engine.liveness import LivenessError
+from isrcheck.engine.checker import Checker
 from isrcheck.inputs import manifest
+from isrcheck.inputs import targets as target_forms
+from isrcheck.invariants import build_model
 from isrcheck.inputs.tracefile import replay_trace
 from isrcheck.invariants.variants import load_variant, variant_option
 from isrcheck.model.config import ConfigError
@@ -106,7 +109,9 @@ def conform(trace_files: tuple[str, ...], models: tuple[str, ...], config_file: 
             _save(t.config, failed[0].actions[: failed[0].divergence.index], save_failure, t.label,  # type: ignore[union-attr]
                   factory)
         if junit_file:
-            _junit(junit_file, "traces", [(r.label, r.seconds, r.divergence, r.skipped, r.steps) for r in results])
+            extra = (f" --against {against}" if against != "trace" else "") + (f" --variant {variant}" if variant else "")
+            _junit(junit_file, "traces", [(r.label, r.seconds, r.divergence, r.skipped, r.steps) for r in results],
+                   [f"isrcheck conform {f}{extra}" for f in trace_files])
         if as_json:
             emit_json({"mode": "traces", "ok": not failed and any(r.ok for r in results),
                    "results": [report.conform_json(r) for r in results]})
@@ -134,7 +139,10 @@ def conform(trace_files: tuple[str, ...], models: tuple[str, ...], config_file: 
             _save(tg.config, rep.failing_path, save_failure, tg.label, factory)
     if junit_file:
         _junit(junit_file, f"cover {mode}", [(r.label, r.build_seconds + r.seconds, r.divergence, r.skipped, None)
-                                             for r in reports])
+                                             for r in reports],
+               [f"isrcheck conform {f'--model {m}' if models else f'--config {config_file}'} --cover {mode}"
+                + "".join(f" --set {o}" for o in overrides) + (f" --variant {variant}" if variant else "")
+                for m in (models or (None,))])
     if as_json:
         emit_json({"mode": "cover", "ok": all(r.ok for r in reports), "results": [report.cover_json(r) for r in reports]})
     else:
@@ -150,18 +158,23 @@ def conform(trace_files: tuple[str, ...], models: tuple[str, ...], config_file: 
     raise click.exceptions.Exit(0 if all(r.ok for r in reports) else 1)
 
 
-def _junit(path: str, what: str, rows: list[tuple[str, float, Any, str | None, int | None]]) -> None:
-    """The JUnit report of a conform run: ``rows`` are (label, seconds, divergence, skipped, steps)."""
+def _junit(path: str, what: str, rows: list[tuple[str, float, Any, str | None, int | None]],
+           commands: list[str]) -> None:
+    """The JUnit report of a conform run: ``rows`` are (label, seconds, divergence, skipped, steps),
+    ``commands`` the command that reruns each row; a divergence's body is that command and the
+    divergence table as `conform` prints it."""
     from isrcheck.render.junit import Case, write_junit
 
     cases = []
-    for label, seconds, div, skipped, steps in rows:
+    for (label, seconds, div, skipped, steps), command in zip(rows, commands):
         failures = []
+        body = ""
         if div is not None:
             of = f" of {steps}" if steps is not None else ""
             failures = [f"diverges at {div.summary()}".replace(f"at step {div.index} ", f"at step {div.index}{of} ", 1)]
             failures += [f"{d.path}: model {d.expected!r}, implementation {d.actual!r}" for d in div.differences]
-        cases.append(Case(label, seconds, failures=failures, skipped=skipped))
+            body = f"reproduce: {command}\n\n" + tables.plain_text(report.divergence_table(div))
+        cases.append(Case(label, seconds, failures=failures, skipped=skipped, body=body))
     write_junit(path, f"isrcheck conform ({what})", "isrcheck.conform", cases)
 
 
@@ -269,28 +282,50 @@ def traces() -> None:
 
 
 @traces.command("export", short_help="Write a model's counterexample (or sample paths) to a file.")
-@click.argument("name", metavar="MODEL")
+@input_options
 @click.option("--out", "out", required=True, metavar="FILE", help="Where to write (samples: FILE-1, FILE-2, ...).")
 @click.option("--format", "fmt", type=click.Choice(["jsonl", "itf"]), default=None,
               help="Default: itf for names ending in .itf.json, otherwise jsonl.")
-@click.option("--set", "overrides", multiple=True, metavar="KEY=VALUE", help="Override a configuration key.")
 @click.option("--samples", type=click.IntRange(min=1, max=10_000), default=1, show_default=True,
               help="For a model where every property holds: how many random paths to write.")
 @click.option("--seed", type=int, default=0, show_default=True, help="Seed of the random paths.")
 @click.option("--max-depth", type=click.IntRange(min=1, max=10_000), default=30, show_default=True,
               help="Longest random path, in actions.")
-@click.option("--property", "prop", metavar="NAME", default=None,
-              help="Write this property's counterexample only: a safety property's shortest one, or a "
-                   "liveness property's lasso (loop marked in the file); an error if it holds.")
-@variant_option
 @_user_errors
-def export_cmd(name: str, out: str, fmt: str | None, overrides: tuple[str, ...], samples: int, seed: int,
-               max_depth: int, prop: str | None, variant: str | None) -> None:
-    """Write MODEL's shortest counterexample to --out; when every property holds, write --samples
-    seeded random paths instead. With --property NAME, write NAME's counterexample (for a liveness
-    property a lasso: a path whose end repeats forever); exit 2 when NAME holds."""
-    tg = manifest.resolve(name, None, overrides)
-    protocol, variant = protocol_for(tg, variant)
+def export_cmd(inputs: Inputs, out: str, fmt: str | None, samples: int, seed: int, max_depth: int) -> None:
+    """Write NAME's shortest counterexample to --out (NAME: a model, a scenario or trace file, or
+    --config FILE); when every property holds, write --samples seeded random paths instead. With
+    --property NAME, write NAME's counterexample (for a liveness property a lasso: a path whose end
+    repeats forever); exit 2 when NAME holds. --keep-going writes one file per broken property."""
+    if inputs.peer is not None:
+        raise ConfigError("--peer: the TLA+ transcription's traces are not in the model's vocabulary; "
+                          "`isrcheck check --peer MODULE` prints them")
+    if len(inputs.only) > 1:
+        raise ConfigError("traces export writes one property's trace: give one --property NAME "
+                          "(or --keep-going for every broken property)")
+    tg = target_forms.resolve(inputs.name, inputs.config_file, inputs.overrides)
+    protocol, variant = protocol_for(tg, inputs.variant)  # --variant, else the manifest entry's own
+    props: list[str | None] = list(inputs.only) or [None]
+    if inputs.keep_going and not inputs.only:
+        model = build_model(tg.config, protocol=protocol, symmetry=tg.symmetry,
+                            properties=list(tg.properties) if tg.properties else None)
+        found = Checker(model, stop_on_first=False).run()
+        props = list(dict.fromkeys(v.property for v in found.violations)) or [None]
+    for i, prop in enumerate(props):
+        path = out if len(props) == 1 else _numbered(out, prop or str(i))
+        _export_one(tg, path, fmt, samples, seed, max_depth, prop, protocol)
+
+
+def _numbered(out: str, tag: str) -> str:
+    """``trace.jsonl`` -> ``trace-NoCommittedWriteLost.jsonl`` (one file per property)."""
+    for suffix in (".itf.json", ".jsonl", ".json"):
+        if out.endswith(suffix):
+            return f"{out[:-len(suffix)]}-{tag}{suffix}"
+    return f"{out}-{tag}"
+
+
+def _export_one(tg: Any, out: str, fmt: str | None, samples: int, seed: int, max_depth: int, prop: str | None,
+                protocol: Any) -> None:
     res = export(tg, out, fmt, n=samples, seed=seed, max_depth=max_depth, property=prop, protocol=protocol)
     for f, t in zip(res.files, res.traces):
         if res.kind == "lasso":

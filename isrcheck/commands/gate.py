@@ -9,13 +9,17 @@ from typing import Any
 import click
 from rich.markup import escape
 
-from isrcheck.commands.options import emit_json, exit_with, json_opt, protocol_for, show_progress
+from isrcheck.analyses import vacuity
+from isrcheck.commands.options import (DESCRIPTIONS, emit_json, exit_with, json_opt, protocol_for, show_progress,
+                                       strict_opt)
+from isrcheck.commands.verdict import decide
 from isrcheck.engine.checker import Checker
 from isrcheck.inputs import manifest
 from isrcheck.invariants import build_model
 from isrcheck.invariants import liveness as live
 from isrcheck.invariants.variants import load_variant
 from isrcheck.render import tables, terminal
+from isrcheck.render.tablefit import fit_width
 from isrcheck.specs.manifest import ManifestError, select
 
 
@@ -64,13 +68,29 @@ def _gate_row_json(row: dict[str, Any]) -> dict[str, Any]:
     if e.liveness:
         expected["liveness"] = {x.property: "holds" if x.holds else
                                 {"length": x.length, "loop": x.loop, "expected": x.expected} for x in e.liveness}
+    verdict = row.get("verdict")
     return {
         "model": e.name,
+        "outcome": verdict.outcome if verdict is not None else "crashed",
+        "warnings": [w.to_json() for w in verdict.warnings] if verdict is not None else [],
         "expected": expected,
         "found": found,
         "verdict": "FAIL" if row["mismatches"] else "PASS",
         "mismatches": row["mismatches"],
     }
+
+
+def _junit_body(row: dict[str, Any], variant: str | None) -> str:
+    """A failing model's JUnit body: the command that reproduces it, then every trace it found
+    (safety counterexamples, liveness lassos) as the plain-text tables `check` prints."""
+    command = f"isrcheck check {row['entry'].name}" + (f" --variant {variant}" if variant else "")
+    traces = list(row["result"].violations)
+    if row.get("liveness") is not None:
+        traces += [v.violation for v in row["liveness"].verdicts if v.violation is not None]
+    parts = [f"reproduce: {command}"]
+    for v in traces:
+        parts.append(tables.plain_text(tables.violation_table(v, DESCRIPTIONS.get(v.property, ""))))
+    return "\n\n".join(parts)
 
 
 @click.command(short_help="Check the manifest's models against their expectations.")
@@ -83,8 +103,9 @@ def _gate_row_json(row: dict[str, Any]) -> dict[str, Any]:
 @click.option("--junit", "junit_file", metavar="FILE",
               help="Also write a JUnit XML report to FILE: one testcase per model, the mismatches as its failure.")
 @json_opt
+@strict_opt
 def gate(names: tuple[str, ...], everything: bool, variant: str | None, junit_file: str | None,
-         as_json: bool) -> None:
+         as_json: bool, strict: bool = False) -> None:
     """Check the manifest's models and compare each with its pinned expectation.
 
     Runs the default set, or every model with --all, or the NAMEs given. Exits 0 only if all match.
@@ -112,17 +133,21 @@ def gate(names: tuple[str, ...], everything: bool, variant: str | None, junit_fi
                 model = build_model(e.config, protocol=protocol, symmetry=e.symmetry,
                                     properties=list(e.properties) if e.properties else None)
                 result = Checker(model, progress=progress).run()
-                mismatches = manifest.compare(e, result)
                 lres = None
                 if e.liveness:
                     lres = live.check(e.config, [x.property for x in e.liveness], protocol=protocol,
                                       progress=progress)
-                    mismatches += manifest.compare_liveness(e, lres)
+                warnings = vacuity.static_warnings(e.config)
+                if result.outcome in ("success", "vacuous"):
+                    warnings += vacuity.unused_budgets(e.config, result.coverage)
+                verdict = decide(result, lres, warnings, strict, e)  # the verdict check gives
+                mismatches = verdict.mismatches
             except Exception as ex:  # noqa: BLE001 - one broken model must not hide the others
-                result = lres = None
+                result = lres = verdict = None
                 mismatches = [f"crashed: {type(ex).__name__}: {ex} (run `isrcheck check {e.name}` for the traceback)"]
             took = time.perf_counter() - began
-            rows.append({"entry": e, "result": result, "liveness": lres, "mismatches": mismatches, "seconds": took})
+            rows.append({"entry": e, "result": result, "liveness": lres, "mismatches": mismatches, "seconds": took,
+                         "verdict": verdict})
             if not status:
                 terminal.progress_line(f"gate {counter} {e.name} {'FAIL' if mismatches else 'PASS'} {took:.2f} s")
     seconds = time.perf_counter() - start
@@ -132,25 +157,32 @@ def gate(names: tuple[str, ...], everything: bool, variant: str | None, junit_fi
 
         cases = [Case(r["entry"].name, r["seconds"],
                       failures=r["mismatches"] if r["result"] is not None else [],
-                      error="; ".join(r["mismatches"]) if r["result"] is None else None) for r in rows]
+                      error="; ".join(r["mismatches"]) if r["result"] is None else None,
+                      body=_junit_body(r, variant) if r["mismatches"] and r["result"] is not None else "")
+                 for r in rows]
         write_junit(junit_file, "isrcheck gate" + (f" [{variant}]" if variant else ""), "isrcheck.gate", cases,
                     seconds)
     if as_json:
-        out = {"passed": not failed, "seconds": round(seconds, 6), "models": [_gate_row_json(r) for r in rows]}
+        out = {"outcome": "not_as_pinned" if failed else "as_pinned", "exit_status": 1 if failed else 0,
+               "passed": not failed, "seconds": round(seconds, 6), "models": [_gate_row_json(r) for r in rows]}
         if variant:
             out["variant"] = variant
         emit_json(out)
     else:
         console = terminal.make_console()
-        console.print(tables.gate_table(rows))
+        width = fit_width(console)  # the terminal's, else 120 columns: the table folds its cells to fit
+        console.print(tables.gate_table(rows), width=width)
+        for r in rows:
+            for w in (r["verdict"].warnings if r["verdict"] is not None else []):
+                click.echo(f"warning: {r['entry'].name}: {w.message}", err=True)
         for r in failed:
             for m in r["mismatches"]:
-                console.print(f"[bold red]FAIL[/bold red] [bold]{r['entry'].name}[/bold]: {escape(m)}", highlight=False)
+                console.print(f"[bold red]FAIL[/bold red] [bold]{r['entry'].name}[/bold]: {escape(m)}", highlight=False, width=width)
         under = f" under variant {escape(variant)}" if variant else ""
         if failed:
             console.print(f"[bold red]gate failed:[/bold red] {len(failed)} of {len(rows)} models differ from "
-                          f"specs/models.toml{under} ({seconds:.1f} s)", highlight=False)
+                          f"specs/models.toml{under} ({seconds:.1f} s)", highlight=False, width=width)
         else:
             console.print(f"[bold green]gate passed:[/bold green] all {len(rows)} models as expected{under} "
-                          f"({seconds:.1f} s)", highlight=False)
+                          f"({seconds:.1f} s)", highlight=False, width=width)
     exit_with(1 if failed else 0)

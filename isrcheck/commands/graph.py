@@ -1,39 +1,42 @@
 """``isrcheck graph`` and ``isrcheck report``: a model's state graph as a file, and a review page.
 
-    isrcheck graph MODEL|--config FILE [--set K=V] [--variant M:A] [--format dot|graphml|json] [-o FILE]
-                   [--max-states N] [--max-depth N] [--truncate] [--symmetry/--no-symmetry]
-    isrcheck report MODEL|--config FILE|TRACE -o report.html [--set K=V] [--variant M:A]
+    isrcheck graph NAME|FILE|--config FILE [--set K=V] [--variant M:A] [--property P] [--keep-going]
+                   [--format dot|graphml|json] [-o FILE] [--max-states N] [--max-depth N] [--truncate]
+    isrcheck report NAME|--config FILE|TRACE|SCENARIO -o report.html [--set K=V] [--variant M:A]
+                   [--property P] [--keep-going] [--strict] [--liveness/--no-liveness]
 
 Exit status: 0 the file was written (whatever the verdict it shows); 2 bad usage or input, or a
 graph larger than --max-states without --truncate, one line ``error: ...`` on stderr.
 
-The options mirror ``check``'s (:mod:`isrcheck.commands.options`).
+The inputs are ``check``'s one option group (:func:`isrcheck.commands.options.input_options`).
 """
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import click
 
-from isrcheck.commands.options import config_opt, description_of, descriptions_for, protocol_for, set_opt
+from isrcheck.commands.evaluate import evaluate, resolve_target, verdict_json, with_untaken
+from isrcheck.commands.options import DESCRIPTIONS, Inputs, descriptions_for, input_options, protocol_for
+from isrcheck.invariants.liveness import LIVENESS_NAMES
 from isrcheck.commands.usage import errors_as_lines
 from isrcheck.conformance.traces import TraceError, load_trace
 from isrcheck.engine.checker import Checker
 from isrcheck.engine.core import Checks, Step
 from isrcheck.engine.explore import replay, verdicts
-from isrcheck.inputs import manifest
-from isrcheck.inputs.tracefile import check_replay
+from isrcheck.inputs.scenario import load_scenario
+from isrcheck.inputs.targets import is_file_target
+from isrcheck.inputs.tracefile import check_replay, is_trace_file
+from isrcheck.invariants.properties import describe
 from isrcheck.invariants import build_model
-from isrcheck.invariants.properties import detail
-from isrcheck.invariants.variants import load_variant, variant_option, variant_source
+from isrcheck.invariants.variants import load_variant, variant_source
 from isrcheck.model.actions import Action
 from isrcheck.model.config import ConfigError
 from isrcheck.render import tables
-from isrcheck.render.graph_export import (DEFAULT_MAX_STATES, FORMATS, GraphTooLarge, build_state_graph,
-                                          counterexample_of, format_for, render_graph)
+from isrcheck.render.graph_export import (DEFAULT_MAX_STATES, FORMATS, READABLE_STATES, GraphTooLarge, build_state_graph,
+                                          counterexamples_of, format_for, mark_counterexample, render_graph)
 from isrcheck.render.html_report import Report, render_report, trace_coverage
 
 __all__ = ["graph", "report"]
@@ -49,38 +52,33 @@ def _write(path: str, text: str) -> None:
         raise ConfigError(f"cannot write {path}: {e.strerror or e}") from None
 
 
-def _model(name: str | None, config_file: str | None, overrides: tuple[str, ...], variant: str | None,
-           symmetry: bool | None) -> tuple[Any, Any]:
-    """(target, model) as ``check`` builds them."""
-    target = manifest.resolve(name, config_file, overrides)
-    protocol, variant = protocol_for(target, variant)
+def _model(inputs: Inputs, symmetry: bool | None) -> tuple[Any, Any]:
+    """(target, model) as ``check`` builds them, from the one input group."""
+    if inputs.peer is not None:
+        raise ConfigError("--peer: the TLA+ transcription has no state graph export; `isrcheck check --peer MODULE` "
+                          "checks it")
+    live_named = [n for n in inputs.only if n in LIVENESS_NAMES]
+    if live_named:
+        raise ConfigError(f"--property {live_named[0]}: a liveness property has a lasso, not a counterexample path; "
+                          f"`isrcheck traces export NAME --property {live_named[0]}` writes it")
+    target = resolve_target(inputs)
+    protocol, variant = protocol_for(target, inputs.variant)  # --variant, else the manifest entry's own
+    properties = list(inputs.only) if inputs.only else (list(target.properties) if target.properties else None)
     model = build_model(target.config, protocol=protocol,
-                        symmetry=target.symmetry if symmetry is None else symmetry,
-                        properties=list(target.properties) if target.properties else None)
+                        symmetry=target.symmetry if symmetry is None else symmetry, properties=properties)
     if protocol is not None:
         target = dataclasses.replace(target, label=f"{target.label} [{variant}]")
     return target, model
 
 
-_common = [
-    config_opt,
-    set_opt,
-    click.option("--symmetry/--no-symmetry", default=None,
-                 help="Force broker-symmetry reduction on or off (default: the model's choice, as check)."),
-    variant_option,
-]
-
-
-def _with_common(fn: Callable[..., Any]) -> Callable[..., Any]:
-    for deco in reversed(_common):
-        fn = deco(fn)
-    return fn
+_symmetry_opt = click.option("--symmetry/--no-symmetry", default=None,
+                             help="Force broker-symmetry reduction on or off (default: the model's choice, as check).")
 
 
 # ---------------------------------------------------------------------------- graph
 @click.command(short_help="Export a model's reachable state graph (DOT, GraphML, JSON).")
-@click.argument("name", required=False, metavar="[MODEL]")
-@_with_common
+@input_options
+@_symmetry_opt
 @click.option("--format", "fmt", type=click.Choice(FORMATS), default=None,
               help="Default: from the -o file's suffix (.graphml, .json), else dot.")
 @click.option("-o", "--out", "out", metavar="FILE", help="Write to FILE (default: stdout).")
@@ -91,22 +89,28 @@ def _with_common(fn: Callable[..., Any]) -> Callable[..., Any]:
 @click.option("--max-depth", type=click.IntRange(min=0), metavar="N",
               help="Only states up to N steps from the initial state (the graph is marked truncated).")
 @_user_errors
-def graph(name: str | None, config_file: str | None, overrides: tuple[str, ...], symmetry: bool | None,
-          variant: str | None, fmt: str | None, out: str | None, max_states: int, truncate: bool,
+def graph(inputs: Inputs, symmetry: bool | None, fmt: str | None, out: str | None, max_states: int, truncate: bool,
           max_depth: int | None) -> None:
-    """Write the reachable state graph of MODEL (or --config FILE): a node per distinct state (per
-    orbit of brokers under symmetry), an edge per transition labelled with its action, and the
-    counterexample `check` prints (if any) marked counterexample=true (red in DOT)."""
-    target, model = _model(name, config_file, overrides, variant, symmetry)
+    """Write the reachable state graph of NAME (a model, a scenario or trace file, or --config FILE):
+    a node per distinct state (per orbit of brokers under symmetry), an edge per transition
+    labelled with its action, and the counterexample `check` prints (if any; with --keep-going one
+    per property) marked counterexample=true (red in DOT)."""
+    target, model = _model(inputs, symmetry)
     fmt = format_for(out, fmt)
-    cx = counterexample_of(model, max_depth=max_depth, max_states=max_states)
+    found = counterexamples_of(model, max_depth=max_depth, max_states=max_states, keep_going=inputs.keep_going)
     sg = build_state_graph(model, target.label, max_states=max_states, max_depth=max_depth, truncate=truncate,
-                           counterexample=cx)
+                           counterexample=found[0] if found else None)
+    for v in found[1:]:
+        mark_counterexample(sg, model, v)
     text = render_graph(sg.graph, fmt)
     g = sg.graph.graph
     if not sg.complete:
         click.echo(f"warning: the graph is truncated by the {g['truncated_by']} limit: {g['states']:,} states "
                    "exported, not every reachable one", err=True)
+    if fmt == "dot" and g["states"] > READABLE_STATES:
+        click.echo(f"warning: {g['states']:,} states are too many to read as a drawing (Graphviz lays them out "
+                   f"thousands of pixels wide); `isrcheck report {target.label}` shows the counterexample step by "
+                   f"step, and --max-depth N draws only the first levels", err=True)
     if out is None:
         click.echo(text, nl=False)
         return
@@ -121,35 +125,47 @@ def _is_trace(arg: str | None) -> bool:
     return arg is not None and (Path(arg).is_file() or arg.endswith((".json", ".jsonl")) or "/" in arg)
 
 
-def _model_report(name: str | None, config_file: str | None, overrides: tuple[str, ...], variant: str | None,
-                  symmetry: bool | None, max_states: int | None) -> Report:
-    target, model = _model(name, config_file, overrides, variant, symmetry)
-    result = Checker(model, max_states=max_states, stop_on_first=False).run()  # every broken property
-    verdict = tables.check_summary(target.label, result)[-1].plain
+def _model_report(inputs: Inputs, symmetry: bool | None, liveness: bool | None, max_states: int | None) -> Report:
+    """The page of a check, run as ``check`` runs it (commands/evaluate.py): the one verdict,
+    every broken property with the line naming the offending values, and the first trace."""
+    ev = evaluate(inputs, max_states=max_states, symmetry=symmetry, liveness=liveness)
+    target, result, lres, verdict = ev.target, ev.result, ev.lres, ev.verdict
+    vj = verdict_json(verdict)
+    overall = tables.overall_lines(target.label, vj, result, lres)
+    line = (overall or tables.check_summary(target.label, result, safety_selected=ev.safety_selected))[-1]
     figures = [("distinct states", f"{result.distinct_states:,}"), ("depth", str(result.depth)),
                ("transitions", f"{result.transitions:,}"), ("time", f"{result.seconds:.2f} s"),
-               ("symmetry", "on (states counted as orbits of brokers)" if model.symmetry else "off")]
+               ("symmetry", "on (states counted as orbits of brokers)" if ev.model.symmetry else "off")]
     if result.limit_hit:
         figures.append(("limit hit", result.limit_hit))
     if result.unwitnessed:
         figures.append(("never witnessed", ", ".join(result.unwitnessed)))
+    if lres is not None:
+        figures.append(("liveness", "; ".join(f"{v.property} " + ("unknown" if v.holds is None else
+                                                                  "holds" if v.holds else "broken")
+                                              for v in lres.verdicts)))
+    traces = list(result.violations) + [v.violation for v in (lres.verdicts if lres else []) if v.violation]
+    details = [f"{v.property} ({'liveness' if v.kind == 'liveness' else 'safety'}, {v.length} steps): {describe(v)}"
+               for v in traces]
+    details += [f"warning: {w.message}" for w in verdict.warnings]
+    details += [f"differs from specs/models.toml: {m}" for m in verdict.mismatches]
     steps: list[Step] = []
-    details: list[str] = []
-    bad = None
+    bad = loop = None
     title = ""
-    if result.violations:
-        v = result.violations[0]
-        steps, bad = v.trace, len(v.trace) - 1
-        title = tables.violation_title(v)
-        for w in result.violations:  # every property broken, shortest counterexample first
-            why = w.message or detail(w)
-            details.append(f"{w.property} (broken after {w.length} step(s)): {description_of(w)}"
-                           + (f" Broken: {why}." if why else ""))
-    cls = "ok" if result.outcome == "success" else "fail" if result.outcome == "safety_failure" else "unknown"
-    return Report(target.label, verdict, cls, target.config, list(steps), trace_title=title, violation_step=bad,
-                  details=details, figures=figures, coverage=dict(result.coverage),
+    if traces:
+        v = traces[0]
+        steps, title, loop = v.trace, tables.violation_title(v), v.loop
+        bad = len(v.trace) - 1 if v.kind != "liveness" else None
+        if len(traces) > 1:
+            title += f" (the first of {len(traces)} broken properties listed above)"
+    # the page's colour is the protocol's: a pinned failure is still a counterexample (red)
+    cls = ("fail" if verdict.found in ("safety_failure", "liveness_failure") or verdict.exit_status else
+           "ok" if not verdict.warnings else "unknown")
+    return Report(target.label, line.plain, cls, target.config, list(steps), trace_title=title, violation_step=bad,
+                  loop=loop, details=details, figures=figures,
+                  coverage=with_untaken(target.config, dict(result.coverage)),
                   coverage_title="Coverage: how often each action was taken (as check reports it)",
-                  variant=variant_source(model.protocol), extension=model.protocol.extension)
+                  variant=variant_source(ev.model.protocol), extension=ev.model.protocol.extension)
 
 
 def _replay(model: Any, actions: list[Action], source: str) -> list[Step]:
@@ -160,6 +176,30 @@ def _replay(model: Any, actions: list[Action], source: str) -> list[Step]:
         raise TraceError(f"{source}: step {r.stopped_at}: {actions[r.stopped_at - 1]} is not enabled in the model "
                          "(a trace of another variant? give --variant)")
     return r.steps
+
+
+def _scenario_report(path: str, variant: str | None) -> Report:
+    """A scenario file's steps replayed on the model, reported as a trace file is."""
+    sc = load_scenario(path)
+    protocol = load_variant(variant)(sc.config) if variant else None
+    model = build_model(sc.config, protocol=protocol, symmetry=False)
+    steps = _replay(model, list(sc.actions), path)
+    checked = verdicts(steps, Checks.of(model))
+    broken = [(i, ps.broken) for i, ps in enumerate(checked) if ps.broken]
+    label = sc.model_name or Path(path).name
+    details = [f"scenario {path}: {len(steps) - 1} step(s), replayed on the model"
+               + (f" with variant {variant}" if variant else "")]
+    bad = None
+    if broken:
+        bad, names = broken[0]
+        verdict = f"{label}: {', '.join(names)} broken at step {bad} of the scenario"
+        details += [f"{n}: {descriptions_for(model).get(n, '')}" for n in names]
+        cls = "fail"
+    else:
+        verdict, cls = f"{label}: no safety property is broken along this scenario", "ok"
+    return Report(label, verdict, cls, sc.config, steps, trace_title=f"{len(steps) - 1} step(s) from {path}",
+                  violation_step=bad, details=details, coverage=trace_coverage(steps),
+                  coverage_title="Coverage: the actions this scenario takes")
 
 
 def _trace_report(path: str, variant: str | None) -> Report:
@@ -198,22 +238,30 @@ def _trace_report(path: str, variant: str | None) -> Report:
 
 
 @click.command(short_help="Write a self-contained HTML report of a check or a trace.")
-@click.argument("target", required=False, metavar="[MODEL|TRACE]")
-@_with_common
+@input_options
+@click.option("--symmetry/--no-symmetry", default=None,
+              help="Force broker-symmetry reduction on or off (default: the model's choice, as check).")
+@click.option("--liveness/--no-liveness", "liveness", default=None,
+              help="As check: also every liveness property that applies (default: the model's pinned ones).")
 @click.option("-o", "--out", "out", required=True, metavar="FILE", help="The HTML file to write.")
 @click.option("--max-states", type=click.IntRange(min=1), metavar="N", help="Stop the check after N states.")
 @_user_errors
-def report(target: str | None, config_file: str | None, overrides: tuple[str, ...], symmetry: bool | None,
-           variant: str | None, out: str, max_states: int | None) -> None:
-    """Check MODEL (or --config FILE) and write one HTML page: the verdict, the configuration, the
-    counterexample as a message sequence diagram and as the state at every step, and the coverage.
-    Given a TRACE file (`traces export`), replay it on the model and report that path instead."""
-    if _is_trace(target):
-        if config_file or overrides or symmetry is not None or max_states is not None:
-            raise ConfigError("a TRACE carries its configuration: --config, --set, --symmetry and --max-states "
-                              "apply to a MODEL")
-        rep = _trace_report(str(target), variant)
+def report(inputs: Inputs, symmetry: bool | None, liveness: bool | None, out: str, max_states: int | None) -> None:
+    """Check NAME (a model, or --config FILE) as `check` does and write one HTML page: the verdict
+    (safety, liveness and the manifest's pins), every broken property with its message, the
+    configuration, the first counterexample as a message sequence diagram and as the state at every
+    step, and the coverage. Given a TRACE file (`traces export`) or a SCENARIO file, replay it on
+    the model and report that path instead."""
+    if inputs.peer is not None:
+        raise ConfigError("--peer: the TLA+ transcription has no page; `isrcheck check --peer MODULE` checks it")
+    if is_file_target(inputs.name):
+        if inputs.config_file or inputs.overrides or symmetry is not None or max_states is not None \
+                or inputs.only or liveness is not None:
+            raise ConfigError("a TRACE carries its configuration (a SCENARIO too) and its path: --config, --set, "
+                              "--symmetry, --liveness, --property and --max-states apply to a MODEL")
+        path = str(inputs.name)
+        rep = _trace_report(path, inputs.variant) if is_trace_file(path) else _scenario_report(path, inputs.variant)
     else:
-        rep = _model_report(target, config_file, overrides, variant, symmetry, max_states)
+        rep = _model_report(inputs, symmetry, liveness, max_states)
     _write(out, render_report(rep))
     click.echo(f"wrote {out}: {rep.verdict}")

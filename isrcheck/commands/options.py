@@ -5,13 +5,17 @@ every command's help.
 """
 from __future__ import annotations
 
+import functools
 import json
 import sys
-from collections.abc import Sequence
-from typing import Any, NoReturn
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any, NoReturn, TypeVar
 
 import click
 
+from isrcheck.invariants.variants import variant_option
+from isrcheck.render.tablefit import fit_width
 from isrcheck.render.terminal import is_terminal
 from isrcheck.specs.properties import descriptions
 
@@ -45,6 +49,73 @@ json_opt = click.option("--json", "as_json", is_flag=True, help="Print one JSON 
 verbose_opt = click.option("--verbose", "-v", is_flag=True,
                            help="Below each trace table, every field of the state: the initial state in full, "
                                 "then every field each step changed (queues, remote LEOs, controller states, ...).")
+
+strict_opt = click.option("--strict", is_flag=True,
+                          help="Fail (exit 1, outcome vacuous) when a part of the configuration never takes effect: "
+                               "the warning: lines, e.g. a quick restart budgeted with no crash to follow.")
+
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+@dataclass(frozen=True)
+class Inputs:
+    """What a command that runs a model was given, read the same way by every such command
+    (``check``, ``simulate``, ``graph``, ``report``, ``traces export``): the target (a manifest
+    model NAME, a scenario or trace FILE, ``--config FILE`` or ``--peer MODULE``) and what changes
+    it (``--set``, ``--variant``), which properties (``--property``), whether to go on past the
+    first violation (``--keep-going``) and whether vacuity fails the run (``--strict``)."""
+
+    name: str | None = None
+    config_file: str | None = None
+    overrides: tuple[str, ...] = ()
+    variant: str | None = None
+    only: tuple[str, ...] = ()
+    keep_going: bool = False
+    strict: bool = False
+    peer: str | None = None
+
+    @property
+    def changed(self) -> bool:
+        """Whether the target differs from the manifest's definition (so its pins do not apply)."""
+        return bool(self.overrides or self.variant or self.only)
+
+
+#: the one option group of the commands that run a model, in the order --help lists them
+_INPUT_OPTIONS: list[Callable[[Any], Any]] = [
+    click.argument("name", required=False, metavar="[NAME|FILE]"),
+    config_opt,
+    set_opt,
+    variant_option,  # --variant MODULE:ATTR and --debug (invariants/variants.py, the one loader)
+    click.option("--property", "only", multiple=True, metavar="NAME",
+                 help="Check only this property (repeatable; the sometimes-properties always stay). A liveness "
+                      "property's name checks it under fairness."),
+    click.option("--keep-going", is_flag=True,
+                 help="Do not stop at the first violation; report one per property."),
+    strict_opt,
+    click.option("--peer", metavar="MODULE",
+                 help="The transcription of the public TLA+ specification instead of the model: truncate-to-hw, "
+                      "kip-101, kip-279, kip-320-first-try or kip-320 (check only)."),
+]
+
+
+def input_options(fn: F) -> F:
+    """Give a command the one input group; the function receives them as ``inputs: Inputs``.
+
+    NAME is a manifest model (`isrcheck list`), or a path to a scenario file (``.toml`` with
+    ``steps``) or a trace file (``.jsonl``, ``.itf.json``), whose configuration is the target."""
+
+    @functools.wraps(fn)
+    def wrapper(*args: Any, name: str | None = None, config_file: str | None = None,
+                overrides: tuple[str, ...] = (), variant: str | None = None, only: tuple[str, ...] = (),
+                keep_going: bool = False, strict: bool = False, peer: str | None = None, **kwargs: Any) -> Any:
+        inputs = Inputs(name, config_file, tuple(overrides), variant, tuple(only), keep_going, strict, peer)
+        return fn(*args, inputs=inputs, **kwargs)
+
+    out: Any = wrapper
+    for deco in reversed(_INPUT_OPTIONS):
+        out = deco(out)
+    return out  # type: ignore[no-any-return]
 
 
 def description_of(v: Any) -> str:
@@ -87,5 +158,8 @@ def exit_with(code: int) -> NoReturn:
 
 
 def print_all(console: Any, items: Sequence[Any]) -> None:
+    """Summaries, grids and verdict lines at the fitted width (the terminal's, else 120 columns on a
+    pipe): the console itself is wider on a pipe only so that a trace table never wraps."""
+    width = fit_width(console)
     for item in items:
-        console.print(item)
+        console.print(item, width=width)

@@ -31,8 +31,12 @@ def _peer_state_json(s: PeerState) -> dict[str, Any]:
 def result_json(label: str, model: PeerModel, result: CheckResult) -> dict[str, Any]:
     return {
         "model": label, "mode": "check", "outcome": result.outcome,
+        # the one verdict's fields, as check --json has them (no liveness, vacuity pass or pins here)
+        "found": result.outcome, "safety_outcome": result.outcome,
+        "exit_status": 0 if result.outcome == "success" else 1, "strict": False, "warnings": [], "pins": None,
         "violations": [{
-            "property": v.property, "kind": v.kind, "message": v.message, "length": v.length,
+            "property": v.property, "kind": v.kind, "length": v.length,
+            "message": v.message or f"{v.property} (the TLA+ specification's invariant) is false at the last state",
             "tlc_length": v.length + 1,
             "trace": [{"step": i, "action": None if st.action is None else str(st.action),
                        "state": None if st.state is None else _peer_state_json(st.state)}

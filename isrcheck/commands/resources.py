@@ -24,6 +24,7 @@ from typing import Any, TypeVar
 import click
 
 from isrcheck.engine.core import Progress
+from isrcheck.engine.memory import resident_bytes
 from isrcheck.model.config import ConfigError
 from isrcheck.render import terminal
 
@@ -166,6 +167,11 @@ def report_limit(ceiling: Ceiling) -> None:
         f"raise it with --max-memory SIZE or {MEMORY_ENV}=SIZE (0 or none: no ceiling)")
 
 
+def progress_seconds() -> float:
+    """How often a piped progress line is printed: ISRCHECK_PROGRESS_SECONDS, else 5 s."""
+    return _progress_seconds()
+
+
 def _progress_seconds() -> float:
     raw = os.environ.get(PROGRESS_ENV)
     if raw is None or not raw.strip():
@@ -191,10 +197,11 @@ class PipedProgress:
     most every ``every`` seconds (the first one ``every`` seconds after the start, so a short run
     prints none), with the figures a terminal's status line shows."""
 
-    def __init__(self, label: str, every: float, queue: str = "queue") -> None:
+    def __init__(self, label: str, every: float, queue: str = "queue", limit: int | None = None) -> None:
         self.label = label
         self.every = every
         self.queue = queue  # what Progress.queue counts: states queued, or a simulation's walks left
+        self.limit = limit  # the memory ceiling, shown beside the resident memory
         self._last = time.monotonic()
 
     def set_label(self, label: str) -> None:
@@ -206,15 +213,23 @@ class PipedProgress:
             return
         self._last = now
         terminal.progress_line(f"{self.label}: {p.states:,} states  depth {p.depth}  {self.queue} {p.queue:,}  "
-                             f"{p.rate:,.0f}/s  {p.seconds:.0f} s")
+                               f"{p.rate:,.0f}/s  {p.seconds:.0f} s  {memory_text(self.limit)}")
 
 
 @contextmanager
-def progress(as_json: bool, label: str, queue: str = "queue") -> Iterator[Any]:
+def progress(as_json: bool, label: str, queue: str = "queue", limit: int | None = None) -> Iterator[Any]:
     """The progress callback of a long run: a live status line on a terminal (not with --json, as
-    before), plain lines on stderr otherwise (a pipe, a CI log; with --json too, as `gate` does)."""
+    before), plain lines on stderr otherwise (a pipe, a CI log; with --json too, as `gate` does).
+    Both show the resident memory against ``limit``, the ceiling that will stop the run."""
     if terminal.is_terminal(sys.stderr):
-        with terminal.progress_status(not as_json, label) as status:
+        with terminal.progress_status(not as_json, label, lambda: memory_text(limit)) as status:
             yield status
         return
-    yield PipedProgress(label, _progress_seconds(), queue)
+    yield PipedProgress(label, _progress_seconds(), queue, limit)
+
+
+def memory_text(limit: int | None) -> str:
+    """``mem 312.0 MiB of 8.0 GiB``: this process's resident memory against the ceiling (a user
+    watching a long run sees how close it is to stopping ``incomplete``)."""
+    used = f"mem {format_size(resident_bytes())}"
+    return used + (f" of {format_size(limit)}" if limit else " (no ceiling)")

@@ -18,6 +18,7 @@ from typing import Any, Iterator
 import click
 
 from isrcheck.commands.options import emit_json, exit_with, json_opt, set_opt
+from isrcheck.commands.resources import progress_seconds
 from isrcheck.commands.usage import error_line
 from isrcheck.inputs import manifest
 from isrcheck.invariants.variants import VariantFailure, failure_from_text, variant_option
@@ -76,12 +77,19 @@ def _require_spark() -> None:
 
 
 @contextmanager
-def _session(master: str | None) -> Iterator[Any]:
+def _session(master: str | None, label: str = "spark") -> Iterator[Any]:
+    """The Spark session of a command. When stderr is not a terminal (a pipe, a CI log) a line
+    on stderr every ISRCHECK_PROGRESS_SECONDS (5 s) says the job is alive and how far its stages
+    are, so a 70 s run does not print nothing; a terminal has Spark's own progress bar."""
     _require_spark()
-    from isrcheck.pipeline.session import spark_session
+    from isrcheck.pipeline.session import heartbeat, spark_session
 
     with spark_session(master) as spark:
-        yield spark
+        if terminal.is_terminal(sys.stderr):
+            yield spark
+            return
+        with heartbeat(spark, label, terminal.progress_line, max(progress_seconds(), 0.5)):
+            yield spark
 
 
 def _spec(name: str | None, config_file: str | None, overrides: tuple[str, ...], symmetry: bool | None,
@@ -164,13 +172,14 @@ def explore(name: str | None, config_file: str | None, overrides: tuple[str, ...
         out = Path(temp) / "run"
     else:
         out = Path(out_dir)
-    show = not as_json and terminal.is_terminal(sys.stderr)
+    show = not as_json or not terminal.is_terminal(sys.stderr)  # on a pipe: with --json too, as gate
     console = terminal.make_console(stderr=True)
 
     def on_level(stats: Any) -> None:
         if show:
             console.print(f"level {stats.depth:>3} [{stats.engine:5}] frontier {stats.frontier:>9,} -> "
-                          f"new {stats.new:>9,}  visited {stats.visited:>10,}  {stats.seconds:6.2f} s", highlight=False)
+                          f"new {stats.new:>9,}  visited {stats.visited:>10,}  {stats.seconds:6.2f} s", highlight=False,
+                          markup=False)  # "[spark]" is the engine, not a style
 
     try:
         session = LazySession(master)
@@ -230,7 +239,7 @@ def sweep(grid_file: str, master: str | None, out_dir: str | None, variant: str 
     resolve_variant(variant)  # a bad --variant is an input error before Spark starts
     from isrcheck.pipeline.session import session_info
 
-    with _session(master) as spark_:
+    with _session(master, "spark sweep") as spark_:
         rows = run_sweep(spark_, grid, out_dir, variant=variant)
         info = session_info(spark_)
     if as_json:
@@ -282,7 +291,7 @@ def swarm(name: str | None, config_file: str | None, overrides: tuple[str, ...],
     from isrcheck.pipeline.swarm import run_swarm
 
     spec, target = _spec(name, config_file, overrides, symmetry, variant)
-    with _session(master) as spark_:
+    with _session(master, "spark swarm") as spark_:
         res = run_swarm(spark_, spec, walks=walks, seed=seed, tasks=tasks, max_depth=max_depth)
         if out_dir:
             rows = [{"task": r["task"], "seed": r["seed"], "walks": r["walks"], "steps": r["steps"],
@@ -347,7 +356,7 @@ def traces(name: str | None, config_file: str | None, overrides: tuple[str, ...]
     from isrcheck.pipeline.traces import generate
 
     spec, _ = _spec(name, config_file, overrides, symmetry, variant)
-    with _session(master) as spark_:
+    with _session(master, "spark traces") as spark_:
         res = generate(spark_, spec, out_dir, count=count, mode=mode, seed=seed, max_depth=max_depth,
                        max_states=max_states)
     obj = {"corpus": str(res.out), "model": spec.label, "generation": spec.generation, "mode": mode,
@@ -378,7 +387,7 @@ def analyze(corpus: str, master: str | None, out_dir: str | None, as_json: bool)
     from isrcheck.pipeline.analyze import analyze as run_analysis
     from isrcheck.pipeline.analyze import summary_text, write_analysis
 
-    with _session(master) as spark_:
+    with _session(master, "spark analyze") as spark_:
         a = run_analysis(spark_, corpus)
         text = summary_text(a)
         if out_dir:
@@ -410,7 +419,7 @@ def query(source: str, sql: str, master: str | None, limit: int, as_json: bool) 
     _require_spark()
     from isrcheck.pipeline.analyze import run_query
 
-    with _session(master) as spark_:
+    with _session(master, "spark query") as spark_:
         cols, rows = run_query(spark_, source, sql, limit)
     if as_json:
         emit_json({"columns": cols, "rows": rows})
@@ -462,7 +471,7 @@ def conform(corpus: str, master: str | None, out_dir: str | None, models: tuple[
     from isrcheck.invariants.variants import resolve_variant
 
     resolve_variant(variant)  # so is a bad --variant (the model side of the replay)
-    show = not as_json and terminal.is_terminal(sys.stderr)
+    show = not as_json or not terminal.is_terminal(sys.stderr)  # on a pipe: with --json too, as gate
 
     def on_batch(b: Any) -> None:
         if show:
@@ -471,7 +480,7 @@ def conform(corpus: str, master: str | None, out_dir: str | None, models: tuple[
                        f"{v.get('diverges', 0):,} diverge, {v.get('skipped', 0):,} skipped), {b.steps:,} steps, "
                        f"{b.seconds:.1f} s", err=True)
 
-    with _session(master) as spark_:
+    with _session(master, "spark conform") as spark_:
         run = run_conform(spark_, corpus, out=out_dir, seed=seed, mutant=mutant, batch_size=batch_size,
                           models=models, generations=generations, modes=modes, on_batch=on_batch,
                           variant=variant)

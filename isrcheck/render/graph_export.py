@@ -34,6 +34,7 @@ from isrcheck.model.kafka import KafkaModel
 from isrcheck.model.records import render_log
 from isrcheck.model.state import NO_LEADER, State
 from isrcheck.render.json_form import state_to_json
+from isrcheck.render.statefields import fields
 
 FORMATS = ("dot", "graphml", "json")
 DEFAULT_MAX_STATES = 20_000
@@ -67,6 +68,33 @@ def short_label(state: State) -> str:
         text = " ".join(parts) if parts else "-"
         lines.append(f"b{i + 1} {text}" + ("" if br.alive else " down"))
     return "\n".join(lines)
+
+
+def distinguish_labels(G: nx.MultiDiGraph) -> None:
+    """Make every node's label unique. The short label shows the fields a reader looks at first;
+    two distinct states that agree on those (they differ in a checkpoint, a remote LEO, a queued
+    request, a controller's replica state, or a variant's own field) would be drawn as identical
+    boxes. Each such group gets, below the short label, every field in which its members differ,
+    read from the state's structure (render/statefields.py, what -v shows), so a field added to
+    the model is covered too; members that differ in no rendered field get their node id."""
+    groups: dict[str, list[str]] = {}
+    for n, data in G.nodes(data=True):
+        groups.setdefault(data["label"], []).append(n)
+    for members in groups.values():
+        if len(members) < 2:
+            continue
+        values = {n: {(f.group, f.name): f.value for f in fields(G.nodes[n]["state"])} for n in members}
+        keys = list(dict.fromkeys(k for n in members for k in values[n]))
+        differing = [k for k in keys if len({values[n].get(k) for n in members}) > 1]
+        for n in members:
+            extra = [f"{group}: {name}={values[n].get((group, name), '-')}" for group, name in differing]
+            G.nodes[n]["label"] += "\n" + "\n".join(extra) if extra else f"\nstate {n}"
+        seen: dict[str, int] = {}
+        for n in members:  # two members equal in every rendered field: their ids tell them apart
+            seen[G.nodes[n]["label"]] = seen.get(G.nodes[n]["label"], 0) + 1
+        for n in members:
+            if seen[G.nodes[n]["label"]] > 1:
+                G.nodes[n]["label"] += f"\nstate {n}"
 
 
 class _Recorder:
@@ -119,8 +147,19 @@ class StateGraph:
 def counterexample_of(model: KafkaModel, max_depth: int | None = None,
                       max_states: int | None = None) -> Violation | None:
     """The counterexample ``isrcheck check`` prints first (shortest, first found), or None."""
-    result = Checker(model, max_depth=max_depth, max_states=max_states).run()
-    return result.violations[0] if result.violations else None
+    found = counterexamples_of(model, max_depth, max_states)
+    return found[0] if found else None
+
+
+def counterexamples_of(model: KafkaModel, max_depth: int | None = None, max_states: int | None = None,
+                       keep_going: bool = False) -> list[Violation]:
+    """The counterexamples ``isrcheck check`` prints: the first, or with ``keep_going`` one per property."""
+    return Checker(model, max_depth=max_depth, max_states=max_states, stop_on_first=not keep_going).run().violations
+
+
+def mark_counterexample(sg: StateGraph, model: KafkaModel, v: Violation) -> None:
+    """Mark one more counterexample on a built graph (``graph --keep-going``: one per property)."""
+    _mark(sg.graph, model, v)
 
 
 def build_state_graph(model: KafkaModel, label: str, *, max_states: int = DEFAULT_MAX_STATES,
@@ -157,6 +196,7 @@ def build_state_graph(model: KafkaModel, label: str, *, max_states: int = DEFAUL
                        counterexample=False)
     for fp, action in rec.stutters:
         G.add_edge(node_id(fp), node_id(fp), action=str(action), stutter=True, counterexample=False)
+    distinguish_labels(G)
     G.graph["states"] = G.number_of_nodes()
     G.graph["transitions"] = G.number_of_edges()
     G.graph["counterexample"] = ""
@@ -168,7 +208,8 @@ def build_state_graph(model: KafkaModel, label: str, *, max_states: int = DEFAUL
 def _mark(G: nx.MultiDiGraph, model: KafkaModel, v: Violation) -> None:
     """Mark the counterexample's nodes and edges (``counterexample=True``); a last step that broke a
     state machine has no target state, so its source node carries ``fault`` (the action) instead."""
-    G.graph["counterexample"] = f"{v.property} broken after {v.length} step{'s' if v.length != 1 else ''}"
+    text = f"{v.property} broken after {v.length} step{'s' if v.length != 1 else ''}"
+    G.graph["counterexample"] = f"{G.graph['counterexample']}; {text}" if G.graph.get("counterexample") else text
     prev: str | None = None
     for st in v.trace:
         if st.state is None:
@@ -214,9 +255,14 @@ def _dot_quote(text: Any) -> str:
     return '"' + s.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\l") + '"'
 
 
+#: past this many states a drawing is not readable (289 states: about 17,000 x 3,400 pixels)
+READABLE_STATES = 60
+
+
 def to_dot(G: nx.MultiDiGraph) -> str:
     """Graphviz DOT, written here (pydot is not a dependency): the counterexample in red, initial
-    states doubled, self-loops dashed; ``counterexample=true`` on the marked nodes and edges."""
+    states doubled, self-loops dashed (a node's several self-loops as one edge listing their
+    actions, with ``transitions=N``); ``counterexample=true`` on the marked nodes and edges."""
     g = G.graph
     title = f"{g['model']}  states={g['states']} transitions={g['transitions']}  symmetry: {g['symmetry']}"
     if g["truncated"]:
@@ -236,8 +282,21 @@ def to_dot(G: nx.MultiDiGraph) -> str:
         if data.get("fault"):
             attrs.append(f"xlabel={_dot_quote(data['fault'])}")
         out.append(f"  {_dot_quote(n)} [{', '.join(attrs)}];")
+    loops: dict[str, list[str]] = {}  # node -> the actions of its self-loops
     for a, b, data in G.edges(data=True):
-        attrs = [f"label={_dot_quote(data['action'])}"]
+        if a == b:
+            loops.setdefault(a, []).append(str(data["action"]))
+    drawn: set[str] = set()
+    for a, b, data in G.edges(data=True):
+        if a == b and len(loops[a]) > 1:
+            # Graphviz stacks a node's self-loops on one spot, their labels over each other: one
+            # loop stands for them all, its label listing every action, transitions= their number
+            if a in drawn:
+                continue
+            drawn.add(a)
+            attrs = [f"label={_dot_quote(chr(10).join(loops[a]) + chr(10))}", f"transitions={len(loops[a])}"]
+        else:
+            attrs = [f"label={_dot_quote(data['action'])}"]
         if data["stutter"]:
             attrs.append("style=dashed")
         if data["counterexample"]:

@@ -203,6 +203,23 @@ def result_to_json(model_name: str, config: Config, result: CheckResult,
     }
 
 
+def check_to_json(model_name: str, config: Config, result: CheckResult, lres: Any,
+                  verdict: dict[str, Any], extension: Extension | None = None) -> dict[str, Any]:
+    """What ``check --json`` prints (specs/check-result.schema.json): the safety result, the
+    liveness result, and the one verdict on top. ``outcome`` is the run's verdict (the one the
+    exit status gives); the safety search's own is ``safety_outcome``; every broken property,
+    safety or liveness, is in ``violations`` (a liveness one with ``kind: "liveness"`` and its
+    ``loop``); a variant's fields by the names ``extension`` declares."""
+    out = result_to_json(model_name, config, result, extension)
+    out["safety_outcome"] = result.outcome
+    if lres is not None:
+        out["liveness"] = liveness_to_json(lres, extension)
+        out["violations"] += [violation_to_json(v.violation, extension) for v in lres.verdicts
+                              if v.violation is not None]
+    out.update(verdict)
+    return out
+
+
 def simulation_to_json(model_name: str, config: Config, result: Any,
                        extension: Extension | None = None) -> dict[str, Any]:
     """A SimulationResult as one JSON object (what ``isrcheck simulate --json`` prints)."""

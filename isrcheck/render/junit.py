@@ -13,8 +13,10 @@ publish test reports)::
       </testsuite>
     </testsuites>
 
-A failure's ``message`` and text are the lines that explain it (for the gate: every mismatch
-with the pinned expectation, liveness included), one per line. Written with the standard
+A failure's ``message`` is the lines that explain it (for the gate: every mismatch with the
+pinned expectation, liveness included), one per line; its text is the same lines, then the
+command that reproduces it and the counterexample as plain text (``Case.body``), because a CI
+page that shows only "length: expected 8, found 9" sends the reader to rerun everything. Written with the standard
 library (xml.etree), so nothing is evaluated and every value is escaped.
 """
 from __future__ import annotations
@@ -39,6 +41,9 @@ class Case:
     failures: list[str] = field(default_factory=list)
     error: str | None = None
     skipped: str | None = None
+    #: what a reader needs to act on a failure beyond its one-line reasons: the command that
+    #: reproduces it and the counterexample as text; below the reasons in the failure's body
+    body: str = ""
 
 
 def _seconds(s: float) -> str:
@@ -64,7 +69,7 @@ def junit_xml(suite: str, classname: str, cases: Sequence[Case], seconds: float 
         elif c.failures:
             text = "\n".join(c.failures)
             el = ET.SubElement(tc, "failure", {"type": "mismatch", "message": text})
-            el.text = text
+            el.text = text + ("\n\n" + c.body if c.body else "")
         elif c.skipped is not None:
             ET.SubElement(tc, "skipped", {"message": c.skipped})
     ET.indent(root)

@@ -23,19 +23,25 @@ from isrcheck.model.extension import Extension, Scope
 from isrcheck.model.records import render_log
 from isrcheck.model.state import NO_LEADER, State
 from isrcheck.render.statefields import variant_text
-from isrcheck.render.tablefit import fit_width
+from isrcheck.render.tablefit import fit_width, print_wide
 
 CHANGED = "bold yellow"
 LOOP_MARK = "\u21ba"  # the row where a lasso's loop starts
 DEAD = "red"
 OUTCOME_STYLE = {
     "success": "bold green",
+    "as_pinned": "bold green",
+    "liveness_failure": "bold red",
+    "not_as_pinned": "bold red",
     "safety_failure": "bold red",
     "vacuous": "bold magenta",
     "incomplete": "bold yellow",
 }
 OUTCOME_TEXT = {
     "success": "SUCCESS",
+    "as_pinned": "AS PINNED",
+    "liveness_failure": "LIVENESS FAILURE",
+    "not_as_pinned": "NOT AS PINNED",
     "safety_failure": "SAFETY FAILURE",
     "vacuous": "VACUOUS",
     "incomplete": "INCOMPLETE",
@@ -192,7 +198,10 @@ def coverage_table(coverage: dict[str, int], title: str = "Coverage") -> Table:
     table.add_column("action")
     table.add_column("times taken", justify="right")
     for name, count in sorted(coverage.items()):
-        table.add_row(name, f"{count:,}")
+        if count:
+            table.add_row(name, f"{count:,}")
+        else:  # a budgeted action never taken: the budget proved nothing
+            table.add_row(Text(name, style="magenta"), Text("0 (never taken)", style="magenta"))
     if not coverage:
         table.add_row(Text("(no action was taken)", style="dim"), "")
     return table
@@ -281,6 +290,39 @@ def liveness_summary(label: str, result: Any) -> list[RenderableType]:
     return out
 
 
+def overall_lines(label: str, verdict: dict[str, Any], result: Any, lres: Any = None) -> list[RenderableType]:
+    """The last line of a check: the one verdict (safety, liveness, vacuity and the manifest's pins
+    together; ``verdict`` as isrcheck/commands/verdict.py words it in JSON). With no liveness, no
+    warning and no pin that changes the reading, the safety line above already says it all and
+    nothing is added."""
+    broken_live = [v.property for v in (lres.verdicts if lres is not None else []) if v.holds is False]
+    found, outcome, pins = verdict["found"], verdict["outcome"], verdict.get("pins")
+    if lres is None and not verdict["warnings"] and pins is None and found == result.outcome:
+        return []
+    line = Text(f"{label}: verdict ")
+    line.append_text(outcome_text(found if outcome == "as_pinned" else outcome))
+    if outcome == "as_pinned":
+        line.append(" as pinned", style="bold green")
+    parts = []
+    if found == "safety_failure" and result.violations:
+        parts.append(", ".join(dict.fromkeys(v.property for v in result.violations)) + " broken")
+    if broken_live:
+        parts.append(", ".join(broken_live) + " broken (liveness)")
+    if found == "vacuous" and verdict["warnings"] and verdict.get("strict"):
+        parts.append(f"{len(verdict['warnings'])} part(s) of the configuration never took effect (--strict)")
+    if found == "success":
+        parts.append("safety" + (" and liveness" if lres is not None else "") + " hold")
+    if outcome == "as_pinned":
+        parts.append("as specs/models.toml expects it")
+    elif pins is not None and pins["mismatches"]:
+        parts.append("differs from specs/models.toml: " + "; ".join(pins["mismatches"]))
+    if verdict["warnings"] and not verdict.get("strict"):
+        parts.append(f"{len(verdict['warnings'])} warning(s) above (--strict: fail on them)")
+    if parts:
+        line.append(" - " + "; ".join(parts))
+    return [line]
+
+
 def simulation_summary(label: str, result: Any) -> list[RenderableType]:
     out: list[RenderableType] = [coverage_table(result.coverage)]
     grid = _grid()
@@ -300,6 +342,14 @@ def simulation_summary(label: str, result: Any) -> list[RenderableType]:
     out.append(Text())
     out.append(_verdict_line(label, result, simulated=True))
     return out
+
+
+def plain_text(renderable: RenderableType, width: int = 120) -> str:
+    """A renderable as plain text at ``width`` columns (a trace table stacked to fit, as on a pipe):
+    for files that are not a terminal, such as a JUnit failure's body."""
+    console = Console(file=io.StringIO(), width=width, color_system=None, highlight=False, soft_wrap=False)
+    print_wide(console, renderable)
+    return "\n".join(line.rstrip() for line in console.file.getvalue().splitlines())  # type: ignore[attr-defined]
 
 
 # ============================================================================ manifest and gate

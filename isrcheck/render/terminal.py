@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
@@ -32,9 +32,10 @@ def is_terminal(stream: Any) -> bool:
 class StatusLine:
     """The checker's progress callback, drawing on a rich status line; ``label`` may change."""
 
-    def __init__(self, status: Any, label: str) -> None:
+    def __init__(self, status: Any, label: str, extra: Callable[[], str] | None = None) -> None:
         self._status = status
         self.label = label
+        self._extra = extra  # more figures for the line, e.g. memory against the ceiling
 
     def set_label(self, label: str) -> None:
         self.label = label
@@ -43,19 +44,20 @@ class StatusLine:
     def __call__(self, p: Progress) -> None:
         self._status.update(
             f"{self.label}: {p.states:,} states  depth {p.depth}  queue {p.queue:,}  "
-            f"{p.rate:,.0f}/s  {p.seconds:.0f}s"
+            f"{p.rate:,.0f}/s  {p.seconds:.0f}s" + (f"  {self._extra()}" if self._extra is not None else "")
         )
 
 
 @contextmanager
-def progress_status(enabled: bool, label: str) -> Iterator[StatusLine | None]:
-    """A live, transient status line on stderr; yields the checker's progress callback (or None)."""
+def progress_status(enabled: bool, label: str, extra: Callable[[], str] | None = None) -> Iterator[StatusLine | None]:
+    """A live, transient status line on stderr; yields the checker's progress callback (or None).
+    ``extra``: more figures appended to each update (``check`` and ``simulate``: the memory)."""
     if not enabled:
         yield None
         return
     console = Console(stderr=True, highlight=False)
     with console.status(f"{label}: starting") as status:
-        yield StatusLine(status, label)
+        yield StatusLine(status, label, extra)
 
 
 def progress_line(text: str) -> None:

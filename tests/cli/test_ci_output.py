@@ -93,8 +93,25 @@ def test_gate_junit_failure_carries_the_mismatch_lines_liveness_included(cli, fa
     bad = next(c for c in cases if c.get("name") == "tiny")
     failure = bad.find("failure")
     assert failure is not None
-    assert failure.get("message").split("\n") == mismatches == failure.text.split("\n")
+    assert failure.get("message").split("\n") == mismatches == failure.text.split("\n")[:2]
+    # the body goes on with the command that reproduces it (no trace: the run found none)
+    assert failure.text.split("\n")[2:] == ["", "reproduce: isrcheck check tiny"]
     assert next(c for c in cases if c.get("name") == "tiny-crash").find("failure") is None
+
+
+def test_gate_junit_failure_body_has_the_counterexample_and_the_command(cli, fake_manifest, monkeypatch, tmp_path):
+    crash = next(e for e in fake_manifest if e.name == "tiny-crash")
+    _patch(monkeypatch, fake_manifest, "tiny-crash", length=crash.length + 1)
+    out = tmp_path / "gate.xml"
+    assert cli("gate", "tiny-crash", "--junit", str(out)).exit_code == 1
+    _, cases = _junit(out)
+    failure = cases[0].find("failure")
+    assert failure is not None and failure.get("message").startswith("length: expected")
+    text = failure.text
+    assert "reproduce: isrcheck check tiny-crash\n" in text
+    assert f"Counterexample: {crash.property} violated after {crash.length} steps" in text
+    assert "(initial state)" in text  # the trace's rows, as check prints them
+    assert all(len(line) <= 120 for line in text.splitlines())
 
 
 def test_gate_junit_a_crashing_model_is_an_error(cli, fake_manifest, crashing_rf2, tmp_path):
@@ -132,7 +149,8 @@ def test_gate_variant_that_breaks_a_property_fails_with_the_mismatch(cli, tmp_pa
 def test_gate_variant_text_output_names_the_variant(cli):
     res = cli("gate", "clean-election-isr-shrink", "--variant", EAGER)
     assert res.exit_code == 1
-    assert "NoCommittedWriteLost" in res.stdout and f"under variant {EAGER}" in res.stdout
+    out = " ".join(res.stdout.split())  # lines wrap at 120 columns on a pipe
+    assert "NoCommittedWriteLost" in out and f"under variant {EAGER}" in out
 
 
 def test_gate_variant_that_cannot_load_is_an_input_error(cli, fake_manifest, assert_input_error):
@@ -191,6 +209,10 @@ def test_conform_junit_failure_names_the_divergence(cli, exported, tmp_path, mon
     lines = failure.get("message").split("\n")
     assert lines[0].startswith("diverges at step 2 of ") and "Produce(1, 0)" in lines[0]
     assert lines[1] == "partitions[0].hw: model 1, implementation 0"
+    # the body: the same lines, the command that reruns this trace, the divergence table
+    body = failure.text.split("\n")
+    assert body[:2] == lines and f"reproduce: isrcheck conform {exported[1]}" in body
+    assert any("partitions[0].hw" in line for line in body[3:])
 
 
 def test_conform_junit_cover_one_testcase_per_model(cli, tmp_path, monkeypatch):

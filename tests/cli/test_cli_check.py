@@ -142,9 +142,13 @@ def test_version(cli):
 
 
 def test_manifest_model_by_name(cli, fake_manifest):
+    # the manifest pins tiny-crash's failure: check compares the pins as gate does and passes it
     result = cli("check", "tiny-crash")
-    assert result.exit_code == 1
+    assert result.exit_code == 0, result.output
     assert "tiny-crash" in result.stdout and "Counterexample" in result.stdout
+    assert "verdict SAFETY FAILURE as pinned" in result.stdout
+    # changed by --set, the pins no longer apply: the failure fails the run
+    assert cli("check", "tiny-crash", "--set", "max_records=1").exit_code == 1
 
 
 def test_real_manifest_models_run_by_name(cli):

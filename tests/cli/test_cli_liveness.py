@@ -39,8 +39,9 @@ def failover_result():
 def test_check_checks_the_pinned_liveness_by_default(cli, bounce_entry):
     assert bounce_entry.liveness  # the test relies on the pins
     result = cli("check", BOUNCE)
-    assert result.exit_code == 1, result.output
+    assert result.exit_code == 0, result.output  # every lasso is the one pinned: as gate, it passes
     out = result.stdout
+    assert f"{BOUNCE}: verdict LIVENESS FAILURE as pinned" in out
     assert "every safety property holds" in out
     assert "Lasso:" in out and LOOP_MARK in out
     assert "stutters" in out  # every lasso of the bounce stutters at its last state
@@ -61,8 +62,13 @@ def test_check_no_liveness_checks_safety_only(cli):
 
 def test_check_json_has_the_pinned_liveness_verdicts(cli, bounce_entry):
     code, doc = cli.json("check", BOUNCE, "--json")
-    assert code == 1
-    assert doc["outcome"] == "success"  # safety holds: the exit code is liveness's
+    # the one verdict: liveness broken, exactly as pinned (exit 0, as gate); safety's own is apart
+    assert code == 0 and doc["exit_status"] == 0
+    assert (doc["outcome"], doc["found"], doc["safety_outcome"]) == ("as_pinned", "liveness_failure", "success")
+    assert doc["pins"] == {"as_pinned": True, "mismatches": []}
+    assert [(v["property"], v["kind"]) for v in doc["violations"]] == [
+        (x.property, "liveness") for x in bounce_entry.liveness]
+    assert [v["loop"] for v in doc["violations"]] == [x.loop for x in bounce_entry.liveness]
     lv = doc["liveness"]
     assert lv["complete"] is True
     assert lv["states"] > 1 and lv["edges"] > 0 and lv["bytes"] > 0 and lv["seconds"] >= 0
@@ -85,10 +91,10 @@ def test_check_json_has_the_pinned_liveness_verdicts(cli, bounce_entry):
 
 def test_check_property_checks_only_that_liveness_property(cli):
     code, doc = cli.json("check", BOUNCE, "--property", "IsrHeals", "--json")
-    assert code == 1
+    assert code == 1 and doc["outcome"] == "liveness_failure"  # --property: the pins do not apply
     assert [v["property"] for v in doc["liveness"]["verdicts"]] == ["IsrHeals"]
     assert doc["liveness"]["verdicts"][0]["verdict"] == "broken"
-    assert doc["violations"] == []
+    assert [(v["property"], v["kind"]) for v in doc["violations"]] == [("IsrHeals", "liveness")]
     result = cli("check", BOUNCE, "--property", "IsrHeals")
     assert result.exit_code == 1
     assert result.stdout.count("Lasso:") == 1 and "Lasso: IsrHeals broken" in result.stdout
@@ -110,7 +116,7 @@ def test_check_safety_property_only_skips_the_pinned_liveness(cli):
 
 def test_check_set_unfair_breaks_the_pinned_deposed_controller(cli):
     code, doc = cli.json("check", "controller-failover", "--set", 'unfair=["ResignController"]', "--json")
-    assert code == 1 and doc["outcome"] == "success"
+    assert code == 1 and doc["outcome"] == "liveness_failure" and doc["safety_outcome"] == "success"
     assert doc["config"]["unfair"] == ["ResignController"]
     verdicts = {v["property"]: v["verdict"] for v in doc["liveness"]["verdicts"]}
     assert verdicts == {"PartitionEventuallyLed": "holds", "IsrHeals": "holds", "WriteEventuallyCommitted": "holds",
@@ -202,7 +208,7 @@ def test_check_liveness_unknown_fails_even_when_safety_succeeds(cli, tmp_path):
     assert safety < graph
     limit = (safety + graph) // 2
     code, doc = cli.json("check", "--config", str(p), "--liveness", "--max-states", str(limit), "--json")
-    assert doc["outcome"] == "success"
+    assert doc["outcome"] == "incomplete" and doc["safety_outcome"] == "success"
     assert doc["liveness"]["complete"] is False
     assert {v["verdict"] for v in doc["liveness"]["verdicts"]} == {"unknown"}
     assert code == 1

@@ -145,7 +145,7 @@ def test_the_default_ceiling_is_the_smaller_of_three_quarters_of_memory_and_8_gi
 
 # ---------------------------------------------------------------------------- progress in a pipe
 _PROGRESS = re.compile(r"^(checking|simulating) (\S+): [\d,]+ states  depth \d+  (queue|walks left) [\d,]+  "
-                       r"[\d,]+/s  \d+ s$")
+                       r"[\d,]+/s  \d+ s  mem \d+\.\d [KMGT]iB (of \d+\.\d [KMGT]iB|\(no ceiling\))$")
 
 
 def test_check_prints_progress_lines_on_a_piped_stderr(cli, monkeypatch):
@@ -164,6 +164,16 @@ def test_simulate_prints_progress_lines_on_a_piped_stderr(cli, monkeypatch):
     lines = res.stderr.splitlines()
     assert lines and all(_PROGRESS.match(x) for x in lines), res.stderr
     assert "walks left 0" in lines[-1]
+
+
+def test_progress_lines_show_memory_against_the_ceiling(cli, monkeypatch):
+    monkeypatch.setenv(resources.PROGRESS_ENV, "0")
+    res = cli("check", MODEL, "--max-memory", "3G")
+    assert res.exit_code == 0
+    lines = res.stderr.splitlines()
+    assert lines and all(re.search(r"  mem \d+\.\d [KMG]iB of 3\.0 GiB$", x) for x in lines), res.stderr
+    res = cli("check", MODEL, "--max-memory", "0")
+    assert res.stderr.splitlines() and all(x.endswith("(no ceiling)") for x in res.stderr.splitlines())
 
 
 def test_no_progress_line_before_the_interval(cli):

@@ -32,7 +32,7 @@ def _lines_of_step(out: str, n: int) -> list[str]:
 def test_check_verbose_shows_the_hidden_change_of_step_3(cli):
     plain = cli("check", "hw-truncation-one-crash")
     res = cli("check", "hw-truncation-one-crash", "--verbose")
-    assert res.exit_code == 1 and plain.exit_code == 1
+    assert res.exit_code == 0 and plain.exit_code == 0  # the pinned failure: as gate, it passes
     out = res.stdout
     assert out.startswith(plain.stdout.split("\nCoverage")[0])  # the default output, then more
     assert "Initial state, every field" in out and "Every change, step by step" in out

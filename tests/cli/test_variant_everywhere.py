@@ -299,7 +299,11 @@ def _spark_ok() -> bool:
 
 @pytest.mark.spark
 @pytest.mark.skipif(not _spark_ok(), reason="needs pyspark and Java 17+")
-def test_spark_swarm_ships_a_file_variant_and_a_cwd_module_to_the_workers(cli, fake_manifest, tmp_path, boom_dir):
+def test_spark_swarm_ships_a_file_variant_and_a_cwd_module_to_the_workers(cli, fake_manifest, tmp_path, boom_dir,
+                                                                          monkeypatch):
+    # the error is the one line read here: no heartbeat line of a long job before it (on a pipe
+    # a spark command prints one every ISRCHECK_PROGRESS_SECONDS; tests/pipeline/test_spark_progress.py)
+    monkeypatch.setenv("ISRCHECK_PROGRESS_SECONDS", "3600")
     base = ["spark", "swarm", "tiny-crash", "--master", "local[2]", "--walks", "40", "--tasks", "2",
             "--max-depth", "8"]
     # a file path given relative to the current directory: the workers (another cwd) still find it

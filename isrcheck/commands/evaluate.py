@@ -1,0 +1,123 @@
+"""A check, as ``check`` and ``report`` both run it: the target resolved from the one input group,
+the safety search, the liveness properties that apply, the vacuity passes and the one verdict.
+
+``report`` used to run its own, smaller check (the first violation only, no liveness, no
+``--property``), so its page could say SUCCESS where ``check`` said LIVENESS FAILURE; both call
+:func:`evaluate` now and differ only in how they show the :class:`Evaluation`.
+"""
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import click
+
+from isrcheck.analyses import vacuity
+from isrcheck.commands.options import Inputs, protocol_for
+from isrcheck.commands.verdict import Verdict, decide
+from isrcheck.engine.parallel import search
+from isrcheck.inputs import targets
+from isrcheck.invariants import build_model
+from isrcheck.invariants import liveness as live
+from isrcheck.model.config import ConfigError
+from isrcheck.model.symmetry import symmetry_allowed
+from isrcheck.specs.manifest import Target
+
+__all__ = ["Evaluation", "evaluate", "resolve_target", "verdict_json", "with_untaken"]
+
+
+@dataclass
+class Evaluation:
+    target: Target[Any]
+    model: Any
+    result: Any  # CheckResult
+    lres: Any  # LivenessResult or None
+    verdict: Verdict
+    safety_selected: bool  # False: --property named only liveness properties
+
+
+def resolve_target(inputs: Inputs) -> Target[Any]:
+    """The target of the input group (a manifest model, a scenario or trace file, --config);
+    ``--peer`` is ``check``'s alone and is refused by the caller before this."""
+    return targets.resolve(inputs.name, inputs.config_file, inputs.overrides)
+
+
+def evaluate(inputs: Inputs, *, max_depth: int | None = None, max_states: int | None = None,
+             symmetry: bool | None = None, liveness: bool | None = None, workers: int = 1,
+             progress: Any = None, max_memory: int | None = None, progress_every: float = 0.5,
+             on_warning: Callable[[vacuity.VacuityWarning], None] | None = None) -> Evaluation:
+    """Run the check the inputs ask for. ``on_warning`` is called for each vacuity warning as it is
+    found (before the search for the static ones), so a terminal shows them before a long run."""
+    target = resolve_target(inputs)
+    as_defined = symmetry is None  # a forced symmetry changes the state count the manifest pins
+    symmetry = target.symmetry if symmetry is None else symmetry
+    if symmetry and not symmetry_allowed(target.config):
+        click.echo("warning: --symmetry forces reduction on a configuration where the model would not use it "
+                   "(no two brokers start out interchangeable)", err=True)
+    only = inputs.only
+    safety_only = [n for n in only if n not in live.LIVENESS_NAMES]
+    liveness_only = [n for n in only if n in live.LIVENESS_NAMES]
+    properties: list[str] | None = safety_only if only else (list(target.properties) if target.properties else None)
+    wanted = _liveness_wanted(target, liveness, liveness_only, bool(only))
+    protocol, variant = protocol_for(target, inputs.variant)  # --variant, else the manifest entry's own
+    model = build_model(target.config, protocol=protocol, symmetry=symmetry, properties=properties)
+    live_props = live.applicable_liveness(target.config, wanted) if wanted != [] else []  # bad names fail early
+    if protocol is not None:
+        target = dataclasses.replace(target, label=f"{target.label} [{variant}]")
+    warnings = vacuity.static_warnings(target.config)
+    for w in warnings:
+        if on_warning is not None:
+            on_warning(w)
+    result = search(model, workers=workers, max_depth=max_depth, max_states=max_states,
+                    stop_on_first=not inputs.keep_going, progress=progress, max_memory=max_memory,
+                    progress_every=progress_every)
+    lres = None
+    if live_props and result.limit_hit != "memory":
+        if progress is not None:
+            progress.set_label(f"liveness of {target.label}")
+        lres = live.check(target.config, [p.name for p in live_props], protocol=protocol, max_states=max_states,
+                          max_depth=max_depth, progress=progress)
+    # a search stopped at a violation or a limit has partial coverage: only a complete one can say
+    # that a budgeted action is never taken
+    after = vacuity.unused_budgets(target.config, result.coverage) if result.outcome in ("success", "vacuous") else []
+    for w in after:
+        if on_warning is not None:
+            on_warning(w)
+    pins_apply = (target.entry is not None and not inputs.changed and max_depth is None and max_states is None
+                  and liveness is None and as_defined)
+    verdict = decide(result, lres, warnings + after, inputs.strict, target.entry if pins_apply else None)
+    return Evaluation(target, model, result, lres, verdict, safety_selected=not only or bool(safety_only))
+
+
+def _liveness_wanted(target: Any, flag: bool | None, named: list[str], chosen: bool) -> list[str] | None:
+    """Which liveness properties a check asks for: those named with --property, else every
+    applicable one (--liveness, returned as None), none (--no-liveness, or --property naming only
+    safety properties), or by default those the manifest pins for the model."""
+    if named:
+        if flag is False:
+            raise ConfigError("--no-liveness contradicts --property " + ", ".join(named))
+        return named
+    if flag is True:
+        return None
+    if flag is False or target.entry is None or chosen:
+        return []
+    # the pins of the model, less those an override (--set) made meaningless
+    return [e.property for e in target.entry.liveness if live.applies(e.property, target.config)]
+
+
+def with_untaken(cfg: Any, coverage: dict[str, int]) -> dict[str, int]:
+    """The coverage with every budgeted action the configuration allows and the search never took
+    at 0, so that a missing QuickRestart shows as a row of 0 rather than as no row at all."""
+    out = dict(coverage)
+    for name in vacuity.budgeted_actions(cfg):
+        out.setdefault(name, 0)
+    return out
+
+
+def verdict_json(v: Verdict) -> dict[str, Any]:
+    """The verdict's part of the JSON (and what the text headline reads): outcome, found, the
+    warnings, the pins and the exit status."""
+    return {"outcome": v.outcome, "found": v.found, "exit_status": v.exit_status, "strict": v.strict,
+            "warnings": [w.to_json() for w in v.warnings], "pins": v.pins_json()}
