@@ -66,12 +66,13 @@ def settings_of(cfg: ImplConfig) -> dict[str, Any]:
 
 def entries(manifest: Mapping[str, Any] | None = None) -> tuple[Entry, ...]:
     """The manifest's models (``manifest``: a parsed models.toml, default the shipped one), in its order,
-    leaving out those whose configuration this implementation cannot read."""
+    leaving out those whose configuration this implementation cannot read and those checked with a
+    designer's variant (their verdicts are another protocol's, not this implementation's)."""
     raw = load("models.toml") if manifest is None else manifest
     models = raw.get("model", [])
     out: list[Entry] = []
     for m in models if isinstance(models, list) else []:
-        if not isinstance(m, Mapping):
+        if not isinstance(m, Mapping) or m.get("variant") is not None:
             continue
         try:
             settings = settings_of(from_mapping(m.get("config", {})))
