@@ -8,7 +8,7 @@ their mixins in front of the protocol's class (the model's own, or a ``--variant
 given, so that each overrides only its decision and defers to the rest with ``super()``.
 
 Each mixin's docstring says the pre-fix rule; specs/history.toml has the facts (symptom, fix commit,
-versions) and the manifest pair that shows the bug; tests/model/test_history.py checks that every
+versions) and the manifest pair that shows the bug; tests/model/test_bug_history.py checks that every
 bug classified ``reproduced`` has a mixin here and the reverse.
 """
 from __future__ import annotations

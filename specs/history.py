@@ -15,7 +15,7 @@ our state), and how this model stands to it (its *classification*):
 The file is data that the model (the ``reintroduce`` key's validation), the command line (the page
 specs/12-history.md) and the tests read alike; this module loads and checks it, and imports nothing
 from the project outside this package. Whether the pairs exist and the pre-fix rules are
-implemented is checked against the manifest and model/history.py by tests/model/test_history.py.
+implemented is checked against the manifest and model/history.py by tests/model/test_bug_history.py.
 """
 from __future__ import annotations
 

@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 
 from isrcheck.commands import resources
+from isrcheck.model.config import ConfigError
 
 MODEL = "clean-election-isr-shrink"
 FULL_STATES = 9222
@@ -124,8 +125,11 @@ def test_sizes_parse_in_binary_units():
     assert resources.parse_size("4G", "x") == 4 << 30
     assert resources.parse_size("512M", "x") == 512 << 20
     assert resources.parse_size("1.5GiB", "x") == 3 << 29
-    assert resources.parse_size("64k", "x") == 65536
-    assert resources.parse_size("65536", "x") == 65536
+    assert resources.parse_size("1024k", "x") == 1 << 20
+    assert resources.parse_size("1048576", "x") == 1 << 20
+    for tiny in ("64k", "65536"):  # below 1 MiB: less than any run uses, so a unit was left off
+        with pytest.raises(ConfigError, match="at least 1 MiB"):
+            resources.parse_size(tiny, "x")
     for none in ("0", "none", "NONE", "off", "unlimited", " 0 "):
         assert resources.parse_size(none, "x") is None
 
