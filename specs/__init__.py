@@ -11,8 +11,11 @@ description). They import nothing from the project outside this package.
 from __future__ import annotations
 
 import tomllib
+from collections.abc import Callable
 from importlib import resources
-from typing import Any
+from typing import Any, TypeVar
+
+T = TypeVar("T")
 
 
 def load(name: str) -> dict[str, Any]:
@@ -23,3 +26,15 @@ def load(name: str) -> dict[str, Any]:
 
 def text(name: str) -> str:
     return resources.files(__name__).joinpath(name).read_text(encoding="utf-8")
+
+
+def listed_once(items: tuple[T, ...], label: Callable[[T], str], error: type[Exception], source: str) -> tuple[T, ...]:
+    """``items`` unchanged, after checking that no two share a ``label`` (a name listed twice in a
+    data file is one ``error`` line naming the file and the entry)."""
+    seen: set[str] = set()
+    for x in items:
+        name = label(x)
+        if name in seen:
+            raise error(f"{source}: {name} is listed twice")
+        seen.add(name)
+    return items

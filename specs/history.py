@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
-from . import load
+from . import listed_once, load
 from .protocol import TRAIT_NAMES
 
 __all__ = ["CLASSIFICATIONS", "FAMILIES", "Bug", "HistoryError", "bug", "load_history", "reproduced"]
@@ -124,12 +124,7 @@ def _parse(raw: Any, index: int) -> Bug:
 def load_history() -> tuple[Bug, ...]:
     """Every bug of specs/history.toml, validated, in the file's order."""
     bugs = tuple(_parse(raw, i) for i, raw in enumerate(load(FILE).get("bug", [])))
-    seen: set[str] = set()
-    for b in bugs:
-        if b.id in seen:
-            raise HistoryError(f"{FILE}: {b.id} is listed twice")
-        seen.add(b.id)
-    return bugs
+    return listed_once(bugs, lambda b: b.id, HistoryError, FILE)
 
 
 def bug(bug_id: str) -> Bug:

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
-from . import load
+from . import listed_once, load
 
 __all__ = ["CHAPTER", "KINDS", "NAMES", "PropertiesError", "PropertyInfo", "descriptions", "load_properties",
            "property_info"]
@@ -75,12 +75,7 @@ def _parse(raw: Any, index: int) -> PropertyInfo:
 def load_properties() -> tuple[PropertyInfo, ...]:
     """Every property of specs/properties.toml, validated, in the file's order."""
     out = tuple(_parse(raw, i) for i, raw in enumerate(load(FILE).get("property", [])))
-    seen: set[str] = set()
-    for p in out:
-        if p.name in seen:
-            raise PropertiesError(f"{FILE}: property {p.name} is listed twice")
-        seen.add(p.name)
-    return out
+    return listed_once(out, lambda p: f"property {p.name}", PropertiesError, FILE)
 
 
 @lru_cache(maxsize=1)

@@ -5,6 +5,8 @@ Importable from any test (pytest puts ``tests/`` on the path, as for ``native_he
 here imports the code under test beyond the engine's visit and what a case needs to be built."""
 from __future__ import annotations
 
+import json
+
 import textwrap
 from typing import Any
 
@@ -73,3 +75,15 @@ DEPOSED_REASSIGNMENT_PREFIX = [
     ("ControllerFailover", ()),
     *[("ReassignPartition", (2, 0, n)) for n in range(1, 8)],
 ]
+
+
+def to_toml(raw: dict[str, Any], prefix: str = "") -> str:
+    """A tiny TOML writer for flat configurations with one level of sub-tables (tests write their
+    configuration files with it; ``from conftest import`` would pick whichever conftest.py pytest
+    imported first)."""
+    lines = [f"{k} = {json.dumps(v)}" for k, v in raw.items() if not isinstance(v, dict)]
+    for k, v in raw.items():
+        if isinstance(v, dict):
+            lines.append(f"[{prefix}{k}]")
+            lines.extend(f"{kk} = {json.dumps(vv)}" for kk, vv in v.items())
+    return "\n".join(lines) + "\n"

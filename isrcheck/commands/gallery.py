@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import click
 
-from isrcheck.commands.options import show_progress
-from isrcheck.model.config import ConfigError
+from isrcheck.commands.options import print_or_write, show_progress
 from isrcheck.render import terminal
 
 
@@ -17,11 +16,4 @@ def gallery(path: str | None) -> None:
 
     with terminal.progress_status(show_progress(False), "gallery"):
         text = render_gallery()
-    if path:
-        try:
-            with open(path, "w", encoding="utf-8") as f:
-                f.write(text)
-        except OSError as e:
-            raise ConfigError(f"cannot write {path}: {e.strerror}") from None
-    else:
-        click.echo(text)
+    print_or_write(text, path, newline=True)

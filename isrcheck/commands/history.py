@@ -5,8 +5,7 @@ from __future__ import annotations
 
 import click
 
-from isrcheck.commands.options import show_progress
-from isrcheck.model.config import ConfigError
+from isrcheck.commands.options import print_or_write, show_progress
 from isrcheck.render import terminal
 
 
@@ -20,11 +19,4 @@ def history(path: str | None) -> None:
 
     with terminal.progress_status(show_progress(False), "history"):
         text = render_history()
-    if path:
-        try:
-            with open(path, "w", encoding="utf-8") as f:
-                f.write(text)
-        except OSError as e:
-            raise ConfigError(f"cannot write {path}: {e.strerror}") from None
-    else:
-        click.echo(text, nl=False)
+    print_or_write(text, path, newline=False)

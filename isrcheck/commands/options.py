@@ -143,6 +143,21 @@ def protocol_for(target: Any, variant: str | None) -> tuple[Any, str | None]:
     return None, None
 
 
+def print_or_write(text: str, path: str | None, newline: bool = True) -> None:
+    """A generated page (the gallery, the history): printed, or written to ``path``; a file that
+    cannot be written is one input error line."""
+    from isrcheck.model.config import ConfigError
+
+    if not path:
+        click.echo(text, nl=newline)
+        return
+    try:
+        with open(path, "w", encoding="utf-8") as f:
+            f.write(text)
+    except OSError as e:
+        raise ConfigError(f"cannot write {path}: {e.strerror}") from None
+
+
 def emit_json(obj: Any) -> None:
     """``--json``: exactly one JSON object on stdout."""
     click.echo(json.dumps(obj, indent=2))

@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 from click.testing import CliRunner, Result
+from shared import to_toml
 
 from isrcheck.inputs import manifest
 from isrcheck.cli import main
@@ -25,19 +26,6 @@ SMALL_CRASH = {"brokers": 3, "max_records": 1, "faults": {"crashes": 1}}
 SMALL_RF2 = {"brokers": 2, "replication_factor": 2, "max_records": 1}
 
 
-def to_toml(raw: dict[str, Any], prefix: str = "") -> str:
-    """A tiny TOML writer for flat configs with one level of sub-tables."""
-    lines = []
-    tables = []
-    for k, v in raw.items():
-        if isinstance(v, dict):
-            tables.append((k, v))
-        else:
-            lines.append(f"{k} = {json.dumps(v)}")
-    for k, v in tables:
-        lines.append(f"[{prefix}{k}]")
-        lines.extend(f"{kk} = {json.dumps(vv)}" for kk, vv in v.items())
-    return "\n".join(lines) + "\n"
 
 
 class Cli:

@@ -9,20 +9,11 @@ from pathlib import Path
 
 import jsonschema
 import pytest
+from shared import to_toml
 
 from isrcheck.inputs import manifest
 
 
-def to_toml(raw: dict) -> str:
-    """TOML for a flat configuration with one level of sub-tables (``from conftest import``
-    would pick whichever conftest.py pytest imported first)."""
-    lines = [f"{k} = {json.dumps(v)}" for k, v in raw.items() if not isinstance(v, dict)]
-    for k, v in raw.items():
-        if not isinstance(v, dict):
-            continue
-        lines.append(f"[{k}]")
-        lines.extend(f"{kk} = {json.dumps(vv)}" for kk, vv in v.items())
-    return "\n".join(lines) + "\n"
 
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -7,21 +7,12 @@ import json
 from pathlib import Path
 
 import pytest
+from shared import to_toml
 
 from isrcheck.analyses import vacuity
 from isrcheck.model.config import from_mapping
 
 
-def to_toml(raw: dict) -> str:
-    """TOML for a flat configuration with one level of sub-tables (``from conftest import``
-    would pick whichever conftest.py pytest imported first)."""
-    lines = [f"{k} = {json.dumps(v)}" for k, v in raw.items() if not isinstance(v, dict)]
-    for k, v in raw.items():
-        if not isinstance(v, dict):
-            continue
-        lines.append(f"[{k}]")
-        lines.extend(f"{kk} = {json.dumps(vv)}" for kk, vv in v.items())
-    return "\n".join(lines) + "\n"
 
 
 BASE = {"brokers": 2, "replication_factor": 2, "max_records": 1}
