@@ -46,7 +46,8 @@ def handle_request(w: World, b: int, req: Request) -> None:
         _leader_and_isr(w, b, req)  # type: ignore[arg-type]
     elif req[0] == STOP_REPLICA:
         _stop_replica(w, b, req)  # type: ignore[arg-type]
-    # UpdateMetadata: its only modelled effect is the controller epoch above.
+    else:  # UpdateMetadata: the controller epoch above, and what a variant's broker keeps of it
+        w.protocol.on_update_metadata(w, b, req)  # type: ignore[arg-type]
 
 
 def _leader_and_isr(w: World, b: int, req: LeaderAndIsr) -> None:
@@ -61,8 +62,10 @@ def _leader_and_isr(w: World, b: int, req: LeaderAndIsr) -> None:
         return  # stale leader epoch: rejected
     if req.leader == b:
         _become_leader(w, b, p, r, req)
-    else:
+    elif w.protocol.follows_leader(w, b, req):
         w.set_replica(b, p, w.protocol.become_follower(w, b, p, r, req))
+    else:  # the leader is unknown to it: this partition's entry is skipped (its replica exists)
+        w.set_replica(b, p, r)
 
 
 def _become_leader(w: World, b: int, p: int, r: Replica, req: LeaderAndIsr) -> None:
@@ -78,7 +81,8 @@ def offsets_for_leader_epoch(w: World, f: int, p: int) -> None:
     rl = w.replica(rf.leader, p)
     assert rl is not None
     answer = w.protocol.epoch_end_answer(rl, E.latest(rf.epochs))
-    w.set_replica(f, p, make_replica(rf.log, rf.hw, rf.checkpoint, rf.leader, rf.leader_epoch, rf.isr, rf.zk_version,
+    hw = w.protocol.hw_with_epoch_answer(rf, rl.hw)
+    w.set_replica(f, p, make_replica(rf.log, hw, rf.checkpoint, rf.leader, rf.leader_epoch, rf.isr, rf.zk_version,
                                      rf.remote_leo, rf.pending, rf.assigned, rf.epochs, TRUNCATE_PENDING, answer,
                                      rf.ext))
 
@@ -162,13 +166,18 @@ def fetch(w: World, f: int, p: int) -> None:
     answered_hw = rl.hw  # the response carries the HW read before this fetch is recorded
     remote = rl.remote_leo
     isr, zk_version = rl.isr, rl.zk_version
+    ext = rl.ext
     if not isr >> f & 1 and w.protocol.may_expand_isr(rl, f, offset, isr | bit(f)):
-        written = write_isr(w, leader, p, rl, isr | bit(f))
-        if written is not None:
-            zk_version, isr = written
+        proposed = w.protocol.propose_isr(w, leader, p, rl, isr | bit(f))
+        if proposed is not None:  # asynchronous: the controller applies it later
+            ext = proposed.ext
+        else:
+            written = write_isr(w, leader, p, rl, isr | bit(f))
+            if written is not None:
+                zk_version, isr = written
     rl = make_replica(rl.log, rl.hw, rl.checkpoint, rl.leader, rl.leader_epoch, isr, zk_version,
                       remote[: f - 1] + (offset,) + remote[f:], rl.pending, rl.assigned, rl.epochs, rl.fetch_state,
-                      rl.answer, rl.ext)
+                      rl.answer, ext)
     rl = advance_hw(w, leader, p, rl)
     w.set_replica(leader, p, rl)
     end = len(rl.log)
@@ -204,6 +213,10 @@ def write_isr(w: World, leader: int, p: int, rl: Replica, isr: int) -> tuple[int
 def shrink_isr(w: World, leader: int, p: int, follower: int) -> None:
     rl = w.replica(leader, p)
     assert rl is not None
+    proposed = w.protocol.propose_isr(w, leader, p, rl, rl.isr & ~bit(follower))
+    if proposed is not None:  # asynchronous: the controller applies it later
+        w.set_replica(leader, p, advance_hw(w, leader, p, proposed))
+        return
     written = write_isr(w, leader, p, rl, rl.isr & ~bit(follower))
     assert written is not None, "ShrinkIsr is enabled only when the conditional write succeeds"
     version, new_isr = written

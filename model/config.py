@@ -26,6 +26,9 @@ MAX_RECORDS = 8
 
 ACKS = ("all", "1")
 CONTROLLER_CONNECTIONS = ("shared", "per-controller")
+#: how a leader changes its ISR: its own conditional ZooKeeper write (the seeds, up to 2.6) or an
+#: AlterIsr request the controller applies (KIP-497, 2.7+; model/alterisr.py)
+ISR_CHANGES = ("zookeeper", "alter-isr")
 
 
 class ConfigError(ValueError):
@@ -80,6 +83,9 @@ class Faults:
     #: a running broker loses its ZooKeeper session (ExpireSession): its registration vanishes
     #: while the process keeps its state, until it registers again (Reregister)
     session_expiries: int = _key(0)
+    #: with ``isr_change = "alter-isr"``: the controller applies an AlterIsr but its answer is lost,
+    #: and the leader's channel sends the same request again (AlterIsrAnswerLost)
+    lost_isr_answers: int = _key(0)
 
 
 @dataclass(frozen=True)
@@ -122,6 +128,12 @@ class Config:
     #: at failover the controller moves the replicas of dead brokers to OfflineReplica, taking them
     #: out of the ISR (Kafka 2.3+, KAFKA-3143's fix)
     failover_offline_replicas: bool = _key(False, protocol=True)
+    #: how a leader changes its ISR (ISR_CHANGES): "zookeeper", its own conditional write; "alter-isr",
+    #: an asynchronous request to the controller (KIP-497, Kafka 2.7+; specs/05-replication.md)
+    isr_change: str = _key("zookeeper", protocol=True)
+    #: brokers keep a metadata cache of the live brokers, filled by UpdateMetadata, and follow only a
+    #: leader it lists (0.9+; model/metadatacache.py)
+    metadata_cache: bool = _key(False, protocol=True)
     #: Kafka bugs whose pre-fix rule the protocol puts back (specs/history.toml, model/history.py)
     reintroduce: tuple[str, ...] = _key((), protocol=True)
     #: derived from the bounds unless given (default_assignment): not in the header
@@ -266,6 +278,8 @@ def from_mapping(raw: dict[str, Any]) -> Config:
     fenced_writes = _bool("fenced_controller_writes", raw.get("fenced_controller_writes", False))
     fenced_steps = _bool("fenced_reassignment_steps", raw.get("fenced_reassignment_steps", False))
     failover_offline = _bool("failover_offline_replicas", raw.get("failover_offline_replicas", False))
+    isr_change = _choice("isr_change", raw.get("isr_change", "zookeeper"), ISR_CHANGES)
+    metadata_cache = _bool("metadata_cache", raw.get("metadata_cache", False))
 
     if "assignment" in raw:
         assignment_raw = raw["assignment"]
@@ -281,7 +295,8 @@ def from_mapping(raw: dict[str, Any]) -> Config:
     reintroduce = _reintroduce(raw.get("reintroduce", []), generation, {
         "unclean_leader_election": unclean, "acks": acks, "controller_connections": connections,
         "fenced_controller_writes": fenced_writes, "detect_restarts": detect_restarts, "hw_checkpoint": hw_checkpoint,
-        "failover_offline_replicas": failover_offline, "stale_controller": stale})
+        "failover_offline_replicas": failover_offline, "stale_controller": stale,
+        "isr_change": isr_change, "metadata_cache": metadata_cache})
 
     f = _table("faults", raw.get("faults", {}))
     _unknown("faults.", set(f), _FAULT_KEYS)
@@ -325,6 +340,8 @@ def from_mapping(raw: dict[str, Any]) -> Config:
         fenced_controller_writes=fenced_writes,
         fenced_reassignment_steps=fenced_steps,
         failover_offline_replicas=failover_offline,
+        isr_change=isr_change,
+        metadata_cache=metadata_cache,
         reintroduce=reintroduce,
         assignment=assignment,
         unfair=unfair,

@@ -15,6 +15,7 @@ from .selectors import Election, NoEligibleLeader, Selector, SelectorInput
 from .state import (
     NO_LEADER,
     Controller,
+    UpdateMetadata,
     Zk,
     make_ghost,
     make_stop_replica,
@@ -56,9 +57,19 @@ def live_in(c: ControllerWork, brokers: tuple[int, ...]) -> tuple[int, ...]:
     return tuple(b for b in brokers if c.live >> b & 1)
 
 
+def update_metadata(w: World, c: ControllerWork) -> UpdateMetadata:
+    """Controller ``c``'s UpdateMetadata: its epoch, and where brokers keep a metadata cache
+    (``metadata_cache``) its live brokers and the leader epochs its context caches (0 and () otherwise,
+    so that models without a cache keep their states)."""
+    if not w.protocol.metadata_carries_live:
+        return make_update_metadata(c.epoch, ())
+    return make_update_metadata(c.epoch, (c.live,) + w.protocol.cached_leader_epochs(w, c))
+
+
 def broadcast_metadata(w: World, c: ControllerWork) -> None:
+    um = update_metadata(w, c)
     for b in members(c.live):
-        w.send(b, make_update_metadata(c.epoch))
+        w.send(b, um)
 
 
 def send_leader_and_isr(w: World, c: ControllerWork, p: int, to: tuple[int, ...]) -> None:
@@ -76,13 +87,16 @@ def check_not_fenced(w: World, c: ControllerWork, p: int) -> None:
 
 
 def write_leader_isr(w: World, c: ControllerWork, p: int, leader: int, isr: int,
-                     fields: tuple[int, ...] | None = None) -> None:
+                     fields: tuple[int, ...] | None = None, bump: bool = False) -> None:
     """Conditional write of the leader/ISR znode with a new leader epoch (and, when a variant's
-    decision gave them, the partition's new variant ``fields``)."""
+    decision gave them, the partition's new variant ``fields``); ``bump``: a reassignment's leader
+    epoch bump, which leaves leader and ISR as they are."""
     check_not_fenced(w, c, p)
     zp = w.parts[p]
     w.set_part(p, make_zk_partition(zp.replicas, leader, isr, zp.leader_epoch + 1, zp.version + 1, c.epoch,
                                     zp.ext if fields is None else fields))
+    if not bump or w.protocol.caches_leader_epoch_bumps():
+        w.protocol.cache_leadership(w, c, p)
     w.protocol.on_controller_write(w, c, p)
 
 
@@ -181,7 +195,7 @@ def _remove_from_isr(w: World, c: ControllerWork, p: int, b: int, cause: Removal
 
 def bump_leader_epoch(w: World, c: ControllerWork, p: int, to: tuple[int, ...]) -> None:
     zp = w.parts[p]
-    write_leader_isr(w, c, p, zp.leader, zp.isr)
+    write_leader_isr(w, c, p, zp.leader, zp.isr, bump=True)
     send_leader_and_isr(w, c, p, to)
 
 
@@ -228,8 +242,9 @@ def on_broker_failure(w: World, c: ControllerWork, dead: int) -> None:
 
 
 def on_broker_startup(w: World, c: ControllerWork, new: int) -> None:
+    um = update_metadata(w, c)
     for b in members(new):
-        w.send(b, make_update_metadata(c.epoch))
+        w.send(b, um)
     for p in range(len(w.parts)):
         if not exists(w, p):
             continue
@@ -293,6 +308,9 @@ def on_controller_failover(w: World, c: ControllerWork) -> None:
     c.live = w.live
     c.registrations = w.registrations
     w.protocol.on_controller_failover(w, c)
+    metadata_first = w.protocol.failover_sends_metadata_first()
+    if metadata_first:  # 0.10.2 on (KAFKA-4443's fix): the brokers learn who is alive first
+        broadcast_metadata(w, c)
     for p, zp in enumerate(w.parts):
         if not zp.replicas:
             continue
@@ -320,7 +338,8 @@ def on_controller_failover(w: World, c: ControllerWork) -> None:
     for p in range(len(w.parts)):
         if w.reassign[p] and exists(w, p):
             c.set_reassign_step(p, STEP_START)
-    broadcast_metadata(w, c)
+    if not metadata_first:
+        broadcast_metadata(w, c)
 
 
 def on_preferred_replica_election(w: World, c: ControllerWork, p: int) -> None:

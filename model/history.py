@@ -3,7 +3,7 @@
 A bug of the history is a decision Kafka once made differently. Its pre-fix rule is therefore not a
 second code path through the model's steps but a :class:`~.protocol.Protocol` mixin overriding the
 hooks of that decision, exactly as a designer's variant would (README, "Variants"). The
-configuration key ``reintroduce = ["KAFKA-708", ...]`` names the bugs; :func:`reintroducing` puts
+configuration key ``reintroduce = ["KAFKA-708", ...]`` names the bugs; :func:`configured_protocol` puts
 their mixins in front of the protocol's class (the model's own, or a ``--variant``), in the order
 given, so that each overrides only its decision and defers to the rest with ``super()``.
 
@@ -15,7 +15,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from .alterisr import AlterIsr
 from .config import MAX_PARTITIONS, Config, ConfigError
+from .metadatacache import MetadataCache
 from .extension import Field, Kind, Scope
 from .follower import become_follower_reconciling_by_epoch
 from .protocol import ControllerView, IsrChange, Protocol, Removal, Stop, VariantAction, WorldView
@@ -317,6 +319,97 @@ class Kafka6193(Protocol):
             _drop_requests_outside_map(w, c)
 
 
+class Kafka12686(Protocol):
+    """KAFKA-12686 (fixed in 3.0.0): with AlterIsr, applying a LeaderAndIsr also dropped the AlterIsr
+    manager's item for the partition, although its request was still in flight. The leader could
+    then propose another change, which the manager queued but did not send (one request at a time);
+    the first request's answer, handled next, removed that queued item and was itself out of date,
+    so the leader stayed waiting for a change nobody would ever answer, refusing every later one.
+    The fix keeps the item until its answer (:meth:`AlterIsr.leader_and_isr_clears_queued`);
+    ``requires`` isr_change = "alter-isr"."""
+
+    def leader_and_isr_clears_queued(self) -> bool:
+        return True
+
+
+class Kafka13091(Protocol):
+    """KAFKA-13091 (fixed in 3.1.0): with AlterIsr, the leader recomputed its high watermark when it
+    proposed a shrink (while the shrinking member still counted) but not when the controller's
+    answer applied it, so a write waiting only for the removed follower waited until some other
+    event moved the high watermark. The fix recomputes it on the answer
+    (:meth:`AlterIsr.recomputes_hw_on_answer`); ``requires`` isr_change = "alter-isr"."""
+
+    def recomputes_hw_on_answer(self) -> bool:
+        return False
+
+
+class Kafka14144(Protocol):
+    """KAFKA-14144 (a 3.3.0 regression, fixed before its release): the controller compared an
+    AlterPartition's version with the znode's before its content, so a request whose first copy it
+    had applied, sent again after a lost answer, was refused as stale; the leader gave up and waited
+    for a LeaderAndIsr that nothing would send, its ISR change pending forever. The fix answers with
+    the znode when it already holds what was asked (:meth:`AlterIsr.alter_isr_decision`);
+    ``requires`` isr_change = "alter-isr"."""
+
+    def alter_isr_decision(self, zp: Any, leader: int, isr: int, epoch: int, version: int) -> Any:
+        from .alterisr import Decision
+
+        if epoch < zp.leader_epoch:
+            return Decision.FENCED
+        if zp.version != version:
+            return Decision.STALE_VERSION
+        return super().alter_isr_decision(zp, leader, isr, epoch, version)
+
+
+class Kafka14139(Protocol):
+    """KAFKA-14139 (fixed in 3.5.0 by KIP-903, for KRaft; the ZooKeeper controller never checked):
+    the controller accepted an ISR expansion for a broker whatever had happened to it since the
+    fetch that qualified it. A follower that restarted meanwhile with a lost (replaced, or here
+    unflushed) log was put in the ISR empty, and could then be elected, losing committed records.
+    The fix carries the follower's broker epoch from its fetch to the request and refuses a stale
+    one (:meth:`AlterIsr.checks_broker_epochs`); ``requires`` isr_change = "alter-isr" and
+    detect_restarts = true (the registration count is the broker epoch)."""
+
+    def checks_broker_epochs(self) -> bool:
+        return False
+
+
+class Kafka4443(Protocol):
+    """KAFKA-4443 (fixed in 0.10.2.0): a new controller sent its LeaderAndIsr requests before the
+    UpdateMetadata that tells the brokers who is alive. A broker whose metadata cache did not list
+    the named leader (one that had just restarted, its cache empty) skipped the become-follower
+    transition, and when the UpdateMetadata arrived nothing sent it another LeaderAndIsr: it never
+    followed and never rejoined the ISR. The fix sends UpdateMetadata first
+    (:meth:`Protocol.failover_sends_metadata_first`); ``requires`` metadata_cache = true."""
+
+    def failover_sends_metadata_first(self) -> bool:
+        return False
+
+
+class Kafka9212(Protocol):
+    """KAFKA-9212 (fixed in 2.3.2, 2.4.0): the leader epoch bumps of a reassignment (steps
+    bump-epoch and leader) were written to ZooKeeper and sent in LeaderAndIsr, but not recorded in
+    the controller's cached leadership, from which UpdateMetadata is built. The brokers' metadata
+    caches kept the old leader epoch, and clients validating epochs (KIP-320), fenced by the leader,
+    could not learn the new one. The fix records the bumps like every other write
+    (:meth:`Protocol.caches_leader_epoch_bumps`); ``requires`` metadata_cache = true."""
+
+    def caches_leader_epoch_bumps(self) -> bool:
+        return False
+
+
+class Kafka14704(Protocol):
+    """KAFKA-14704 (fixed in 3.4.1 and 3.5.0): with truncation on fetch, a follower applied a fetch
+    response's high watermark before the truncation the same response asked for: HW = min(the
+    leader's HW, its own log end), while its log still held its divergent suffix. For a moment its HW
+    covered records no leader committed, and elected then it would expose them. Here the answer of
+    OffsetsForLeaderEpoch stands for that response (:meth:`Protocol.hw_with_epoch_answer`);
+    ``requires`` leader_epochs = true."""
+
+    def hw_with_epoch_answer(self, r: Any, leader_hw: int) -> int:
+        return min(leader_hw, len(r.log))
+
+
 #: bug id -> the mixin that puts its pre-fix rule back
 MIXINS: dict[str, type[Protocol]] = {
     "KAFKA-708": Kafka708,
@@ -332,6 +425,13 @@ MIXINS: dict[str, type[Protocol]] = {
     "KAFKA-3085": Kafka3085,
     "KAFKA-1382": Kafka1382,
     "KAFKA-6193": Kafka6193,
+    "KAFKA-12686": Kafka12686,
+    "KAFKA-13091": Kafka13091,
+    "KAFKA-14144": Kafka14144,
+    "KAFKA-14139": Kafka14139,
+    "KAFKA-4443": Kafka4443,
+    "KAFKA-9212": Kafka9212,
+    "KAFKA-14704": Kafka14704,
 }
 
 _COMPOSED: dict[tuple[type, tuple[str, ...]], type] = {}
@@ -360,21 +460,59 @@ def protocol_class(base: type[Protocol], ids: tuple[str, ...]) -> type[Protocol]
     return cls
 
 
-def reintroducing(cfg: Config, protocol: Protocol | None = None) -> Protocol:
-    """The protocol for ``cfg`` with the bugs of ``cfg.reintroduce`` put back: ``protocol`` itself
-    (or the model's own) when the list is empty; else a new instance of its class with their
-    mixins in front. A protocol whose class cannot be built from the configuration alone (a
-    variant's factory function) cannot take them: one line, a ConfigError."""
+def _options(cfg: Config) -> tuple[type[Protocol], ...]:
+    """The built-in protocols a configuration's options select, each a Protocol subclass with state
+    of its own: ISR changes through the controller (model/alterisr.py), the brokers' metadata
+    cache (model/metadatacache.py)."""
+    out: list[type[Protocol]] = []
+    if cfg.isr_change == "alter-isr":
+        out.append(AlterIsr)
+    if cfg.metadata_cache:
+        out.append(MetadataCache)
+    return tuple(out)
+
+
+def _with_options(base: type[Protocol], options: tuple[type[Protocol], ...]) -> type[Protocol]:
+    """``base`` with the option protocols it lacks behind it: a designer's variant keeps its own
+    rules, and each option's rules stand where it defines none."""
+    missing = tuple(o for o in options if not issubclass(base, o))
+    if not missing:
+        return base
+    if base is Protocol and len(missing) == 1:
+        return missing[0]
+    key = (base, tuple(o.__name__ for o in missing))
+    cls = _COMPOSED.get(key)
+    if cls is None:
+        bases = missing if base is Protocol else (base,) + missing
+        extra: dict[str, Any] = {"__module__": base.__module__}
+        for attr in ("fields", "actions"):  # the options' first: their layout does not depend on the variant
+            joined = tuple(x for k in missing for x in getattr(k, attr, ())) + tuple(getattr(base, attr, ()))
+            if joined:
+                extra[attr] = joined
+        cls = type("+".join(k.__name__ for k in bases), bases, extra)
+        _COMPOSED[key] = cls
+    return cls
+
+
+def configured_protocol(cfg: Config, protocol: Protocol | None = None) -> Protocol:
+    """The protocol for ``cfg``: ``protocol`` (or the model's own), with the option protocols the
+    configuration selects behind it (``isr_change = "alter-isr"``, ``metadata_cache``) and the bugs
+    of ``cfg.reintroduce`` put back in front (their mixins, in the order given). ``protocol`` itself
+    when it already is all that; else a new instance built from the configuration. A protocol whose
+    class cannot be built from the configuration alone (a variant's factory function) cannot take
+    them: one line, a ConfigError."""
     ids = tuple(cfg.reintroduce)
+    options = _options(cfg)
     if protocol is None:
-        return protocol_class(Protocol, ids)(cfg) if ids else Protocol(cfg)
-    if not ids or all(isinstance(protocol, MIXINS.get(i, ())) for i in ids):
+        base = _with_options(Protocol, options)
+        return protocol_class(base, ids)(cfg) if ids else base(cfg)
+    if all(isinstance(protocol, o) for o in options) and all(isinstance(protocol, MIXINS.get(i, ())) for i in ids):
         return protocol
-    base: Any = type(protocol)
     try:
-        return protocol_class(base, ids)(protocol.config)
+        return protocol_class(_with_options(type(protocol), options), ids)(protocol.config)
     except TypeError as e:
-        raise ConfigError(f"reintroduce: cannot put {', '.join(ids)} into protocol {base.__name__}: {e}") from None
+        what = ", ".join(ids + tuple(o.__name__ for o in options))
+        raise ConfigError(f"cannot build protocol {type(protocol).__name__} with {what}: {e}") from None
 
 
-__all__ = ["MIXINS", "protocol_class", "reintroducing"]
+__all__ = ["MIXINS", "protocol_class", "configured_protocol"]

@@ -139,6 +139,9 @@ class Protocol:
         self._fenced_controller_writes: bool = config.fenced_controller_writes
         self._fenced_reassignment_steps: bool = config.fenced_reassignment_steps
         self._failover_offline_replicas: bool = config.failover_offline_replicas
+        #: UpdateMetadata carries the sender's live brokers (set by a protocol whose brokers keep a
+        #: metadata cache, model/metadatacache.py); 0 otherwise
+        self.metadata_carries_live: bool = False
         # A variant's own state and actions (class attributes ``fields`` and ``actions`` of the
         # subclass; read dynamically, as an interpreted subclass defines them).
         declared: Any = getattr(type(self), "fields", ())
@@ -280,6 +283,22 @@ class Protocol:
         KAFKA-1170's fix; before it, the controller's own cached copy)."""
         return w.parts[p].isr
 
+    def cache_leadership(self, w: Any, c: Any, p: int) -> None:
+        """Controller ``c`` records in its context what it just wrote to partition ``p``'s
+        leader/ISR znode. The model's controller keeps no such copy (it reads ZooKeeper); a
+        protocol whose brokers keep a metadata cache does (model/metadatacache.py): its
+        UpdateMetadata is built from it."""
+
+    def caches_leader_epoch_bumps(self) -> bool:
+        """Whether a reassignment's leader epoch bump (steps bump-epoch and leader) is recorded in
+        the controller's context like any other write (2.4 on, KAFKA-9212's fix)."""
+        return True
+
+    def cached_leader_epochs(self, w: WorldView, c: ControllerView) -> tuple[int, ...]:
+        """The leader epoch of each partition as controller ``c``'s context holds it, which its
+        UpdateMetadata carries: the model keeps no copy, so ZooKeeper's."""
+        return tuple(zp.leader_epoch for zp in w.parts)
+
     def on_controller_write(self, w: Any, c: Any, p: int) -> None:
         """Effects a variant adds after controller ``c`` wrote partition ``p``'s leader/ISR znode
         (an election, an ISR removal, a leader-epoch bump); ``w.parts[p]`` holds what it wrote."""
@@ -302,6 +321,13 @@ class Protocol:
         live: int = getattr(w, "live")
         return live, live
 
+    def failover_sends_metadata_first(self) -> bool:
+        """Whether a new controller sends UpdateMetadata to the live brokers before any
+        LeaderAndIsr of its failover (0.10.2 on, KAFKA-4443's fix) rather than last. Without a
+        metadata cache at the brokers (the model's own) the order changes nothing they decide, so
+        the model keeps the older order, last."""
+        return False
+
     def detects_restarts(self) -> bool:
         """Whether the controller notices a broker that re-registered before it looked (2.2+)."""
         return self._detect_restarts
@@ -318,6 +344,22 @@ class Protocol:
     def accepts_controller_epoch(self, request_epoch: int, highest_seen: int) -> bool:
         """A broker applies a controller request only if no newer controller has spoken to it."""
         return request_epoch >= highest_seen
+
+    def request_epoch(self, w: WorldView, sender_epoch: int) -> int:
+        """The controller epoch a request carries, sent now by the controller of ``sender_epoch``:
+        its own, read once when it became controller (0.8.2 on, KAFKA-1096's fix). A request
+        sent with an epoch older than ZooKeeper's comes from a deposed controller."""
+        return sender_epoch
+
+    def follows_leader(self, w: WorldView, b: int, req: LeaderAndIsr) -> bool:
+        """Whether broker ``b`` takes the become-follower transition a LeaderAndIsr asks for: the
+        model's brokers always do; with a metadata cache only if it lists the new leader alive
+        (model/metadatacache.py)."""
+        return True
+
+    def on_update_metadata(self, w: Any, b: int, req: Any) -> None:
+        """Effects a variant adds when broker ``b`` applies an UpdateMetadata ``req`` (after the
+        model's: the controller epoch it has seen)."""
 
     def accepts_leader_epoch(self, request_epoch: int, current: int) -> bool:
         """A broker applies LeaderAndIsr for a partition only with a newer leader epoch."""
@@ -414,6 +456,13 @@ class Protocol:
         but the leader itself (the lag time is a nondeterministic choice in the model)."""
         return True
 
+    def propose_isr(self, w: WorldView, leader: int, p: int, r: Replica, new_isr: int) -> Replica | None:
+        """How the leader changes its ISR to ``new_isr`` (a ShrinkIsr, or an expansion on a fetch):
+        None for the model's synchronous rule, its own conditional ZooKeeper write
+        (:meth:`leader_isr_change`); otherwise the leader's replica after it proposed the change,
+        to be applied later by the controller (``isr_change = "alter-isr"``, model/alterisr.py)."""
+        return None
+
     def isr_write_succeeds(self, znode_version: int, cached_version: int) -> bool:
         """A leader's ISR change is a conditional write on the znode version it last saw."""
         return znode_version == cached_version
@@ -430,6 +479,13 @@ class Protocol:
         if self.answers_with_epoch:
             return E.end_offset_kip279(leader_replica.epochs, len(leader_replica.log), asked_epoch)
         return E.end_offset_kip101(leader_replica.epochs, len(leader_replica.log), asked_epoch)
+
+    def hw_with_epoch_answer(self, r: Replica, leader_hw: int) -> int:
+        """The follower's HW once its leader's epoch answer arrives (with truncation on fetch, 2.7
+        on, the answer is a fetch response that also carries the leader's HW ``leader_hw``): the
+        answer only decides the truncation, and the HW comes with the next fetch, after it (3.4.1
+        on, KAFKA-14704's fix)."""
+        return r.hw
 
     def truncation_point(self, r: Replica) -> tuple[int, bool]:
         """Where a follower holding the OffsetsForLeaderEpoch answer truncates, and whether it is

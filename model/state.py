@@ -42,6 +42,10 @@ class StopReplica(NamedTuple):
 class UpdateMetadata(NamedTuple):
     kind: int
     controller_epoch: int
+    #: where brokers keep a metadata cache: the sender's live brokers (a mask), then the leader epoch of
+    #: each partition as it caches them; () otherwise. One tuple, so that the request's arity (3) tells
+    #: it apart from the other requests in the codec
+    metadata: tuple[int, ...]
 
 
 Request = LeaderAndIsr | StopReplica | UpdateMetadata
@@ -137,6 +141,7 @@ class Budget(NamedTuple):
     isr_shrinks: int
     delayed_requests: int
     session_expiries: int
+    lost_isr_answers: int
     preferred_elections: int
     controlled_shutdowns: int
     topic_deletions: int
@@ -229,8 +234,8 @@ def make_stop_replica(controller_epoch: int, partition: int, delete: bool) -> St
     return _new(_STOP_REPLICA, STOP_REPLICA, controller_epoch, partition, delete)
 
 
-def make_update_metadata(controller_epoch: int) -> UpdateMetadata:
-    return _new(_UPDATE_METADATA, UPDATE_METADATA, controller_epoch)
+def make_update_metadata(controller_epoch: int, metadata: tuple[int, ...]) -> UpdateMetadata:
+    return _new(_UPDATE_METADATA, UPDATE_METADATA, controller_epoch, metadata)
 
 
 def initial_budget(config: Any) -> Budget:

@@ -277,14 +277,22 @@ class World:
         still arrives first and raises the broker's epoch just as the UpdateMetadata would (or is
         rejected where it would be). Only a budgeted delayed delivery, which the UpdateMetadata
         would need to overtake a request of its own controller, is given up, as with one queue.
+        Where brokers keep a metadata cache (``metadata_cache``) an UpdateMetadata also carries the
+        live brokers, so only the same request already queued makes it redundant. The request
+        carries the epoch ``Protocol.request_epoch`` stamps on it.
         """
         if not self.brokers[b - 1].alive:
             return
+        stamp = self.protocol.request_epoch(self, request[1])
+        if stamp != request[1]:
+            request = request._replace(controller_epoch=stamp)
         queue = self.inbox[b - 1]
         if request[0] == UPDATE_METADATA:
-            epoch = request[1]
+            # Its epoch is on its way already; with a metadata cache, only the same request is
+            # (its content, ``metadata``, tells the broker who is alive).
+            content = self.protocol.metadata_carries_live
             for q in queue:
-                if q[1] == epoch:
+                if q[1] == request[1] and (not content or q == request):
                     return
         self.set_inbox(b - 1, queue + (request,))
 

@@ -37,7 +37,8 @@ _REQUIRED = ("id", "family", "title", "classification", "symptom", "pre_fix", "f
 _OPTIONAL = ("property", "models", "requires", "expected_property", "proposed_config", "expected_counterexample")
 #: the configuration keys a ``requires`` table may name besides the generation's traits
 REQUIRABLE_KEYS = ("unclean_leader_election", "acks", "controller_connections", "fenced_controller_writes",
-                   "detect_restarts", "hw_checkpoint", "failover_offline_replicas", "stale_controller")
+                   "detect_restarts", "hw_checkpoint", "failover_offline_replicas", "stale_controller", "isr_change",
+                   "metadata_cache")
 
 
 class HistoryError(ValueError):

@@ -14,7 +14,7 @@ import pytest
 from isrcheck.model.actions import Action, apply, enabled_actions
 from isrcheck.model.config import Config, from_mapping
 from isrcheck.model.kafka import initial_state
-from isrcheck.model.protocol import Protocol
+from isrcheck.model.history import configured_protocol
 from isrcheck.model.state import State
 
 # The CLI sizes its output by COLUMNS when it is set (render.make_console, render.fit_width), and the
@@ -83,7 +83,7 @@ class Driver:
 
     def __init__(self, cfg: Config) -> None:
         self.cfg = cfg
-        self.protocol = Protocol(cfg)
+        self.protocol = configured_protocol(cfg)  # isr_change and reintroduce select the protocol's class
         self.state: State = initial_state(self.protocol)
         self.history: list[Action] = []
 

@@ -29,7 +29,7 @@ from isrcheck.engine.checker import Property
 from isrcheck.engine.core import Kind, Violation
 from isrcheck.model.config import Config, ConfigError
 from isrcheck.model.kafka import KafkaModel
-from isrcheck.model.history import reintroducing
+from isrcheck.model.history import configured_protocol
 from isrcheck.model.protocol import Protocol
 from isrcheck.specs.properties import load_properties, property_info
 
@@ -122,7 +122,7 @@ def build_model(cfg: Config, protocol: Protocol | None = None, symmetry: bool | 
     """
     from isrcheck.model.symmetry import symmetry_allowed
 
-    protocol = reintroducing(cfg, protocol)  # the bugs of cfg.reintroduce put back (model/history.py)
+    protocol = configured_protocol(cfg, protocol)  # isr_change and the bugs of cfg.reintroduce (model/history.py)
     if symmetry is None:
         symmetry = symmetry_allowed(cfg)
     props = applicable_properties(cfg) + protocol.extra_properties()

@@ -1,5 +1,5 @@
 """Committed data: HighWatermarkBelowLogEnd, NoCommittedWriteLost, LogMatching, ConsistentRead,
-EpochCacheCoversLog, WriteEventuallyCommitted.
+ConsistentFollowerRead, EpochCacheCoversLog, WriteEventuallyCommitted.
 
 Each property's definition (:mod:`.kinds`) sits after the functions it names; specs/06-properties.md
 says what each means and what breaks it.
@@ -203,6 +203,40 @@ def _any_exposed(s: Any) -> bool:
 CONSISTENT_READ = Always(NAMES.ConsistentRead, consistent_read, consistent_read_offences, exercised=_any_exposed)
 
 
+# ---------------------------------------------------------------------------- ConsistentFollowerRead
+def consistent_follower_read(s: State) -> bool:
+    for p, g in enumerate(s.ghost):
+        exposed = g.exposed
+        for i, br in enumerate(s.brokers):
+            r = br.replicas[p]
+            if br.alive and r is not None and r.leader != i + 1:
+                n = min(r.hw, len(exposed))
+                if r.log[:n] != exposed[:n]:
+                    return False
+    return True
+
+
+def consistent_follower_read_offences(s: State) -> Iterator[str]:
+    for p, g in enumerate(s.ghost):
+        for b, br in enumerate(s.brokers, start=1):
+            r = br.replicas[p]
+            if br.alive and r is not None and r.leader != b:
+                n = min(r.hw, len(g.exposed))
+                if r.log[:n] != g.exposed[:n]:
+                    yield (f"partition {p}: follower {b} has {render_log(r.log[:n])} below its HW where "
+                           f"{render_log(g.exposed[:n])} was exposed")
+
+
+def _follower_reads(cfg: Config) -> bool:
+    """Consumers read from followers from 2.4 (KIP-392), all with leader-epoch fencing (kip-320)."""
+    return cfg.generation.traits.fenced_by_leader_epoch
+
+
+# No observation form, as ConsistentRead.
+CONSISTENT_FOLLOWER_READ = Always(NAMES.ConsistentFollowerRead, consistent_follower_read,
+                                  consistent_follower_read_offences, exercised=_any_exposed, applies=_follower_reads)
+
+
 # ---------------------------------------------------------------------------- EpochCacheCoversLog
 def _covering_epoch(epochs: tuple[tuple[int, int], ...], offset: int) -> int:
     """The epoch of the cache entry covering ``offset`` (the largest start at or below it); -1: none."""
@@ -288,4 +322,4 @@ WRITE_EVENTUALLY_COMMITTED = Liveness(NAMES.WriteEventuallyCommitted, _acks_all_
 
 
 DEFINITIONS = (HIGH_WATERMARK_BELOW_LOG_END, NO_COMMITTED_WRITE_LOST, LOG_MATCHING, CONSISTENT_READ,
-               EPOCH_CACHE_COVERS_LOG, WRITE_EVENTUALLY_COMMITTED)
+               CONSISTENT_FOLLOWER_READ, EPOCH_CACHE_COVERS_LOG, WRITE_EVENTUALLY_COMMITTED)

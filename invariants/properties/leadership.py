@@ -128,4 +128,40 @@ def _with_stale_controller(cfg: Config) -> bool:
 DEPOSED_CONTROLLER_STOPS = Liveness(NAMES.DeposedControllerStops, _with_stale_controller, _deposed_controller_stops)
 
 
-DEFINITIONS = (LEADER_IN_ISR, ONE_LEADER_PER_EPOCH, PARTITION_EVENTUALLY_LED, DEPOSED_CONTROLLER_STOPS)
+# ---------------------------------------------------------------------------- MetadataEventuallyCurrent
+def _metadata_eventually_current(cfg: Config) -> tuple[tuple[str, ...], Masks]:
+    from isrcheck.model.extension import Scope
+    from isrcheck.model.history import configured_protocol
+    from isrcheck.model.metadatacache import broker_epoch_field
+
+    pairs = [(b, p) for p in range(cfg.partitions) for b in cfg.broker_ids]
+    if not cfg.metadata_cache:  # no cache: nothing to wait for (the property does not apply)
+        every = (1 << len(pairs)) - 1
+        return tuple(f"broker {b} partition {p}" for b, p in pairs), lambda s: (0, every)
+    # the cache's fields come first among a broker's variant fields (model/history.py, _with_options)
+    ext = configured_protocol(cfg).extension
+    at = [ext.index(Scope.BROKER, broker_epoch_field(p)) for p in range(cfg.partitions)]
+
+    def masks(s: State) -> tuple[int, int]:
+        premise = goal = 0
+        for i, (b, p) in enumerate(pairs):
+            br = s.brokers[b - 1]
+            if gone(s, p) or not br.alive or br.ext[at[p]] == s.zk.partitions[p].leader_epoch:
+                goal |= 1 << i
+            else:
+                premise |= 1 << i
+        return premise, goal
+
+    return tuple(f"broker {b} partition {p}" for b, p in pairs), masks
+
+
+def _with_metadata_cache(cfg: Config) -> bool:
+    return cfg.metadata_cache
+
+
+METADATA_EVENTUALLY_CURRENT = Liveness(NAMES.MetadataEventuallyCurrent, _with_metadata_cache,
+                                       _metadata_eventually_current)
+
+
+DEFINITIONS = (LEADER_IN_ISR, ONE_LEADER_PER_EPOCH, PARTITION_EVENTUALLY_LED, DEPOSED_CONTROLLER_STOPS,
+               METADATA_EVENTUALLY_CURRENT)

@@ -890,7 +890,7 @@ class SymState:
                 elif kind == REQ_STOP:
                     reqs.append(StopReplica(STOP_REPLICA, epoch, iv(slot.partition), False))
                 else:
-                    reqs.append(UpdateMetadata(UPDATE_METADATA, epoch))
+                    reqs.append(UpdateMetadata(UPDATE_METADATA, epoch, ()))  # z3 models no metadata cache
             inbox.append(tuple(reqs))
         ghost = []
         for p, g in enumerate(self.ghost):

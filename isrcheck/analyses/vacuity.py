@@ -84,6 +84,10 @@ def static_warnings(cfg: Config) -> list[VacuityWarning]:
         warn("faults.isr_shrinks",
              f"faults.isr_shrinks = {f.isr_shrinks} can never take effect: with replication_factor = "
              f"{cfg.replication_factor} no ISR has a follower to remove")
+    if f.lost_isr_answers and cfg.isr_change != "alter-isr":
+        warn("faults.lost_isr_answers",
+             f"faults.lost_isr_answers = {f.lost_isr_answers} can never take effect: with isr_change = "
+             f"\"{cfg.isr_change}\" no leader sends an AlterIsr whose answer could be lost")
     current = {p: tuple(ar) for p, ar in enumerate(cfg.assignment)}  # as the reassignments run, in order
     for i, r in enumerate(o.reassignments):
         if current.get(r.partition) == tuple(r.target):

@@ -41,7 +41,11 @@ def request_to_json(req: Request) -> dict[str, Any]:
         }
     if req[0] == STOP_REPLICA:
         return {"type": "StopReplica", "controller_epoch": req[1], "partition": req[2], "delete": bool(req[3])}
-    return {"type": "UpdateMetadata", "controller_epoch": req[1]}
+    out: dict[str, Any] = {"type": "UpdateMetadata", "controller_epoch": req[1]}
+    if req[2]:  # brokers keep a metadata cache: what it tells them
+        out["live"] = _ids(req[2][0])
+        out["leader_epochs"] = list(req[2][1:])
+    return out
 
 
 def variant_values(values: tuple[int, ...], scope: Scope, extension: Extension | None) -> dict[str, Any]:

@@ -78,6 +78,8 @@ def request_text(req: Request) -> str:
                 f" (controller {req[1]})")
     if req[0] == STOP_REPLICA:
         return f"StopReplica p{req[2]}{' delete' if req[3] else ''} (controller {req[1]})"
+    if req[2]:  # with a metadata cache: the live brokers it carries
+        return f"UpdateMetadata live {{{','.join(str(b) for b in range(1, req[2][0].bit_length()) if req[2][0] >> b & 1)}}} (controller {req[1]})"
     return f"UpdateMetadata (controller {req[1]})"
 
 

@@ -27,6 +27,8 @@ CASES = {
         to_toml(BASE) + "[operations]\nreassignments = [{ partition = 0, target = [1, 2] }]\n",
         "operations.reassignments[0]"),
     "min ISR with acks=1": ({**BASE, "acks": "1", "min_insync_replicas": 2}, "min_insync_replicas"),
+    "lost AlterIsr answers without AlterIsr": ({**BASE, "faults": {"isr_shrinks": 1, "lost_isr_answers": 1}},
+                                               "faults.lost_isr_answers"),
 }
 
 

@@ -313,7 +313,7 @@ def test_stale_controller_epoch_request_is_rejected(kafka, edit):
 
 def test_newer_controller_epoch_is_remembered(kafka):
     d = kafka(brokers=2, replication_factor=2, max_records=0)
-    d.state = d.s._replace(inbox=((), (UpdateMetadata(UPDATE_METADATA, 4),)))
+    d.state = d.s._replace(inbox=((), (UpdateMetadata(UPDATE_METADATA, 4, ()),)))
     d.do("DeliverRequest", 2)
     assert d.s.brokers[1].controller_epoch == 4
 
@@ -351,7 +351,7 @@ def test_stop_replica_stops_fetching_and_delete_removes_the_replica(kafka, edit)
 
 def test_requests_are_delivered_in_order_unless_delayed(kafka, edit):
     d = kafka(brokers=2, replication_factor=2, max_records=0, faults={"delayed_requests": 1})
-    first, second = UpdateMetadata(UPDATE_METADATA, 2), UpdateMetadata(UPDATE_METADATA, 3)
+    first, second = UpdateMetadata(UPDATE_METADATA, 2, ()), UpdateMetadata(UPDATE_METADATA, 3, ())
     d.state = edit.with_inbox(d.s, 2, first, second)
     assert d.is_enabled("DeliverRequest", 2)
     assert d.is_enabled("DeliverDelayedRequest", 2, 1)

@@ -22,7 +22,7 @@ from isrcheck.invariants import liveness as live
 from isrcheck.invariants import property_names
 from isrcheck.invariants.variants import load_variant
 from isrcheck.model.config import ConfigError, from_mapping
-from isrcheck.model.history import MIXINS, reintroducing
+from isrcheck.model.history import MIXINS, configured_protocol
 from isrcheck.model.protocol import Protocol
 from isrcheck.specs.history import CLASSIFICATIONS, load_history, reproduced
 
@@ -70,7 +70,7 @@ def test_a_pair_differs_only_by_the_bug(bug_id: str) -> None:
         assert [x.property for x in broken] == [b.property]
         assert any(x.property == b.property and x.holds for x in without.liveness)
     assert b.property in property_names() + list(live.LIVENESS_NAMES) + [
-        p.name for p in reintroducing(with_.config, _protocol(with_)).extra_properties()]
+        p.name for p in configured_protocol(with_.config, _protocol(with_)).extra_properties()]
 
 
 def _protocol(e: Any) -> Protocol | None:
@@ -109,11 +109,11 @@ def test_the_bug_is_found_with_reintroduce_and_not_without(bug_id: str) -> None:
 def test_reintroduce_puts_the_mixin_in_front_and_nothing_without_it() -> None:
     cfg = from_mapping({"brokers": 1, "replication_factor": 1, "unclean_leader_election": True,
                         "reintroduce": ["KAFKA-708"]})
-    p = reintroducing(cfg)
+    p = configured_protocol(cfg)
     assert isinstance(p, MIXINS["KAFKA-708"]) and type(p).__mro__[1] is MIXINS["KAFKA-708"]
     plain = from_mapping({"brokers": 1, "replication_factor": 1})
-    assert type(reintroducing(plain)) is Protocol
-    assert reintroducing(cfg, p) is p
+    assert type(configured_protocol(plain)) is Protocol
+    assert configured_protocol(cfg, p) is p
 
 
 @pytest.mark.parametrize("raw, message", [

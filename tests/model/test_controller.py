@@ -199,13 +199,13 @@ def test_per_controller_connections_keep_each_controllers_own_order(kafka, edit)
     d = kafka(brokers=2, replication_factor=2, max_records=0, controller_connections="per-controller",
               faults={"delayed_requests": 1})
     um = UpdateMetadata
-    d.state = edit.with_inbox(d.s, 2, um(UPDATE_METADATA, 1), um(UPDATE_METADATA, 2), um(UPDATE_METADATA, 1))
+    d.state = edit.with_inbox(d.s, 2, um(UPDATE_METADATA, 1, ()), um(UPDATE_METADATA, 2, ()), um(UPDATE_METADATA, 1, ()))
     d.do("DeliverDelayedRequest", 2, 1)  # overtakes only controller 1's request: free
     assert d.s.budget.delayed_requests == 1
-    d.state = edit.with_inbox(d.s, 2, um(UPDATE_METADATA, 1), um(UPDATE_METADATA, 2), um(UPDATE_METADATA, 1))
+    d.state = edit.with_inbox(d.s, 2, um(UPDATE_METADATA, 1, ()), um(UPDATE_METADATA, 2, ()), um(UPDATE_METADATA, 1, ()))
     d.do("DeliverDelayedRequest", 2, 2)  # overtakes an older request of its own controller: a fault
     assert d.s.budget.delayed_requests == 0
-    d.state = edit.with_inbox(d.s, 2, um(UPDATE_METADATA, 1), um(UPDATE_METADATA, 2), um(UPDATE_METADATA, 1))
+    d.state = edit.with_inbox(d.s, 2, um(UPDATE_METADATA, 1, ()), um(UPDATE_METADATA, 2, ()), um(UPDATE_METADATA, 1, ()))
     assert d.is_enabled("DeliverDelayedRequest", 2, 1) and not d.is_enabled("DeliverDelayedRequest", 2, 2)
 
 

@@ -64,6 +64,9 @@ CONFIGS = [
     # a failover (with a dead broker to take offline) and a deposed controller that resigns
     {"brokers": 2, "replication_factor": 2, "max_records": 0, "failover_offline_replicas": True,
      "faults": {"controller_failovers": 1, "crashes": 1}},
+    # brokers with a metadata cache: the UpdateMetadata built from the controller's cached leadership
+    {"brokers": 2, "replication_factor": 2, "max_records": 0, "metadata_cache": True,
+     "faults": {"controller_failovers": 1, "crashes": 1}},
 ]
 
 
