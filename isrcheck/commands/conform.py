@@ -282,7 +282,11 @@ def traces() -> None:
 
 
 @traces.command("export", short_help="Write a model's counterexample (or sample paths) to a file.")
-@input_options
+@input_options(refuse={"--peer": "the TLA+ transcription's traces are not in the model's vocabulary; "
+                                 "`isrcheck check --peer MODULE` prints them",
+                       "--strict": "traces export writes paths and gives no verdict; `isrcheck check --strict` "
+                                   "fails on vacuity"},
+               explain={"--keep-going": "Write one file per broken property (FILE-PROPERTY.jsonl)."})
 @click.option("--out", "out", required=True, metavar="FILE", help="Where to write (samples: FILE-1, FILE-2, ...).")
 @click.option("--format", "fmt", type=click.Choice(["jsonl", "itf"]), default=None,
               help="Default: itf for names ending in .itf.json, otherwise jsonl.")
@@ -297,9 +301,6 @@ def export_cmd(inputs: Inputs, out: str, fmt: str | None, samples: int, seed: in
     --config FILE); when every property holds, write --samples seeded random paths instead. With
     --property NAME, write NAME's counterexample (for a liveness property a lasso: a path whose end
     repeats forever); exit 2 when NAME holds. --keep-going writes one file per broken property."""
-    if inputs.peer is not None:
-        raise ConfigError("--peer: the TLA+ transcription's traces are not in the model's vocabulary; "
-                          "`isrcheck check --peer MODULE` prints them")
     if len(inputs.only) > 1:
         raise ConfigError("traces export writes one property's trace: give one --property NAME "
                           "(or --keep-going for every broken property)")
