@@ -27,7 +27,8 @@ from isrcheck.commands.cluster_torture import torture as _torture
 from isrcheck.commands.options import Inputs, input_options
 from isrcheck.commands.usage import OneLineErrors
 from isrcheck.inputs import targets
-from isrcheck.model.config import apply_overrides
+from isrcheck.model.config import ConfigError as ModelConfigError, apply_overrides
+from isrcheck.specs.manifest import ManifestError
 from isrcheck.impl.process.client import ClientError
 from isrcheck.impl.process.cluster import ClusterError, LocalCluster
 from isrcheck.impl.core.config import ConfigError, from_mapping, load_file, to_mapping
@@ -39,7 +40,7 @@ DEFAULT_DIR = os.environ.get("ISRCHECK_CLUSTER_DIR", ".isrcheck-cluster")
 
 
 class _Group(OneLineErrors):
-    errors = (ClusterError, ClientError, ConfigError, StoreError, OSError)
+    errors = (ClusterError, ClientError, ConfigError, StoreError, OSError, ModelConfigError, ManifestError)
 
 
 def _fail(message: str) -> None:

@@ -15,7 +15,6 @@ from typing import Any, NoReturn, TypeVar
 import click
 
 from isrcheck.invariants.variants import variant_option
-from isrcheck.model.config import ConfigError
 from isrcheck.render.tablefit import fit_width
 from isrcheck.render.terminal import is_terminal
 from isrcheck.specs.properties import descriptions
@@ -85,7 +84,7 @@ class Inputs:
         """The one NAME (None when none was given); a command that checks one target reads this,
         and several (``--model A --model B`` where one is meant) are refused in one line."""
         if len(self.names) > 1:
-            raise ConfigError(f"give one --model NAME, not {len(self.names)}")
+            raise click.UsageError(f"give one --model NAME, not {len(self.names)}")
         return self.names[0] if self.names else None
 
     @property
@@ -170,8 +169,8 @@ def input_options(fn: F | None = None, *, target: str = "NAME", refuse: Mapping[
             inputs = Inputs((name,) if name is not None else tuple(names), config_file, tuple(overrides), variant, tuple(only), keep_going, strict,
                             peer)
             for option, why in refused.items():
-                if _given(inputs, option):
-                    raise ConfigError(f"{option}: {why}")
+                if _given(inputs, option):  # a usage error: every group prints it as one line, exit 2
+                    raise click.UsageError(f"{option}: {why}")
             return f(*args, inputs=inputs, **kwargs)
 
         out: Any = wrapper
