@@ -102,14 +102,15 @@ def static_warnings(cfg: Config) -> list[VacuityWarning]:
     return out
 
 
-def unused_budgets(cfg: Config, coverage: Mapping[str, int]) -> list[VacuityWarning]:
-    """After a complete search (every reachable state expanded): every budgeted action with a
-    positive budget that was never taken. Already-named static warnings are not repeated."""
+def unused_budgets(cfg: Config, coverage: Mapping[str, int], what: str = "check") -> list[VacuityWarning]:
+    """After a complete search (every reachable state expanded), or a replay (``what="replay"``:
+    the actions a scenario's steps took): every budgeted action with a positive budget that was
+    never taken. Already-named static warnings are not repeated."""
     static = {w.key for w in static_warnings(cfg)}
     out: list[VacuityWarning] = []
     for name, key in budgeted_actions(cfg).items():
         if coverage.get(name, 0) == 0 and key not in static:
             out.append(VacuityWarning(key, "coverage",
                                f"{name} was never taken although {key} = {budget_of(cfg, key)}: "
-                               "that budget had no effect on this check"))
+                               f"that budget had no effect on this {what}"))
     return out

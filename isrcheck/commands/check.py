@@ -46,15 +46,18 @@ def check(inputs: Inputs, as_json: bool, max_depth: int | None, max_states: int 
     ceiling = resources.memory_ceiling(max_memory)  # a bad size: exit 2 before any work
     if inputs.peer is not None or replicas is not None:
         i = inputs
-        if i.peer is None or i.name is not None or i.config_file is not None or i.overrides or i.variant or liveness \
-                or verbose:
-            click.echo("error: --peer MODULE takes no NAME, --config, --set, --variant, --liveness or --verbose; "
+        if i.peer is None or i.name is not None or i.config_file is not None or i.overrides or i.variant or verbose:
+            click.echo("error: --peer MODULE takes no NAME, --config, --set, --variant or --verbose; "
                        "--replicas needs --peer", err=True)
+            exit_with(2)
+        if liveness:
+            click.echo("error: --liveness: the TLA+ specification states no liveness property (TypeOk, WeakIsr and "
+                       "StrongIsr are invariants); `isrcheck check NAME --liveness` checks the model's", err=True)
             exit_with(2)
         from isrcheck.commands.peer import check_peer
 
         exit_with(check_peer(i.peer, 2 if replicas is None else replicas, bool(symmetry), i.only, max_depth,
-                             max_states, i.keep_going, workers, as_json, show_progress(as_json), ceiling))
+                             max_states, i.keep_going, workers, as_json, show_progress(as_json), ceiling, i.strict))
     with resources.progress(as_json, f"checking {inputs.name or inputs.config_file}", limit=ceiling.limit) as progress:
         ev = evaluate(inputs, max_depth=max_depth, max_states=max_states, symmetry=symmetry, liveness=liveness,
                       workers=workers, progress=progress, max_memory=ceiling.limit,

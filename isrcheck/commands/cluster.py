@@ -24,7 +24,11 @@ import click
 
 from isrcheck.commands.cluster_simulate import simulate as _simulate
 from isrcheck.commands.cluster_torture import torture as _torture
+from isrcheck.commands.options import Inputs, input_options
 from isrcheck.commands.usage import OneLineErrors
+from isrcheck.inputs import targets
+from isrcheck.model.config import ConfigError as ModelConfigError, apply_overrides
+from isrcheck.specs.manifest import ManifestError
 from isrcheck.impl.process.client import ClientError
 from isrcheck.impl.process.cluster import ClusterError, LocalCluster
 from isrcheck.impl.core.config import ConfigError, from_mapping, load_file, to_mapping
@@ -36,7 +40,7 @@ DEFAULT_DIR = os.environ.get("ISRCHECK_CLUSTER_DIR", ".isrcheck-cluster")
 
 
 class _Group(OneLineErrors):
-    errors = (ClusterError, ClientError, ConfigError, StoreError, OSError)
+    errors = (ClusterError, ClientError, ConfigError, StoreError, OSError, ModelConfigError, ManifestError)
 
 
 def _fail(message: str) -> None:
@@ -67,14 +71,29 @@ def cluster() -> None:
 @click.option("--controllers", type=click.IntRange(1, 8), default=2, show_default=True,
               help="controller candidates (one is elected; the others take over when it dies)")
 @click.option("--zookeeper", default=None, metavar="HOST:PORT", help="use this ZooKeeper instead of the embedded store")
-@click.option("--config", "config_file", default=None, type=click.Path(dir_okay=False),
-              help="a configuration file (specs/03-configuration.md keys)")
+@input_options(refuse={"--variant": "cluster runs the implementation, which has no variants; `isrcheck check "
+                                    "--variant` checks a variant on the model",
+                       "--property": "cluster runs the implementation and checks no property; `isrcheck check "
+                                     "--property NAME` checks one on the model",
+                       "--keep-going": "cluster runs the implementation, not a search",
+                       "--strict": "cluster runs the implementation and gives no vacuity verdict; `isrcheck check "
+                                   "--strict` fails on vacuity",
+                       "--peer": "cluster runs the implementation, not the TLA+ transcription; `isrcheck check "
+                                 "--peer MODULE` checks it"},
+               explain={"--config": "a configuration file (specs/03-configuration.md keys, and the "
+                                    "implementation's own: topic, replica_lag_time_max_ms, fetch_interval_ms)",
+                        "--set": "override a configuration key of NAME or --config, e.g. --set "
+                                 "min_insync_replicas=2 (repeatable)"})
 @click.option("--event-log", "event_log", default=None, type=click.Path(file_okay=False), metavar="DIR",
               help="every process writes its own event log to DIR (check it with `isrcheck validate DIR`)")
 @dir_option
-def up(brokers: int, controllers: int, zookeeper: str | None, config_file: str | None, event_log: str | None,
+def up(inputs: Inputs, brokers: int, controllers: int, zookeeper: str | None, event_log: str | None,
        directory: str) -> None:
     """Start a cluster and wait until every broker is registered and a controller elected.
+
+    Its settings: NAME (a manifest model, or a scenario or trace FILE: its configuration) or
+    --config FILE, with --set; --brokers sets the broker count whatever they say, and the
+    assignment is the topic's (`cluster create-topic`).
 
     With --event-log DIR each broker and controller writes its own event log (one JSON line per step,
     one file per process) to DIR, and the commands log the crashes they inject and the writes they
@@ -89,10 +108,7 @@ def up(brokers: int, controllers: int, zookeeper: str | None, config_file: str |
         existing = None
     if existing is not None and any(existing.alive(n) for n in existing.procs):
         _fail(f"a cluster is already running in {directory} (isrcheck cluster down first)")
-    config: dict[str, Any] = {}
-    if config_file:
-        config = to_mapping(load_file(config_file))
-        config.pop("assignment", None)
+    config = _settings(inputs)
     config["brokers"] = brokers
     c = LocalCluster(directory, brokers=brokers, zookeeper=zookeeper, config=config, controllers=controllers,
                      event_log=event_log)
@@ -106,6 +122,26 @@ def up(brokers: int, controllers: int, zookeeper: str | None, config_file: str |
     _print_status(c)
     for line in warning_lines(from_mapping(c.config)):  # what the model shows about these settings
         click.echo(line, err=True)
+
+
+def _settings(inputs: Inputs) -> dict[str, Any]:
+    """The settings of the input group as the implementation reads them: --config FILE through the
+    implementation's own reader (which knows its extra keys), NAME through the model's targets;
+    --set applied to either, and the whole validated by the implementation."""
+    if inputs.name is not None and inputs.config_file is not None:
+        raise ConfigError("give either a NAME or FILE, or --config FILE, not both")
+    raw: dict[str, Any] = {}
+    if inputs.config_file:
+        raw = to_mapping(load_file(inputs.config_file))
+    elif inputs.name is not None:
+        raw = targets.resolve(inputs.name, None).config.to_dict()
+    if inputs.overrides:
+        raw = apply_overrides(raw, list(inputs.overrides))
+    if not raw:
+        return {}
+    config = to_mapping(from_mapping(raw))
+    config.pop("assignment", None)
+    return config
 
 
 @cluster.command("down")

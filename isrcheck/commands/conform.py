@@ -64,10 +64,16 @@ def _usage(message: str) -> None:
 # ---------------------------------------------------------------------------- conform
 @click.command(short_help="Replay traces (or a model's covering paths) on the implementation.")
 @click.argument("trace_files", nargs=-1, metavar="[TRACE]...")
-@click.option("--model", "models", multiple=True, metavar="NAME",
-              help="Replay paths covering this manifest model's state graph instead (repeatable).")
-@click.option("--config", "config_file", metavar="FILE", help="A configuration file instead of --model.")
-@click.option("--set", "overrides", multiple=True, metavar="KEY=VALUE", help="Override a configuration key.")
+@input_options(target="--model",
+               refuse={"--property": "conform compares every observation, not properties; `isrcheck check "
+                                     "--property NAME` checks one",
+                       "--strict": "conform gives no vacuity verdict; `isrcheck check --strict` fails on vacuity",
+                       "--peer": "the implementation is compared with the model, not with the TLA+ transcription; "
+                                 "`isrcheck check --peer MODULE` checks it"},
+               explain={"--model": "Replay paths covering this manifest model's state graph instead (repeatable; "
+                                   "a scenario or trace FILE's configuration too).",
+                        "--config": "A configuration file instead of --model.",
+                        "--keep-going": "With --model: replay every path even after a divergence."})
 @click.option("--cover", "mode", type=click.Choice(["edges", "states", "depth"]), default="edges", show_default=True,
               help="Path set for --model: cover every edge, every state, or every path up to --depth.")
 @click.option("--depth", type=click.IntRange(min=1, max=12), default=3, show_default=True, metavar="K",
@@ -76,21 +82,27 @@ def _usage(message: str) -> None:
               help="Compare with the trace's stored observations, a replay of the model, or both.")
 @click.option("--ignore", multiple=True, metavar="PATH",
               help="Leave a field out of the comparison, e.g. 'replicas[*].hw' (repeatable).")
-@click.option("--keep-going", is_flag=True, help="With --model: replay every path even after a divergence.")
 @click.option("--save-failure", metavar="FILE", help="Write the path to the first divergence as a trace.")
 @click.option("--seed", type=int, default=0, show_default=True, help="Seed of the implementation's simulator.")
-@variant_option
 @json_opt
 @click.option("--junit", "junit_file", metavar="FILE",
               help="Also write a JUnit XML report to FILE: one testcase per trace (or per --model).")
 @_user_errors
-def conform(trace_files: tuple[str, ...], models: tuple[str, ...], config_file: str | None,
-            overrides: tuple[str, ...], mode: str, depth: int, against: str, ignore: tuple[str, ...],
-            keep_going: bool, save_failure: str | None, seed: int, as_json: bool, junit_file: str | None = None,
-            variant: str | None = None) -> None:
+def conform(trace_files: tuple[str, ...], inputs: Inputs, mode: str, depth: int, against: str,
+            ignore: tuple[str, ...], save_failure: str | None, seed: int, as_json: bool,
+            junit_file: str | None = None) -> None:
     """Drive the implementation through every action of each TRACE (JSON lines or ITF, as written by
     `isrcheck traces export`) and compare its observation with the model's after every step; or,
-    with --model NAME, through a set of paths covering that model's state graph."""
+    with --model NAME, through a set of paths covering that model's state graph.
+
+    The model side takes the one input group (--model, --config, --set, --variant, --keep-going);
+    what it cannot use (--property, --strict, --peer) is refused in one line."""
+    models, config_file, overrides, variant = inputs.names, inputs.config_file, inputs.overrides, inputs.variant
+    keep_going = inputs.keep_going
+    if trace_files and overrides:
+        _usage("--set changes the configuration of --model/--config: a TRACE carries its own")
+    if trace_files and keep_going:
+        _usage("--keep-going applies to --model: each TRACE is replayed to its end or its first divergence")
     if trace_files and (models or config_file):
         _usage("give TRACE files or --model/--config, not both")
     if not trace_files and not models and not config_file:
@@ -127,8 +139,10 @@ def conform(trace_files: tuple[str, ...], models: tuple[str, ...], config_file: 
                                   f"of {r.steps}: {escape(r.divergence.action_text)}", highlight=False)
                     tablefit.print_wide(console, report.divergence_table(r.divergence))
         raise click.exceptions.Exit(1 if failed or not any(r.ok for r in results) else 0)
-    targets = [manifest.resolve(m, None, overrides) for m in models] if models else \
-        [manifest.resolve(None, config_file, overrides)]
+    if models and config_file:
+        _usage("give --model NAME or --config FILE, not both")
+    targets = [target_forms.resolve(m, None, overrides) for m in models] if models else \
+        [target_forms.resolve(None, config_file, overrides)]
     reports = []
     for tg in targets:
         with terminal.progress_status(not as_json and terminal.is_terminal(console.file), f"covering {tg.label}"):
@@ -282,7 +296,11 @@ def traces() -> None:
 
 
 @traces.command("export", short_help="Write a model's counterexample (or sample paths) to a file.")
-@input_options
+@input_options(refuse={"--peer": "the TLA+ transcription's traces are not in the model's vocabulary; "
+                                 "`isrcheck check --peer MODULE` prints them",
+                       "--strict": "traces export writes paths and gives no verdict; `isrcheck check --strict` "
+                                   "fails on vacuity"},
+               explain={"--keep-going": "Write one file per broken property (FILE-PROPERTY.jsonl)."})
 @click.option("--out", "out", required=True, metavar="FILE", help="Where to write (samples: FILE-1, FILE-2, ...).")
 @click.option("--format", "fmt", type=click.Choice(["jsonl", "itf"]), default=None,
               help="Default: itf for names ending in .itf.json, otherwise jsonl.")
@@ -297,9 +315,6 @@ def export_cmd(inputs: Inputs, out: str, fmt: str | None, samples: int, seed: in
     --config FILE); when every property holds, write --samples seeded random paths instead. With
     --property NAME, write NAME's counterexample (for a liveness property a lasso: a path whose end
     repeats forever); exit 2 when NAME holds. --keep-going writes one file per broken property."""
-    if inputs.peer is not None:
-        raise ConfigError("--peer: the TLA+ transcription's traces are not in the model's vocabulary; "
-                          "`isrcheck check --peer MODULE` prints them")
     if len(inputs.only) > 1:
         raise ConfigError("traces export writes one property's trace: give one --property NAME "
                           "(or --keep-going for every broken property)")

@@ -6,10 +6,12 @@ from __future__ import annotations
 import click
 from rich.markup import escape
 
-from isrcheck.commands.options import (config_opt, description_of, emit_json, exit_with, json_opt, set_opt,
+from isrcheck.commands.options import (Inputs, description_of, emit_json, exit_with, input_options, json_opt,
                                        show_progress)
-from isrcheck.inputs import manifest
+from isrcheck.inputs import targets
+from isrcheck.invariants.liveness import LIVENESS_NAMES
 from isrcheck.invariants.variants import debug_option
+from isrcheck.model.config import ConfigError
 from isrcheck.render import json_form, tablefit, tables, terminal
 from isrcheck.specs.protocol import GENERATION_NAMES
 
@@ -17,16 +19,23 @@ from isrcheck.specs.protocol import GENERATION_NAMES
 @click.command(short_help="Compare two protocol variants or configurations of the same bounds.")
 @click.argument("a")
 @click.argument("b")
-@click.option("--model", "base_model", metavar="NAME", help="The bounds: a manifest model (default: replication with one crash).")
-@config_opt
-@set_opt
+@input_options(target="--model",
+               refuse={"--variant": "A and B are the protocols diff compares; give the variant MODULE:ATTR as A or B",
+                       "--strict": "diff compares two protocols and gives no vacuity verdict; `isrcheck check "
+                                   "--strict` fails on vacuity",
+                       "--peer": "diff compares protocols of the model; `isrcheck check --peer MODULE` checks the "
+                                 "TLA+ transcription"},
+               explain={"--model": "The bounds: a manifest model, or a scenario or trace FILE's configuration "
+                                   "(default: replication with one crash).",
+                        "--config": "The bounds: a configuration file (TOML) instead of --model.",
+                        "--property": "Compare only this safety property's verdicts (repeatable).",
+                        "--keep-going": "Accepted: diff always explores both sides past every violation."})
 @click.option("--witnesses", type=click.IntRange(min=0), default=1, show_default=True,
               help="How many shortest witnesses to show for behaviours only one side has.")
 @click.option("--max-states", type=click.IntRange(min=1), metavar="N", help="Stop each exploration after N states.")
-@debug_option
+@debug_option  # a variant given as A or B may raise: --debug prints the path to where it did
 @json_opt
-def diff(a: str, b: str, base_model: str | None, config_file: str | None, overrides: tuple[str, ...],
-         witnesses: int, max_states: int | None, as_json: bool) -> None:
+def diff(a: str, b: str, inputs: Inputs, witnesses: int, max_states: int | None, as_json: bool) -> None:
     """Which properties change verdict between A and B, and which behaviours one reaches and the other not.
 
     A and B are each a protocol generation ({generations}), a variant MODULE:ATTR, a
@@ -38,13 +47,23 @@ def diff(a: str, b: str, base_model: str | None, config_file: str | None, overri
     """
     from isrcheck.analyses import diff as D
 
-    if base_model or config_file:
-        base = manifest.resolve(base_model, config_file, overrides).config
-    else:
-        base = manifest.resolve("hw-truncation-one-crash", None, overrides).config
+    live = [n for n in inputs.only if n in LIVENESS_NAMES]
+    if live:
+        raise ConfigError(f"--property {live[0]}: diff compares safety verdicts; `isrcheck check NAME --variant "
+                          f"MODULE:ATTR --property {live[0]}` checks a liveness property on one side")
+    name = inputs.name
+    if not name and not inputs.config_file:
+        name = "hw-truncation-one-crash"
+    base = targets.resolve(name, inputs.config_file, inputs.overrides).config
     side_a, side_b = D.resolve_side(a, base), D.resolve_side(b, base)
+    if inputs.only:
+        from isrcheck.invariants import build_model
+
+        build_model(base, properties=list(inputs.only))  # an unknown property name: one line, before the search
     with terminal.progress_status(show_progress(as_json), f"diff {a} {b}"):
         result = D.diff(side_a, side_b, witnesses=witnesses, max_states=max_states)
+    if inputs.only:  # the verdicts compared are those of the named properties
+        result.changes = [c for c in result.changes if c.property in inputs.only]
     incomplete = [e.side.label for e in (result.a, result.b) if e.result.limit_hit]
     if as_json:
         emit_json({

@@ -5,8 +5,13 @@
     isrcheck report NAME|--config FILE|TRACE|SCENARIO -o report.html [--set K=V] [--variant M:A]
                    [--property P] [--keep-going] [--strict] [--liveness/--no-liveness]
 
-Exit status: 0 the file was written (whatever the verdict it shows); 2 bad usage or input, or a
-graph larger than --max-states without --truncate, one line ``error: ...`` on stderr.
+Exit status of ``graph``: 0 the file was written; 2 bad usage or input, or a graph larger than
+--max-states without --truncate, one line ``error: ...`` on stderr.
+
+Exit status of ``report``: its verdict's, as ``check``'s (a CI job that writes the page as its
+artifact still fails on a failure): 0 success or as pinned; 1 a failure not as pinned, incomplete,
+or vacuous under --strict (for a TRACE or SCENARIO: a property broken along it, or a lasso); 2 bad
+usage or input. The page is written in every case but 2.
 
 The inputs are ``check``'s one option group (:func:`isrcheck.commands.options.input_options`).
 """
@@ -19,7 +24,7 @@ from typing import Any
 import click
 
 from isrcheck.commands.evaluate import evaluate, resolve_target, verdict_json, with_untaken
-from isrcheck.commands.options import DESCRIPTIONS, Inputs, descriptions_for, input_options, protocol_for
+from isrcheck.commands.options import DESCRIPTIONS, Inputs, descriptions_for, exit_with, input_options, protocol_for
 from isrcheck.invariants.liveness import LIVENESS_NAMES
 from isrcheck.commands.usage import errors_as_lines
 from isrcheck.conformance.traces import TraceError, load_trace
@@ -54,9 +59,6 @@ def _write(path: str, text: str) -> None:
 
 def _model(inputs: Inputs, symmetry: bool | None) -> tuple[Any, Any]:
     """(target, model) as ``check`` builds them, from the one input group."""
-    if inputs.peer is not None:
-        raise ConfigError("--peer: the TLA+ transcription has no state graph export; `isrcheck check --peer MODULE` "
-                          "checks it")
     live_named = [n for n in inputs.only if n in LIVENESS_NAMES]
     if live_named:
         raise ConfigError(f"--property {live_named[0]}: a liveness property has a lasso, not a counterexample path; "
@@ -77,7 +79,10 @@ _symmetry_opt = click.option("--symmetry/--no-symmetry", default=None,
 
 # ---------------------------------------------------------------------------- graph
 @click.command(short_help="Export a model's reachable state graph (DOT, GraphML, JSON).")
-@input_options
+@input_options(refuse={"--peer": "the TLA+ transcription has no state graph export; `isrcheck check --peer MODULE` "
+                                 "checks it",
+                       "--strict": "graph exports the state graph and gives no verdict; `isrcheck check --strict` "
+                                   "and `isrcheck report --strict` fail on vacuity"})
 @_symmetry_opt
 @click.option("--format", "fmt", type=click.Choice(FORMATS), default=None,
               help="Default: from the -o file's suffix (.graphml, .json), else dot.")
@@ -125,9 +130,11 @@ def _is_trace(arg: str | None) -> bool:
     return arg is not None and (Path(arg).is_file() or arg.endswith((".json", ".jsonl")) or "/" in arg)
 
 
-def _model_report(inputs: Inputs, symmetry: bool | None, liveness: bool | None, max_states: int | None) -> Report:
+def _model_report(inputs: Inputs, symmetry: bool | None, liveness: bool | None,
+                  max_states: int | None) -> tuple[Report, int]:
     """The page of a check, run as ``check`` runs it (commands/evaluate.py): the one verdict,
-    every broken property with the line naming the offending values, and the first trace."""
+    every broken property with the line naming the offending values, and the first trace; and
+    the verdict's exit status, which ``report`` exits with as ``check`` does."""
     ev = evaluate(inputs, max_states=max_states, symmetry=symmetry, liveness=liveness)
     target, result, lres, verdict = ev.target, ev.result, ev.lres, ev.verdict
     vj = verdict_json(verdict)
@@ -165,7 +172,8 @@ def _model_report(inputs: Inputs, symmetry: bool | None, liveness: bool | None, 
                   loop=loop, details=details, figures=figures,
                   coverage=with_untaken(target.config, dict(result.coverage)),
                   coverage_title="Coverage: how often each action was taken (as check reports it)",
-                  variant=variant_source(ev.model.protocol), extension=ev.model.protocol.extension)
+                  variant=variant_source(ev.model.protocol), extension=ev.model.protocol.extension), \
+        verdict.exit_status
 
 
 def _replay(model: Any, actions: list[Action], source: str) -> list[Step]:
@@ -238,7 +246,7 @@ def _trace_report(path: str, variant: str | None) -> Report:
 
 
 @click.command(short_help="Write a self-contained HTML report of a check or a trace.")
-@input_options
+@input_options(refuse={"--peer": "the TLA+ transcription has no page; `isrcheck check --peer MODULE` checks it"})
 @click.option("--symmetry/--no-symmetry", default=None,
               help="Force broker-symmetry reduction on or off (default: the model's choice, as check).")
 @click.option("--liveness/--no-liveness", "liveness", default=None,
@@ -252,16 +260,17 @@ def report(inputs: Inputs, symmetry: bool | None, liveness: bool | None, out: st
     configuration, the first counterexample as a message sequence diagram and as the state at every
     step, and the coverage. Given a TRACE file (`traces export`) or a SCENARIO file, replay it on
     the model and report that path instead."""
-    if inputs.peer is not None:
-        raise ConfigError("--peer: the TLA+ transcription has no page; `isrcheck check --peer MODULE` checks it")
     if is_file_target(inputs.name):
         if inputs.config_file or inputs.overrides or symmetry is not None or max_states is not None \
-                or inputs.only or liveness is not None:
+                or inputs.only or liveness is not None or inputs.keep_going or inputs.strict:
             raise ConfigError("a TRACE carries its configuration (a SCENARIO too) and its path: --config, --set, "
-                              "--symmetry, --liveness, --property and --max-states apply to a MODEL")
+                              "--symmetry, --liveness, --property, --keep-going, --strict and --max-states apply "
+                              "to a MODEL")
         path = str(inputs.name)
         rep = _trace_report(path, inputs.variant) if is_trace_file(path) else _scenario_report(path, inputs.variant)
+        status = 1 if rep.verdict_class == "fail" else 0  # as `run` exits on the same file
     else:
-        rep = _model_report(inputs, symmetry, liveness, max_states)
+        rep, status = _model_report(inputs, symmetry, liveness, max_states)
     _write(out, render_report(rep))
     click.echo(f"wrote {out}: {rep.verdict}")
+    exit_with(status)

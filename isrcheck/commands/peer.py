@@ -1,6 +1,21 @@
 """``isrcheck check --peer MODULE``: check the transcription of the public TLA+ specification and
 print the result the way ``isrcheck check`` does (the counterexample as a numbered list of actions
-with a compact state line per step, since the Kafka trace table does not apply)."""
+with a compact state line per step, since the Kafka trace table does not apply).
+
+The result carries the one verdict as the Kafka model's does (isrcheck/commands/verdict.py), so
+its JSON has the same fields (specs/check-result.schema.json):
+
+* pins: the transcription's are TLC's recorded figures (peers/kafka_specification/expected.toml,
+  two replicas), compared as ``check`` compares a manifest model with specs/models.toml: a run
+  of two replicas with no --property and no limit finds the pinned counterexample lengths (TLC
+  counts states, one more than actions), and a complete search the pinned state count and depth;
+  the pinned failure of truncate-to-hw or kip-101 is then ``as_pinned`` and exits 0;
+* liveness: the TLA+ specification states none (only TypeOk, WeakIsr, StrongIsr), so there is no
+  ``liveness`` part and ``--liveness`` is refused in one line;
+* vacuity: the transcription's constants are fixed (no fault budget or option that could be
+  inert), so ``warnings`` stays empty; a sometimes-property never witnessed would still make the
+  run ``vacuous``, and ``--strict`` is accepted.
+"""
 from __future__ import annotations
 
 import json
@@ -12,11 +27,16 @@ from rich.markup import escape
 from rich.text import Text
 
 from isrcheck.commands import resources
+from isrcheck.commands.verdict import Verdict, compared, found_outcome
 from isrcheck.engine.checker import CheckResult, Violation
 from isrcheck.engine.parallel import search
 from isrcheck.render import tables, terminal
 
+from isrcheck.peers.kafka_specification.expected import expected
 from isrcheck.peers.kafka_specification.model import MODULES, PeerModel, PeerModelError, PeerState, state_line
+
+#: where the transcription's pins are kept, as the verdict line names them
+PINNED_IN = "peers/kafka_specification/expected.toml (TLC's figures)"
 
 
 def _peer_state_json(s: PeerState) -> dict[str, Any]:
@@ -28,12 +48,49 @@ def _peer_state_json(s: PeerState) -> dict[str, Any]:
     }
 
 
-def result_json(label: str, model: PeerModel, result: CheckResult) -> dict[str, Any]:
+def pin_mismatches(module: str, symmetry: bool, keep_going: bool, result: CheckResult) -> list[str]:
+    """How a two-replica run with no --property and no limit differs from TLC's recorded figures
+    (TLC's conventions: a counterexample's length and the depth count states, Init included)."""
+    figures = expected(module, 2)
+    broken = {p: n for p in ("StrongIsr", "WeakIsr") if isinstance(n := figures.get(p), int)}
+    out: list[str] = []
+    found = {v.property: v.length + 1 for v in result.violations}
+    for prop, states in found.items():
+        if prop not in broken:
+            out.append(f"{prop} broken ({states} states as TLC counts), but TLC finds it holds")
+        elif states != broken[prop]:
+            out.append(f"{prop}: a {states}-state counterexample, TLC's is {broken[prop]}")
+    complete = result.limit_hit is None and (keep_going or not result.violations)
+    if complete:
+        for prop, states in broken.items():
+            if prop not in found:
+                out.append(f"{prop} holds here, TLC finds a {states}-state counterexample")
+        pinned = figures["states_symmetry" if symmetry else "states_no_symmetry"]
+        if result.distinct_states != pinned:
+            out.append(f"{result.distinct_states:,} distinct states, TLC's {pinned:,}")
+        if result.depth + 1 != figures["depth"]:
+            out.append(f"depth {result.depth + 1} as TLC counts, TLC's {figures['depth']}")
+    elif not result.violations and result.limit_hit is not None:
+        out.append(f"the search stopped at the {result.limit_hit} limit")
+    return out
+
+
+def peer_verdict(module: str, replicas: int, symmetry: bool, only: Sequence[str], keep_going: bool, strict: bool,
+                 limited: bool, result: CheckResult) -> Verdict:
+    """The one verdict of a peer check: the finding, compared with TLC's figures when they apply
+    (two replicas, every property, no --max-depth or --max-states)."""
+    found = found_outcome(result, None, (), strict)
+    if replicas != 2 or only or limited:
+        return Verdict(found, found, [], strict=strict)
+    return compared(found, pin_mismatches(module, symmetry, keep_going, result), (), strict)
+
+
+def result_json(label: str, model: PeerModel, result: CheckResult, verdict: Verdict) -> dict[str, Any]:
     return {
-        "model": label, "mode": "check", "outcome": result.outcome,
-        # the one verdict's fields, as check --json has them (no liveness, vacuity pass or pins here)
-        "found": result.outcome, "safety_outcome": result.outcome,
-        "exit_status": 0 if result.outcome == "success" else 1, "strict": False, "warnings": [], "pins": None,
+        "model": label, "mode": "check", "outcome": verdict.outcome,
+        # the one verdict's fields, as check --json has them (no liveness: the specification states none)
+        "found": verdict.found, "safety_outcome": result.outcome,
+        "exit_status": verdict.exit_status, "strict": verdict.strict, "warnings": [], "pins": verdict.pins_json(),
         "violations": [{
             "property": v.property, "kind": v.kind, "length": v.length,
             "message": v.message or f"{v.property} (the TLA+ specification's invariant) is false at the last state",
@@ -66,8 +123,9 @@ def trace_lines(v: Violation) -> list[str]:
 
 def check_peer(module: str, replicas: int, symmetry: bool, only: Sequence[str], max_depth: int | None,
                max_states: int | None, keep_going: bool, workers: int, as_json: bool,
-               show_progress: bool, ceiling: resources.Ceiling | None = None) -> int:
-    """Run the check and print it; the exit status (0 success, 1 otherwise, 2 bad arguments).
+               show_progress: bool, ceiling: resources.Ceiling | None = None, strict: bool = False) -> int:
+    """Run the check and print it; the exit status (0 success or as pinned, 1 otherwise, 2 bad
+    arguments).
     ``ceiling``: the memory ceiling (isrcheck/commands/resources.py), reported in one line when it stops the search."""
     try:
         model = PeerModel(module, replicas, symmetry, properties=list(only) if only else None)
@@ -79,8 +137,10 @@ def check_peer(module: str, replicas: int, symmetry: bool, only: Sequence[str], 
         result = search(model, workers=workers, max_depth=max_depth, max_states=max_states,
                         stop_on_first=not keep_going, progress=progress,
                         max_memory=ceiling.limit if ceiling is not None else None)
+    verdict = peer_verdict(module, replicas, symmetry, only, keep_going, strict,
+                           max_depth is not None or max_states is not None, result)
     if as_json:
-        click.echo(json.dumps(result_json(label, model, result), indent=2))
+        click.echo(json.dumps(result_json(label, model, result, verdict), indent=2))
     else:
         console = terminal.make_console()
         console.print(f"[bold]{escape(label)}[/bold]  replicas={replicas} log_size={model.log_size} "
@@ -95,6 +155,10 @@ def check_peer(module: str, replicas: int, symmetry: bool, only: Sequence[str], 
         console.print(Text(f"TLC's conventions: depth {result.depth + 1} (Init counts as 1)"
                            + "".join(f"; {v.property} trace {v.length + 1} states" for v in result.violations),
                            style="dim"))
+        vj = {"outcome": verdict.outcome, "found": verdict.found, "warnings": [], "strict": strict,
+              "pins": verdict.pins_json()}
+        for line in tables.overall_lines(label, vj, result, None, pinned_in=PINNED_IN):
+            console.print(line)
     if result.limit_hit == "memory" and ceiling is not None:
         resources.report_limit(ceiling)
-    return 0 if result.outcome == "success" else 1
+    return verdict.exit_status

@@ -25,9 +25,9 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from isrcheck.commands.options import json_opt, model_arg, show_progress
+from isrcheck.commands.options import Inputs, input_options, json_opt, show_progress
 from isrcheck.commands.usage import error_line
-from isrcheck.inputs import manifest
+from isrcheck.inputs import targets
 from isrcheck.invariants.symbolic.verdicts import (
     EXIT_BAD_INPUT,
     Obligation,
@@ -215,13 +215,18 @@ def prove() -> None:
     """
 
 
+def _variant_reason(command: str) -> str:
+    """Why the encodings of transitions, inductive and bmc refuse --variant: they are
+    transcriptions of the model's code, not of a variant's."""
+    return (f"{command} does not take --variant: its z3 encoding transcribes the model's code, "
+            "not a variant's Python methods; check the variant with `isrcheck check --variant` "
+            "(`isrcheck prove selectors --variant` checks a variant's select())")
+
+
 def _refuse_variant(command: str, variant: str | None) -> None:
-    """The encodings of transitions, inductive and bmc are transcriptions of the model's code, not of
-    a variant's: say so in one line (exit status 2)."""
+    """--variant given to an encoding that cannot read it: one line (exit status 2)."""
     if variant:
-        raise InputError(f"{command} does not take --variant: its z3 encoding transcribes the model's code, "
-                         "not a variant's Python methods; check the variant with `isrcheck check --variant` "
-                         "(`isrcheck prove selectors --variant` checks a variant's select())")
+        raise InputError(_variant_reason(command))
 
 
 def _variant_refused(command: str) -> Callable[[Any], Any]:
@@ -353,10 +358,14 @@ def transitions(no_invariants: bool, detects_restarts: bool, timeout: float, as_
           "Controller operations vs state-machine tables", report.obligations, extra)
 
 
-def _target(name: str | None, config_file: str | None, overrides: Sequence[str], default: str) -> Target[Config]:
-    if not name and not config_file:
+def _target(inputs: Inputs, default: str) -> Target[Config]:
+    """The model of the input group (a manifest NAME, a scenario or trace FILE's configuration, or
+    --config FILE, with --set), ``default`` when none is given; a manifest model pinned with a
+    variant is refused, since the encoding cannot read the variant."""
+    name = inputs.name
+    if not name and not inputs.config_file:
         name = default
-    target = manifest.resolve(name, config_file, overrides)
+    target = targets.resolve(name, inputs.config_file, inputs.overrides)
     if target.variant:  # its pinned verdicts are a variant's, which the encoding cannot read
         raise InputError(f"model {target.label!r} is checked with a variant "
                          f"({target.entry.variant if target.entry else target.variant}) and the z3 encoding "
@@ -364,9 +373,22 @@ def _target(name: str | None, config_file: str | None, overrides: Sequence[str],
     return target
 
 
-_config_opt = click.option("--config", "config_file", metavar="FILE", help="A configuration file (TOML) instead of NAME.")
-_set_opt = click.option("--set", "overrides", multiple=True, metavar="KEY=VALUE",
-                        help="Override a configuration key (repeatable).")
+def _encoding_inputs(command: str, keep_going: str | None = None) -> Callable[[Any], Any]:
+    """The one input group (isrcheck/commands/options.py) for the z3 commands that read a model:
+    NAME, a scenario or trace FILE, --config and --set; what the encoding cannot honour is refused
+    in one line (exit status 2) rather than ignored. ``keep_going``: the help of --keep-going where
+    it is the command's own behaviour (accepted), else None (refused)."""
+    refuse = {
+        "--variant": _variant_reason(command),
+        "--property": f"{command} covers every safety property the encoding holds (NOT_ENCODED names the rest); "
+                      "`isrcheck check --property NAME` checks one",
+        "--strict": f"{command} gives no vacuity verdict; `isrcheck check --strict` fails on vacuity",
+        "--peer": f"the z3 encoding is of the model, not of the TLA+ transcription; `isrcheck check --peer MODULE` "
+                  "checks it",
+    }
+    if keep_going is None:
+        refuse["--keep-going"] = f"{command} gives a verdict for every property, with no first violation to stop at"
+    return input_options(refuse=refuse, explain={"--keep-going": keep_going} if keep_going else None)
 _gen_opt = click.option("--generation", default=None, metavar="G",
                         help="Follower truncation rule (overrides the configuration's `truncation`): "
                              "high-watermark, kip-101, kip-279 or kip-320.")
@@ -376,9 +398,7 @@ _queue_opt = click.option("--queue", type=click.IntRange(1, 8), default=None, me
 
 
 @prove.command(short_help="Inductive invariants of the replication core (Houdini).")
-@model_arg
-@_config_opt
-@_set_opt
+@_encoding_inputs("prove inductive")
 @_gen_opt
 @_queue_opt
 @click.option("--all-actions", is_flag=True, help="Also search the broker-change cases for counterexamples "
@@ -390,14 +410,14 @@ _queue_opt = click.option("--queue", type=click.IntRange(1, 8), default=None, me
               help="Prove the protocol with a documented mutation, in the encoding and in the explicit checker "
                    "that classifies the counterexamples (specs/08-symbolic.md#a-mutated-protocol): "
                    "no-truncation-on-becoming-follower.")
-@_variant_refused("prove inductive")
 @_timeout(300.0)
 @json_opt
 @_guarded
-def inductive(name: str | None, config_file: str | None, overrides: tuple[str, ...], generation: str,
+def inductive(inputs: Inputs, generation: str,
               queue: int | None, all_actions: bool, reach_states: int, mutation: str | None, timeout: float,
               as_json: bool) -> None:
-    """Check which safety properties are inductive for model NAME (default hw-truncation-one-crash).
+    """Check which safety properties are inductive for model NAME (default hw-truncation-one-crash;
+    also a scenario or trace FILE's configuration, or --config FILE).
 
     The replication encoding (every configuration `bmc` covers: operations, reassignments and
     controller failover included) is checked for every state within its bounds: the largest
@@ -413,7 +433,7 @@ def inductive(name: str | None, config_file: str | None, overrides: tuple[str, .
     """
     from isrcheck.invariants.symbolic.houdini import prove_inductive
 
-    target = _target(name, config_file, overrides, "hw-truncation-one-crash")
+    target = _target(inputs, "hw-truncation-one-crash")
     start = time.perf_counter()
     rule = protocol = None
     if mutation:
@@ -467,21 +487,19 @@ def _classify_ctis(cfg: Config, generation: str | None, obligations: Sequence[Ob
 
 # ============================================================================ bmc
 @click.command(short_help="Bounded model checking of the replication encoding with z3.")
-@model_arg
-@_config_opt
-@_set_opt
+@_encoding_inputs("bmc", keep_going="Accepted: bmc finds the shortest violation of every property (unless --first).")
 @click.option("--depth", type=click.IntRange(0, 64), default=8, show_default=True, metavar="K",
               help="Explore every execution of at most K steps.")
 @click.option("--first", "stop_at_first", is_flag=True, help="Stop at the first depth with a violation.")
 @_gen_opt
 @_queue_opt
-@_variant_refused("bmc")
 @_timeout_opt
 @json_opt
 @_guarded
-def bmc(name: str | None, config_file: str | None, overrides: tuple[str, ...], depth: int, stop_at_first: bool,
+def bmc(inputs: Inputs, depth: int, stop_at_first: bool,
         generation: str, queue: int | None, timeout: float, as_json: bool) -> None:
-    """Bounded model checking of model NAME or --config FILE, up to --depth steps.
+    """Bounded model checking of model NAME (a scenario or trace FILE's configuration, or --config
+    FILE), up to --depth steps.
 
     Every manifest model is encoded; a reassignment together with other administrative operations,
     and bounce detection, are not (exit status 2). For each property the shortest violation within
@@ -491,7 +509,9 @@ def bmc(name: str | None, config_file: str | None, overrides: tuple[str, ...], d
     """
     from isrcheck.invariants.symbolic.bmc import bmc as run_bmc
 
-    target = _target(name, config_file, overrides, "")
+    if inputs.keep_going and stop_at_first:
+        raise InputError("--keep-going and --first contradict each other: give one")
+    target = _target(inputs, "")
     start = time.perf_counter()
     with _progress(show_progress(as_json), f"bmc {target.label}") as progress:
         res = run_bmc(target.config, depth, generation, timeout, queue, progress, stop_at_first)

@@ -20,7 +20,8 @@ from isrcheck.render import json_form, tablefit, tables, terminal
 
 
 @click.command(short_help="Random walks through a model (for large configurations).")
-@input_options
+@input_options(refuse={"--peer": "simulate walks the model; `isrcheck check --peer MODULE` checks the transcription"},
+               explain={"--keep-going": "Accepted: simulate always reports every property its walks break."})
 @click.option("--seed", type=SEED, default=0, metavar="N", show_default=True,
               help="Random seed (0 to 2^63-1); a seed always gives the same run.")
 @click.option("--walks", type=click.IntRange(min=1), default=10_000, metavar="N", show_default=True,
@@ -43,8 +44,6 @@ def simulate(inputs: Inputs, seed: int, walks: int, max_depth: int, strategy: st
 
     The defaults find every weakness of the default gate (specs/models.toml) with seed 0."""
     ceiling = resources.memory_ceiling(max_memory)
-    if inputs.peer is not None:
-        raise ConfigError("--peer: simulate walks the model; `isrcheck check --peer MODULE` checks the transcription")
     live_named = [n for n in inputs.only if n in LIVENESS_NAMES]
     if live_named:
         raise ConfigError(f"--property {live_named[0]}: a random walk cannot break a liveness property; "

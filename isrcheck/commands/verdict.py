@@ -29,7 +29,7 @@ from typing import Any
 from isrcheck.analyses.vacuity import VacuityWarning
 from isrcheck.inputs import manifest
 
-__all__ = ["Verdict", "decide", "found_outcome", "PASSING", "OUTCOMES"]
+__all__ = ["Verdict", "compared", "decide", "found_outcome", "PASSING", "OUTCOMES"]
 
 #: every value ``outcome`` takes (specs/check-result.schema.json lists the same)
 OUTCOMES = ("success", "as_pinned", "safety_failure", "liveness_failure", "incomplete", "vacuous", "not_as_pinned")
@@ -84,6 +84,15 @@ def decide(result: Any, lres: Any = None, warnings: Sequence[VacuityWarning] = (
     mismatches = manifest.compare(entry, result)
     if lres is not None:
         mismatches += manifest.compare_liveness(entry, lres)
+    return compared(found, mismatches, warnings, strict)
+
+
+def compared(found: str, mismatches: Sequence[str], warnings: Sequence[VacuityWarning] = (),
+             strict: bool = False) -> Verdict:
+    """The verdict of a finding compared with its pins, whoever keeps them: the manifest
+    (:func:`decide`) or, for ``check --peer``, TLC's recorded figures
+    (peers/kafka_specification/expected.toml). ``mismatches``: how the run differs from them."""
+    mismatches = list(mismatches)
     if strict and warnings:
         mismatches.append("vacuity: " + "; ".join(w.message for w in warnings) + " (--strict)")
     if not mismatches:

@@ -24,7 +24,7 @@ from isrcheck.inputs.tracefile import is_trace_file, scenario_of_trace
 from isrcheck.model.config import Config, ConfigError, apply_overrides, from_mapping, parse_override
 from isrcheck.specs.manifest import Target
 
-__all__ = ["is_file_target", "resolve", "scenario_of"]
+__all__ = ["is_file_target", "resolve", "scenario_of", "with_overrides"]
 
 
 def is_file_target(name: str | None) -> bool:
@@ -42,7 +42,8 @@ def scenario_of(path: str) -> Scenario:
     return load_scenario(path)
 
 
-def _with_overrides(cfg: Config, overrides: Sequence[str], source: str) -> Config:
+def with_overrides(cfg: Config, overrides: Sequence[str], source: str) -> Config:
+    """``cfg`` with ``--set`` applied; a bad override names the file it was applied to."""
     if not overrides:
         return cfg
     try:
@@ -61,4 +62,4 @@ def resolve(name: str | None, config_file: str | None, overrides: Sequence[str] 
         raise ConfigError("give either a NAME or FILE, or --config FILE, not both")
     assert name is not None
     sc = scenario_of(name)
-    return Target(name, _with_overrides(sc.config, overrides, name), None)
+    return Target(name, with_overrides(sc.config, overrides, name), None)

@@ -290,7 +290,8 @@ def liveness_summary(label: str, result: Any) -> list[RenderableType]:
     return out
 
 
-def overall_lines(label: str, verdict: dict[str, Any], result: Any, lres: Any = None) -> list[RenderableType]:
+def overall_lines(label: str, verdict: dict[str, Any], result: Any, lres: Any = None,
+                  pinned_in: str = "specs/models.toml") -> list[RenderableType]:
     """The last line of a check: the one verdict (safety, liveness, vacuity and the manifest's pins
     together; ``verdict`` as isrcheck/commands/verdict.py words it in JSON). With no liveness, no
     warning and no pin that changes the reading, the safety line above already says it all and
@@ -313,9 +314,9 @@ def overall_lines(label: str, verdict: dict[str, Any], result: Any, lres: Any = 
     if found == "success":
         parts.append("safety" + (" and liveness" if lres is not None else "") + " hold")
     if outcome == "as_pinned":
-        parts.append("as specs/models.toml expects it")
+        parts.append(f"as {pinned_in} expects it")
     elif pins is not None and pins["mismatches"]:
-        parts.append("differs from specs/models.toml: " + "; ".join(pins["mismatches"]))
+        parts.append(f"differs from {pinned_in}: " + "; ".join(pins["mismatches"]))
     if verdict["warnings"] and not verdict.get("strict"):
         parts.append(f"{len(verdict['warnings'])} warning(s) above (--strict: fail on them)")
     if parts:

@@ -89,7 +89,7 @@ def test_the_lanes_show_in_a_headless_browser(cli, tmp_path, chromium):
     cfg = tmp_path / "crash.toml"
     cfg.write_text(CRASH)
     page = tmp_path / "report.html"
-    assert cli("report", "--config", str(cfg), "-o", str(page)).exit_code == 0
+    assert cli("report", "--config", str(cfg), "-o", str(page)).exit_code == 1  # a safety failure, page written
     html = page.read_text(encoding="utf-8")
     assert not re.search(r"""(src|href)\s*=\s*["']?\s*(https?:)?//""", html, re.I)
     shot = tmp_path / "shot.png"

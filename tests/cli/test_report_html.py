@@ -73,7 +73,7 @@ def test_report_of_a_model_draws_lanes_messages_states_and_coverage(cli, tmp_pat
     _write_config(cfg, CRASH)
     out = tmp_path / "report.html"
     result = cli("report", "--config", str(cfg), "-o", str(out))
-    assert result.exit_code == 0, result.output
+    assert result.exit_code == 1, result.output  # the verdict's status, as check's; the page is written
     assert "SAFETY FAILURE" in result.stdout
     text, page = _page(out)
     v = _counterexample()
@@ -116,7 +116,7 @@ def test_report_is_self_contained_and_escapes_what_it_quotes(cli, tmp_path):
     cfg = tmp_path / 'a<b>&"q".toml'  # the file name becomes the page's title
     _write_config(cfg, CRASH)
     out = tmp_path / "r.html"
-    assert cli("report", "--config", str(cfg), "-o", str(out)).exit_code == 0
+    assert cli("report", "--config", str(cfg), "-o", str(out)).exit_code == 1  # a safety failure, not pinned
     text, page = _page(out)
     assert "<b>" not in text and "&lt;b&gt;" in text
     tags = {t for t, _a in page.tags}
@@ -133,7 +133,7 @@ def test_report_of_a_trace_replays_it(cli, fake_manifest, tmp_path):
     assert cli("traces", "export", "tiny-crash", "--out", str(trace)).exit_code == 0
     out = tmp_path / "t.html"
     result = cli("report", str(trace), "-o", str(out))
-    assert result.exit_code == 0, result.output
+    assert result.exit_code == 1, result.output  # a property broken along the trace, as `run` exits
     _text, page = _page(out)
     steps = len(trace.read_text().splitlines()) - 1  # the header, then one line per state
     assert page.rows["states"] == 1 + steps
