@@ -273,6 +273,20 @@ def _order_problem(mine: Sequence[SelfLine]) -> tuple[SelfLine, str] | None:
     return None
 
 
+def _crash_victim(ln: SelfLine) -> int | None:
+    """The broker a ``Crash`` line crashes, or None for any other line. Two processes log one: the
+    launcher when it SIGKILLs a broker, and a broker itself when a disk write failed and its log
+    directory went offline (it stops, then starts again in the same process from its files); the
+    merge's crash rules hold for both alike, since in both the broker did nothing after its line."""
+    act = ln.action
+    if ln.kind != "action" or act is None or act[0] != "Crash" or act[1] is None:
+        return None
+    v = int(act[1][0])
+    if ln.role == "launcher" or (ln.role == "broker" and ln.process == f"broker-{v}"):
+        return v
+    return None
+
+
 def _checkpoints_before_fetch(lines: list[SelfLine]) -> tuple[list[SelfLine], int]:
     """The merged lines with each follower's lines logged while its fetch was in flight made to fit
     the model's one-step ``Fetch``; and how many lines were changed.
@@ -422,9 +436,8 @@ def _fetches_before_crash(lines: list[SelfLine]) -> tuple[list[SelfLine], int]:
             if k.startswith("partitions[") and k.endswith("].leader"):
                 p = int(k[len("partitions["):-len("].leader")])
                 leader[p] = (val, ln.facts.get(f"partitions[{p}].leader_epoch", leader.get(p, (None, None))[1]))
-        if ln.role == "launcher" and ln.kind == "action" and act is not None and act[0] == "Crash" \
-                and act[1] is not None:
-            v = int(act[1][0])
+        if _crash_victim(ln) is not None:
+            v = _crash_victim(ln)
             for other in sorted({x.process for x in lines if x.role == "broker"}):
                 if other != f"broker-{v}" and other not in crash:
                     crash[other] = (i, v)
@@ -578,9 +591,8 @@ def _appends_lost_in_a_crash(lines: list[SelfLine]) -> tuple[list[SelfLine], int
     add: dict[int, list[SelfLine]] = {}
     for i, ln in enumerate(lines):
         act = ln.action
-        if ln.role == "launcher" and ln.kind == "action" and act is not None and act[0] == "Crash" \
-                and act[1] is not None:
-            name = f"broker-{act[1][0]}"
+        if _crash_victim(ln) is not None:
+            name = f"broker-{_crash_victim(ln)}"
             crashed[name] = (i, last.get(name))
         elif ln.role == "broker" and ln.process in crashed:
             at, prev = crashed.pop(ln.process)
