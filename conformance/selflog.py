@@ -101,6 +101,8 @@ class SelfLine:
     action: tuple[str, tuple | None] | None
     facts: Mapping[str, Any]
     note: str = ""
+    #: (a leader's half) the other followers whose fetch it shows was counted unlogged (:func:`_counted_unlogged`)
+    counted: tuple[int, ...] = ()
 
     @property
     def where(self) -> str:
@@ -309,6 +311,9 @@ def _checkpoints_before_fetch(lines: list[SelfLine]) -> tuple[list[SelfLine], in
     out: list[SelfLine] = []
     window: dict[str, tuple[int, int]] = {}  # follower -> (index in ``out`` of the leader's half, partition)
     movable: set[str] = set()  # followers that logged nothing but (moved) checkpoints since the leader's half
+    # (broker, partition) -> (log end, HW, role, leader epoch) as last logged
+    last: dict[tuple[int, int], tuple[Any, Any, Any, Any]] = {}
+    isr: dict[int, list[Any]] = {}  # partition -> its ISR as last written (a leader/ISR znode write's facts)
     changed = 0
     for ln in lines:
         act = ln.action
@@ -338,11 +343,57 @@ def _checkpoints_before_fetch(lines: list[SelfLine]) -> tuple[list[SelfLine], in
                                              + f"{prefix}* not checked: its fetch was in flight")
                     changed += 1
         if ln.role == "broker" and act is not None and act[0] == "Fetch" and act[1] is not None \
-                and ln.process != f"broker-{act[1][0]}" and f"broker-{act[1][0]}" not in window:  # a leader's half
-            window[f"broker-{act[1][0]}"] = (len(out), act[1][1])
-            movable.add(f"broker-{act[1][0]}")
+                and ln.process != f"broker-{act[1][0]}":  # a leader's half
+            q = act[1][1]
+            implied = [g for g in _counted_unlogged(ln, q, {g: v for (g, r), v in last.items() if r == q})
+                       if g in isr.get(q, ())]  # the HW waited for it only if it is in the ISR
+            if implied:
+                ln = dataclasses.replace(ln, counted=tuple(implied))
+            for g in [act[1][0]] + implied:
+                if f"broker-{g}" not in window:
+                    window[f"broker-{g}"] = (len(out), q)
+                    movable.add(f"broker-{g}")
+        for k, v in ln.facts.items():
+            if k.startswith("partitions[") and k.endswith("].isr") and isinstance(v, list):
+                isr[int(k[len("partitions["):-len("].isr")])] = v
+        if ln.role == "broker":
+            b = int(ln.process.rsplit("-", 1)[1])
+            for k in ln.facts:
+                m = _HELD.match(k)
+                if m and int(m.group(1)) == b and m.group(3) == "leo":
+                    pre = f"replicas[{b},{m.group(2)}]."
+                    last[(b, int(m.group(2)))] = tuple(ln.facts.get(pre + x) for x in ("leo", "hw", "role",
+                                                                                          "leader_epoch"))
         out.append(ln)
     return out, changed
+
+
+def _counted_unlogged(ln: SelfLine, p: int, followers: Mapping[int, tuple[Any, Any, Any, Any]]) -> list[int]:
+    """The other followers of partition ``p`` whose fetch the leader's half ``ln`` shows was counted
+    without a line of the leader: the HW rose (above the leader's previous line's HW) to a value that
+    such a follower's log reaches and its HW, as it last logged it, does not; the follower follows at
+    the leader epoch of ``ln`` (``followers``: broker -> (log end, HW, role, leader epoch) as last
+    logged, the leader's own included).
+
+    The leader logs its half of a fetch only when its own facts change. A follower whose log already
+    reached the leader's end fetches again; the leader counts its offset (the model's ``Fetch`` of it,
+    its HW not moving because another follower lags) and holds the answer (a long poll) until something
+    changes: here the lagging follower's fetch, which moves the HW and is logged. The first follower's
+    half comes after that line, with the new HW. In the model its ``Fetch`` came first, so between the
+    leader's line and the follower's half the follower is in the middle of that step: the same as after
+    a leader's half logged for it (seeds 10, 14, 16 and 20 of the torture batches: the HW of a leader's
+    line that no model state reached while the other follower's HW was held at its old value)."""
+    b = int(ln.process.rsplit("-", 1)[1])
+    new_hw = ln.facts.get(f"replicas[{b},{p}].hw")
+    epoch = ln.facts.get(f"replicas[{b},{p}].leader_epoch")
+    old_hw = followers.get(b, (None, None, None, None))[1]
+    if not (_is_int(new_hw) and _is_int(old_hw) and new_hw > old_hw) or ln.facts.get(f"replicas[{b},{p}].role") \
+            != "leader":
+        return []
+    named = ln.action[1][0] if ln.action is not None and ln.action[1] is not None else None
+    return sorted(g for g, (leo, hw, role, e) in followers.items()
+                  if g not in (b, named) and role == "follower" and e == epoch and _is_int(leo) and _is_int(hw)
+                  and leo >= new_hw > hw)
 
 
 def _checkpoints_before_shutdown(lines: list[SelfLine]) -> tuple[list[SelfLine], int]:
@@ -526,6 +577,16 @@ def _unlogged_answers_in_place(lines: list[SelfLine], max_fetch_records: int = 0
     return _move_before(lines, dest, "the later step of the leader that answered its fetch"), len(dest)
 
 
+#: the launcher's and controllers' actions a follower's half may be placed before (:func:`_answered_at`):
+#: steps that read and write neither replica of a fetch (a controller's election, a session ending in
+#: the store), so the model's ``Fetch`` gives the same either side of them. Placing the half before one
+#: claims only what the leader's lines prove: the answer shows a leader state that had ended by then.
+#: (A follower SIGSTOPped with an answer in its socket read it seconds later, after the launcher had
+#: killed the active controller: torture seed 2's disagreement, before.) A crash, a controlled
+#: shutdown or a reassignment stays a barrier.
+_FETCH_COMMUTES = ("ControllerFailover", "ExpireSession")
+
+
 def _answered_at(lines: Sequence[SelfLine], i: int, f: int, p: int,
                  state: Mapping[tuple[int, int], tuple[Any, Any, Any, Any]],
                  before: Mapping[tuple[int, int], tuple[Any, Any, Any, Any]],
@@ -562,7 +623,8 @@ def _answered_at(lines: Sequence[SelfLine], i: int, f: int, p: int,
                 moved.insert(0, k)
                 continue
             break
-        if ln.role in ("controller", "launcher") and ln.kind == "action":
+        if ln.role in ("controller", "launcher") and ln.kind == "action" \
+                and (ln.action is None or ln.action[0] not in _FETCH_COMMUTES):
             break
         if ln.process == f"broker-{leader}" and (k, p) in before:
             if answers(before[(k, p)]):
@@ -794,6 +856,11 @@ def _with_held(ln: SelfLine, held: dict[str, Any], limit: int = 0) -> dict[str, 
                         held.get(f"replicas[{b},{p}].hw"))
         for k in [k for k in held if k.startswith(f"replicas[{f},{p}].")]:
             del held[k]
+        # another follower whose fetch the leader counted without a line (the HW rose to where its log
+        # reaches): the model's Fetch of it is taken, its answer on its way; its facts are in flux
+        for g in ln.counted:
+            held.pop(f"replicas[{g},{p}].leo", None)
+            held.pop(f"replicas[{g},{p}].hw", None)
         if not limit and _is_int(old) and _is_int(leo) and _is_int(hw) and old <= leo:
             # what the model's Fetch gives the follower here: the leader's log, its HW from before the fetch
             held[f"replicas[{f},{p}].leo"] = leo
