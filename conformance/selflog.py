@@ -12,7 +12,10 @@ Every process of a real cluster run writes its own file (``<name>.<pid>.events.j
 - the lines of all files are merged by ``t`` (CLOCK_MONOTONIC, one clock for the host), ties broken
   by process name and then ``seq``, and numbered 1, 2, ... as events; a follower's lines logged while
   its fetch was in flight are made to fit the model's one-step ``Fetch`` (a checkpoint goes before the
-  leader's half, other lines lose the fetched replica's facts; :func:`_checkpoints_before_fetch`), and
+  leader's half, other lines lose the fetched replica's facts; :func:`_checkpoints_before_fetch`; a
+  leader's half whose HW rose to where another in-sync follower's log reaches, past its HW, counts as
+  that follower's half too: the leader counted its fetch without a line and holds the answer,
+  :func:`_counted_unlogged`), and
   a broker's HW checkpoints logged after the controller's ``ControlledShutdown`` of it, before it heard
   of it, go before the controller's step (:func:`_checkpoints_before_shutdown`); and a follower's half
   of a fetch its leader answered before the launcher's ``Crash`` of it, logged after that line, goes
@@ -541,7 +544,8 @@ def _unlogged_answers_in_place(lines: list[SelfLine], max_fetch_records: int = 0
     (its log end and HW), with that line's clock reading; ``f``'s HW checkpoints of ``p`` logged after
     that place (local steps on its state before the fetch) go with it, in ``f``'s order. The place is
     never before another line of ``f``, the leader's half of its fetch, or a controller's or the
-    launcher's action; with no such place the line stays (and is no model behaviour if it was none).
+    launcher's action other than a controller failover or a session expiry (:data:`_FETCH_COMMUTES`);
+    with no such place the line stays (and is no model behaviour if it was none).
     """
     # (broker, partition) -> (leo, hw, role, leader epoch) as last logged
     state: dict[tuple[int, int], tuple[Any, Any, Any, Any]] = {}

@@ -209,3 +209,73 @@ def test_a_new_leader_elected_after_the_crash_leaves_the_crashed_leaders_answer_
     out, moved = _fetches_before_crash([ctrl, crash, elected, half])
     assert moved == 1 and [(x.process, x.seq) for x in out] == [("controller-1", 2), ("broker-2", 8), ("launcher", 1),
                                                                 ("controller-1", 3)]
+
+
+def _isr(*b: int) -> dict:
+    return {"partitions[0].leader": 1, "partitions[0].isr": list(b), "partitions[0].leader_epoch": 0,
+            "partitions[0].zk_version": 1}
+
+
+def test_a_leader_line_raising_the_hw_shows_another_followers_fetch_counted_unlogged(tmp_path, monkeypatch):
+    """Broker 2 took records up to 3 (HW 1); its next fetch (offset 3) was counted by the leader, whose
+    HW stayed 2 (broker 3 lagged), so the leader logged nothing, and the answer was held (a long poll).
+    Broker 3's fetch then raised the HW to 3 (a line); broker 2 checkpointed HW 1 and logged its half
+    (HW 3) after it. In the model broker 2's Fetch came first: its checkpoint goes before the leader's
+    line, and its log end and HW are not held across that line (the model's broker 2 has HW 2 there)."""
+    lines = [
+        _sl("controller-1", 1, 1, "observation", None, _isr(1, 2, 3), role="controller"),
+        _sl("broker-1", 5, 10, "observation", ("Fetch", (2, 0)), _rep(1, 3, 2, "leader")),
+        _sl("broker-2", 4, 11, "observation", ("Fetch", (2, 0)), _rep(2, 3, 1)),
+        _sl("broker-3", 4, 12, "observation", ("Fetch", (3, 0)), _rep(3, 3, 2)),
+        _sl("broker-1", 6, 20, "observation", ("Fetch", (3, 0)), _rep(1, 3, 3, "leader")),  # HW 2 -> 3
+        _sl("broker-2", 5, 22, "action", ("CheckpointHighWatermark", (2, 0)), _rep(2, 3, 1)),
+        _sl("broker-2", 6, 23, "observation", ("Fetch", (2, 0)), _rep(2, 3, 3)),
+    ]
+    out, changed = selflog._checkpoints_before_fetch(lines)
+    assert changed == 1
+    assert [(x.process, x.seq) for x in out] == [("controller-1", 1), ("broker-1", 5), ("broker-2", 4), ("broker-3", 4),
+                                                 ("broker-2", 5), ("broker-1", 6), ("broker-2", 6)]
+    leader_line = out[5]
+    assert leader_line.counted == (2,) and out[4].t == 20
+    held = {"replicas[1,0].hw": 2, "replicas[1,0].leo": 3, "replicas[2,0].leo": 3, "replicas[2,0].hw": 1}
+    facts = _with_held(leader_line, held)
+    assert "replicas[2,0].hw" not in facts and "replicas[2,0].leo" not in facts
+    # not in the ISR: the HW did not wait for it, nothing is implied
+    out, _ = selflog._checkpoints_before_fetch([_sl("controller-1", 1, 1, "observation", None, _isr(1, 3),
+                                                    role="controller")] + lines[1:])
+    assert out[5].counted == () and [(x.process, x.seq) for x in out][4:6] == [("broker-1", 6), ("broker-2", 5)]
+    # its log does not reach the new HW, or it follows another leader epoch: nothing is implied either
+    for other in (_rep(2, 2, 1), _rep(2, 3, 1, epoch=1)):
+        changed_lines = lines[:2] + [dataclasses.replace(lines[2], facts=other)] + lines[3:]
+        assert selflog._checkpoints_before_fetch(changed_lines)[0][5].counted == ()
+
+    # the torture run (--seed 10 --duration 6 --generation kip-320 --min-isr 2) that failed so: it
+    # validates, and not without the rule
+    run = _saved("leader-hw-after-an-unlogged-counted-fetch", tmp_path)
+    _, r = validate_selflogs([run])
+    assert r.ok, f"{r.reason} {r.details}"
+    monkeypatch.setattr(selflog, "_counted_unlogged", lambda ln, p, followers: [])
+    _, r = validate_selflogs([run])
+    assert not r.ok and r.reason.startswith("broker-3 seq 98 ") and "replicas[3,0].hw" in r.reason, r.reason
+
+
+def test_a_late_follower_half_goes_back_across_a_controller_failover_not_across_a_crash():
+    """Broker 2 was paused with the leader's answer (log end 3, HW 2) in its socket; meanwhile the
+    launcher killed the active controller; broker 2 read the answer after. The leader's state proves
+    the answer was sent before (its HW was 3 by the failover): the half goes back before the leader's
+    line after which it would no longer answer so. A crash of another broker in between is still a
+    barrier (it is no step a fetch commutes with in general)."""
+    lines = [
+        _sl("broker-1", 5, 10, "action", ("Produce", (1, 0)), _rep(1, 3, 2, "leader")),
+        _sl("broker-2", 4, 11, "observation", ("Fetch", (2, 0)), _rep(2, 2, 2)),
+        _sl("broker-1", 6, 20, "observation", ("Fetch", (3, 0)), _rep(1, 3, 3, "leader")),
+        _sl("launcher", 1, 30, "action", ("ControllerFailover", ()), {}, role="launcher"),
+        _sl("broker-2", 5, 40, "observation", ("Fetch", (2, 0)), _rep(2, 3, 2)),
+    ]
+    out, moved = _unlogged_answers_in_place(lines)
+    assert moved == 1
+    assert [(x.process, x.seq) for x in out] == [("broker-1", 5), ("broker-2", 4), ("broker-2", 5), ("broker-1", 6),
+                                                 ("launcher", 1)]
+    crash = lines[:3] + [_sl("launcher", 1, 30, "action", ("Crash", (3,)), {"brokers[3].alive": False},
+                             role="launcher")] + lines[4:]
+    assert _unlogged_answers_in_place(crash) == (crash, 0)
