@@ -502,6 +502,62 @@ def _fetches_before_crash(lines: list[SelfLine]) -> tuple[list[SelfLine], int]:
     return _move_before(lines, dest, "the launcher's crash of the leader that answered its fetch"), len(dest)
 
 
+def _stale_requests_in_place(lines: list[SelfLine]) -> tuple[list[SelfLine], int]:
+    """The merged lines with each leader's half of a fetch whose follower had already moved to another
+    leader epoch placed just before the follower's line that moved it; and how many lines were moved.
+
+    The model's ``Fetch(f, p)`` is taken from the leader ``f`` follows, at that leader's epoch. A real
+    fetch request can be delayed (a nemesis holding a link, a leader cut from the others): the leader
+    of epoch ``e`` counts it after ``f`` heard of the next leader (``f``'s ``DeliverRequest`` line
+    showing another epoch or role) and answers to no avail (``f`` drops the answer: it fetches from
+    its new leader). The request was sent before that line of ``f``, at the offset ``f``'s log then
+    had, and the leader's state it changed is its own: so, when the leader logged nothing between the
+    follower's line and its half, and no launcher's or controller's action other than a controller
+    failover or a session expiry came between, its half goes just before the follower's line, with
+    that line's clock reading (torture seeds 9 and 14 of the first batches: a leader cut from the
+    store and the brokers, its session expired, counted a follower's late fetch and moved its HW after
+    the follower had become leader or follower of the next epoch)."""
+    roles: dict[tuple[int, int], tuple[Any, Any]] = {}  # (broker, partition) -> (role, leader epoch) as last logged
+    moved_at: dict[tuple[int, int], tuple[int, tuple[Any, Any]]] = {}  # -> (index of its DeliverRequest line
+    #                                                                     that changed them, what they were before)
+    last_line: dict[str, int] = {}  # broker process -> index of its last line
+    barrier = -1  # index of the last launcher's or controller's action a fetch does not commute with
+    dest: dict[int, int] = {}
+    for i, ln in enumerate(lines):
+        act = ln.action
+        if ln.role in ("launcher", "controller") and ln.kind == "action" \
+                and (act is None or act[0] not in _FETCH_COMMUTES):
+            barrier = i
+        if ln.role != "broker":
+            continue
+        b = int(ln.process.rsplit("-", 1)[1])
+        if ln.kind == "observation" and act is not None and act[0] == "Fetch" and act[1] is not None \
+                and act[1][0] != b:  # a leader's half
+            f, p = act[1]
+            pre = f"replicas[{b},{p}]."
+            e = ln.facts.get(pre + "leader_epoch")
+            m = moved_at.get((f, p))
+            if ln.facts.get(pre + "role") == "leader" and m is not None and roles.get((f, p)) != ("follower", e) \
+                    and m[1] == ("follower", e) and m[0] > max(last_line.get(ln.process, -1), barrier) \
+                    and m[0] not in dest.values():
+                dest[i] = m[0]
+        for k in ln.facts:
+            if k.startswith(f"replicas[{b},") and k.endswith("].role"):
+                p = int(k[len(f"replicas[{b},"):-len("].role")])
+                now = (ln.facts[k], ln.facts.get(f"replicas[{b},{p}].leader_epoch"))
+                old = roles.get((b, p))
+                if old is not None and now != old and act is not None and act[0] == "DeliverRequest":
+                    moved_at[(b, p)] = (i, old)
+                elif now != old:
+                    moved_at.pop((b, p), None)
+                roles[(b, p)] = now
+        if not (i in dest):
+            last_line[ln.process] = i
+    if not dest:
+        return lines, 0
+    return _move_before(lines, dest, "the step of its follower that moved it to another leader epoch"), len(dest)
+
+
 def _move_before(lines: list[SelfLine], dest: Mapping[int, int], why: str) -> list[SelfLine]:
     """``lines`` with each line ``k`` of ``dest`` moved just before line ``dest[k]`` (in their order),
     taking that line's clock and a note naming it: ``placed before <why> (<where>)``."""
@@ -735,6 +791,43 @@ def _expiries_unlogged(lines: list[SelfLine]) -> tuple[list[SelfLine], int]:
                 since[b] = None
     return _inserted(lines, add)
 
+def _shrinks_unanswered(lines: list[SelfLine]) -> tuple[list[SelfLine], int]:
+    """The merged lines with a ``ShrinkIsr`` line (its follower not known) before each line showing a
+    partition's leader/ISR znode one version past the next one logged; and how many were added.
+
+    Every leader/ISR write is logged by its writer when the store's answer reaches it. A leader cut
+    from the store (torture's ``expire``) may have its conditional write committed and never hear so:
+    the znode moved one version without a line, and the controller's next write (its election after
+    the leader's session ended) starts from that ISR (torture's first batch, seed 10 after the fixes:
+    the leader dropped broker 2 once more, unheard, and the controller elected broker 3 with ISR [3]
+    where the model, from the ISR last logged, elected broker 2). A write no line shows is a leader's
+    ``ShrinkIsr`` (an expansion is the silent ``Fetch``; a controller's own write it would log, or it
+    is not the leader's shrink and the model will say so): the step is added, with that partition's
+    leader as last logged and the follower left to the model, just before the line that shows the
+    version, with its clock reading, and counted in the fitted ``isr_shrinks``. A version two or more
+    past the next one is not guessed at."""
+    version: dict[int, int] = {}  # partition -> leader/ISR znode version as last logged
+    leader: dict[int, Any] = {}
+    add: dict[int, list[SelfLine]] = {}
+    for i, ln in enumerate(lines):
+        for k, v in ln.facts.items():
+            if not (k.startswith("partitions[") and k.endswith("].zk_version")) or not _is_int(v):
+                continue
+            p = int(k[len("partitions["):-len("].zk_version")])
+            old = version.get(p)
+            if old is not None and v == old + 2 and _is_int(leader.get(p)) and leader[p] > 0:
+                b = leader[p]
+                add.setdefault(i, []).append(SelfLine(
+                    f"broker-{b}", "broker", ln.file, ln.line, 0, ln.t, "action", ("ShrinkIsr", None), {},
+                    f"a ShrinkIsr of broker {b} whose answer never reached it: the leader/ISR znode of partition "
+                    f"{p} is at version {v} at {ln.where}, one past the {old + 1} no line logged"))
+            version[p] = v
+        for k, v in ln.facts.items():
+            if k.startswith("partitions[") and k.endswith("].leader"):
+                leader[int(k[len("partitions["):-len("].leader")])] = v
+    return _inserted(lines, add)
+
+
 def _lost_appends(prev: SelfLine, restart: SelfLine, t: int) -> list[SelfLine]:
     b = prev.process.rsplit("-", 1)[1]
     out = []
@@ -841,12 +934,22 @@ def _with_held(ln: SelfLine, held: dict[str, Any], limit: int = 0) -> dict[str, 
     ``limit``, ``max_fetch_records``: a partial fetch gives less). Not held, until the broker's next
     line gives them: a follower's after a leader's half of its fetch that does not follow from what was
     held; any other broker's at a leader's ISR expansion (the half of a fetch whose follower the line
-    does not name); every broker's after an action of the launcher or a controller (a crash, a
-    controlled shutdown, a session expiry change a broker that logs nothing).
+    does not name); the broker a crash, a controlled shutdown or a session expiry names (it changes
+    without a line of its own), every broker's after any other action of the launcher or a controller
+    but a controller failover (the model's new controller only queues requests: a SIGSTOPped follower
+    left unheld across the launcher's controller kill in torture seed 2 made the candidate states grow
+    with every produce, to 490, and its validation ran out of time).
     """
     act = ln.action
     if ln.role in ("launcher", "controller") and ln.kind == "action":
-        held.clear()
+        if act is not None and act[0] == "ControllerFailover":
+            pass  # the model's new controller only queues requests: no replica of any broker changes
+        elif act is not None and act[1] and act[0] in ("Crash", "ExpireSession", "ControlledShutdown"):
+            b = act[1][1] if act[0] == "ControlledShutdown" else act[1][0]
+            for k in [k for k in held if k.startswith(f"replicas[{b},")]:
+                del held[k]  # the broker it names changes (or stops) without a line of its own
+        else:
+            held.clear()
         return dict(ln.facts)
     if ln.role != "broker":
         return {**held, **ln.facts}
@@ -889,6 +992,9 @@ def _reorderings(max_fetch_records: int) -> list[tuple[Rule, str]]:
         (_appends_lost_in_a_crash,
          ("{count} Produce step(s) of a leader killed after it appended and before it logged them (the records are in "
           "the log of its restart) added before the crash")),
+        (_stale_requests_in_place,
+         ("{count} leader's half (halves) of a fetch whose follower had moved to another leader epoch when the leader "
+          "counted it (a delayed request) placed before the follower's line that moved it")),
         (_fetches_before_crash,
          ("{count} line(s) of a follower whose fetch its leader answered before the launcher's crash of it, logged after "
           "that crash (a follower's half, and its HW checkpoints before it), placed before the crash")),
@@ -912,6 +1018,9 @@ def _after_the_end() -> list[tuple[Rule, str]]:
          ("{count} ExpireSession step(s) not logged (a fault other than expire ended a broker's session: its "
           "Reregister proves it) added before the controller's first line dropping the broker from an ISR, or before "
           "the Reregister")),
+        (_shrinks_unanswered,
+         ("{count} ShrinkIsr step(s) of a leader that never heard its write committed (the leader/ISR znode is one "
+          "version past the last one logged) added before the line that shows it")),
         (_renumber_records,
          ("record ids renumbered in the order the leaders appended them, as the model numbers writes ({count} "
           "append(s) had another id: a write sent again after a later one, or twice)")),

@@ -279,3 +279,71 @@ def test_a_late_follower_half_goes_back_across_a_controller_failover_not_across_
     crash = lines[:3] + [_sl("launcher", 1, 30, "action", ("Crash", (3,)), {"brokers[3].alive": False},
                              role="launcher")] + lines[4:]
     assert _unlogged_answers_in_place(crash) == (crash, 0)
+
+
+def test_a_leader_isr_write_no_line_shows_is_a_shrink_of_the_leader_that_never_heard_of_it():
+    """The leader (broker 1) wrote ISR [1, 2, 3] at version 3 (logged), then, cut from the store, had a
+    shrink committed that it never heard of (version 4, no line); the controller's election shows
+    version 5. A ShrinkIsr of broker 1 (the follower left to the model) goes just before that line;
+    a version logged next, or three past, adds nothing."""
+    def part(v: int, leader: int = 1, isr=(1, 2, 3), epoch: int = 0) -> dict:
+        return {"partitions[0].leader": leader, "partitions[0].isr": list(isr), "partitions[0].leader_epoch": epoch,
+                "partitions[0].zk_version": v}
+    lines = [
+        _sl("broker-1", 7, 10, "observation", ("Fetch", None), part(3)),
+        _sl("launcher", 1, 20, "action", ("ExpireSession", (1,)), {}, role="launcher"),
+        _sl("controller-1", 3, 30, "observation", None, part(5, 3, (3,), 1), role="controller"),
+    ]
+    out, added = selflog._shrinks_unanswered(lines)
+    assert added == 1 and [(x.process, x.action) for x in out] == [
+        ("broker-1", ("Fetch", None)), ("launcher", ("ExpireSession", (1,))), ("broker-1", ("ShrinkIsr", None)),
+        ("controller-1", None)]
+    assert out[2].t == 30 and out[2].kind == "action" and out[2].facts == {} and "version 5" in out[2].note
+    for v in (4, 6):
+        same = lines[:2] + [dataclasses.replace(lines[2], facts=part(v, 3, (3,), 1))]
+        assert selflog._shrinks_unanswered(same) == (same, 0)
+
+
+def test_a_delayed_fetch_request_counted_after_its_follower_moved_on_goes_before_that_move():
+    """Broker 2 (log end 4) fetched from the leader of epoch 0, broker 1, cut from the others; the
+    controller made broker 2 leader of epoch 1 (its DeliverRequest line); then broker 1 counted the
+    late request and raised its HW (its half). The request was sent before broker 2's line, and broker
+    1 logged nothing since: its half goes just before that line. A line of broker 1 in between, or a
+    crash, keeps it in place."""
+    lines = [
+        _sl("broker-1", 5, 10, "action", ("Produce", (1, 0)), _rep(1, 4, 3, "leader")),
+        _sl("broker-2", 4, 11, "observation", ("Fetch", (2, 0)), _rep(2, 4, 3)),
+        _sl("launcher", 1, 15, "action", ("ControllerFailover", ()), {}, role="launcher"),
+        _sl("broker-2", 5, 20, "observation", ("DeliverRequest", (2,)), _rep(2, 4, 3, "leader", 1)),
+        _sl("broker-1", 6, 30, "observation", ("Fetch", (2, 0)), _rep(1, 4, 4, "leader")),
+    ]
+    out, moved = selflog._stale_requests_in_place(lines)
+    assert moved == 1
+    assert [(x.process, x.seq) for x in out] == [("broker-1", 5), ("broker-2", 4), ("launcher", 1), ("broker-1", 6),
+                                                 ("broker-2", 5)]
+    assert out[3].t == 20 and "moved it to another leader epoch" in out[3].note
+    between = lines[:4] + [_sl("broker-1", 6, 25, "action", ("CheckpointHighWatermark", (1, 0)), _rep(1, 4, 3, "leader")),
+                           dataclasses.replace(lines[4], seq=7)]
+    assert selflog._stale_requests_in_place(between) == (between, 0)
+    crash = lines[:4] + [_sl("launcher", 2, 25, "action", ("Crash", (3,)), {"brokers[3].alive": False},
+                             role="launcher")] + lines[4:]
+    assert selflog._stale_requests_in_place(crash) == (crash, 0)
+    # the follower still follows that leader at that epoch: nothing to move
+    still = lines[:3] + [dataclasses.replace(lines[3], facts=_rep(2, 4, 3))] + lines[4:]
+    assert selflog._stale_requests_in_place(still) == (still, 0)
+
+
+def test_a_controller_failover_leaves_the_held_facts_a_crash_drops_its_brokers():
+    """The model's new controller changes no replica, so a follower that logs nothing across the
+    launcher's controller kill keeps its log end and HW; a crash, a session expiry or a controlled
+    shutdown drops those of the broker it names only."""
+    held = {"replicas[2,0].leo": 5, "replicas[2,0].hw": 4, "replicas[3,0].leo": 5, "replicas[3,0].hw": 5}
+    _with_held(_sl("launcher", 1, 1, "action", ("ControllerFailover", ()), {}, role="launcher"), held)
+    assert held == {"replicas[2,0].leo": 5, "replicas[2,0].hw": 4, "replicas[3,0].leo": 5, "replicas[3,0].hw": 5}
+    _with_held(_sl("launcher", 2, 2, "action", ("Crash", (2,)), {"brokers[2].alive": False}, role="launcher"), held)
+    assert held == {"replicas[3,0].leo": 5, "replicas[3,0].hw": 5}
+    _with_held(_sl("controller-1", 2, 3, "action", ("ControlledShutdown", (1, 3)), {}, role="controller"), held)
+    assert held == {}
+    held = {"replicas[3,0].leo": 5}
+    _with_held(_sl("launcher", 3, 4, "action", ("RequestReassignment", (0, [2, 3])), {}, role="launcher"), held)
+    assert held == {}
