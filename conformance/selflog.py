@@ -26,6 +26,10 @@ Every process of a real cluster run writes its own file (``<name>.<pid>.events.j
   logged ``ExpireSession`` since its last registration (a fault other than the launcher's ``expire``
   ended its session) proves one: it is added before the controller's first line dropping the broker
   from an ISR since then, or before the ``Reregister`` (:func:`_expiries_unlogged`);
+- a leader's half of a fetch whose follower had already moved to another leader epoch (a delayed
+  request) goes before the follower's line that moved it (:func:`_stale_requests_in_place`); a
+  leader/ISR znode one version past the last one logged is a leader's ``ShrinkIsr`` whose answer never
+  reached it (:func:`_shrinks_unanswered`);
 - record ids are the model's: the n-th ``Produce`` of a partition appends record n, whatever id the
   client gave it (a write sent again after a later one, or appended twice; :func:`_renumber_records`);
 - each event also carries every other broker's log end and HW as its last line gave them, which hold
@@ -514,9 +518,11 @@ def _stale_requests_in_place(lines: list[SelfLine]) -> tuple[list[SelfLine], int
     had, and the leader's state it changed is its own: so, when the leader logged nothing between the
     follower's line and its half, and no launcher's or controller's action other than a controller
     failover or a session expiry came between, its half goes just before the follower's line, with
-    that line's clock reading (torture seeds 9 and 14 of the first batches: a leader cut from the
-    store and the brokers, its session expired, counted a follower's late fetch and moved its HW after
-    the follower had become leader or follower of the next epoch)."""
+    that line's clock reading (torture seed 14 of the second batch: the leader, cut from the store, its
+    session expired, counted broker 2's late fetch and moved its HW after broker 2 had become leader of
+    the next epoch). When the leader logged a line in between (seed 9 of the first batch: a checkpoint of
+    its old HW) the half stays, and is no model behaviour: the model's leader counts a fetch only from a
+    follower that follows it."""
     roles: dict[tuple[int, int], tuple[Any, Any]] = {}  # (broker, partition) -> (role, leader epoch) as last logged
     moved_at: dict[tuple[int, int], tuple[int, tuple[Any, Any]]] = {}  # -> (index of its DeliverRequest line
     #                                                                     that changed them, what they were before)
