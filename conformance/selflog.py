@@ -759,7 +759,11 @@ def _expiries_unlogged(lines: list[SelfLine]) -> tuple[list[SelfLine], int]:
     registration (its ``Restart`` or ``Reregister``) that drops ``b`` from a partition's ISR as last
     logged (not its ``ControlledShutdown`` of ``b``, nor a leader's ``ShrinkIsr``), or, with none,
     just before the ``Reregister``, with that line's clock reading; the controller's noticing it
-    (``ProcessBrokerChange``) is silent. It is counted in the fitted ``session_expiries`` budget.
+    (``ProcessBrokerChange``) is silent. A broker killed (``Crash``) before it registered again proves
+    it the same way when a controller line dropped it from an ISR since its registration (torture seed
+    29 of the third batch: broker 1, isolated with its store link, lost its session, the new controller
+    elected broker 2, and the launcher SIGKILLed broker 1 before it re-registered). It is counted in the
+    fitted ``session_expiries`` budget.
     """
     isr: dict[str, Any] = {}  # partitions[p].isr -> the ISR as last logged
     since: dict[int, int | None] = {}  # registered broker -> index of the first controller line dropping it since
@@ -779,6 +783,14 @@ def _expiries_unlogged(lines: list[SelfLine]) -> tuple[list[SelfLine], int]:
         if act is None or act[1] is None or act[0] not in ("Restart", "Reregister", "ExpireSession", "Crash"):
             continue
         b = int(act[1][0])
+        if act[0] == "Crash" and b not in expired and since.get(b) is not None:
+            # killed before it could register again: the controller's line dropping it is the evidence
+            at = since[b]
+            add.setdefault(at, []).append(dataclasses.replace(
+                ln, process=f"broker-{b}", role="launcher", t=lines[at].t, action=("ExpireSession", (b,)), facts={},
+                note=f"an ExpireSession not logged (a fault other than expire ended the session): the controller "
+                     f"dropped broker {b} from an ISR ({lines[at].where}) while it was registered, before its "
+                     f"crash ({ln.where}); placed before that line"))
         if act[0] == "Reregister" and b not in expired:
             at = since.get(b)
             at = i if at is None else at
@@ -1022,7 +1034,7 @@ def _after_the_end() -> list[tuple[Rule, str]]:
     return [
         (_expiries_unlogged,
          ("{count} ExpireSession step(s) not logged (a fault other than expire ended a broker's session: its "
-          "Reregister proves it) added before the controller's first line dropping the broker from an ISR, or before "
+          "Reregister, or a controller dropping it before its crash, proves it) added before the controller's first line dropping the broker from an ISR, or before "
           "the Reregister")),
         (_shrinks_unanswered,
          ("{count} ShrinkIsr step(s) of a leader that never heard its write committed (the leader/ISR znode is one "
