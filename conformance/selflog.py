@@ -613,6 +613,7 @@ def _unlogged_answers_in_place(lines: list[SelfLine], max_fetch_records: int = 0
     state: dict[tuple[int, int], tuple[Any, Any, Any, Any]] = {}
     before: dict[tuple[int, int], tuple[Any, Any, Any, Any]] = {}  # (index, partition) -> state before it
     asked: dict[tuple[int, int], int] = {}  # (follower, partition) -> index of its leader's half, not yet answered
+    led: dict[tuple[int, Any], int] = {}  # (partition, leader epoch) -> the broker last logged as its leader then
     dest: dict[int, int] = {}  # index of a moved line -> index of the leader's line it goes before
     for i, ln in enumerate(lines):
         act = ln.action
@@ -622,7 +623,7 @@ def _unlogged_answers_in_place(lines: list[SelfLine], max_fetch_records: int = 0
             asked[(act[1][0], act[1][1])] = i
         elif half and b == act[1][0]:
             f, p = act[1]
-            target = _answered_at(lines, i, f, p, state, before, max_fetch_records, asked.pop((f, p), None))
+            target = _answered_at(lines, i, f, p, state, before, max_fetch_records, asked.pop((f, p), None), led)
             if target is not None:
                 at, moved = target
                 for k in moved + [i]:
@@ -635,6 +636,8 @@ def _unlogged_answers_in_place(lines: list[SelfLine], max_fetch_records: int = 0
                     before[(i, p)] = state.get((b, p), (None, None, None, None))
                     state[(b, p)] = (ln.facts[k], ln.facts.get(pre + "hw"), ln.facts.get(pre + "role"),
                                      ln.facts.get(pre + "leader_epoch"))
+                    if state[(b, p)][2] == "leader":
+                        led[(p, state[(b, p)][3])] = b
     # a leader's line that is itself moved (its follower's half of another partition) is no place to go
     # before: those lines stay
     dest = {k: at for k, at in dest.items() if at not in dest}
@@ -656,16 +659,23 @@ _FETCH_COMMUTES = ("ControllerFailover", "ExpireSession")
 def _answered_at(lines: Sequence[SelfLine], i: int, f: int, p: int,
                  state: Mapping[tuple[int, int], tuple[Any, Any, Any, Any]],
                  before: Mapping[tuple[int, int], tuple[Any, Any, Any, Any]],
-                 max_fetch_records: int, half: int | None = None) -> tuple[int, list[int]] | None:
+                 max_fetch_records: int, half: int | None = None,
+                 led: Mapping[tuple[int, Any], int] | None = None) -> tuple[int, list[int]] | None:
     """Where the follower's half ``lines[i]`` of ``Fetch(f, p)`` goes (the index of the leader's line
     it goes before, and ``f``'s checkpoints that go with it), or None if it stays; ``half``: the index
-    of the leader's half of ``f``'s fetch since ``f``'s previous half, if any."""
+    of the leader's half of ``f``'s fetch since ``f``'s previous half, if any; ``led``: (partition,
+    leader epoch) -> the broker last logged as its leader at that epoch."""
+    led = led or {}
     pre = f"replicas[{f},{p}]."
     facts = lines[i].facts
     leo, hw, epoch = facts.get(pre + "leo"), facts.get(pre + "hw"), facts.get(pre + "leader_epoch")
     if not _is_int(leo) or not _is_int(hw) or epoch is None:
         return None
     leaders = [b for (b, q), (_, _, role, e) in state.items() if q == p and b != f and role == "leader" and e == epoch]
+    if not leaders and (p, epoch) in led and led[(p, epoch)] != f:
+        # the leader of that epoch has moved on to a newer one (a controller re-elected it, say) while
+        # the follower, paused, read an answer of the epoch it knew: that leader's lines of it are where
+        leaders = [led[(p, epoch)]]
     if len(leaders) != 1:
         return None
     leader = leaders[0]
@@ -695,8 +705,9 @@ def _answered_at(lines: Sequence[SelfLine], i: int, f: int, p: int,
         if ln.process == f"broker-{leader}" and (k, p) in before:
             if answers(before[(k, p)]):
                 at = k
-            elif at is not None or before[(k, p)][2:] != ("leader", epoch):
-                break
+            elif at is not None or before[(k, p)][2] != "leader" or not _is_int(before[(k, p)][3]) \
+                    or not _is_int(epoch) or before[(k, p)][3] < epoch:
+                break  # (lines of a newer epoch of that leader are passed: under kip-320 they answer it no data)
     if at is None:
         return None
     return at, [k for k in moved if k > at]

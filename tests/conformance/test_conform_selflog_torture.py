@@ -347,3 +347,24 @@ def test_a_controller_failover_leaves_the_held_facts_a_crash_drops_its_brokers()
     held = {"replicas[3,0].leo": 5}
     _with_held(_sl("launcher", 3, 4, "action", ("RequestReassignment", (0, [2, 3])), {}, role="launcher"), held)
     assert held == {}
+
+
+def test_a_late_half_of_an_older_epoch_goes_back_past_its_leaders_newer_epoch():
+    """Broker 3, paused, read an answer of leader epoch 0 (log end 3, HW 2) after its leader, broker 1,
+    had been elected again at epoch 1 (a LeaderAndIsr) and appended: the answer comes from the epoch-0
+    run of broker 1's lines (under kip-320 an epoch-1 leader answers an epoch-0 fetch with no data), so
+    the half goes back before the leader's line that moved it to epoch 1 (torture seed 33)."""
+    lines = [
+        _sl("broker-1", 5, 10, "action", ("Produce", (1, 0)), _rep(1, 3, 2, "leader")),
+        _sl("broker-3", 4, 11, "observation", ("Fetch", (3, 0)), _rep(3, 2, 2)),
+        _sl("broker-1", 6, 20, "observation", ("DeliverRequest", (1,)), _rep(1, 3, 2, "leader", 1)),
+        _sl("broker-1", 7, 21, "action", ("Produce", (1, 0)), _rep(1, 4, 2, "leader", 1)),
+        _sl("broker-3", 5, 40, "observation", ("Fetch", (3, 0)), _rep(3, 3, 2)),
+    ]
+    out, moved = _unlogged_answers_in_place(lines)
+    assert moved == 1
+    assert [(x.process, x.seq) for x in out] == [("broker-1", 5), ("broker-3", 4), ("broker-3", 5), ("broker-1", 6),
+                                                 ("broker-1", 7)]
+    # no state of broker 1 at epoch 0 answers so (its log end was 2 then): it stays
+    never = [dataclasses.replace(lines[0], facts=_rep(1, 2, 2, "leader"))] + lines[1:]
+    assert _unlogged_answers_in_place(never) == (never, 0)
