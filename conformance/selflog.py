@@ -518,7 +518,7 @@ def _stale_requests_in_place(lines: list[SelfLine]) -> tuple[list[SelfLine], int
     had, and the leader's state it changed is its own: so, when the leader logged nothing between the
     follower's line and its half, and no launcher's or controller's action other than a controller
     failover or a session expiry came between, its half goes just before the follower's line, with
-    that line's clock reading (torture seed 14 of the second batch: the leader, cut from the store, its
+    that line's clock reading (torture seed 14 of a batch run while these rules were written: the leader, cut from the store, its
     session expired, counted broker 2's late fetch and moved its HW after broker 2 had become leader of
     the next epoch). When the leader logged a line in between (seed 9 of the first batch: a checkpoint of
     its old HW) the half stays, and is no model behaviour: the model's leader counts a fetch only from a
@@ -772,7 +772,7 @@ def _expiries_unlogged(lines: list[SelfLine]) -> tuple[list[SelfLine], int]:
     just before the ``Reregister``, with that line's clock reading; the controller's noticing it
     (``ProcessBrokerChange``) is silent. A broker killed (``Crash``) before it registered again proves
     it the same way when a controller line dropped it from an ISR since its registration (torture seed
-    29 of the third batch: broker 1, isolated with its store link, lost its session, the new controller
+    29 of the fresh batches of specs/11: broker 1, isolated with its store link, lost its session, the new controller
     elected broker 2, and the launcher SIGKILLed broker 1 before it re-registered). It is counted in the
     fitted ``session_expiries`` budget.
     """

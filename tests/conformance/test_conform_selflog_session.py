@@ -118,7 +118,7 @@ def test_the_active_controller_cut_from_the_store_is_a_logged_controller_failove
 
 def test_a_broker_killed_after_a_controller_dropped_it_had_its_session_end_unlogged():
     """Broker 1, isolated with its store link, lost its session; the controller dropped it from the ISR;
-    the launcher SIGKILLed it before it registered again (torture seed 29 of the third batch). The
+    the launcher SIGKILLed it before it registered again (torture seed 29 of the fresh batches in specs/11). The
     controller's line is the evidence: an ExpireSession goes before it. Without such a line the crash
     itself ends the session, and nothing is added."""
     lines = [
