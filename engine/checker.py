@@ -120,6 +120,11 @@ class Checker(Search, Generic[S, A]):
             queue.append((s, fp, 0))
 
         stop = bool(violations) and self.stop_on_first
+        # read the ceiling before the first state is expanded and after the last: a model smaller than
+        # CHECK_EVERY states would otherwise finish without a single reading, its ceiling never enforced
+        if max_memory is not None and not stop and resident_bytes() > max_memory:
+            limit_hit = "memory"
+            stop = True
         while queue and not stop:
             s, fp, d = queue.popleft()
             if d > depth:
@@ -174,6 +179,8 @@ class Checker(Search, Generic[S, A]):
                     self.progress(Progress(len(parents), depth, len(queue), now - start))
         if queue and not limit_hit and not violations:
             limit_hit = "states"
+        if max_memory is not None and not limit_hit and resident_bytes() > max_memory:
+            limit_hit = "memory"  # the search finished, but past the ceiling: the run did not keep it
         seconds = time.perf_counter() - start
         if self.progress is not None:
             self.progress(Progress(len(parents), depth, len(queue), seconds))
