@@ -283,6 +283,11 @@ class LazySession:
     def started(self) -> bool:
         return self._spark is not None
 
+    @property
+    def current(self) -> Any:
+        """The session if it has been started, else None (a heartbeat must not start it)."""
+        return self._spark
+
     def get(self) -> Any:
         if self._spark is None:
             existing = active_session()
