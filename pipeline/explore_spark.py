@@ -45,6 +45,10 @@ from .shards import (contains_sorted, read_shard, seen_path, seen_shard, shard_o
                      write_parquet, write_seen, part_path)
 from .spec import model_for
 
+#: below this many frontier states a level runs as one map and one reduce task, each over every
+#: shard: a task costs a fixed 0.1-0.7 s (more on a loaded machine), more than the work of a small level
+SMALL_FRONTIER = 2_000
+
 #: frontier states expanded at once in a map task (bounds a worker's memory; the garbage collector
 #: is paused per batch, as the Checker pauses it)
 BATCH_ROWS = 4_000
@@ -67,6 +71,10 @@ class ShardContext:
     seen_dir: str | None  # the last level directory with seen files, or None
     local_dirs: list[str]  # in-process levels after seen_dir, up to depth (their states are seen too)
     unwitnessed: list[str]
+    tasks: int = 0  # tasks per stage; task t handles shards t, t + tasks, ... (0: one per shard)
+
+    def shards_of(self, t: int) -> range:
+        return range(t, self.parts, self.tasks or self.parts)
 
 
 @dataclass
@@ -99,7 +107,37 @@ def _from_ipc(blob: bytes) -> pa.Table:
     return pa.ipc.open_stream(pa.BufferReader(blob)).read_all()
 
 
-def expand_shard(ctx: ShardContext, p: int, _: Iterator[Any]) -> Iterator[tuple[int, tuple[str, Any]]]:
+def _drain(items: Iterator[Any]) -> None:
+    """Read a task's input to its end: PySpark reuses a Python worker only when the task consumed
+    its whole input, and a new worker re-imports isrcheck and rebuilds the model (seconds in the
+    pure build: a level of eight tasks cost 15 s before this, under 1 s after)."""
+    for _ in items:
+        pass
+
+
+def expand_task(ctx: ShardContext, t: int, items: Iterator[Any]) -> Iterator[tuple[int, tuple[str, Any]]]:
+    """Map task ``t``: its shards of the frontier, one after the other."""
+    _drain(items)
+    for p in ctx.shards_of(t):
+        yield from expand_shard(ctx, p)
+
+
+def reduce_task(ctx: ShardContext, t: int, items: Iterator[tuple[int, tuple[str, Any]]]) -> Iterator[dict[str, Any]]:
+    """Reduce task ``t``: what the map tasks sent to each of its shards, shard by shard."""
+    groups: dict[int, list[tuple[str, Any]]] = {}
+    for p, item in items:
+        groups.setdefault(p, []).append(item)
+    for p in ctx.shards_of(t):
+        yield from reduce_shard(ctx, p, groups.pop(p, []))
+
+
+def count_task(ctx: ShardContext, cutoff: bytes, t: int, items: Iterator[Any]) -> Iterator[Counter[str]]:
+    _drain(items)
+    for p in ctx.shards_of(t):
+        yield from count_shard(ctx, cutoff, p)
+
+
+def expand_shard(ctx: ShardContext, p: int) -> Iterator[tuple[int, tuple[str, Any]]]:
     """The map side: expand shard ``p`` of the frontier, route successors to their shards."""
     model = model_for(ctx.spec_json)
     codec = kafka_state_codec()
@@ -144,13 +182,13 @@ def expand_shard(ctx: ShardContext, p: int, _: Iterator[Any]) -> Iterator[tuple[
     yield p, ("summary", summary)
 
 
-def reduce_shard(ctx: ShardContext, p: int, items: Iterator[tuple[int, tuple[str, Any]]]) -> Iterator[dict[str, Any]]:
+def reduce_shard(ctx: ShardContext, p: int, items: list[tuple[str, Any]]) -> Iterator[dict[str, Any]]:
     """The reduce side: shard ``p``'s new states and seen set, written; one record returned."""
     from .store import LEVEL_SCHEMA
 
     tables: list[pa.Table] = []
     summaries: list[MapSummary] = []
-    for _, (kind, payload) in items:
+    for kind, payload in items:
         if kind == "rows":
             tables.append(_from_ipc(payload))
         else:
@@ -185,7 +223,7 @@ def reduce_shard(ctx: ShardContext, p: int, items: Iterator[tuple[int, tuple[str
     yield {"shard": p, "new": n, "seen": int(len(grown)), "broken": broken, "maps": summaries}
 
 
-def count_shard(ctx: ShardContext, cutoff: bytes, p: int, _: Iterator[Any]) -> Iterator[Counter[str]]:
+def count_shard(ctx: ShardContext, cutoff: bytes, p: int) -> Iterator[Counter[str]]:
     """Coverage of the steps of shard ``p`` that the Checker takes before it stops at ``cutoff``."""
     model = model_for(ctx.spec_json)
     decode = kafka_state_codec().decode
@@ -213,33 +251,35 @@ def spark_level(ex: LevelJob, d: int, frontier_n: int, visited_n: int, unwitness
     sc = spark.sparkContext
     sc.setJobGroup(level_group(d + 1, ex.run_id), f"isrcheck explore: level {d + 1} from {frontier_n:,} states")
     try:
-        return _spark_level(spark, ex, d, visited_n, unwitnessed)
+        return _spark_level(spark, ex, d, frontier_n, visited_n, unwitnessed)
     finally:
         sc.setLocalProperty("spark.jobGroup.id", None)  # type: ignore[arg-type]
         sc.setLocalProperty("spark.job.description", None)  # type: ignore[arg-type]
 
 
-def _context(ex: LevelJob, d: int, unwitnessed: set[str]) -> ShardContext:
+def _context(ex: LevelJob, d: int, frontier_n: int, unwitnessed: set[str]) -> ShardContext:
     store = ex.store
     seen_level = store.seen_level(d)
     staging = store.staging_dir(d + 1)
     store.discard_staging(d + 1)
     staging.mkdir(parents=True)
+    parts = ex.parts()
     return ShardContext(
-        spec_json=ex.spec_json, depth=d, parts=ex.parts(), frontier_dir=str(store.level_dir(d)),
+        spec_json=ex.spec_json, depth=d, parts=parts, tasks=1 if frontier_n < SMALL_FRONTIER else parts, frontier_dir=str(store.level_dir(d)),
         staging_dir=str(staging), seen_dir=None if seen_level is None else str(store.level_dir(seen_level)),
         local_dirs=[str(store.level_dir(i)) for i in range((seen_level + 1) if seen_level is not None else 0, d + 1)],
         unwitnessed=sorted(unwitnessed))
 
 
-def _spark_level(spark: Any, ex: LevelJob, d: int, visited_n: int, unwitnessed: set[str]) -> LevelOutcome:
+def _spark_level(spark: Any, ex: LevelJob, d: int, frontier_n: int, visited_n: int,
+                 unwitnessed: set[str]) -> LevelOutcome:
     sc = spark.sparkContext
-    ctx = _context(ex, d, unwitnessed)
-    parts = ctx.parts
-    records = (sc.parallelize(range(parts), parts)
-               .mapPartitionsWithIndex(functools.partial(expand_shard, ctx))
-               .partitionBy(parts, _identity)
-               .mapPartitionsWithIndex(functools.partial(reduce_shard, ctx))
+    ctx = _context(ex, d, frontier_n, unwitnessed)
+    tasks = ctx.tasks
+    records = (sc.parallelize(range(tasks), tasks)
+               .mapPartitionsWithIndex(functools.partial(expand_task, ctx))
+               .partitionBy(tasks, _identity)
+               .mapPartitionsWithIndex(functools.partial(reduce_task, ctx))
                .collect())
     count = sum(r["new"] for r in records)
     coverage: Counter[str] = Counter()
@@ -286,8 +326,8 @@ def _stop(spark: Any, ex: LevelJob, ctx: ShardContext, cutoff: bytes, limit: str
     before = idx if limit else staged().filter(F.col("key") < lit).count()
     at = [r.asDict() for r in staged().filter(F.col("key") == lit).collect()]
     cov: Counter[str] = Counter()
-    for c in (sc.parallelize(range(ctx.parts), ctx.parts)
-              .mapPartitionsWithIndex(functools.partial(count_shard, ctx, cutoff)).collect()):
+    for c in (sc.parallelize(range(ctx.tasks), ctx.tasks)
+              .mapPartitionsWithIndex(functools.partial(count_task, ctx, cutoff)).collect()):
         cov.update(c)
     ex.store.discard_staging(ctx.depth + 1)
     violations = []

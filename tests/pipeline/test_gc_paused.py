@@ -65,7 +65,7 @@ def test_a_worker_batch_runs_paused_and_the_collector_is_back_between_batches(gc
                           "state": [codec.encode(s0)] * 2, "broken": [[], []], "key": [initial_key(0), initial_key(1)]})
     ctx = ShardContext(spec.to_json(), 0, 1, str(store.level_dir(0)), str(tmp_path / "staging"), None, [], [])
     outs = []
-    for dest, (kind, _payload) in expand_shard(ctx, 0, iter([])):
+    for dest, (kind, _payload) in expand_shard(ctx, 0):
         outs.append(kind)
         assert gc.isenabled() and dest == 0
     assert seen == [False, False]
