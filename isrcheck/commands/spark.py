@@ -162,6 +162,10 @@ def explore(name: str | None, config_file: str | None, overrides: tuple[str, ...
     check_pyspark()
     from isrcheck.pipeline.explore import DEFAULT_SPARK_THRESHOLD, Explorer
 
+    if master is not None:  # refused now, not after the in-process levels
+        from isrcheck.pipeline.session import check_master
+
+        check_master(master)
     if resume and not out_dir:
         raise PipelineError("--resume needs --out DIR (the run to continue)")
     if stop_after_levels and not out_dir:
