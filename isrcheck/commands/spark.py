@@ -82,7 +82,10 @@ def _session(master: str | None, label: str = "spark") -> Iterator[Any]:
     on stderr every ISRCHECK_PROGRESS_SECONDS (5 s) says the job is alive and how far its stages
     are, so a 70 s run does not print nothing; a terminal has Spark's own progress bar."""
     _require_spark()
-    from isrcheck.pipeline.session import heartbeat, spark_session
+    from isrcheck.pipeline.session import check_master, heartbeat, spark_session
+
+    if master is not None:  # also when a session is already active (the tests', spark-submit's)
+        check_master(master)
 
     with spark_session(master) as spark:
         if terminal.is_terminal(sys.stderr):
