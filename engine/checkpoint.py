@@ -150,7 +150,9 @@ def identity_difference(snapshot: Mapping[str, Any], here: Mapping[str, Any]) ->
         a, b = snapshot.get(key), here.get(key)
         if a == b:
             continue
-        if isinstance(a, dict) and isinstance(b, dict):
+        if key == "variant" and isinstance(a, dict) and isinstance(b, dict) and a.get("name") == b.get("name"):
+            return f"its variant's file changed since the snapshot was written ({_short(a)})"
+        if isinstance(a, dict) and isinstance(b, dict) and key != "variant":
             a, b = _flat(a), _flat(b)
             keys = sorted(k for k in set(a) | set(b) if a.get(k) != b.get(k))
             shown = ", ".join(f"{k}: {_short(a.get(k))} in the snapshot, {_short(b.get(k))} here" for k in keys[:3])
@@ -175,8 +177,14 @@ def _flat(d: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
 
 
 def _short(value: Any) -> str:
-    text = json.dumps(value, sort_keys=True)
-    return text if len(text) <= 60 else text[:57] + "..."
+    """A value for a one-line refusal: a variant by its name, a long text by its end (the end of a
+    path names the file and the class)."""
+    if value is None:
+        return "none"
+    if isinstance(value, dict) and isinstance(value.get("name"), str):
+        value = value["name"]
+    text = value if isinstance(value, str) else json.dumps(value, sort_keys=True)
+    return text if len(text) <= 80 else "..." + text[-77:]
 
 
 # ---------------------------------------------------------------------- the files

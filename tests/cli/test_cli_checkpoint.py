@@ -117,6 +117,12 @@ def test_a_resume_of_another_model_or_search_is_refused(snapshot_dir: Path) -> N
     assert "search bounds differ" in refusal(["replication", "--keep-going", "--resume", str(snapshot_dir)])
 
 
+def test_a_resume_with_another_variant_is_refused(snapshot_dir: Path) -> None:
+    variant = Path(__file__).resolve().parents[2] / "examples" / "variants" / "eager_election.py"
+    line = refusal(["replication", "--variant", f"{variant}:EagerElection", "--resume", str(snapshot_dir)])
+    assert "variant differs" in line and "EagerElection" in line
+
+
 def test_a_damaged_snapshot_is_refused(snapshot_dir: Path, tmp_path: Path) -> None:
     data = bytearray((snapshot_dir / FILE_NAME).read_bytes())
     for name, change in (("flip", lambda d: d.__setitem__(len(d) - 5, d[len(d) - 5] ^ 0xFF)),

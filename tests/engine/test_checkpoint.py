@@ -43,6 +43,10 @@ def test_identity_difference_names_the_setting() -> None:
     b = {"model": "m", "configuration": {"faults": {"crashes": 2}, "brokers": 3}}
     assert identity_difference(a, b) == "its configuration differs (faults.crashes: 1 in the snapshot, 2 here)"
     assert "model differs" in (identity_difference(a, {**a, "model": "n"}) or "")
+    v = {"variant": {"name": "v.py:V", "sha256": "1"}}
+    assert identity_difference(v, {"variant": {"name": "v.py:V", "sha256": "2"}}) == \
+        "its variant's file changed since the snapshot was written (v.py:V)"
+    assert identity_difference(v, {"variant": None}) == "its variant differs (v.py:V in the snapshot, none here)"
 
 
 def complete_run(tmp_path: Path) -> Checkpoints:
