@@ -28,6 +28,10 @@ SKIP: dict[str, str] = {
     "isrcheck check leader-crash-kip-320 --liveness": "tens of seconds; tests/cli/test_cli_liveness.py covers --liveness",
     "isrcheck check clean-election --set faults.crashes=2 --set max_records=3": "a minute or more",
     "isrcheck simulate replication-stress --seed 7 --walks 2000": "tens of seconds; simulate runs below",
+    "isrcheck check leader-crash-kip-320 --set faults.crashes=2 --checkpoint runs/lc2":
+        "941,523 states, minutes; tests/cli/test_cli_checkpoint.py kills and resumes a checkpointed run",
+    "isrcheck check leader-crash-kip-320 --set faults.crashes=2 --resume runs/lc2":
+        "needs the killed run above; tests/cli/test_cli_checkpoint.py resumes after SIGKILL",
     "isrcheck check --peer kip-320 --replicas 3": "9,985,570 states",
     "isrcheck check --peer kip-320 --replicas 3 --symmetry": "1,665,204 orbits",
     "isrcheck cluster up --brokers 3": "starts real broker processes (tests/impl)",
