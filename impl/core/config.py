@@ -125,6 +125,8 @@ _MODEL_KEYS = {"brokers", "partitions", "replication_factor", "max_records", "ma
                "fenced_reassignment_steps",
                "failover_offline_replicas",  # KAFKA-3143's fix: the model's only (refused below when true)
                "reintroduce",  # Kafka's bugs put back: the model's only (refused below when non-empty)
+               "isr_change",  # AlterIsr (KIP-497): the model's only (refused below unless "zookeeper")
+               "metadata_cache",  # brokers' metadata cache: the model's only (refused below when true)
                "unfair"}  # the checker's fairness assumptions: nothing the implementation runs
 _IMPL_INT_KEYS = {"replica_lag_time_max_ms": (1, 600_000), "fetch_interval_ms": (0, 60_000),
                   "hw_checkpoint_interval_ms": (1, 600_000), "log_flush_interval_ms": (1, 600_000),
@@ -179,6 +181,11 @@ def from_mapping(raw: Mapping[str, Any]) -> ImplConfig:
         raise ConfigError(f"unknown configuration key {unknown[0]!r}")
     if raw.get("failover_offline_replicas"):
         raise ConfigError("failover_offline_replicas is not implemented by the reference implementation")
+    if raw.get("isr_change", "zookeeper") != "zookeeper":  # its leaders write their ISR changes themselves
+        raise ConfigError(f"isr_change = {raw.get('isr_change')!r} is not implemented by the reference "
+                          "implementation (its leaders write their ISR changes to the store: \"zookeeper\")")
+    if raw.get("metadata_cache"):  # its brokers learn their leader from LeaderAndIsr alone
+        raise ConfigError("metadata_cache is not implemented by the reference implementation")
     if raw.get("reintroduce"):  # the pre-fix rules live in model/history.py; the implementation has none
         raise ConfigError("reintroduce is not implemented by the reference implementation (the model only: "
                           "specs/12-history.md)")

@@ -811,6 +811,10 @@ def unsupported_reason(cfg: Config) -> str:
                 f"{', '.join(GENERATIONS)}); `isrcheck check` does")
     if cfg.detect_restarts:
         return "the symbolic encoding does not cover bounce detection (detect_restarts)"
+    if cfg.isr_change != "zookeeper":
+        return f"the symbolic encoding does not cover ISR changes through the controller (isr_change = \"{cfg.isr_change}\")"
+    if cfg.metadata_cache:
+        return "the symbolic encoding does not cover the brokers' metadata cache (metadata_cache)"
     uncovered = uncovered_budget(cfg)  # a counter of the model's budget that no action of the encoding spends
     if uncovered:
         return f"the symbolic encoding does not cover {uncovered}"
