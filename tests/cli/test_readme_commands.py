@@ -48,6 +48,10 @@ SKIP: dict[str, str] = {
     "no-truncation-on-becoming-follower": "z3, minutes",
     "isrcheck bmc hw-truncation-one-crash --depth 8": "z3, minutes (tests/invariants cover bmc)",
     "isrcheck bmc reassignment-with-data --depth 5": "z3, tens of seconds (tests/invariants cover bmc)",
+    "isrcheck bmc unclean-election --depth 4 --property NoCommittedWriteLost":
+        "z3, seconds; tests/cli/test_prove_inputs.py runs bmc --property on a smaller configuration",
+    "isrcheck prove inductive hw-truncation-one-crash --property LeaderInIsr --strict":
+        "z3, about a minute; tests/cli/test_prove_inputs.py runs prove inductive --property and --strict",
     "isrcheck traces show trace.jsonl [-v]": "a synopsis; `traces show trace.jsonl` runs below",
     "isrcheck conform --model reassignment --cover edges": "every edge on the implementation, tens of seconds",
     "isrcheck validate LOG": "a synopsis (LOG: an implementation's event log)",
