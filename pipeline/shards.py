@@ -36,6 +36,21 @@ import pyarrow.parquet as pq
 
 from .errors import PipelineError
 
+#: the columns of every level of a run directory (specs/09-pipeline.md); here, below the store, since
+#: a shard's empty part is a table of them
+LEVEL_SCHEMA = pa.schema([
+    pa.field("fingerprint", pa.int64(), nullable=False),
+    pa.field("parent", pa.int64()),          # null for an initial state
+    pa.field("prank", pa.int64()),           # the parent's rank in its level (null at level 0 and in Spark levels)
+    pa.field("aidx", pa.int32()),            # the action's index among the parent's (null at level 0)
+    pa.field("action", pa.string()),         # the action's text, e.g. Fetch(2, 0) (null at level 0)
+    pa.field("depth", pa.int32()),
+    pa.field("rank", pa.int64()),            # position in the Checker's queue order (in-process levels; null in Spark levels)
+    pa.field("state", pa.binary()),          # the state, encoded by model.codec (codec_id())
+    pa.field("broken", pa.list_(pa.string())),  # always-properties the state breaks
+    pa.field("key", pa.binary()),            # the Checker's order in the level: the path of action indices (shards.py)
+])
+
 INIT_KEY_BYTES = 4
 STEP_KEY_BYTES = 2
 MAX_AIDX = (1 << (8 * STEP_KEY_BYTES)) - 1
@@ -117,8 +132,6 @@ def read_shard(level_dir: str | Path, p: int, parts: int, columns: list[str]) ->
 
 
 def _empty(columns: list[str]) -> pa.Table:
-    from .store import LEVEL_SCHEMA
-
     return LEVEL_SCHEMA.empty_table().select(columns)
 
 

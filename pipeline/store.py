@@ -17,7 +17,7 @@ A level is committed when ``progress.json`` lists it; ``progress.json`` is repla
 (write to a temporary file, then rename), after the level's directory is complete. Anything beyond
 the committed levels is debris of an interrupted run and is deleted on ``--resume``.
 
-Every level has the columns of :data:`LEVEL_SCHEMA` (specs/09-pipeline.md).
+Every level has the columns of :data:`.shards.LEVEL_SCHEMA` (specs/09-pipeline.md).
 """
 from __future__ import annotations
 
@@ -36,21 +36,10 @@ import pyarrow.parquet as pq
 from isrcheck.specs.inputs import Kind, check_json_depth, read_text
 
 from .errors import PipelineError
+from .shards import LEVEL_SCHEMA, has_seen, part_path, seen_path, shard_one
 
 FORMAT = 2  # 2: the key column and sharded levels
 
-LEVEL_SCHEMA = pa.schema([
-    pa.field("fingerprint", pa.int64(), nullable=False),
-    pa.field("parent", pa.int64()),          # null for an initial state
-    pa.field("prank", pa.int64()),           # the parent's rank in its level (null at level 0 and in Spark levels)
-    pa.field("aidx", pa.int32()),            # the action's index among the parent's (null at level 0)
-    pa.field("action", pa.string()),         # the action's text, e.g. Fetch(2, 0) (null at level 0)
-    pa.field("depth", pa.int32()),
-    pa.field("rank", pa.int64()),            # position in the Checker's queue order (in-process levels; null in Spark levels)
-    pa.field("state", pa.binary()),          # the state, encoded by model.codec (codec_id())
-    pa.field("broken", pa.list_(pa.string())),  # always-properties the state breaks
-    pa.field("key", pa.binary()),            # the Checker's order in the level: the path of action indices (shards.py)
-])
 
 LEVEL_DDL = ("fingerprint long, parent long, prank long, aidx int, action string, depth int, rank long, "
              "state binary, broken array<string>, key binary")
@@ -188,7 +177,6 @@ class RunStore:
     def seen_level(self, depth: int) -> int | None:
         """The last level up to ``depth`` whose directory holds the shards' seen sets (the last
         level computed on Spark), or None."""
-        from .shards import has_seen
 
         for d in range(depth, -1, -1):
             if has_seen(self.level_dir(d)):
@@ -203,7 +191,6 @@ class RunStore:
     def lookup(self, depth: int, fingerprint: int) -> dict[str, Any]:
         """The stored row of state ``fingerprint`` in level ``depth``: in a Spark level only its
         shard's file is read (one file per level when a counterexample is walked back)."""
-        from .shards import part_path, seen_path, shard_one
 
         level = self.level_dir(depth)
         source: ds.Dataset = self._dataset(depth)
