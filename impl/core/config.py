@@ -39,9 +39,10 @@ Errors are :class:`ConfigError` with a one-line message.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Mapping
 
+from isrcheck.specs import history
 from isrcheck.specs.inputs import InputError, Kind, read_toml
 from isrcheck.specs.protocol import (
     DEFAULT_GENERATION,
@@ -81,6 +82,7 @@ class ImplConfig:
     controller_connections: str = "shared"
     fenced_controller_writes: bool = False
     fenced_reassignment_steps: bool = False
+    reintroduce: tuple[str, ...] = ()  # Kafka bugs put back (specs/history.toml, those with an ``impl`` key)
     assignment: tuple[tuple[int, ...], ...] = ()
     faults: Mapping[str, int] = field(default_factory=dict)
     operations: Mapping[str, Any] = field(default_factory=dict)
@@ -113,6 +115,11 @@ class ImplConfig:
     def topic_creation(self) -> bool:
         return bool(self.operations.get("topic_creation", False))
 
+    def reintroduces(self, bug_id: str) -> bool:
+        """Whether the pre-fix rule of ``bug_id`` is put back: each switch of the cores asks this at its
+        decision point, so a bug's old behaviour is one named condition, off unless configured."""
+        return bug_id in self.reintroduce
+
     def with_changes(self, **changes: Any) -> ImplConfig:
         return from_mapping({**to_mapping(self), **changes})
 
@@ -124,7 +131,8 @@ _MODEL_KEYS = {"brokers", "partitions", "replication_factor", "max_records", "ma
                "detect_restarts", "fenced_controller_writes", "controller_connections",
                "fenced_reassignment_steps",
                "failover_offline_replicas",  # KAFKA-3143's fix: the model's only (refused below when true)
-               "reintroduce",  # Kafka's bugs put back: the model's only (refused below when non-empty)
+               "isr_change", "metadata_cache",  # the model's growths: accepted at their defaults only (below)
+               "reintroduce",  # Kafka's bugs put back: those whose mechanism the implementation has
                "unfair"}  # the checker's fairness assumptions: nothing the implementation runs
 _IMPL_INT_KEYS = {"replica_lag_time_max_ms": (1, 600_000), "fetch_interval_ms": (0, 60_000),
                   "hw_checkpoint_interval_ms": (1, 600_000), "log_flush_interval_ms": (1, 600_000),
@@ -179,9 +187,12 @@ def from_mapping(raw: Mapping[str, Any]) -> ImplConfig:
         raise ConfigError(f"unknown configuration key {unknown[0]!r}")
     if raw.get("failover_offline_replicas"):
         raise ConfigError("failover_offline_replicas is not implemented by the reference implementation")
-    if raw.get("reintroduce"):  # the pre-fix rules live in model/history.py; the implementation has none
-        raise ConfigError("reintroduce is not implemented by the reference implementation (the model only: "
-                          "specs/12-history.md)")
+    if raw.get("isr_change", "zookeeper") != "zookeeper":  # the model's AlterIsr growth (specs/history.toml)
+        raise ConfigError(f"isr_change = {_toml(raw['isr_change'])} is not implemented by the reference "
+                          f"implementation (it has no AlterIsr: only \"zookeeper\", the leader writes the ISR)")
+    if raw.get("metadata_cache", False) is not False:  # the model's metadata-cache growth
+        raise ConfigError("metadata_cache = true is not implemented by the reference implementation (its brokers "
+                          "follow the leader a LeaderAndIsr names, with no cache of live brokers)")
     brokers = _int(raw, "brokers", 3, 1, 64)
     partitions = _int(raw, "partitions", 1, 1, 64)
     rf = _int(raw, "replication_factor", min(3, brokers), 1, brokers)
@@ -229,7 +240,7 @@ def from_mapping(raw: Mapping[str, Any]) -> ImplConfig:
     ints = {k: _int(raw, k, d, *_IMPL_INT_KEYS[k]) for k, d in
             (("replica_lag_time_max_ms", 500), ("fetch_interval_ms", 5), ("hw_checkpoint_interval_ms", 200),
              ("log_flush_interval_ms", 100), ("controller_recheck_ms", 200), ("replica_fetch_wait_max_ms", 100))}
-    return ImplConfig(brokers=brokers, partitions=partitions, replication_factor=rf, max_records=max_records,
+    cfg = ImplConfig(brokers=brokers, partitions=partitions, replication_factor=rf, max_records=max_records,
                       max_fetch_records=max_fetch_records,
                       min_insync_replicas=min_isr, unclean_leader_election=unclean, hw_checkpoint=hw_checkpoint,
                       stale_controller=stale, acks=acks, detect_restarts=detect,
@@ -237,6 +248,43 @@ def from_mapping(raw: Mapping[str, Any]) -> ImplConfig:
                       fenced_controller_writes=fenced, fenced_reassignment_steps=fenced_steps,
                       assignment=assignment_t, faults=dict(faults),
                       operations=dict(operations), generation=generation, topic=topic, **ints)
+    return replace(cfg, reintroduce=_reintroduce(raw.get("reintroduce", []), cfg))
+
+
+def _reintroduce(value: Any, cfg: ImplConfig) -> tuple[str, ...]:
+    """The ``reintroduce`` list: bugs of specs/history.toml the model reproduces and this implementation
+    can put back (an ``impl`` key); a bug whose mechanism it lacks is refused with the reason the
+    history gives (``impl_lacks``), and one whose ``requires`` this configuration does not meet, since
+    its pre-fix rule would change nothing here either (the model's own rule, model/config.py)."""
+    if not isinstance(value, (list, tuple)) or not all(isinstance(x, str) for x in value):
+        raise ConfigError(f"reintroduce must be a list of bug ids such as \"KAFKA-708\", got {value!r}")
+    known = ", ".join(b.id for b in history.in_impl())
+    for i, bug_id in enumerate(value):
+        if bug_id in value[:i]:
+            raise ConfigError(f"reintroduce: {bug_id} is listed twice")
+        try:
+            b = history.bug(bug_id)
+        except KeyError:
+            raise ConfigError(f"reintroduce: unknown bug {bug_id!r} (the implementation puts back: {known})") from None
+        if b.classification != "reproduced":
+            raise ConfigError(f"reintroduce: {bug_id} is not reproduced (classified {b.classification!r} in "
+                              f"specs/history.toml; the implementation puts back: {known})")
+        if b.impl is None:
+            raise ConfigError(f"reintroduce: the reference implementation has no {b.impl_lacks}, so {bug_id} "
+                              f"cannot be put back in it (it can: {known})")
+        for key, want in b.requires:
+            have = getattr(cfg, key) if hasattr(cfg, key) else getattr(cfg.traits, key)
+            if have != want or isinstance(have, bool) != isinstance(want, bool):
+                raise ConfigError(f"reintroduce: {bug_id} needs {key} = {_toml(want)}, which this configuration "
+                                  f"does not have ({key} = {_toml(have)}), so its pre-fix rule would change nothing")
+    return tuple(value)
+
+
+def _toml(value: Any) -> str:
+    """``value`` as a configuration file writes it (true, "kip-320"), for the one-line errors."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return f'"{value}"' if isinstance(value, str) else str(value)
 
 
 def to_mapping(cfg: ImplConfig) -> dict[str, Any]:
@@ -247,6 +295,8 @@ def to_mapping(cfg: ImplConfig) -> dict[str, Any]:
                                         "controller_connections",
                                         "fenced_controller_writes", "fenced_reassignment_steps", "topic",
                                         *_IMPL_INT_KEYS)}
+    if cfg.reintroduce:
+        out["reintroduce"] = list(cfg.reintroduce)
     out["generation"] = cfg.generation.value
     out["assignment"] = [list(a) for a in cfg.assignment]
     out["faults"] = dict(cfg.faults)
