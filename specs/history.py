@@ -12,7 +12,11 @@ our state), and how this model stands to it (its *classification*):
   lacks);
 - ``out-of-scope``: no property of the model can tell the two rules apart; ``notes`` argues why.
 
-The file is data that the model (the ``reintroduce`` key's validation), the command line (the page
+A reproduced bug also says whether the reference implementation can put it back: ``impl`` names
+the switch at its decision point (impl/core/config.py accepts the bug in ``reintroduce``), or
+``impl_lacks`` names the mechanism it lacks (read into that key's one-line refusal); exactly one.
+
+The file is data that the model (the ``reintroduce`` key's validation), the implementation (its own), the command line (the page
 specs/12-history.md) and the tests read alike; this module loads and checks it, and imports nothing
 from the project outside this package. Whether the pairs exist and the pre-fix rules are
 implemented is checked against the manifest and model/history.py by tests/model/test_bug_history.py.

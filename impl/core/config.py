@@ -9,7 +9,10 @@ alias, never together with it), ``acks``, ``detect_restarts`` (the controller no
 restart by the registration's czxid, Kafka 2.2+) and ``fenced_controller_writes`` (every controller
 write is a multi conditional on ``/controller_epoch``, Kafka 2.1+), and the designer's option
 ``fenced_reassignment_steps`` (a deposed controller abandons its reassignment instead of
-performing the next step). ``controller_connections = "per-controller"`` gives each controller its
+performing the next step). ``reintroduce`` puts back the Kafka bugs of specs/history.toml that carry an
+``impl`` key (each a named switch of the cores, read through :meth:`ImplConfig.reintroduces`); another
+reproduced bug is refused in one line naming what this implementation lacks (its ``impl_lacks``). The
+model's growth keys ``isr_change`` and ``metadata_cache`` are accepted at their defaults only. ``controller_connections = "per-controller"`` gives each controller its
 own connection to a broker: the step-mode simulator then lets a request overtake those of other
 controllers in the broker's inbox without spending ``faults.delayed_requests``. Every protocol generation of
 specs/protocol.toml is implemented: ``"high-watermark"`` (the seeds'), ``"kip-101"``, ``"kip-279"``
@@ -185,6 +188,7 @@ def from_mapping(raw: Mapping[str, Any]) -> ImplConfig:
     unknown = sorted(set(raw) - _MODEL_KEYS - _IMPL_KEYS)
     if unknown:
         raise ConfigError(f"unknown configuration key {unknown[0]!r}")
+    reintroduce = _reintroduce_ids(raw.get("reintroduce", []))
     if raw.get("failover_offline_replicas"):
         raise ConfigError("failover_offline_replicas is not implemented by the reference implementation")
     if raw.get("isr_change", "zookeeper") != "zookeeper":  # the model's AlterIsr growth (specs/history.toml)
@@ -248,14 +252,14 @@ def from_mapping(raw: Mapping[str, Any]) -> ImplConfig:
                       fenced_controller_writes=fenced, fenced_reassignment_steps=fenced_steps,
                       assignment=assignment_t, faults=dict(faults),
                       operations=dict(operations), generation=generation, topic=topic, **ints)
-    return replace(cfg, reintroduce=_reintroduce(raw.get("reintroduce", []), cfg))
+    return replace(cfg, reintroduce=_reintroduce(reintroduce, cfg))
 
 
-def _reintroduce(value: Any, cfg: ImplConfig) -> tuple[str, ...]:
+def _reintroduce_ids(value: Any) -> tuple[str, ...]:
     """The ``reintroduce`` list: bugs of specs/history.toml the model reproduces and this implementation
     can put back (an ``impl`` key); a bug whose mechanism it lacks is refused with the reason the
-    history gives (``impl_lacks``), and one whose ``requires`` this configuration does not meet, since
-    its pre-fix rule would change nothing here either (the model's own rule, model/config.py)."""
+    history gives (``impl_lacks``). Checked before the other keys, so that a pair's configuration
+    (history-kafka-13091: isr_change = "alter-isr" too) is refused naming the bug."""
     if not isinstance(value, (list, tuple)) or not all(isinstance(x, str) for x in value):
         raise ConfigError(f"reintroduce must be a list of bug ids such as \"KAFKA-708\", got {value!r}")
     known = ", ".join(b.id for b in history.in_impl())
@@ -272,12 +276,19 @@ def _reintroduce(value: Any, cfg: ImplConfig) -> tuple[str, ...]:
         if b.impl is None:
             raise ConfigError(f"reintroduce: the reference implementation has no {b.impl_lacks}, so {bug_id} "
                               f"cannot be put back in it (it can: {known})")
-        for key, want in b.requires:
+    return tuple(value)
+
+
+def _reintroduce(ids: tuple[str, ...], cfg: ImplConfig) -> tuple[str, ...]:
+    """``ids``, once each bug's ``requires`` is met by ``cfg``: elsewhere its pre-fix rule would change
+    nothing here either (the model's own rule, model/config.py)."""
+    for bug_id in ids:
+        for key, want in history.bug(bug_id).requires:
             have = getattr(cfg, key) if hasattr(cfg, key) else getattr(cfg.traits, key)
             if have != want or isinstance(have, bool) != isinstance(want, bool):
                 raise ConfigError(f"reintroduce: {bug_id} needs {key} = {_toml(want)}, which this configuration "
                                   f"does not have ({key} = {_toml(have)}), so its pre-fix rule would change nothing")
-    return tuple(value)
+    return ids
 
 
 def _toml(value: Any) -> str:

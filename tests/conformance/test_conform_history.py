@@ -121,3 +121,21 @@ def test_a_bug_the_configuration_lacks_the_mechanism_of_is_refused():
 
     assert to_mapping(cfg)["reintroduce"] == ["KAFKA-708", "KAFKA-1097"]
     assert impl_config(to_mapping(cfg)) == cfg
+
+
+@pytest.mark.parametrize("b", REFUSED, ids=lambda b: b.id)
+def test_the_pairs_model_of_a_bug_the_implementation_lacks_is_refused_naming_the_bug(b):
+    """What `cluster up history-kafka-<id>` and `conform --model` print: the bug named, not a growth key."""
+    from isrcheck.conformance.sides import impl_support
+
+    reason = impl_support(manifest.get(b.models[0]).config)
+    assert reason is not None and reason.startswith(f"reintroduce: the reference implementation has no {b.impl_lacks}")
+    assert f"so {b.id} cannot be put back" in reason
+
+
+@pytest.mark.parametrize("bug_id", IN_IMPL)
+def test_both_models_of_a_pair_the_implementation_puts_back_are_accepted(bug_id):
+    from isrcheck.conformance.sides import impl_support
+    from isrcheck.specs.history import bug
+
+    assert [impl_support(manifest.get(m).config) for m in bug(bug_id).models] == [None, None]
