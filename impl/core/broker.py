@@ -170,6 +170,7 @@ class BrokerCore:
         self.serves_unassigned_followers = config.reintroduces("KAFKA-1097")
         self.truncates_on_every_leader_and_isr = config.reintroduces("KAFKA-1188")
         self.rebuilds_epochs_without_epoch_0 = config.reintroduces("KAFKA-10432")
+        self.reconciles_only_on_leader_change = config.reintroduces("KAFKA-7164")
 
     @classmethod
     def recover(cls, config: ImplConfig, broker_id: int, image: DiskImage, **kw: Any) -> BrokerCore:
@@ -499,9 +500,11 @@ class BrokerCore:
             # on every LeaderAndIsr applied as follower, the same leader's epoch bump included
             if r.leader != m.leader or self.truncates_on_every_leader_and_isr:
                 self._truncate(p, r, r.hw)
-        elif r.leader != m.leader or (self.reconcile_on_epoch_change and r.leader_epoch != m.leader_epoch):
+        elif r.leader != m.leader or (self.reconcile_on_epoch_change and not self.reconciles_only_on_leader_change
+                                      and r.leader_epoch != m.leader_epoch):
             # kip-101/kip-279: keep the log and reconcile with the new leader before fetching;
-            # kip-320 (KAFKA-7164): on every change of leader epoch. An empty log has nothing to reconcile.
+            # kip-320 (KAFKA-7164's fix): on every change of leader epoch; KAFKA-7164 put back (reintroduce):
+            # on a change of leader only, as before the fix. An empty log has nothing to reconcile.
             r.fetch_state = ASK_EPOCH_END if r.log else FETCHING
             r.answer = None
         # (same leader under kip-101/kip-279: a reconciliation under way goes on, a held answer stays)
