@@ -171,6 +171,7 @@ class BrokerCore:
         self.truncates_on_every_leader_and_isr = config.reintroduces("KAFKA-1188")
         self.rebuilds_epochs_without_epoch_0 = config.reintroduces("KAFKA-10432")
         self.reconciles_only_on_leader_change = config.reintroduces("KAFKA-7164")
+        self.truncation_at_log_end_keeps_epochs = config.reintroduces("KAFKA-10706")
 
     @classmethod
     def recover(cls, config: ImplConfig, broker_id: int, image: DiskImage, **kw: Any) -> BrokerCore:
@@ -861,7 +862,11 @@ class BrokerCore:
         if r is None or r.fetch_state != TRUNCATE_PENDING or r.answer is None:
             return
         cut, ask_again = EC.truncation_point(self.epoch_answer, r.epochs, r.leo, r.hw, r.answer)
-        self._truncate(p, r, cut)
+        # KAFKA-10706 put back (reintroduce): a truncation at or beyond the log end returns early, leaving
+        # the epoch cache as it is (an entry starting at the LEO survives, so the same question is asked
+        # forever); the fix cuts the cache at the truncation point whatever the log's length
+        if not (cut >= r.leo and self.truncation_at_log_end_keeps_epochs):
+            self._truncate(p, r, cut)
         self._set_hw(p, r, min(r.hw, cut))
         r.answer = None
         r.fetch_state = ASK_EPOCH_END if ask_again and r.log else FETCHING

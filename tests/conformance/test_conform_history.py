@@ -11,10 +11,12 @@ if the fixed rule is lost. The others are refused in one line naming what the im
 from __future__ import annotations
 
 from functools import lru_cache
+from pathlib import Path
 
 import pytest
 
-from isrcheck.conformance.replay import conform_actions
+from isrcheck.conformance.replay import conform_actions, conform_trace
+from isrcheck.conformance.traces import load_trace
 from isrcheck.conformance.sides import ImplRefused, ImplSide
 from isrcheck.engine.checker import Checker
 from isrcheck.impl.core.config import ConfigError
@@ -22,9 +24,13 @@ from isrcheck.impl.core.config import from_mapping as impl_config
 from isrcheck.inputs import manifest
 from isrcheck.invariants import build_model
 from isrcheck.invariants.properties import OBSERVATION_PROPERTIES
-from isrcheck.specs.history import in_impl, reproduced
+from isrcheck.specs.history import bug, in_impl, reproduced
 
 IN_IMPL = [b.id for b in in_impl()]
+#: those whose pair is a safety verdict (the with-bug model fails a safety property); KAFKA-10706's is a
+#: liveness lasso, replayed from a stored trace below
+SAFETY = [i for i in IN_IMPL if manifest.get(bug(i).models[0]).expect == "safety_failure"]
+LASSO = Path(__file__).parent / "history" / "history-kafka-10706--IsrHeals-lasso.jsonl"
 REFUSED = [b for b in reproduced() if b.impl is None]
 
 
@@ -58,14 +64,13 @@ def _counterexample(name: str):
 
 
 def test_the_history_says_which_bugs_the_implementation_puts_back():
-    assert set(IN_IMPL) == {"KAFKA-708", "KAFKA-1097", "KAFKA-1188", "KAFKA-10432", "KAFKA-7164"}
+    assert set(IN_IMPL) == {"KAFKA-708", "KAFKA-1097", "KAFKA-1188", "KAFKA-10432", "KAFKA-7164", "KAFKA-10706"}
+    assert set(IN_IMPL) - set(SAFETY) == {"KAFKA-10706"}
     assert all(b.impl_lacks for b in REFUSED)
 
 
-@pytest.mark.parametrize("bug_id", IN_IMPL)
+@pytest.mark.parametrize("bug_id", SAFETY)
 def test_the_implementation_with_the_bug_replays_the_models_counterexample(bug_id):
-    from isrcheck.specs.history import bug
-
     b = bug(bug_id)
     e, steps = _counterexample(b.models[0])
     res = conform_actions(e.config, steps, label=b.models[0])
@@ -84,10 +89,8 @@ _FIXED_REFUSES = {"KAFKA-708": None, "KAFKA-1188": None, "KAFKA-10432": None,
                   "KAFKA-7164": 19}  # Fetch(2, 0): the follower reconciles first (ask-epoch-end), m1 is cut
 
 
-@pytest.mark.parametrize("bug_id", IN_IMPL)
+@pytest.mark.parametrize("bug_id", SAFETY)
 def test_the_implementation_without_the_bug_keeps_the_property_on_the_same_schedule(bug_id):
-    from isrcheck.specs.history import bug
-
     b = bug(bug_id)
     e, steps = _counterexample(b.models[0])
     fixed = manifest.get(b.models[1]).config  # the pair's second model: the same bounds, no reintroduce
@@ -142,8 +145,6 @@ def test_the_pairs_model_of_a_bug_the_implementation_lacks_is_refused_naming_the
 @pytest.mark.parametrize("bug_id", IN_IMPL)
 def test_both_models_of_a_pair_the_implementation_puts_back_are_accepted(bug_id):
     from isrcheck.conformance.sides import impl_support
-    from isrcheck.specs.history import bug
-
     assert [impl_support(manifest.get(m).config) for m in bug(bug_id).models] == [None, None]
 
 
@@ -155,10 +156,45 @@ def test_conform_covers_the_pre_fix_models_whole_state_graph(bug_id, run_cli):
     switches were written; left out here to keep the test fast.)"""
     import json
 
-    from isrcheck.specs.history import bug
-
     res = run_cli("conform", "--model", bug(bug_id).models[0], "--json")
     doc = json.loads(res.output)
     assert res.exit_code == 0 and doc["ok"], res.output[-2000:]
     r = doc["results"][0]
     assert r["edges"]["covered"] == r["edges"]["total"] > 0 and r["states"]["ratio"] == 1.0
+
+
+def test_kafka_10706_the_implementation_with_the_bug_runs_the_models_lasso_forever():
+    """KAFKA-10706's pair is a liveness verdict (117,642 states, of the large set): its IsrHeals lasso,
+    written by `isrcheck traces export history-kafka-10706 --property IsrHeals` and kept here, replays on
+    the implementation with the bug against its stored observations and a fresh model replay; the loop,
+    taken twice more, comes back to the same observation, with broker 2 out of the ISR and asking the same
+    OffsetsForLeaderEpoch question (it is never offered a Fetch). Without the bug the same steps conform
+    to the fixed model, end elsewhere, and the follower fetches and rejoins the ISR."""
+    trace = load_trace(LASSO)
+    assert (trace.model, trace.prop, trace.loop) == ("history-kafka-10706", "IsrHeals", 28)
+    assert trace.config == manifest.get("history-kafka-10706").config  # not a stale file
+    r = conform_trace(trace, against="both")
+    assert r.ok and r.matched == len(trace.steps), r.divergence.summary() if r.divergence else r.skipped
+    actions, loop = trace.actions, trace.actions[trace.loop:]
+    r = conform_actions(trace.config, actions + loop + loop)
+    assert r.ok, r.divergence.summary() if r.divergence else r.skipped
+    impl = ImplSide(trace.config)
+    for n, a in actions:
+        impl.step(n, a)
+    stuck = impl.observation()
+    for n, a in loop:
+        impl.step(n, a)
+    assert impl.observation() == stuck and impl.sim.isr_of(0) == (1,)
+    with pytest.raises(ImplRefused, match="ask-epoch-end"):
+        impl.step("Fetch", (2, 0))
+
+    fixed = manifest.get("history-kafka-10706-fixed").config
+    assert {**trace.config.to_dict(), "reintroduce": []} == fixed.to_dict()
+    r = conform_actions(fixed, actions)
+    assert r.ok, r.divergence.summary() if r.divergence else r.skipped
+    impl = ImplSide(fixed)
+    for n, a in actions:
+        impl.step(n, a)
+    assert impl.observation() != stuck
+    impl.step("Fetch", (2, 0))
+    assert impl.sim.isr_of(0) == (1, 2)
