@@ -12,7 +12,7 @@ NATIVE := $(VENV)/.compiled
 NATIVE_SOURCES := $(wildcard engine/*.py engine/*.c engine/*.h model/*.py model/*.c invariants/properties/*.py) peers/kafka_specification/model.py setup.py isrcheck/native.py
 
 .DEFAULT_GOAL := install
-.PHONY: install check test gate-all history bench bench-peer bench-variant bench-liveness bench-impl bench-spark bench-simulation system-deps clean
+.PHONY: install check test gate-all history bench bench-peer bench-variant bench-liveness bench-scale bench-impl bench-spark bench-simulation system-deps clean
 
 # Installs are quiet: --quiet for pip, and no Python warnings from the build backend (setuptools'
 # "Editable installation" notice, printed on every editable install); errors still show in full.
@@ -72,6 +72,10 @@ bench-variant: $(STAMP) $(NATIVE)
 ## bench-liveness: time and memory of the liveness checker (graph, components against networkx, verdicts)
 bench-liveness: $(STAMP) $(NATIVE)
 	$(PY) benchmarks/bench_liveness.py
+
+## bench-scale: issue 32's runs (liveness against safety, 4 brokers, the peer against TLC, checkpointed against plain), minutes
+bench-scale: $(STAMP) $(NATIVE)
+	$(PY) benchmarks/bench_scale.py
 
 ## bench-spark: Spark exploration against the single-process checker
 bench-spark: $(STAMP) system-deps

@@ -3,8 +3,10 @@ failover time after SIGKILL of the leader and of the controller, and the simulat
 
     python benchmarks/bench_impl.py [--records 2000] [--zookeeper HOST:PORT] [--runs 3]
 
-The last lines give what a frame costs to encode and decode, plain and with its MAC (issue 18);
-``--plain`` runs the whole benchmark with plain frames, for comparison.
+The last lines give what a frame costs to encode and decode on the framing the cluster speaks
+(impl/wire/channel.py: a data frame of an authenticated, sequenced channel, issue 30) against a
+plain frame, and what a channel's handshake costs; ``--frames-only`` prints just those (no cluster).
+``--plain`` runs the cluster part with plain frames (no secret, no channel), for comparison.
 
 Every number is measured on this machine now; nothing is a target. Produce is one client writing
 sequentially (each write waits for its acknowledgement: the latency of a commit across the ISR),
@@ -30,7 +32,9 @@ from isrcheck.impl.core.messages import FetchResponse, LeaderAndIsr, Record  # n
 from isrcheck.impl.process.client import Client  # noqa: E402
 from isrcheck.impl.process.cluster import LocalCluster  # noqa: E402
 from isrcheck.impl.rigs.simulator import Simulator  # noqa: E402
-from isrcheck.impl.wire.frame import FrameDecoder, encode_message  # noqa: E402
+from isrcheck.impl.core.messages import to_wire  # noqa: E402
+from isrcheck.impl.wire.channel import Channel  # noqa: E402
+from isrcheck.impl.wire.frame import FrameDecoder, decode_message, encode_message  # noqa: E402
 
 CONFIG = {"replica_lag_time_max_ms": 2000, "controller_recheck_ms": 200}
 
@@ -112,20 +116,46 @@ def simulator_speed(steps: int = 3000) -> float:
     return n / (time.perf_counter() - t)
 
 
+def _channel_pair(secret: bytes) -> tuple[Channel, Channel]:
+    """Both ends of one established connection (impl/wire/channel.py), the handshake exchanged in
+    memory: a controller connected to broker 1, as the runtime opens its connections."""
+    server = Channel(secret, "broker-1", accepting=True)
+    client = Channel(secret, "controller-1", "broker-1", accepting=False)
+    client.feed(server.outgoing())
+    server.feed(client.outgoing())
+    assert client.established and server.established
+    return client, server
+
+
 def frame_costs(n: int = 20_000) -> None:
-    """What the MAC costs a frame: encode + decode (header, tag, depth scan, JSON), plain and authenticated."""
-    secret = bytes(32)
+    """What a frame costs on the wire the cluster speaks now: encode + decode of a plain frame
+    (version 1, the framing of a cluster without a secret: ``--plain``) against a data frame of an
+    established channel (version 3: sequence number, header tag and payload tag under the
+    connection's key, impl/wire/channel.py), and what a channel's handshake costs once per
+    connection. Each figure is the least disturbed of five runs."""
+    secret = bytes(range(32))
     small = LeaderAndIsr(3, 0, 2, (1, 2, 3), 5, 7, (1, 2, 3), 2)
     big = FetchResponse(0, 1, 0, "", tuple(Record(i, 1, "x" * 100) for i in range(500)), 0, 500)
-    for name, msg, count in (("LeaderAndIsr", small, n), ("FetchResponse, 500 records", big, max(1, n // 100))):
-        row = []
-        for key in (None, secret):
-            data = encode_message(msg, secret=key)
-            best = min(timeit.repeat(lambda m=msg, k=key: FrameDecoder(secret=k).feed(encode_message(m, secret=k)),
-                                     number=count // 5, repeat=5))  # the least disturbed of five runs
-            row.append(best / (count // 5) * 1e6)
-        print(f"frame encode+decode, {name} ({len(data):,} bytes): plain {row[0]:,.1f} us, "
-              f"with MAC {row[1]:,.1f} us (+{row[1] - row[0]:,.1f} us)")
+    for name, msg, count in (("LeaderAndIsr", small, n), ("FetchResponse, 500 records", big, max(5, n // 100))):
+        per = count // 5
+        plain = encode_message(msg)
+        plain_s = min(timeit.repeat(lambda m=msg: [decode_message(o) for o in FrameDecoder().feed(encode_message(m))],
+                                    number=per, repeat=5))
+        client, server = _channel_pair(secret)
+        framed = client.encode(to_wire(msg))
+        got = [decode_message(o) for o in server.feed(framed)]
+        assert got == [msg], "the channel did not carry the message unchanged"
+
+        def channel_round(c: Channel = client, s: Channel = server, m: object = msg) -> None:
+            for o in s.feed(c.encode(to_wire(m))):  # a new sequence number each time, as on a connection
+                decode_message(o)
+
+        channel_s = min(timeit.repeat(channel_round, number=per, repeat=5))
+        a, b = plain_s / per * 1e6, channel_s / per * 1e6
+        print(f"frame encode+decode, {name}: plain v1 ({len(plain):,} bytes) {a:,.1f} us, "
+              f"channel v3 ({len(framed):,} bytes) {b:,.1f} us ({b - a:+,.1f} us)")
+    hs = min(timeit.repeat(lambda: _channel_pair(secret), number=200, repeat=5)) / 200 * 1e6
+    print(f"channel handshake (two hellos, the connection key on both ends): {hs:,.1f} us per connection")
 
 
 def main() -> int:
@@ -134,7 +164,11 @@ def main() -> int:
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--zookeeper", default=None, metavar="HOST:PORT")
     ap.add_argument("--plain", action="store_true", help="frames without MAC (to compare; see PlainCluster)")
+    ap.add_argument("--frames-only", action="store_true", help="only the frame and handshake costs (no cluster)")
     a = ap.parse_args()
+    if a.frames_only:
+        frame_costs()
+        return 0
     store = f"ZooKeeper {a.zookeeper}" if a.zookeeper else "embedded store server"
     frames = "plain frames" if a.plain else "authenticated frames"
     print(f"isrcheck reference implementation, loopback, 3 brokers, replication factor 3, {store}, {frames}")

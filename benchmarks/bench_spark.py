@@ -67,7 +67,7 @@ def run_explorer(spec: ModelSpec, threshold: int) -> tuple[float, Any]:
 
 def worker_cost(spec: ModelSpec, sample: int = 3000, skip_visited: bool = True) -> float:
     """Seconds of worker Python per frontier state: decode, expand (with property checks and stable
-    fingerprints), encode of the kept successors — what expand_arrow does per row.
+    fingerprints), encode of the kept successors — what a Spark level's map task (explore_spark.expand_shard) does per row.
 
     The rows are the first ``sample`` states in breadth-first order. With ``skip_visited`` the
     expansion drops the successors already among them, as a real level drops those of earlier levels
@@ -88,7 +88,7 @@ def worker_cost(spec: ModelSpec, sample: int = 3000, skip_visited: bool = True) 
         frontier = [(x.fingerprint, i, x.state) for i, x in enumerate(exp.successors.values())]
     rows = rows[:sample]
     skip = frozenset(visited[:sample]) if skip_visited else frozenset()
-    with gc_paused():  # as expand_arrow runs a batch
+    with gc_paused():  # as expand_shard runs a batch
         t = time.perf_counter()
         batch = [(i, i, codec.decode(b)) for i, b in enumerate(rows)]
         exp = expand(model, batch, skip=skip, checks=checks)

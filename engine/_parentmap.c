@@ -18,6 +18,7 @@
 #include <Python.h>
 
 #include <stdint.h>
+#include <string.h>
 
 #include "_fingerprints.h"
 #include "_module.h"
@@ -124,6 +125,27 @@ map_subscript(ParentMap *self, PyObject *key)
     return PyLong_FromLongLong((long long)(int64_t)*parent);
 }
 
+/* Store fp -> parent (parent == fp: an initial state), growing the array at a load of 3/4. */
+static int
+insert(ParentMap *self, uint64_t fp, uint64_t parent)
+{
+    if (fp == 0) {
+        self->zero_present = 1;
+        self->zero_parent = parent;
+        return 0;
+    }
+    if ((self->used + 1) * 4 > self->capacity * 3 && grow(self) < 0) {
+        return -1;
+    }
+    uint64_t *s = probe(self->slots, self->capacity, fp);
+    if (s[0] == 0) {
+        s[0] = fp;
+        self->used++;
+    }
+    s[1] = parent;
+    return 0;
+}
+
 static int
 map_ass_subscript(ParentMap *self, PyObject *key, PyObject *value)
 {
@@ -146,21 +168,7 @@ map_ass_subscript(ParentMap *self, PyObject *key, PyObject *value)
             return -1;
         }
     }
-    if (fp == 0) {
-        self->zero_present = 1;
-        self->zero_parent = parent;
-        return 0;
-    }
-    if ((self->used + 1) * 4 > self->capacity * 3 && grow(self) < 0) {
-        return -1;
-    }
-    uint64_t *s = probe(self->slots, self->capacity, fp);
-    if (s[0] == 0) {
-        s[0] = fp;
-        self->used++;
-    }
-    s[1] = parent;
-    return 0;
+    return insert(self, fp, parent);
 }
 
 static PyObject *
@@ -184,6 +192,59 @@ map_get(ParentMap *self, PyObject *const *args, Py_ssize_t nargs)
         Py_RETURN_NONE;
     }
     return PyLong_FromLongLong((long long)(int64_t)*parent);
+}
+
+/* pairs(): every entry as two native-endian 64-bit words (fingerprint, parent), an initial state
+ * being its own parent, in slot order: the snapshot of engine/checkpoint.py, written without a
+ * Python object per state. */
+static PyObject *
+map_pairs(ParentMap *self, PyObject *Py_UNUSED(ignored))
+{
+    Py_ssize_t n = map_length(self);
+    PyObject *out = PyBytes_FromStringAndSize(NULL, n * 16);
+    if (out == NULL) {
+        return NULL;
+    }
+    uint64_t *w = (uint64_t *)PyBytes_AS_STRING(out);
+    if (self->zero_present) {
+        *w++ = 0;
+        *w++ = self->zero_parent;
+    }
+    for (uint64_t j = 0; j < self->capacity; j++) {
+        uint64_t *s = self->slots + 2 * j;
+        if (s[0] != 0) {
+            *w++ = s[0];
+            *w++ = s[1];
+        }
+    }
+    return out;
+}
+
+/* absorb(buffer): add the pairs of a buffer laid out as pairs() writes them (a resumed search). */
+static PyObject *
+map_absorb(ParentMap *self, PyObject *arg)
+{
+    Py_buffer view;
+    if (PyObject_GetBuffer(arg, &view, PyBUF_SIMPLE) < 0) {
+        return NULL;
+    }
+    if (view.len % 16 != 0) {
+        PyBuffer_Release(&view);
+        PyErr_SetString(PyExc_ValueError, "absorb() takes whole 16-byte pairs");
+        return NULL;
+    }
+    const unsigned char *p = (const unsigned char *)view.buf;
+    Py_ssize_t n = view.len / 16;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        uint64_t pair[2];
+        memcpy(pair, p + 16 * i, 16);
+        if (insert(self, pair[0], pair[1]) < 0) {
+            PyBuffer_Release(&view);
+            return NULL;
+        }
+    }
+    PyBuffer_Release(&view);
+    Py_RETURN_NONE;
 }
 
 static PyObject *
@@ -234,6 +295,9 @@ static PySequenceMethods map_as_sequence = {
 static PyMethodDef map_methods[] = {
     {"get", (PyCFunction)(void (*)(void))map_get, METH_FASTCALL,
      "get(fp[, default]): fp's parent (None for an initial state), or default when fp is absent"},
+    {"pairs", (PyCFunction)map_pairs, METH_NOARGS,
+     "pairs(): every (fingerprint, parent) as two native 64-bit words, an initial state its own parent"},
+    {"absorb", (PyCFunction)map_absorb, METH_O, "absorb(buffer): add the pairs of a buffer written by pairs()"},
     {NULL, NULL, 0, NULL},
 };
 

@@ -65,6 +65,7 @@ from typing import Any, Generic
 from .frames import END_FRAME, HDR, PeerGone as _PeerGone, WorkerError
 from .frames import frame as _frame
 from .checker import Checker
+from .checkpoint import Checkpoints, SnapshotError
 from .core import A, Checks, CheckResult, Kind, Model, ModelFault, Progress, S, Search, Step, Violation, action_name, result_of
 from .explore import replay_fingerprints
 from .fptable import new_table
@@ -905,14 +906,19 @@ def _balance_plan(held: list[int]) -> list[tuple[int, int, int]]:
 
 def search(model: Model[S, A], *, workers: int = 1, max_depth: int | None = None, max_states: int | None = None,
            stop_on_first: bool = True, progress: Callable[[Progress], None] | None = None,
-           max_memory: int | None = None, progress_every: float = 0.5) -> CheckResult:
+           max_memory: int | None = None, progress_every: float = 0.5,
+           checkpoint: Checkpoints | None = None) -> CheckResult:
     """One exhaustive search: :class:`ParallelChecker` with several workers, else :class:`Checker`
-    (also when every violation is wanted, which only the single process reports)."""
+    (also when every violation is wanted, which only the single process reports). A checkpointed
+    search (engine/checkpoint.py) is the single process's: the workers' shared table has no snapshot."""
+    if checkpoint is not None and workers > 1:
+        raise SnapshotError("--checkpoint and --resume run the single-process search: leave out --workers")
     if workers > 1 and stop_on_first:
         return ParallelChecker(model, workers=workers, max_depth=max_depth, max_states=max_states,
                                progress=progress, progress_every=progress_every, max_memory=max_memory).run()
     return Checker(model, max_depth=max_depth, max_states=max_states, stop_on_first=stop_on_first,
-                   progress=progress, progress_every=progress_every, max_memory=max_memory).run()
+                   progress=progress, progress_every=progress_every, max_memory=max_memory,
+                   checkpoint=checkpoint).run()
 
 
 __all__ = ["ParallelChecker", "WorkerError", "ACTION_BITS", "search"]

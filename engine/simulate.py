@@ -93,7 +93,8 @@ def simulate(
     (``first_found`` says when the first came). Violations of the shortest kind are the likeliest
     to be the checker's answer, and a shorter trace is a clearer one.
 
-    With ``max_memory`` (bytes), resident memory is read every ``CHECK_EVERY`` steps; past it the
+    With ``max_memory`` (bytes), resident memory is read before the first walk, every
+    ``CHECK_EVERY`` steps and after the last walk; past it the
     run stops with outcome ``incomplete`` and ``limit_hit = "memory"`` (a walk's trace and the
     set of states seen are what grow).
 
@@ -124,6 +125,11 @@ def simulate(
     last_report = start
     limit_hit: str | None = None
     memory_due = CHECK_EVERY
+    # read before the first walk and after the last as well: a run shorter than CHECK_EVERY steps
+    # would otherwise end without a single reading, its ceiling never enforced
+    if max_memory is not None and resident_bytes() > max_memory:
+        limit_hit = "memory"
+        budget = 0
 
     while done < budget:
         trace: list[Step] = []
@@ -176,6 +182,8 @@ def simulate(
                 last_report = now
                 progress(Progress(len(seen), deepest, budget - done, now - start))
 
+    if max_memory is not None and limit_hit is None and resident_bytes() > max_memory:
+        limit_hit = "memory"  # the walks finished, but past the ceiling: the run did not keep it
     seconds = time.perf_counter() - start
     if progress is not None:
         progress(Progress(len(seen), deepest, budget - done, seconds))

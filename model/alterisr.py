@@ -244,19 +244,22 @@ class AlterIsr(Protocol):
     def extra_apply(self, w: Any, action: Any) -> None:
         name = action.name
         if name == "HandleAlterIsr":
-            self._handle(w, *action.args, answered=True)
+            b, p = action.args
+            self._handle(w, b, p, answered=True)
         elif name == "AlterIsrAnswerLost":
             from .state import Budget, budget_with
 
             i = Budget._fields.index("lost_isr_answers")
             w.budget = budget_with(w.budget, i, w.budget[i] - 1)
-            self._handle(w, *action.args, answered=False)
+            b, p = action.args
+            self._handle(w, b, p, answered=False)
         elif name == "CompleteAlterIsr":
             self._complete(w, *action.args)
         elif name == "ExpireIsrMember":
             from .broker import shrink_isr
 
-            shrink_isr(w, *action.args)
+            leader, p, f = action.args
+            shrink_isr(w, leader, p, f)
         else:
             super().extra_apply(w, action)
 

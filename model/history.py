@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .alterisr import AlterIsr
+from .alterisr import AlterIsr, Decision
 from .config import MAX_PARTITIONS, Config, ConfigError
 from .metadatacache import MetadataCache
 from .extension import Field, Kind, Scope
@@ -319,7 +319,7 @@ class Kafka6193(Protocol):
             _drop_requests_outside_map(w, c)
 
 
-class Kafka12686(Protocol):
+class Kafka12686(AlterIsr):
     """KAFKA-12686 (fixed in 3.0.0): with AlterIsr, applying a LeaderAndIsr also dropped the AlterIsr
     manager's item for the partition, although its request was still in flight. The leader could
     then propose another change, which the manager queued but did not send (one request at a time);
@@ -332,7 +332,7 @@ class Kafka12686(Protocol):
         return True
 
 
-class Kafka13091(Protocol):
+class Kafka13091(AlterIsr):
     """KAFKA-13091 (fixed in 3.1.0): with AlterIsr, the leader recomputed its high watermark when it
     proposed a shrink (while the shrinking member still counted) but not when the controller's
     answer applied it, so a write waiting only for the removed follower waited until some other
@@ -343,7 +343,7 @@ class Kafka13091(Protocol):
         return False
 
 
-class Kafka14144(Protocol):
+class Kafka14144(AlterIsr):
     """KAFKA-14144 (a 3.3.0 regression, fixed before its release): the controller compared an
     AlterPartition's version with the znode's before its content, so a request whose first copy it
     had applied, sent again after a lost answer, was refused as stale; the leader gave up and waited
@@ -351,9 +351,7 @@ class Kafka14144(Protocol):
     the znode when it already holds what was asked (:meth:`AlterIsr.alter_isr_decision`);
     ``requires`` isr_change = "alter-isr"."""
 
-    def alter_isr_decision(self, zp: Any, leader: int, isr: int, epoch: int, version: int) -> Any:
-        from .alterisr import Decision
-
+    def alter_isr_decision(self, zp: Any, leader: int, isr: int, epoch: int, version: int) -> Decision:
         if epoch < zp.leader_epoch:
             return Decision.FENCED
         if zp.version != version:
@@ -361,7 +359,7 @@ class Kafka14144(Protocol):
         return super().alter_isr_decision(zp, leader, isr, epoch, version)
 
 
-class Kafka14139(Protocol):
+class Kafka14139(AlterIsr):
     """KAFKA-14139 (fixed in 3.5.0 by KIP-903, for KRaft; the ZooKeeper controller never checked):
     the controller accepted an ISR expansion for a broker whatever had happened to it since the
     fetch that qualified it. A follower that restarted meanwhile with a lost (replaced, or here

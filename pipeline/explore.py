@@ -26,9 +26,10 @@ from isrcheck.engine.explore import (Successor, count_until, expand, first_event
 from isrcheck.model.statecodec import kafka_state_codec
 
 from .errors import PipelineError
-from .explore_spark import spark_level
+from .explore_spark import level_group, spark_level
 from .levels import LevelOutcome, LevelStats, Stop, descriptor, gc_paused, states_limit, stop_from
 from .session import LazySession
+from .shards import SeenSet, initial_key, step_key
 from .spec import FINGERPRINT_SCHEME, ModelSpec
 from .store import RunStore, codec_id
 
@@ -62,8 +63,7 @@ class Explorer:
         max_states: int | None = None,
         stop_after_levels: int | None = None,
         on_level: Callable[[LevelStats], None] | None = None,
-        broadcast_limit: int = 2_000_000,
-        partition_rows: int = 20_000,
+        partitions: int | None = None,
     ) -> None:
         self.spec = spec
         self.spec_json = spec.to_json()
@@ -76,14 +76,15 @@ class Explorer:
         self.max_states = max_states
         self.stop_after_levels = stop_after_levels
         self.on_level = on_level
-        self.broadcast_limit = broadcast_limit
-        self.partition_rows = partition_rows
+        self.partitions = partitions
+        self._progress: dict[str, Any] = {}
         self.model = spec.build()
         self.props = Checks.of(self.model)
         self.codec = kafka_state_codec()
         # in-process working set, valid only while consecutive levels run in-process
         self._frontier: list[tuple[int, int, Any]] | None = None
-        self._visited: set[int] | None = None
+        self._keys: list[bytes] | None = None  # the frontier's keys (shards.py), by rank
+        self._visited: set[int] | SeenSet | None = None
 
     # ------------------------------------------------------------------ metadata
     def _meta(self) -> dict[str, Any]:
@@ -117,10 +118,21 @@ class Explorer:
         store.create(self._meta())
         return store.read_progress(), None
 
+    def parts(self) -> int:
+        """The run's number of shards: fixed by its first Spark level (kept in progress.json, so a
+        resumed run reads the same shard files); ``partitions``, else twice Spark's default
+        parallelism (two tasks per core, so a slow shard does not idle a core)."""
+        parts = self._progress.get("partitions")
+        if parts is None:
+            parts = self.partitions or max(2, 2 * self.session.get().sparkContext.defaultParallelism)
+            self._progress["partitions"] = parts
+        return int(parts)
+
     # ------------------------------------------------------------------ run
     def run(self) -> ExploreResult:
         start = time.perf_counter()
         progress, resumed_at = self._open()
+        self._progress = progress
         levels = [LevelStats(**x) for x in progress["levels"]]
         if progress.get("finished"):
             return self._finished(progress, levels, resumed_at)
@@ -153,10 +165,13 @@ class Explorer:
                 return self._interrupted(progress, levels, resumed_at, d, start)
             t0 = time.perf_counter()
             unwitnessed = self._unwitnessed(progress)
+            jobs = 0
             if frontier >= self.spark_threshold:
                 engine = "spark"
-                self._frontier = self._visited = None
+                self._frontier = self._visited = self._keys = None
                 outcome = spark_level(self, d, frontier, visited, unwitnessed)
+                jobs = len(self.session.get().sparkContext.statusTracker().getJobIdsForGroup(
+                    level_group(d + 1, self.run_id)))
             else:
                 engine = "local"
                 with gc_paused():
@@ -170,7 +185,7 @@ class Explorer:
                 return self._finish(progress, levels, resumed_at, None, depth=d, start=start)
             stats = LevelStats(d + 1, frontier, outcome.new, visited + outcome.new, outcome.transitions, engine,
                                time.perf_counter() - t0, dict(sorted(outcome.coverage.items())),
-                               sorted(outcome.witnessed))
+                               sorted(outcome.witnessed), jobs)
             levels.append(stats)
             progress["levels"].append(asdict(stats))
             store.write_progress(progress)
@@ -192,7 +207,9 @@ class Explorer:
         violations = [descriptor(name, "always", "", None, fingerprint=s.fingerprint) for s in rows for name in s.broken]
         if violations:
             return Stop((-1, -1), len(rows), violations, 0, Counter())
-        self._write_local_level(0, rows)
+        keys = [initial_key(i) for i in range(len(rows))]
+        self._write_local_level(0, rows, keys)
+        self._keys = keys
         self._frontier = [(s.fingerprint, i, s.state) for i, s in enumerate(rows)]
         self._visited = {s.fingerprint for s in rows}
         stats = LevelStats(0, 0, len(rows), len(rows), 0, "init", time.perf_counter() - t0, {}, sorted(witnessed))
@@ -203,7 +220,7 @@ class Explorer:
             self.on_level(stats)
         return None
 
-    def _write_local_level(self, depth: int, rows: list[Successor]) -> None:
+    def _write_local_level(self, depth: int, rows: list[Successor], keys: list[bytes]) -> None:
         enc = self.codec.encode
         self.store.write_level(depth, {
             "fingerprint": [s.fingerprint for s in rows],
@@ -215,16 +232,17 @@ class Explorer:
             "rank": list(range(len(rows))),
             "state": [enc(s.state) for s in rows],
             "broken": [s.broken for s in rows],
+            "key": keys,
         })
 
     # ------------------------------------------------------------------ in-process level
     def _local_level(self, d: int, visited_count: int, unwitnessed: set[str]) -> LevelOutcome:
         store = self.store
-        if self._frontier is None:
-            self._frontier = store.read_frontier(d, self.codec.decode)
+        if self._frontier is None or self._keys is None:
+            self._frontier, self._keys = store.read_frontier(d, self.codec.decode)
         if self._visited is None:
-            self._visited = set(store.fingerprints(range(d + 1)).to_pylist())
-        frontier, visited = self._frontier, self._visited
+            self._visited = self._seen_set(d)
+        frontier, visited, keys = self._frontier, self._visited, self._keys
         exp = expand(self.model, frontier, skip=visited, unwitnessed=unwitnessed, checks=self.props)
         new = sorted_new(exp)
         cutoff = first_event_key(exp.events, new)
@@ -239,11 +257,23 @@ class Explorer:
             witnessed = {n for n, k in exp.witness_keys.items() if k <= cutoff}
             return LevelOutcome(0, 0, Counter(), set(), stop_from(before, at, exp.events, cutoff, visited_count, counted,
                                                                   witnessed, limit))
+        new_keys = [step_key(keys[s.prank], s.aidx) for s in new]  # type: ignore[index]
         if new:
-            self._write_local_level(d + 1, new)
+            self._write_local_level(d + 1, new, new_keys)
         visited.update(s.fingerprint for s in new)
         self._frontier = [(s.fingerprint, i, s.state) for i, s in enumerate(new)]
+        self._keys = new_keys
         return LevelOutcome(len(new), exp.transitions, exp.coverage, exp.witnessed)
+
+    def _seen_set(self, d: int) -> set[int] | SeenSet:
+        """The visited set of an in-process level: every fingerprint in memory while no level ran on
+        Spark; after one, the shards' seen files of the last Spark level (memory-mapped, not read
+        whole) and the in-process levels since, so the driver does not gather the seen set."""
+        store = self.store
+        s = store.seen_level(d)
+        if s is None:
+            return set(store.fingerprints(range(d + 1)).to_pylist())
+        return SeenSet(store.level_dir(s), self.parts(), store.fingerprints(range(s + 1, d + 1)).to_pylist())
 
     # ------------------------------------------------------------------ results
     def _totals(self, progress: dict[str, Any], levels: list[LevelStats]) -> tuple[int, Counter[str]]:

@@ -1,283 +1,346 @@
-"""One exploration level on Spark.
+"""One exploration level on Spark: one job, nothing but counts and violations back to the driver.
 
-The frontier (level ``d``) is read from Parquet and spread over partitions; each Python worker
-rebuilds the model from its :class:`~.spec.ModelSpec` JSON (once per process), decodes its states,
-and runs :func:`isrcheck.engine.explore.expand` per Arrow batch (``mapInArrow``). The workers emit one table of
-rows of several kinds (:data:`EXPANSION_SCHEMA`): successors (first occurrence per batch, with the
-always-properties they break), violation events, coverage counts and witnessed sometimes-properties
-(with the first key of each). The expansion is cached and read by two jobs: one aggregation that
-finds the level's counts and first violation (:func:`_aux`), and, when the run goes on, the write:
-Spark keeps each successor fingerprint at its smallest key (``groupBy``), drops the states of
-earlier levels (a broadcast set in the workers while it is small enough, else an anti-join with
-the stored levels), orders the new states by key (their ranks) and writes level ``d + 1``.
+The states are sharded by fingerprint (:mod:`.shards`). The job has two stages:
+
+1. map task ``p`` reads shard ``p`` of level ``d`` (its own file, or its rows of an in-process
+   level's file), sorts it by key, rebuilds the model from the :class:`~.spec.ModelSpec` JSON (once
+   per Python worker), runs :func:`isrcheck.engine.explore.expand` per batch and sends each
+   distinct successor (fingerprint, parent, key, action, encoded state, the always-properties it
+   breaks) to its fingerprint's shard as Arrow IPC, plus one summary to reduce task ``p``: the
+   coverage counts, the events (faulting or transition-breaking steps) at the task's smallest
+   event key, and the smallest key of a witness of each unwitnessed sometimes-property;
+2. reduce task ``p`` keeps each fingerprint at its smallest key, drops the fingerprints of shard
+   ``p``'s seen set, writes the new states as ``part-p.parquet`` and the grown seen set as
+   ``_seen-p.npy`` into the staging directory of level ``d + 1``, and returns one small record:
+   how many new states, the new state breaking an always-property at the smallest key (if any),
+   and the map summary it received.
+
+The driver merges the ``parts`` records, and commits the staging directory when the level has no
+violation and no ``--max-states`` stop; the counterexample's parent pointers are the levels'
+``parent`` columns, walked back on the driver one shard file per level (:meth:`.store.RunStore.chain_to`).
+Only a level where the run stops needs more jobs: the count of new states before the stop's key,
+the new state at that key, the coverage up to it (:func:`count_until` per shard) and, for
+``--max-states``, the key of the n-th new state (a sort of the keys alone).
 """
 from __future__ import annotations
 
-import contextlib
 import functools
-import math
-import uuid
+import io
 from collections import Counter
 from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pyarrow as pa
-
-from isrcheck.model.statecodec import kafka_state_codec
+import pyarrow.compute as pc
 
 from isrcheck.engine.core import Checks
-from isrcheck.engine.explore import FAULT, TRANSITION, Event, Successor, count_until, expand
+from isrcheck.engine.explore import FAULT, count_until, expand
+from isrcheck.model.statecodec import kafka_state_codec
 
-from .levels import LevelJob, LevelOutcome, gc_paused, states_limit, stop_from
+from .levels import LevelJob, LevelOutcome, Stop, descriptor, gc_paused, states_limit
+from .shards import (contains_sorted, read_shard, seen_path, seen_shard, shard_of, sort_by_key, step_key,
+                     write_parquet, write_seen, part_path)
 from .spec import model_for
 
-KIND_SUCCESSOR = 0
-KIND_TRANSITION = 1
-KIND_FAULT = 2
-KIND_COVERAGE = 3
-KIND_WITNESS = 4
-KIND_BROKEN = 5  # driver-side tag of successors breaking an always-property (see _aux)
-
-EXPANSION_DDL = ("kind int, fingerprint long, parent long, prank long, aidx int, action string, "
-                 "state binary, broken array<string>, prop string, message string, count long")
-EXPANSION_SCHEMA = pa.schema([
-    ("kind", pa.int32()), ("fingerprint", pa.int64()), ("parent", pa.int64()), ("prank", pa.int64()),
-    ("aidx", pa.int32()), ("action", pa.string()), ("state", pa.binary()), ("broken", pa.list_(pa.string())),
-    ("prop", pa.string()), ("message", pa.string()), ("count", pa.int64()),
-])
-COUNT_DDL = "action string, count long"
-COUNT_SCHEMA = pa.schema([("action", pa.string()), ("count", pa.int64())])
-
-#: below this many states a frontier is expanded in the partitions it is read in (no shuffle)
+#: below this many frontier states a level runs as one map and one reduce task, each over every
+#: shard: a task costs a fixed 0.1-0.7 s (more on a loaded machine), more than the work of a small level
 SMALL_FRONTIER = 2_000
-#: below this many frontier states the new level is ranked in one sorted partition (no sampling job)
-SINGLE_SORT = 50_000
 
-_SKIP_SETS: dict[str, frozenset[int]] = {}
+#: frontier states expanded at once in a map task (bounds a worker's memory; the garbage collector
+#: is paused per batch, as the Checker pauses it)
+BATCH_ROWS = 4_000
 
-
-def _skip_set(skip: tuple[str, Any] | None) -> frozenset[int]:
-    """The broadcast fingerprints of earlier levels as a set, built once per worker process and
-    level (``skip`` is a token naming the broadcast, and the broadcast)."""
-    if skip is None:
-        return frozenset()
-    token, bc = skip
-    s = _SKIP_SETS.get(token)
-    if s is None:
-        _SKIP_SETS.clear()
-        s = _SKIP_SETS[token] = frozenset(bc.value.tolist())
-    return s
+SHUFFLE_SCHEMA = pa.schema([
+    ("fingerprint", pa.int64()), ("parent", pa.int64()), ("key", pa.binary()), ("aidx", pa.int32()),
+    ("action", pa.string()), ("state", pa.binary()), ("broken", pa.list_(pa.string())),
+])
 
 
-def _expansion_batch(successors: list[Successor], events: list[Event], coverage: Counter[str],
-                     witness_keys: dict[str, tuple[int, int]], encode: Any) -> pa.RecordBatch:
-    cols: dict[str, list[Any]] = {name: [] for name in EXPANSION_SCHEMA.names}
+@dataclass
+class ShardContext:
+    """What every task of a level needs (small, pickled once into the job's closure)."""
 
-    def row(kind: int, fingerprint: Any = None, parent: Any = None, prank: Any = None, aidx: Any = None,
-            action: Any = None, state: Any = None, broken: Any = None, prop: Any = None, message: Any = None,
-            count: Any = None) -> None:
-        for k, v in (("kind", kind), ("fingerprint", fingerprint), ("parent", parent), ("prank", prank),
-                     ("aidx", aidx), ("action", action), ("state", state), ("broken", broken), ("prop", prop),
-                     ("message", message), ("count", count)):
-            cols[k].append(v)
+    spec_json: str
+    depth: int  # the level expanded; the job writes level depth + 1
+    parts: int
+    frontier_dir: str
+    staging_dir: str
+    seen_dir: str | None  # the last level directory with seen files, or None
+    local_dirs: list[str]  # in-process levels after seen_dir, up to depth (their states are seen too)
+    unwitnessed: list[str]
+    tasks: int = 0  # tasks per stage; task t handles shards t, t + tasks, ... (0: one per shard)
 
-    for s in successors:
-        row(KIND_SUCCESSOR, s.fingerprint, s.parent, s.prank, s.aidx, s.action, encode(s.state), s.broken)
-    for e in events:
-        row(KIND_FAULT if e.kind == FAULT else KIND_TRANSITION, None, e.parent, e.prank, e.aidx, e.action,
-            prop=e.prop, message=e.message, count=1)
-    for name, n in coverage.items():
-        row(KIND_COVERAGE, action=name, count=n)
-    for name, (prank, aidx) in witness_keys.items():
-        row(KIND_WITNESS, prank=prank, aidx=aidx, prop=name, count=1)
-    return pa.RecordBatch.from_pydict(cols, schema=EXPANSION_SCHEMA)
+    def shards_of(self, t: int) -> range:
+        return range(t, self.parts, self.tasks or self.parts)
 
 
-def expand_arrow(spec_json: str, unwitnessed: list[str], skip_bc: tuple[str, Any] | None, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-    """The worker side of a level: ``mapInArrow`` over (fingerprint, rank, state) batches."""
-    model = model_for(spec_json)
+@dataclass
+class MapSummary:
+    """A map task's counts: coverage, the events at its smallest event key, its witnesses' keys."""
+
+    transitions: int = 0
+    coverage: Counter[str] = field(default_factory=Counter)
+    event_key: bytes | None = None
+    events: list[dict[str, Any]] = field(default_factory=list)
+    witness_keys: dict[str, bytes] = field(default_factory=dict)
+
+
+def _identity(k: int) -> int:
+    return k
+
+
+def _frontier(ctx: ShardContext, p: int) -> pa.Table:
+    return sort_by_key(read_shard(ctx.frontier_dir, p, ctx.parts, ["fingerprint", "key", "state"]))
+
+
+def _ipc(table: pa.Table) -> bytes:
+    sink = io.BytesIO()
+    with pa.ipc.new_stream(sink, table.schema) as w:
+        w.write_table(table)
+    return sink.getvalue()
+
+
+def _from_ipc(blob: bytes) -> pa.Table:
+    return pa.ipc.open_stream(pa.BufferReader(blob)).read_all()
+
+
+def _drain(items: Iterator[Any]) -> None:
+    """Read a task's input to its end: PySpark reuses a Python worker only when the task consumed
+    its whole input, and a new worker re-imports isrcheck and rebuilds the model (seconds in the
+    pure build: a level of eight tasks cost 15 s before this, under 1 s after)."""
+    for _ in items:
+        pass
+
+
+def expand_task(ctx: ShardContext, t: int, items: Iterator[Any]) -> Iterator[tuple[int, tuple[str, Any]]]:
+    """Map task ``t``: its shards of the frontier, one after the other."""
+    _drain(items)
+    for p in ctx.shards_of(t):
+        yield from expand_shard(ctx, p)
+
+
+def reduce_task(ctx: ShardContext, t: int, items: Iterator[tuple[int, tuple[str, Any]]]) -> Iterator[dict[str, Any]]:
+    """Reduce task ``t``: what the map tasks sent to each of its shards, shard by shard."""
+    groups: dict[int, list[tuple[str, Any]]] = {}
+    for p, item in items:
+        groups.setdefault(p, []).append(item)
+    for p in ctx.shards_of(t):
+        yield from reduce_shard(ctx, p, groups.pop(p, []))
+
+
+def count_task(ctx: ShardContext, cutoff: bytes, t: int, items: Iterator[Any]) -> Iterator[Counter[str]]:
+    _drain(items)
+    for p in ctx.shards_of(t):
+        yield from count_shard(ctx, cutoff, p)
+
+
+def expand_shard(ctx: ShardContext, p: int) -> Iterator[tuple[int, tuple[str, Any]]]:
+    """The map side: expand shard ``p`` of the frontier, route successors to their shards."""
+    model = model_for(ctx.spec_json)
     codec = kafka_state_codec()
     checks = Checks.of(model)
-    skip = _skip_set(skip_bc)
-    decode = codec.decode
-    for batch in batches:
+    decode, encode = codec.decode, codec.encode
+    frontier = _frontier(ctx, p)
+    fps = frontier.column("fingerprint").to_pylist()
+    keys = frontier.column("key").to_pylist()
+    blobs = frontier.column("state")
+    summary = MapSummary()
+    pending = list(ctx.unwitnessed)
+    for lo in range(0, len(fps), BATCH_ROWS):
+        hi = min(lo + BATCH_ROWS, len(fps))
         with gc_paused():
-            fps = batch.column("fingerprint").to_pylist()
-            ranks = batch.column("rank").to_pylist()
-            blobs = batch.column("state").to_pylist()
-            rows = [(f, r, decode(b)) for f, r, b in zip(fps, ranks, blobs)]
-            exp = expand(model, rows, skip=skip, unwitnessed=unwitnessed, checks=checks)
-            out = _expansion_batch(list(exp.successors.values()), exp.events, exp.coverage, exp.witness_keys,
-                                   codec.encode)
-        yield out
+            states = blobs.slice(lo, hi - lo).to_pylist()
+            rows = [(fps[i], i, decode(states[i - lo])) for i in range(lo, hi)]
+            exp = expand(model, rows, unwitnessed=pending, checks=checks)
+            summary.transitions += exp.transitions
+            summary.coverage.update(exp.coverage)
+            for e in exp.events:
+                k = step_key(keys[e.prank], e.aidx)
+                if summary.event_key is None or k < summary.event_key:
+                    summary.event_key, summary.events = k, []
+                if k == summary.event_key:
+                    summary.events.append({"kind": e.kind, "prop": e.prop, "message": e.message, "parent": e.parent,
+                                           "aidx": e.aidx, "action": e.action})
+            for name, (prank, aidx) in exp.witness_keys.items():
+                k = step_key(keys[prank], aidx)
+                if name not in summary.witness_keys or k < summary.witness_keys[name]:
+                    summary.witness_keys[name] = k
+            succ = list(exp.successors.values())
+            if not succ:
+                continue
+            table = pa.Table.from_pydict({
+                "fingerprint": [s.fingerprint for s in succ], "parent": [s.parent for s in succ],
+                "key": [step_key(keys[s.prank], s.aidx) for s in succ], "aidx": [s.aidx for s in succ],
+                "action": [s.action for s in succ], "state": [encode(s.state) for s in succ],
+                "broken": [s.broken for s in succ]}, schema=SHUFFLE_SCHEMA)
+        dest = shard_of(table.column("fingerprint").to_numpy(), ctx.parts)
+        for q in np.unique(dest):
+            yield int(q), ("rows", _ipc(table.filter(pa.array(dest == q))))
+    yield p, ("summary", summary)
 
 
-def count_arrow(spec_json: str, cutoff: tuple[int, int], batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-    """Coverage of the steps up to ``cutoff`` (see :func:`isrcheck.engine.explore.count_until`)."""
-    model = model_for(spec_json)
+def reduce_shard(ctx: ShardContext, p: int, items: list[tuple[str, Any]]) -> Iterator[dict[str, Any]]:
+    """The reduce side: shard ``p``'s new states and seen set, written; one record returned."""
+    from .store import LEVEL_SCHEMA
+
+    tables: list[pa.Table] = []
+    summaries: list[MapSummary] = []
+    for kind, payload in items:
+        if kind == "rows":
+            tables.append(_from_ipc(payload))
+        else:
+            summaries.append(payload)
+    table = pa.concat_tables(tables) if tables else SHUFFLE_SCHEMA.empty_table()
+    if table.num_rows:  # each fingerprint at its smallest key
+        table = table.take(pc.sort_indices(table, sort_keys=[("fingerprint", "ascending"), ("key", "ascending")]))
+        fps = table.column("fingerprint").to_numpy()
+        first = np.ones(len(fps), dtype=bool)
+        first[1:] = fps[1:] != fps[:-1]
+        table = table.filter(pa.array(first))
+    seen = seen_shard(ctx.local_dirs, ctx.seen_dir, p, ctx.parts)
+    fps = table.column("fingerprint").to_numpy()
+    new = table.filter(pa.array(~contains_sorted(seen, fps)))
+    n = new.num_rows
+    out = pa.Table.from_pydict({
+        "fingerprint": new.column("fingerprint"), "parent": new.column("parent"),
+        "prank": pa.nulls(n, pa.int64()), "aidx": new.column("aidx"), "action": new.column("action"),
+        "depth": pa.array(np.full(n, ctx.depth + 1, dtype=np.int32)), "rank": pa.nulls(n, pa.int64()),
+        "state": new.column("state"), "broken": new.column("broken"), "key": new.column("key"),
+    }, schema=LEVEL_SCHEMA)
+    staging = Path(ctx.staging_dir)
+    write_parquet(out, part_path(staging, p))
+    grown = np.concatenate([seen, new.column("fingerprint").to_numpy()])
+    grown.sort()
+    write_seen(grown, seen_path(staging, p))
+    broken = None
+    has_broken = pc.greater(pc.list_value_length(new.column("broken")), 0) if n else None
+    if n and pc.any(has_broken).as_py():
+        b = sort_by_key(new.filter(has_broken)).slice(0, 1).to_pylist()[0]
+        broken = {k: b[k] for k in ("key", "fingerprint", "parent", "aidx", "action", "broken")}
+    yield {"shard": p, "new": n, "seen": int(len(grown)), "broken": broken, "maps": summaries}
+
+
+def count_shard(ctx: ShardContext, cutoff: bytes, p: int) -> Iterator[Counter[str]]:
+    """Coverage of the steps of shard ``p`` that the Checker takes before it stops at ``cutoff``."""
+    model = model_for(ctx.spec_json)
     decode = kafka_state_codec().decode
-    total: Counter[str] = Counter()
-    for batch in batches:
-        with gc_paused():
-            rows = [(f, r, decode(b)) for f, r, b in zip(batch.column("fingerprint").to_pylist(),
-                                                         batch.column("rank").to_pylist(),
-                                                         batch.column("state").to_pylist())]
-            total.update(count_until(model, rows, cutoff)[1])
-    yield pa.RecordBatch.from_pydict({"action": list(total), "count": list(total.values())}, schema=COUNT_SCHEMA)
+    frontier = _frontier(ctx, p)
+    parent_key, aidx = cutoff[:-2], int.from_bytes(cutoff[-2:], "big")
+    keys = frontier.column("key").to_pylist()
+    below = sum(1 for k in keys if k < parent_key)
+    at = below < len(keys) and keys[below] == parent_key
+    local = (below, aidx) if at else (below - 1, 1 << 30)  # every step of the states before it
+    with gc_paused():
+        rows = [(f, i, decode(s)) for i, (f, s) in enumerate(zip(frontier.column("fingerprint").to_pylist(),
+                                                                  frontier.column("state").to_pylist()[:below + 1]))]
+        yield count_until(model, rows, local)[1]
 
 
-def _key_lt(F: Any, key: tuple[int, int]) -> Any:
-    return (F.col("prank") < F.lit(key[0])) | ((F.col("prank") == F.lit(key[0])) & (F.col("aidx") < F.lit(key[1])))
-
-
-def _key_eq(F: Any, key: tuple[int, int]) -> Any:
-    return (F.col("prank") == F.lit(key[0])) & (F.col("aidx") == F.lit(key[1]))
-
-
-def _aux(exp: Any, F: Any) -> list[Any]:
-    """One job over the expansion: coverage counts, the first key of each witness, of each event
-    kind, and of a successor that breaks an always-property (tagged :data:`KIND_BROKEN`). Such a
-    successor is always new (a stored state that broke a property would have stopped the run), and
-    the smallest key among its rows is where it is kept, so its key is the Checker's."""
-    tag = F.when(F.col("kind") == KIND_SUCCESSOR, F.lit(KIND_BROKEN)).otherwise(F.col("kind"))
-    return (exp.filter((F.col("kind") > 0) | ((F.col("kind") == KIND_SUCCESSOR) & (F.size("broken") > 0)))
-            .groupBy(tag.alias("kind"), "prop", F.when(F.col("kind") == KIND_COVERAGE, F.col("action")).alias("name"))
-            .agg(F.sum("count").alias("n"), F.min(F.struct("prank", "aidx")).alias("first"))
-            .collect())
-
-
-def _min_key(a: tuple[int, int] | None, b: tuple[int, int] | None) -> tuple[int, int] | None:
-    return b if a is None else a if b is None else min(a, b)
+def level_group(depth: int, run_id: str) -> str:
+    """The Spark job group of the jobs computing level ``depth`` in the explorer ``run_id`` (visible
+    in the Spark UI, counted by the tests and the benchmark)."""
+    return f"isrcheck-{run_id}-level-{depth:05d}"
 
 
 def spark_level(ex: LevelJob, d: int, frontier_n: int, visited_n: int, unwitnessed: set[str]) -> LevelOutcome:
-    """Compute level ``d + 1`` from level ``d`` on Spark (see the module docstring).
-
-    A level that goes on costs two Spark jobs: one over the expansion (cached) for its counts and
-    its first violation, and the write of the new states, ranked by key (one sorted partition for
-    a frontier below :data:`SINGLE_SORT`, else a range-partitioned ``orderBy``). The number written
-    comes from the Parquet footers, read on the driver. Only a level where the run stops needs more.
-    """
+    """Compute level ``d + 1`` from level ``d`` on Spark (see the module docstring)."""
     spark = ex.session.get()
     sc = spark.sparkContext
     sc.setJobGroup(level_group(d + 1, ex.run_id), f"isrcheck explore: level {d + 1} from {frontier_n:,} states")
     try:
-        with level_conf(spark, frontier_n, ex.partition_rows):
-            return _spark_level(spark, ex, d, frontier_n, visited_n, unwitnessed)
+        return _spark_level(spark, ex, d, frontier_n, visited_n, unwitnessed)
     finally:
         sc.setLocalProperty("spark.jobGroup.id", None)  # type: ignore[arg-type]
         sc.setLocalProperty("spark.job.description", None)  # type: ignore[arg-type]
 
 
-def level_group(depth: int, run_id: str) -> str:
-    """The Spark job group of the jobs computing level ``depth`` in the explorer ``run_id`` (visible
-    in the Spark UI)."""
-    return f"isrcheck-{run_id}-level-{depth:05d}"
-
-
-@contextlib.contextmanager
-def level_conf(spark: Any, frontier_n: int, partition_rows: int) -> Iterator[None]:
-    """Shuffle settings for one level, restored afterwards (the session may be shared).
-
-    Adaptive query execution is off: with it, every shuffle stage is a job of its own with a
-    re-planning round trip: six jobs instead of two for a small level, twice its fixed cost. Shuffles get one
-    partition for a small frontier and ``max(2 x cores, frontier / partition_rows)`` otherwise."""
-    parts = 1 if frontier_n < SMALL_FRONTIER else max(2 * spark.sparkContext.defaultParallelism,
-                                                      math.ceil(frontier_n / partition_rows))
-    want = {"spark.sql.adaptive.enabled": "false", "spark.sql.shuffle.partitions": str(parts)}
-    saved = {k: spark.conf.get(k, None) for k in want}
-    for k, v in want.items():
-        spark.conf.set(k, v)
-    try:
-        yield
-    finally:
-        for k, v in saved.items():
-            if v is None:
-                spark.conf.unset(k)
-            else:
-                spark.conf.set(k, v)
+def _context(ex: LevelJob, d: int, frontier_n: int, unwitnessed: set[str]) -> ShardContext:
+    store = ex.store
+    seen_level = store.seen_level(d)
+    staging = store.staging_dir(d + 1)
+    store.discard_staging(d + 1)
+    staging.mkdir(parents=True)
+    parts = ex.parts()
+    return ShardContext(
+        spec_json=ex.spec_json, depth=d, parts=parts, tasks=1 if frontier_n < SMALL_FRONTIER else parts, frontier_dir=str(store.level_dir(d)),
+        staging_dir=str(staging), seen_dir=None if seen_level is None else str(store.level_dir(seen_level)),
+        local_dirs=[str(store.level_dir(i)) for i in range((seen_level + 1) if seen_level is not None else 0, d + 1)],
+        unwitnessed=sorted(unwitnessed))
 
 
 def _spark_level(spark: Any, ex: LevelJob, d: int, frontier_n: int, visited_n: int,
                  unwitnessed: set[str]) -> LevelOutcome:
-    from pyspark import StorageLevel
+    sc = spark.sparkContext
+    ctx = _context(ex, d, frontier_n, unwitnessed)
+    tasks = ctx.tasks
+    records = (sc.parallelize(range(tasks), tasks)
+               .mapPartitionsWithIndex(functools.partial(expand_task, ctx))
+               .partitionBy(tasks, _identity)
+               .mapPartitionsWithIndex(functools.partial(reduce_task, ctx))
+               .collect())
+    count = sum(r["new"] for r in records)
+    coverage: Counter[str] = Counter()
+    witness_keys: dict[str, bytes] = {}
+    event_key: bytes | None = None
+    events: list[dict[str, Any]] = []
+    broken: dict[str, Any] | None = None
+    for r in records:
+        b = r["broken"]
+        if b is not None and (broken is None or b["key"] < broken["key"]):
+            broken = b
+        for m in r["maps"]:
+            coverage.update(m.coverage)
+            for name, k in m.witness_keys.items():
+                if name not in witness_keys or k < witness_keys[name]:
+                    witness_keys[name] = k
+            if m.event_key is not None and (event_key is None or m.event_key < event_key):
+                event_key, events = m.event_key, list(m.events)
+    transitions = sum(coverage.values())
+    candidates = [k for k in (event_key, None if broken is None else broken["key"]) if k is not None]
+    cutoff = min(candidates) if candidates else None
+    store = ex.store
+    limit = None
+    idx = states_limit(ex.max_states, visited_n, count)
+    staged = lambda: spark.read.parquet(ctx.staging_dir)  # noqa: E731 - read only when the run stops here
+    if idx is not None:  # the key of the idx-th new state: a sort of the keys alone
+        k = bytes(staged().select("key").orderBy("key").offset(idx).limit(1).collect()[0]["key"])
+        if cutoff is None or k < cutoff:  # a violation at the same key wins
+            cutoff, limit = k, "states"
+    if cutoff is None:
+        store.commit_staging(d + 1)
+        return LevelOutcome(count, transitions, coverage, set(witness_keys))
+    return _stop(spark, ex, ctx, cutoff, limit, idx, events if event_key == cutoff else [], visited_n,
+                 witness_keys, staged)
+
+
+def _stop(spark: Any, ex: LevelJob, ctx: ShardContext, cutoff: bytes, limit: str | None, idx: int | None,
+          events: list[dict[str, Any]], visited_n: int, witness_keys: dict[str, bytes], staged: Any) -> LevelOutcome:
+    """The Checker stops inside this level at ``cutoff``: what had it counted by then?"""
     from pyspark.sql import functions as F
 
-    from .store import LEVEL_DDL, LEVEL_SCHEMA
-
     sc = spark.sparkContext
-    store = ex.store
-    frontier = spark.read.schema(LEVEL_DDL).parquet(str(store.level_dir(d))).select("fingerprint", "rank", "state")
-    if frontier_n >= SMALL_FRONTIER:  # spread the work; a small frontier is not worth a shuffle
-        frontier = frontier.repartition(max(2 * sc.defaultParallelism, math.ceil(frontier_n / ex.partition_rows)))
-    bc = None
-    if visited_n <= ex.broadcast_limit:
-        bc = sc.broadcast(store.fingerprints(range(d + 1)).to_numpy())
-    skip = None if bc is None else (uuid.uuid4().hex, bc)
-    fn = functools.partial(expand_arrow, ex.spec_json, sorted(unwitnessed), skip)
-    exp = frontier.mapInArrow(fn, EXPANSION_DDL).persist(StorageLevel.MEMORY_AND_DISK)
-    try:
-        coverage: Counter[str] = Counter()
-        witness_keys: dict[str, tuple[int, int]] = {}
-        cutoff: tuple[int, int] | None = None
-        for r in _aux(exp, F):
-            key = None if r["first"]["prank"] is None else (int(r["first"]["prank"]), int(r["first"]["aidx"]))
-            if r["kind"] == KIND_COVERAGE:
-                coverage[r["name"]] += int(r["n"])
-            elif r["kind"] == KIND_WITNESS:
-                witness_keys[r["prop"]] = key  # type: ignore[assignment]
-            else:  # an event, or a successor breaking an always-property
-                cutoff = _min_key(cutoff, key)
-        transitions = sum(coverage.values())
+    lit = F.lit(bytearray(cutoff))
+    before = idx if limit else staged().filter(F.col("key") < lit).count()
+    at = [r.asDict() for r in staged().filter(F.col("key") == lit).collect()]
+    cov: Counter[str] = Counter()
+    for c in (sc.parallelize(range(ctx.tasks), ctx.tasks)
+              .mapPartitionsWithIndex(functools.partial(count_task, ctx, cutoff)).collect()):
+        cov.update(c)
+    ex.store.discard_staging(ctx.depth + 1)
+    violations = []
+    if not limit:
+        for e in events:
+            violations.append(descriptor(e["prop"], "transition", e["message"], e["parent"], aidx=e["aidx"],
+                                         fault=e["kind"] == FAULT))
+    for s in at:
+        for name in s["broken"] or []:
+            violations.append(descriptor(name, "always", "", s["parent"], fingerprint=s["fingerprint"]))
+    witnessed = {n for n, k in witness_keys.items() if k <= cutoff}
+    stop = Stop((-1, -1), visited_n + int(before) + len(at), violations, sum(cov.values()), cov, witnessed, limit)
+    return LevelOutcome(0, 0, Counter(), set(), stop)
 
-        best = (exp.filter(F.col("kind") == KIND_SUCCESSOR)
-                .groupBy("fingerprint")
-                .agg(F.min(F.struct("prank", "aidx", "parent", "action", "state", "broken")).alias("m"))
-                .select("fingerprint", "m.*"))
-        if bc is None:
-            visited = spark.read.schema(LEVEL_DDL).parquet(*[str(store.level_dir(i)) for i in range(d + 1)])
-            best = best.join(visited.select("fingerprint"), "fingerprint", "left_anti")
-        limit = None
-        idx = None
-        source = best  # where the stop is worked out when there is one
-        if cutoff is None or ex.max_states is not None:
-            ranked = (best.repartition(1).sortWithinPartitions("prank", "aidx") if frontier_n < SINGLE_SORT
-                      else best.orderBy("prank", "aidx"))
-            new = (ranked.withColumn("rank", F.monotonically_increasing_id())
-                   .withColumn("depth", F.lit(d + 1).cast("int"))
-                   .select(*LEVEL_SCHEMA.names))
-            staging = str(store.staging_dir(d + 1))
-            new.write.mode("overwrite").parquet(staging)
-            count = store.count_staging(d + 1)
-            idx = states_limit(ex.max_states, visited_n, count)
-            if idx is not None:
-                source = spark.read.schema(LEVEL_DDL).parquet(staging)
-                k = source.select("prank", "aidx").orderBy("prank", "aidx").offset(idx).limit(1).collect()[0]
-                key = (int(k["prank"]), int(k["aidx"]))
-                if cutoff is None or key < cutoff:  # a violation at the same key wins
-                    cutoff, limit = key, "states"
-            if cutoff is None:
-                store.commit_staging(d + 1)
-                return LevelOutcome(count, transitions, coverage, set(witness_keys))
 
-        # The Checker stops at `cutoff`: what had it counted by then?
-        before = idx if limit else source.filter(_key_lt(F, cutoff)).count()
-        at = [Successor(int(r["fingerprint"]), int(r["parent"]), int(r["prank"]), int(r["aidx"]), r["action"], None,
-                        list(r["broken"] or []))
-              for r in source.filter(_key_eq(F, cutoff)).collect()]
-        events = [Event(FAULT if r["kind"] == KIND_FAULT else TRANSITION, r["prop"], r["message"] or "",
-                        int(r["parent"]), int(r["prank"]), int(r["aidx"]), r["action"])
-                  for r in ([] if limit else
-                            exp.filter((F.col("kind").isin(KIND_TRANSITION, KIND_FAULT)) & _key_eq(F, cutoff)).collect())]
-        counted = (frontier.filter(F.col("rank") <= F.lit(cutoff[0]))
-                   .mapInArrow(functools.partial(count_arrow, ex.spec_json, cutoff), COUNT_DDL)
-                   .groupBy("action").agg(F.sum("count").alias("n")).collect())
-        cov = Counter({r["action"]: int(r["n"]) for r in counted})
-        store.discard_staging(d + 1)
-        witnessed = {n for n, k in witness_keys.items() if k <= cutoff}
-        stop = stop_from(before, at, events, cutoff, visited_n, (sum(cov.values()), cov), witnessed, limit)
-        return LevelOutcome(0, 0, Counter(), set(), stop)
-    finally:
-        exp.unpersist()
-        if bc is not None:
-            bc.unpersist()
+

@@ -42,8 +42,10 @@ class LevelJob(Protocol):
     store: RunStore
     session: LazySession
     max_states: int | None
-    broadcast_limit: int
-    partition_rows: int
+
+    def parts(self) -> int:
+        """The run's number of shards (fixed once a level has been sharded)."""
+        ...
 
 
 @dataclass
@@ -57,6 +59,7 @@ class LevelStats:
     seconds: float
     coverage: dict[str, int] = field(default_factory=dict)
     witnessed: list[str] = field(default_factory=list)
+    jobs: int = 0  # Spark jobs the level took (its job group's); 0 in-process
 
 
 @dataclass
@@ -79,8 +82,6 @@ class LevelOutcome:
     coverage: Counter[str]
     witnessed: set[str]
     stop: Stop | None = None
-    fingerprints: list[int] | None = None  # new fingerprints (in-process only)
-    frontier: list[tuple[int, int, Any]] | None = None  # new (fp, rank, state) (in-process only)
 
 
 def descriptor(prop: str, kind: str, message: str, parent: int | None, fingerprint: int | None = None,

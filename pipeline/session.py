@@ -138,6 +138,19 @@ def session_conf(master: str = DEFAULT_MASTER, app_name: str = "isrcheck",
     return conf
 
 
+_MASTER_FORMS = re.compile(
+    r"local|local\[(\d+|\*)(,\d+)?\]|local-cluster\[\d+,\d+,\d+\]"
+    r"|spark://[^\s/:]+:\d+(,[^\s/:]+:\d+)*|yarn|k8s://\S+|mesos://\S+")
+
+
+def check_master(master: str) -> None:
+    """A one-line :class:`PipelineError` for a master URL Spark cannot take, before a JVM starts:
+    Spark's own answer to ``--master bogus`` is a Java stack trace after seconds of startup."""
+    if not _MASTER_FORMS.fullmatch(master):
+        raise PipelineError(f"--master {master!r}: not a Spark master URL (local, local[N], local[*], "
+                            "local-cluster[WORKERS,CORES,MiB], spark://HOST:PORT, yarn, k8s://URL)")
+
+
 def submitted_master() -> str | None:
     """The master chosen by ``spark-submit --master`` when this process was started by spark-submit
     (its JVM is already running and passes the settings as system properties), else None."""
@@ -155,6 +168,7 @@ def create_session(master: str | None = None, app_name: str = "isrcheck",
     ``master``, spark-submit's master when started by spark-submit, else ``local[*]``."""
     check_pyspark()
     master = master or submitted_master() or DEFAULT_MASTER
+    check_master(master)
     if _is_local(master):
         check_java()
         os.environ["PYSPARK_PYTHON"] = sys.executable
@@ -282,6 +296,11 @@ class LazySession:
     @property
     def started(self) -> bool:
         return self._spark is not None
+
+    @property
+    def current(self) -> Any:
+        """The session if it has been started, else None (a heartbeat must not start it)."""
+        return self._spark
 
     def get(self) -> Any:
         if self._spark is None:

@@ -10,6 +10,9 @@ DIR/levels/00001/     level 1, ...
 DIR/levels/00007.staging/   a level being written; never read, removed on resume
 ```
 
+A level computed on Spark is one ``part-PPPPP.parquet`` per shard of fingerprints and the shards'
+seen sets (``_seen-PPPPP.npy``); an in-process level is one ``part-00000.parquet`` (:mod:`.shards`).
+
 A level is committed when ``progress.json`` lists it; ``progress.json`` is replaced atomically
 (write to a temporary file, then rename), after the level's directory is complete. Anything beyond
 the committed levels is debris of an interrupted run and is deleted on ``--resume``.
@@ -34,22 +37,23 @@ from isrcheck.specs.inputs import Kind, check_json_depth, read_text
 
 from .errors import PipelineError
 
-FORMAT = 1
+FORMAT = 2  # 2: the key column and sharded levels
 
 LEVEL_SCHEMA = pa.schema([
     pa.field("fingerprint", pa.int64(), nullable=False),
     pa.field("parent", pa.int64()),          # null for an initial state
-    pa.field("prank", pa.int64()),           # the parent's rank in its level (null at level 0)
+    pa.field("prank", pa.int64()),           # the parent's rank in its level (null at level 0 and in Spark levels)
     pa.field("aidx", pa.int32()),            # the action's index among the parent's (null at level 0)
     pa.field("action", pa.string()),         # the action's text, e.g. Fetch(2, 0) (null at level 0)
     pa.field("depth", pa.int32()),
-    pa.field("rank", pa.int64()),            # position in the Checker's queue order (order-preserving)
+    pa.field("rank", pa.int64()),            # position in the Checker's queue order (in-process levels; null in Spark levels)
     pa.field("state", pa.binary()),          # the state, encoded by model.codec (codec_id())
     pa.field("broken", pa.list_(pa.string())),  # always-properties the state breaks
+    pa.field("key", pa.binary()),            # the Checker's order in the level: the path of action indices (shards.py)
 ])
 
 LEVEL_DDL = ("fingerprint long, parent long, prank long, aidx int, action string, depth int, rank long, "
-             "state binary, broken array<string>")
+             "state binary, broken array<string>, key binary")
 
 
 def _atomic_write_json(path: Path, obj: Any) -> None:
@@ -154,11 +158,6 @@ class RunStore:
             shutil.rmtree(final)
         os.replace(self.staging_dir(depth), final)
 
-    def count_staging(self, depth: int) -> int:
-        """Rows of a staged level, from the Parquet footers (no data read)."""
-        return int(ds.dataset(str(self.staging_dir(depth)), format="parquet",
-                              ignore_prefixes=[".", "_"]).count_rows())
-
     def discard_staging(self, depth: int) -> None:
         shutil.rmtree(self.staging_dir(depth), ignore_errors=True)
 
@@ -168,7 +167,7 @@ class RunStore:
         staging = self.staging_dir(depth)
         shutil.rmtree(staging, ignore_errors=True)
         staging.mkdir(parents=True)
-        pq.write_table(table, staging / "part-00000.parquet", compression="snappy")
+        pq.write_table(table, staging / "part-00000.parquet", compression="snappy")  # an in-process level: one file
         self.commit_staging(depth)
 
     def _dataset(self, depth: int) -> ds.Dataset:
@@ -177,14 +176,24 @@ class RunStore:
     def read_level(self, depth: int, columns: Sequence[str]) -> pa.Table:
         return self._dataset(depth).to_table(columns=list(columns))
 
-    def read_frontier(self, depth: int, decode: Any) -> list[tuple[int, int, Any]]:
-        """(fingerprint, rank, state) of a level, in rank order, states decoded."""
-        t = self.read_level(depth, ["fingerprint", "rank", "state"])
-        t = t.sort_by([("rank", "ascending")])
+    def read_frontier(self, depth: int, decode: Any) -> tuple[list[tuple[int, int, Any]], list[bytes]]:
+        """(fingerprint, rank, state) of a level in key order, states decoded, ranks their positions
+        (a Spark level stores no ranks), and the keys beside them."""
+        t = self.read_level(depth, ["fingerprint", "key", "state"])
+        t = t.sort_by([("key", "ascending")])
         fps = t.column("fingerprint").to_pylist()
-        ranks = t.column("rank").to_pylist()
         states = t.column("state").to_pylist()
-        return [(f, r, decode(s)) for f, r, s in zip(fps, ranks, states)]
+        return [(f, r, decode(s)) for r, (f, s) in enumerate(zip(fps, states))], t.column("key").to_pylist()
+
+    def seen_level(self, depth: int) -> int | None:
+        """The last level up to ``depth`` whose directory holds the shards' seen sets (the last
+        level computed on Spark), or None."""
+        from .shards import has_seen
+
+        for d in range(depth, -1, -1):
+            if has_seen(self.level_dir(d)):
+                return d
+        return None
 
     def fingerprints(self, depths: Iterable[int]) -> pa.ChunkedArray:
         arrays = [self.read_level(d, ["fingerprint"]).column("fingerprint") for d in depths]
@@ -192,8 +201,17 @@ class RunStore:
         return pa.chunked_array(chunks, type=pa.int64())
 
     def lookup(self, depth: int, fingerprint: int) -> dict[str, Any]:
-        t = self._dataset(depth).to_table(filter=pc.field("fingerprint") == fingerprint,
-                                         columns=["fingerprint", "parent", "aidx", "action", "rank"])
+        """The stored row of state ``fingerprint`` in level ``depth``: in a Spark level only its
+        shard's file is read (one file per level when a counterexample is walked back)."""
+        from .shards import part_path, seen_path, shard_one
+
+        level = self.level_dir(depth)
+        source: ds.Dataset = self._dataset(depth)
+        if seen_path(level, 0).exists():
+            parts = sum(1 for p in level.iterdir() if p.name.startswith("_seen-"))
+            source = ds.dataset(str(part_path(level, shard_one(fingerprint, parts))), format="parquet")
+        t = source.to_table(filter=pc.field("fingerprint") == fingerprint,
+                            columns=["fingerprint", "parent", "aidx", "action", "key"])
         if t.num_rows == 0:
             raise PipelineError(f"{self.out}: state {fingerprint} is missing from level {depth} (the run is damaged)")
         return {k: t.column(k)[0].as_py() for k in t.column_names}

@@ -12,8 +12,8 @@ write is a multi conditional on ``/controller_epoch``, Kafka 2.1+), and the desi
 performing the next step). ``reintroduce`` puts back the Kafka bugs of specs/history.toml that carry an
 ``impl`` key (each a named switch of the cores, read through :meth:`ImplConfig.reintroduces`); another
 reproduced bug is refused in one line naming what this implementation lacks (its ``impl_lacks``). The
-model's growth keys ``isr_change`` and ``metadata_cache`` are accepted at their defaults only. ``controller_connections = "per-controller"`` gives each controller its
-own connection to a broker: the step-mode simulator then lets a request overtake those of other
+model's growth keys ``isr_change`` and ``metadata_cache`` are accepted at their defaults only.
+``controller_connections = "per-controller"`` gives each controller its own connection to a broker: the step-mode simulator then lets a request overtake those of other
 controllers in the broker's inbox without spending ``faults.delayed_requests``. Every protocol generation of
 specs/protocol.toml is implemented: ``"high-watermark"`` (the seeds'), ``"kip-101"``, ``"kip-279"``
 and ``"kip-320"`` (leader-epoch caches and the OffsetsForLeaderEpoch exchange, see
@@ -134,8 +134,9 @@ _MODEL_KEYS = {"brokers", "partitions", "replication_factor", "max_records", "ma
                "detect_restarts", "fenced_controller_writes", "controller_connections",
                "fenced_reassignment_steps",
                "failover_offline_replicas",  # KAFKA-3143's fix: the model's only (refused below when true)
-               "isr_change", "metadata_cache",  # the model's growths: accepted at their defaults only (below)
                "reintroduce",  # Kafka's bugs put back: those whose mechanism the implementation has
+               "isr_change",  # AlterIsr (KIP-497): the model's only (refused below unless "zookeeper")
+               "metadata_cache",  # brokers' metadata cache: the model's only (refused below when true)
                "unfair"}  # the checker's fairness assumptions: nothing the implementation runs
 _IMPL_INT_KEYS = {"replica_lag_time_max_ms": (1, 600_000), "fetch_interval_ms": (0, 60_000),
                   "hw_checkpoint_interval_ms": (1, 600_000), "log_flush_interval_ms": (1, 600_000),
@@ -191,12 +192,11 @@ def from_mapping(raw: Mapping[str, Any]) -> ImplConfig:
     reintroduce = _reintroduce_ids(raw.get("reintroduce", []))
     if raw.get("failover_offline_replicas"):
         raise ConfigError("failover_offline_replicas is not implemented by the reference implementation")
-    if raw.get("isr_change", "zookeeper") != "zookeeper":  # the model's AlterIsr growth (specs/history.toml)
-        raise ConfigError(f"isr_change = {_toml(raw['isr_change'])} is not implemented by the reference "
-                          f"implementation (it has no AlterIsr: only \"zookeeper\", the leader writes the ISR)")
-    if raw.get("metadata_cache", False) is not False:  # the model's metadata-cache growth
-        raise ConfigError("metadata_cache = true is not implemented by the reference implementation (its brokers "
-                          "follow the leader a LeaderAndIsr names, with no cache of live brokers)")
+    if raw.get("isr_change", "zookeeper") != "zookeeper":  # its leaders write their ISR changes themselves
+        raise ConfigError(f"isr_change = {raw.get('isr_change')!r} is not implemented by the reference "
+                          "implementation (its leaders write their ISR changes to the store: \"zookeeper\")")
+    if raw.get("metadata_cache"):  # its brokers learn their leader from LeaderAndIsr alone
+        raise ConfigError("metadata_cache is not implemented by the reference implementation")
     brokers = _int(raw, "brokers", 3, 1, 64)
     partitions = _int(raw, "partitions", 1, 1, 64)
     rf = _int(raw, "replication_factor", min(3, brokers), 1, brokers)

@@ -26,7 +26,9 @@ then one line per step::
 - ``kind`` is ``"action"`` when the input is exactly one model step, named (a produce appended,
   a lag-based ISR shrink written, a periodic HW checkpoint, a restart, a controller's finished
   controlled shutdown of a broker, a crash or controller kill injected by the launcher, a reassignment
-  request the launcher wrote for an administrator, a session expiry the launcher forced,
+  request the launcher wrote for an administrator, a broker's own ``Crash(b)`` when a disk write failed
+  and its log directory went offline (its in-process restart logs ``Restart(b)`` in a new file), a
+  session expiry the launcher forced,
   ``ExpireSession(b)``, and the broker's registration on the new session that follows, ``Reregister(b)``
   (one at start-up belongs to ``Restart``), ``RequestReassignment(p, target)``, with the fact
   ``partitions[p].reassignment``; the launcher's ``"end"`` marks the end of the run, before it takes the
@@ -231,6 +233,19 @@ class StepLogger:
         assert self.broker is not None
         self.writer.write("action", step("Restart", self.broker), self._last, inp="start-up",
                           note="recovered from disk")
+
+    def offline(self, why: str) -> None:
+        """A broker's last line when a disk write failed and its log directory went offline: the model's
+        ``Crash(b)``. The runtime stops at once (its store session closes, as a killed broker's does),
+        nothing of the failed step was performed, and the broker starts again in the same process from
+        what its files hold, logging ``Restart(b)`` in a new file; without this line that restart
+        followed no crash, which the model cannot take, so such a run could not be validated. Nothing
+        is written for a broker already gone in a controlled shutdown (the model's broker has stopped)."""
+        if self.broker is None or self.gone:
+            return
+        self.gone = True
+        self.writer.write("action", step("Crash", self.broker), {f"brokers[{self.broker}].alive": False},
+                          inp="StorageError", note=f"log directory offline: {why}")
 
     def before(self, inp: Any) -> Any:
         if self.broker is None:

@@ -274,6 +274,11 @@ class Runtime:
         the controller sees the broker (and with it its only log directory) go offline."""
         log.error("%s: %s: the log directory is offline", self.name, error)
         self.storage_error = error
+        if self.step_logger is not None:
+            try:  # the model's Crash(b), before the answers: whatever reacts to it comes later
+                self.step_logger.offline(str(error))
+            except Exception:  # noqa: BLE001 - the log is evidence, not a reason to keep serving
+                log.exception("%s: writing the event log failed at the storage error", self.name)
         answers = getattr(self.core, "storage_failed", None)
         for eff in answers(inp) if answers is not None else ():
             if isinstance(eff, Send):

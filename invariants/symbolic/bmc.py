@@ -21,7 +21,7 @@ from isrcheck.model.tables import IllegalTransition
 
 from ..properties import ALL_PROPERTIES
 from .instance import Instance
-from .replication import STEP_FAULTS, TRANSITION, Encoding
+from .replication import STEP_FAULTS, Encoding, choose
 from .logic import Answer, Solver, number, truth
 from .types import as_bool, conj, disj, fresh_name
 from .verdicts import Obligation, Verdict
@@ -150,16 +150,19 @@ def _refused(enc: Encoding, s: State, a: Action) -> bool:
 
 def bmc(cfg: Config, depth: int, generation_name: str | None = None, timeout: float | None = None,
         queue: int | None = None, progress: Callable[[str], None] = lambda _: None,
-        stop_at_first: bool = False, init_state: State | None = None) -> BmcResult:
+        stop_at_first: bool = False, init_state: State | None = None,
+        properties: Sequence[str] | None = None) -> BmcResult:
     """Bounded model checking: for each property, the shortest violation within ``depth`` steps.
 
     Every counterexample is replayed by the model (it must be enabled step by step and break the
-    property concretely), so a REFUTED verdict never rests on the encoding alone.
+    property concretely), so a REFUTED verdict never rests on the encoding alone. ``properties``
+    (``--property``): search only for violations of these (:func:`~.replication.choose`; a name the
+    encoding does not cover is refused before any query), so the queries ask nothing of the others.
     """
     enc = Encoding(cfg, generation_name, queue)
+    names = list(choose(enc, properties))
     start = time.perf_counter()
     un = Unroller(enc, start=init_state)
-    names = list(enc.always()) + list(TRANSITION) + list(enc.step_faults())
     remaining = list(names)
     found: dict[str, tuple[int, list[Action], list[State | None], float]] = {}
     unknown_at: int | None = None

@@ -713,6 +713,13 @@ class Encoding:
             return STEP_FAULTS
         return ()
 
+    def encoded(self) -> tuple[str, ...]:
+        """Every property this encoding gives a verdict on, in the order the commands report them:
+        the always-properties, the transition property and, where moves are checked,
+        OnlyValidTransitions. ``prove inductive`` and ``bmc`` report exactly these, and
+        ``--property`` chooses among them (:func:`choose`)."""
+        return self.always() + TRANSITION + self.step_faults()
+
     def properties(self, s: SymState) -> dict[str, z3.BoolRef]:
         """The always-properties of invariants/properties.py that this fragment can break."""
         out: dict[str, list[z3.BoolRef]] = {n: [] for n in ALWAYS}
@@ -803,6 +810,39 @@ NOT_ENCODED = {
 }
 
 
+def choose(enc: Encoding, only: Sequence[str] | None) -> tuple[str, ...]:
+    """The properties a run of ``enc`` gives verdicts on: every one it encodes (:meth:`Encoding.encoded`)
+    when ``only`` is empty or None, else those named (``--property``), in the encoding's order.
+
+    A name the encoding does not cover is refused (:class:`~.instance.Unsupported`, one line naming
+    what it covers) rather than silently dropped: a restriction to a property nothing checks would
+    otherwise report PROVED over an empty set."""
+    covered = enc.encoded()
+    if not only:
+        return covered
+    from ..liveness import LIVENESS_NAMES
+    from ..properties import ALL_PROPERTIES
+
+    kinds = {p.name: p.kind for p in ALL_PROPERTIES}
+    for name in only:
+        if name in covered:
+            continue
+        if name in NOT_ENCODED:
+            why = f"not encoded for this configuration: {NOT_ENCODED[name]}"
+        elif name in LIVENESS_NAMES:
+            why = "a liveness property, which the z3 encoding does not state; `isrcheck check --property` checks it"
+        elif name in kinds:
+            what = {"always": "an always-property the z3 encoding does not state",
+                    "transition": "a transition property the z3 encoding does not state"}.get(
+                kinds[name], f"a {kinds[name]}-property, not one of the claims the z3 commands give verdicts on")
+            why = f"{what}; `isrcheck check --property` checks it"
+        else:
+            why = "no such property"
+        raise Unsupported(f"--property {name}: {why}; the z3 encoding of this configuration covers "
+                          f"{', '.join(covered)}")
+    return tuple(n for n in covered if n in only)
+
+
 def unsupported_reason(cfg: Config) -> str:
     """Why ``cfg`` is outside the fragment the encoding covers ('' when it is inside)."""
     o = cfg.operations
@@ -811,6 +851,10 @@ def unsupported_reason(cfg: Config) -> str:
                 f"{', '.join(GENERATIONS)}); `isrcheck check` does")
     if cfg.detect_restarts:
         return "the symbolic encoding does not cover bounce detection (detect_restarts)"
+    if cfg.isr_change != "zookeeper":
+        return f"the symbolic encoding does not cover ISR changes through the controller (isr_change = \"{cfg.isr_change}\")"
+    if cfg.metadata_cache:
+        return "the symbolic encoding does not cover the brokers' metadata cache (metadata_cache)"
     uncovered = uncovered_budget(cfg)  # a counter of the model's budget that no action of the encoding spends
     if uncovered:
         return f"the symbolic encoding does not cover {uncovered}"
@@ -871,4 +915,4 @@ def evaluate(terms: Sequence[z3.ExprRef]) -> list[int | bool]:
 
 
 __all__ = ["Encoding", "DEFAULT_QUEUE", "unsupported_reason", "ALWAYS", "REASSIGNMENT_PROPERTIES", "TRANSITION",
-           "STEP_FAULTS", "NOT_ENCODED", "concrete", "evaluate"]
+           "STEP_FAULTS", "NOT_ENCODED", "choose", "concrete", "evaluate"]

@@ -3,15 +3,17 @@
 from __future__ import annotations
 
 import dataclasses
+from typing import NoReturn
 
 import click
 from rich.markup import escape
 
 from isrcheck.analyses.vacuity import VacuityWarning
 from isrcheck.commands import resources
-from isrcheck.commands.evaluate import evaluate, verdict_json, with_untaken
+from isrcheck.commands.evaluate import SnapshotRequest, evaluate, verdict_json, with_untaken
 from isrcheck.commands.options import (Inputs, description_of, emit_json, exit_with, input_options, json_opt,
                                        print_all, show_progress, verbose_opt)
+from isrcheck.engine.checkpoint import DEFAULT_EVERY, Checkpoints
 from isrcheck.render import changes, json_form, tablefit, tables, terminal
 
 
@@ -32,18 +34,29 @@ def warning_line(w: VacuityWarning) -> None:
                    "(default: those pinned for the model in specs/models.toml).")
 @click.option("--workers", type=click.IntRange(min=1, max=64), default=1, show_default=True,
               help="Worker processes for the safety search (the result, traces included, is the same as with one).")
+@click.option("--checkpoint", "checkpoint_dir", type=click.Path(file_okay=False), metavar="DIR", default=None,
+              help="Write a snapshot of the search to DIR between levels, so that --resume DIR can finish a run "
+                   "that was killed (single process: not with --workers).")
+@click.option("--checkpoint-every", type=click.FloatRange(min=0), metavar="SECONDS", default=None,
+              help="With --checkpoint or --resume: the least time between two snapshots "
+                   "(default 60; 0: at every level).")
+@click.option("--resume", "resume_dir", type=click.Path(file_okay=False), metavar="DIR", default=None,
+              help="Go on with the search whose snapshot is in DIR (written by --checkpoint DIR, with the same "
+                   "model, configuration, variant and properties), and keep checkpointing there.")
 @click.option("--replicas", type=int, default=None, metavar="N", help="With --peer: the number of replicas (default 2).")
 @verbose_opt
 @resources.memory_option
 def check(inputs: Inputs, as_json: bool, max_depth: int | None, max_states: int | None, symmetry: bool | None,
           liveness: bool | None, workers: int, replicas: int | None = None, verbose: bool = False,
-          max_memory: str | None = None) -> None:
+          max_memory: str | None = None, checkpoint_dir: str | None = None, checkpoint_every: float | None = None,
+          resume_dir: str | None = None) -> None:
     """Explore every reachable state of NAME: a model (see `isrcheck list`), a scenario or trace
     file (its configuration), or --config FILE.
 
     A manifest model checked as the manifest defines it is compared with its pins, as `gate`
     does: an expected failure is reported "as pinned" and exits 0."""
     ceiling = resources.memory_ceiling(max_memory)  # a bad size: exit 2 before any work
+    snapshots = snapshot_request(checkpoint_dir, resume_dir, checkpoint_every, workers, inputs.peer is not None)
     if inputs.peer is not None or replicas is not None:
         i = inputs
         if i.peer is None or i.name is not None or i.config_file is not None or i.overrides or i.variant or verbose:
@@ -61,8 +74,11 @@ def check(inputs: Inputs, as_json: bool, max_depth: int | None, max_states: int 
     with resources.progress(as_json, f"checking {inputs.name or inputs.config_file}", limit=ceiling.limit) as progress:
         ev = evaluate(inputs, max_depth=max_depth, max_states=max_states, symmetry=symmetry, liveness=liveness,
                       workers=workers, progress=progress, max_memory=ceiling.limit,
-                      progress_every=resources.report_every(), on_warning=None if as_json else warning_line)
+                      progress_every=resources.report_every(), on_warning=None if as_json else warning_line,
+                      snapshots=snapshots)
     target, result, lres, verdict = ev.target, ev.result, ev.lres, ev.verdict
+    if ev.checkpoints is not None:
+        checkpoint_line(ev.checkpoints, result.seconds)
     if as_json:
         emit_json(json_form.check_to_json(target.label, target.config, result, lres, verdict_json(verdict),
                                           ev.model.protocol.extension))
@@ -86,3 +102,38 @@ def check(inputs: Inputs, as_json: bool, max_depth: int | None, max_states: int 
     if result.limit_hit == "memory":
         resources.report_limit(ceiling)
     exit_with(verdict.exit_status)
+
+
+def snapshot_request(checkpoint_dir: str | None, resume_dir: str | None, every: float | None, workers: int,
+                     peer: bool) -> SnapshotRequest | None:
+    """What --checkpoint, --checkpoint-every and --resume ask for, refused in one line (exit 2) where
+    they cannot be honoured, before any work."""
+    if checkpoint_dir is None and resume_dir is None:
+        if every is not None:
+            usage_error("--checkpoint-every needs --checkpoint DIR or --resume DIR")
+        return None
+    if checkpoint_dir is not None and resume_dir is not None:
+        usage_error("--checkpoint starts a fresh run and --resume goes on with one: give one of them "
+                    "(--resume DIR keeps checkpointing to DIR)")
+    if workers > 1:
+        usage_error("--checkpoint and --resume run the single-process search: leave out --workers")
+    if peer:
+        usage_error("--checkpoint and --resume check manifest models, scenarios and --config files, not --peer")
+    directory = resume_dir if resume_dir is not None else checkpoint_dir
+    assert directory is not None
+    return SnapshotRequest(directory, DEFAULT_EVERY if every is None else every, resume=resume_dir is not None)
+
+
+def checkpoint_line(ck: Checkpoints, seconds: float) -> None:
+    """One line on stderr: how many snapshots the run wrote and what they cost, so that the overhead
+    of checkpointing is seen where it is paid (stdout and its JSON are the same as without)."""
+    share = f", {100 * ck.write_seconds / seconds:.1f}% of the search" if seconds > 0 else ""
+    size = f", {ck.path.stat().st_size / 2**20:,.1f} MiB" if ck.path.exists() else ""
+    click.echo(f"checkpoint: {ck.written} snapshot{'s' if ck.written != 1 else ''} written to {ck.directory} "
+               f"in {ck.write_seconds:.2f} s{share}{size}", err=True)
+
+
+def usage_error(message: str) -> NoReturn:
+    """One ``error:`` line and exit status 2."""
+    click.echo(f"error: {message}", err=True)
+    exit_with(2)

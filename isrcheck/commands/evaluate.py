@@ -8,8 +8,11 @@ the safety search, the liveness properties that apply, the vacuity passes and th
 from __future__ import annotations
 
 import dataclasses
+import hashlib
+import json
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import click
@@ -17,6 +20,7 @@ import click
 from isrcheck.analyses import vacuity
 from isrcheck.commands.options import Inputs, protocol_for
 from isrcheck.commands.verdict import Verdict, decide
+from isrcheck.engine.checkpoint import Checkpoints
 from isrcheck.engine.parallel import search
 from isrcheck.inputs import targets
 from isrcheck.invariants import build_model
@@ -25,7 +29,16 @@ from isrcheck.model.config import ConfigError
 from isrcheck.model.symmetry import symmetry_allowed
 from isrcheck.specs.manifest import Target
 
-__all__ = ["Evaluation", "evaluate", "resolve_target", "verdict_json", "with_untaken"]
+__all__ = ["Evaluation", "SnapshotRequest", "snapshot_identity", "evaluate", "resolve_target", "verdict_json", "with_untaken"]
+
+
+@dataclass(frozen=True)
+class SnapshotRequest:
+    """``check --checkpoint DIR`` or ``--resume DIR``: where snapshots go and how often."""
+
+    directory: str
+    every: float
+    resume: bool
 
 
 @dataclass
@@ -36,6 +49,7 @@ class Evaluation:
     lres: Any  # LivenessResult or None
     verdict: Verdict
     safety_selected: bool  # False: --property named only liveness properties
+    checkpoints: Any = None  # engine.checkpoint.Checkpoints of --checkpoint/--resume, after the search
 
 
 def resolve_target(inputs: Inputs) -> Target[Any]:
@@ -47,7 +61,8 @@ def resolve_target(inputs: Inputs) -> Target[Any]:
 def evaluate(inputs: Inputs, *, max_depth: int | None = None, max_states: int | None = None,
              symmetry: bool | None = None, liveness: bool | None = None, workers: int = 1,
              progress: Any = None, max_memory: int | None = None, progress_every: float = 0.5,
-             on_warning: Callable[[vacuity.VacuityWarning], None] | None = None) -> Evaluation:
+             on_warning: Callable[[vacuity.VacuityWarning], None] | None = None,
+             snapshots: SnapshotRequest | None = None) -> Evaluation:
     """Run the check the inputs ask for. ``on_warning`` is called for each vacuity warning as it is
     found (before the search for the static ones), so a terminal shows them before a long run."""
     target = resolve_target(inputs)
@@ -70,9 +85,13 @@ def evaluate(inputs: Inputs, *, max_depth: int | None = None, max_states: int | 
     for w in warnings:
         if on_warning is not None:
             on_warning(w)
+    checkpoints = None
+    if snapshots is not None:
+        checkpoints = Checkpoints(snapshots.directory, snapshot_identity(target, variant, symmetry),
+                                  every=snapshots.every, resume=snapshots.resume)
     result = search(model, workers=workers, max_depth=max_depth, max_states=max_states,
                     stop_on_first=not inputs.keep_going, progress=progress, max_memory=max_memory,
-                    progress_every=progress_every)
+                    progress_every=progress_every, checkpoint=checkpoints)
     lres = None
     if live_props and result.limit_hit != "memory":
         if progress is not None:
@@ -88,7 +107,29 @@ def evaluate(inputs: Inputs, *, max_depth: int | None = None, max_states: int | 
     pins_apply = (target.entry is not None and not inputs.changed and max_depth is None and max_states is None
                   and liveness is None and as_defined)
     verdict = decide(result, lres, warnings + after, inputs.strict, target.entry if pins_apply else None)
-    return Evaluation(target, model, result, lres, verdict, safety_selected=not only or bool(safety_only))
+    return Evaluation(target, model, result, lres, verdict, safety_selected=not only or bool(safety_only),
+                      checkpoints=checkpoints)
+
+
+def snapshot_identity(target: Target[Any], variant: str | None, symmetry: bool) -> dict[str, Any]:
+    """What a snapshot must share with the run that resumes it (the engine adds the properties, the
+    search's bounds and the state schema): the model's label, its configuration in canonical form,
+    the variant (with the SHA-256 of its file, so that an edited variant is not resumed) and the
+    symmetry reduction."""
+    from isrcheck import __version__
+
+    variant_id: dict[str, Any] | None = None
+    if variant:
+        variant_id = {"name": variant, "sha256": None}
+        source = (target.variant if getattr(target, "variant", None) and target.entry is not None
+                  and variant == target.entry.variant else variant)
+        path = Path(str(source).rpartition(":")[0] or str(source))
+        if path.suffix == ".py" and path.is_file():
+            variant_id["sha256"] = hashlib.sha256(path.read_bytes()).hexdigest()
+    label = target.label.rsplit(" [", 1)[0] if variant else target.label
+    config = json.loads(json.dumps(target.config.to_dict(), sort_keys=True, default=str))
+    return {"model": label, "variant": variant_id, "configuration": config, "symmetry": symmetry,
+            "isrcheck": __version__}
 
 
 def _liveness_wanted(target: Any, flag: bool | None, named: list[str], chosen: bool) -> list[str] | None:

@@ -10,6 +10,15 @@ not known to be reachable), and ``prove transitions`` sets the documented expect
 refutations); 1 some claim refuted; 3 something unknown or not inductive and nothing refuted; 2 bad
 usage or input (one line ``error: ...`` on stderr), a --variant the encoding cannot read included.
 With ``--json`` exactly one JSON object goes to stdout.
+
+``prove inductive`` and ``bmc`` read their model through the one input group
+(isrcheck/commands/options.py): ``--property NAME`` restricts the verdicts to the properties named
+(among those the encoding covers, :func:`isrcheck.invariants.symbolic.replication.choose`), and the
+static vacuity pass (:mod:`isrcheck.analyses.vacuity`) runs before the proof or search: its
+``warning:`` lines go to stderr (``warnings`` in JSON) and, with ``--strict``, a run whose claims
+are all proved fails as vacuous (exit 1, ``outcome: vacuous``), as ``check`` and ``run`` do. Their
+JSON also carries ``outcome`` in check's words (``success``, ``safety_failure`` for a refutation,
+``incomplete`` for something unknown or not inductive, ``vacuous``), worst first as check ranks them.
 """
 from __future__ import annotations
 
@@ -17,6 +26,7 @@ import json
 import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
+from dataclasses import dataclass
 from typing import Any, NoReturn
 
 import click
@@ -25,6 +35,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from isrcheck.analyses.vacuity import VacuityWarning, static_warnings
 from isrcheck.commands.options import Inputs, input_options, json_opt, show_progress
 from isrcheck.commands.usage import error_line
 from isrcheck.inputs import targets
@@ -44,6 +55,49 @@ VERDICT_STYLE = {Verdict.PROVED: "bold green", Verdict.REFUTED: "bold red", Verd
                  Verdict.NOT_INDUCTIVE: "bold magenta"}
 EXIT_HELP = ("Exit status: 0 every claim proved (but the expected refutations); 1 a claim refuted; 3 something "
              "unknown (a query hit --timeout) or not inductive, and nothing refuted; 2 bad usage or input.")
+
+
+@dataclass(frozen=True)
+class Vacuity:
+    """The static vacuity pass of a run (``prove inductive``, ``bmc``): its warnings and whether
+    ``--strict`` makes them fail the run."""
+
+    warnings: tuple[VacuityWarning, ...]
+    strict: bool
+
+    def outcome(self, obligations: Sequence[Obligation]) -> str:
+        """The run's outcome in check's words (isrcheck/commands/verdict.py), worst first: a refutation
+        is a safety failure, something unknown or not inductive leaves the run incomplete, and only
+        a run whose claims all hold can be vacuous (with --strict and a warning), as in check."""
+        v = overall(obligations)
+        if v == Verdict.REFUTED:
+            return "safety_failure"
+        if v != Verdict.PROVED:
+            return "incomplete"
+        return "vacuous" if self.strict and self.warnings else "success"
+
+    def exit_status(self, obligations: Sequence[Obligation]) -> int:
+        """The verdicts' exit status, but 1 for a run --strict fails as vacuous."""
+        return 1 if self.outcome(obligations) == "vacuous" else exit_code(obligations)
+
+
+def _vacuity(inputs: Inputs, cfg: Config, as_json: bool) -> Vacuity:
+    """The static vacuity pass, before the proof or search: each warning as one ``warning:`` line
+    on stderr (with --json only in the object, as check does), so a terminal shows it before a long
+    run."""
+    warnings = tuple(static_warnings(cfg))
+    if not as_json:
+        for w in warnings:
+            click.echo(f"warning: {w.message}", err=True)
+    return Vacuity(warnings, inputs.strict)
+
+
+def _chosen(inputs: Inputs, cfg: Config, generation: str | None, queue: int | None) -> tuple[str, ...]:
+    """The properties --property chooses (every encoded one without it), checked before any work and
+    before the warning: lines, so that a name the encoding does not cover is the run's one line."""
+    from isrcheck.invariants.symbolic.replication import Encoding, choose
+
+    return choose(Encoding(cfg, generation, queue), inputs.only)
 
 
 class InputError(Exception):
@@ -176,8 +230,14 @@ def _obligation_json(o: Obligation) -> dict[str, Any]:
 
 
 def _emit(as_json: bool, payload: dict[str, Any], title: str, obligations: Sequence[Obligation],
-          extra: Callable[[Console], None] | None = None) -> None:
-    code = exit_code(obligations)
+          extra: Callable[[Console], None] | None = None, vacuity: Vacuity | None = None) -> None:
+    """Print the verdicts (a table, or one JSON object) and exit with their status. ``vacuity``: the
+    static pass of a command that reads a model through the input group; its warnings go into the
+    JSON and, with --strict, a run whose claims all hold fails as vacuous (exit 1)."""
+    code = exit_code(obligations) if vacuity is None else vacuity.exit_status(obligations)
+    if vacuity is not None:
+        payload = {**payload, "outcome": vacuity.outcome(obligations), "strict": vacuity.strict,
+                   "warnings": [w.to_json() for w in vacuity.warnings]}
     if as_json:
         payload = {**payload, "verdict": overall(obligations).value, "exit_code": code,
                    "summary": _expected_text(obligations) or overall(obligations).value,
@@ -192,6 +252,11 @@ def _emit(as_json: bool, payload: dict[str, Any], title: str, obligations: Seque
             extra(console)
         _print_counterexamples(console, obligations)
         console.print(_verdict_line(title, obligations))
+        if vacuity is not None and vacuity.outcome(obligations) == "vacuous":
+            n = len(vacuity.warnings)
+            console.print(Text(f"{title}: ") + Text("VACUOUS", style="bold yellow")
+                          + Text(f" - {n} part{'s' if n != 1 else ''} of the configuration never take"
+                                 f"{'s' if n == 1 else ''} effect (--strict; the warning: lines)"))
     raise click.exceptions.Exit(code)
 
 
@@ -375,20 +440,26 @@ def _target(inputs: Inputs, default: str) -> Target[Config]:
 
 def _encoding_inputs(command: str, keep_going: str | None = None) -> Callable[[Any], Any]:
     """The one input group (isrcheck/commands/options.py) for the z3 commands that read a model:
-    NAME, a scenario or trace FILE, --config and --set; what the encoding cannot honour is refused
-    in one line (exit status 2) rather than ignored. ``keep_going``: the help of --keep-going where
+    NAME, a scenario or trace FILE, --config, --set, --property (the verdicts given) and --strict
+    (the static vacuity pass); what the encoding cannot honour (--variant, --peer) is refused in one
+    line (exit status 2) rather than ignored. ``keep_going``: the help of --keep-going where
     it is the command's own behaviour (accepted), else None (refused)."""
     refuse = {
         "--variant": _variant_reason(command),
-        "--property": f"{command} covers every safety property the encoding holds (NOT_ENCODED names the rest); "
-                      "`isrcheck check --property NAME` checks one",
-        "--strict": f"{command} gives no vacuity verdict; `isrcheck check --strict` fails on vacuity",
         "--peer": f"the z3 encoding is of the model, not of the TLA+ transcription; `isrcheck check --peer MODULE` "
                   "checks it",
     }
     if keep_going is None:
-        refuse["--keep-going"] = f"{command} gives a verdict for every property, with no first violation to stop at"
-    return input_options(refuse=refuse, explain={"--keep-going": keep_going} if keep_going else None)
+        refuse["--keep-going"] = f"{command} gives a verdict for every property it checks, with no first violation to stop at"
+    explain = {
+        "--property": f"Give {command}'s verdict on this property only (repeatable): one the z3 encoding "
+                      "covers for the configuration (a name it does not cover: exit 2, naming those it does).",
+        "--strict": "Fail (exit 1, outcome vacuous) when every claim holds but a part of the configuration "
+                    "never takes effect (the warning: lines of the static vacuity pass, printed either way).",
+    }
+    if keep_going:
+        explain["--keep-going"] = keep_going
+    return input_options(refuse=refuse, explain=explain)
 _gen_opt = click.option("--generation", default=None, metavar="G",
                         help="Follower truncation rule (overrides the configuration's `truncation`): "
                              "high-watermark, kip-101, kip-279 or kip-320.")
@@ -430,10 +501,16 @@ def inductive(inputs: Inputs, generation: str,
     breaks the property (that run is printed); otherwise it is NOT INDUCTIVE: the proof failed, but
     no reachable counterexample is known (the property may well hold). --mutation M proves a
     documented mutated protocol instead, in the encoding and in the explicit checker.
+
+    --property NAME (repeatable) gives the verdicts of those properties only; the others still
+    strengthen the proof, so each verdict is the one a full run gives. The static vacuity pass runs
+    first (warning: lines); with --strict a run whose claims all hold fails as vacuous (exit 1).
     """
     from isrcheck.invariants.symbolic.houdini import prove_inductive
 
     target = _target(inputs, "hw-truncation-one-crash")
+    chosen = _chosen(inputs, target.config, generation, queue)
+    vacuity = _vacuity(inputs, target.config, as_json)
     start = time.perf_counter()
     rule = protocol = None
     if mutation:
@@ -446,7 +523,7 @@ def inductive(inputs: Inputs, generation: str,
         rule, protocol = m.rule(cfg), m.protocol(cfg)
     with _progress(show_progress(as_json), f"prove inductive {target.label}") as progress:
         res = prove_inductive(target.config, generation, timeout, queue, progress,
-                              per_action="all" if all_actions else True, rule=rule)
+                              per_action="all" if all_actions else True, rule=rule, properties=chosen)
         reach = _classify_ctis(target.config, generation, res.obligations, reach_states, progress, protocol,
                                res.per_kind)
 
@@ -459,16 +536,17 @@ def inductive(inputs: Inputs, generation: str,
         from isrcheck.invariants.symbolic.replication import NOT_ENCODED
 
         for prop, why in NOT_ENCODED.items():
-            console.print(Text(f"{prop}: {why}", style="dim"))
+            if not inputs.only:  # with --property the user chose among what is encoded
+                console.print(Text(f"{prop}: {why}", style="dim"))
         console.print(Text(f"{res.queries} queries, {res.seconds:.1f} s", style="dim"))
         console.print()
 
     _emit(as_json, {"command": "prove inductive", "model": target.label, "generation": res.generation,
-                    "mutation": mutation,
+                    "mutation": mutation, "properties": list(chosen),
                     "config": target.config.to_dict(), "strengthening": res.kept,
                     "discarded": sorted(res.dropped), "queries": res.queries, "reachability": reach,
                     "seconds": round(time.perf_counter() - start, 6)},
-          f"Inductive invariants ({target.label})", res.obligations, extra)
+          f"Inductive invariants ({target.label})", res.obligations, extra, vacuity)
 
 
 def _classify_ctis(cfg: Config, generation: str | None, obligations: Sequence[Obligation], max_states: int,
@@ -506,15 +584,21 @@ def bmc(inputs: Inputs, depth: int, stop_at_first: bool,
     the depth is found, replayed by the model and printed (an illegal state-machine move as the
     step the model refuses); lengths count actions exactly as `isrcheck check` does, so both agree
     (specs/08-symbolic.md#bounded-model-checking).
+
+    --property NAME (repeatable) searches for violations of those properties only. The static
+    vacuity pass runs first (warning: lines); with --strict a run with no violation fails as
+    vacuous (exit 1).
     """
     from isrcheck.invariants.symbolic.bmc import bmc as run_bmc
 
     if inputs.keep_going and stop_at_first:
         raise InputError("--keep-going and --first contradict each other: give one")
     target = _target(inputs, "")
+    chosen = _chosen(inputs, target.config, generation, queue)
+    vacuity = _vacuity(inputs, target.config, as_json)
     start = time.perf_counter()
     with _progress(show_progress(as_json), f"bmc {target.label}") as progress:
-        res = run_bmc(target.config, depth, generation, timeout, queue, progress, stop_at_first)
+        res = run_bmc(target.config, depth, generation, timeout, queue, progress, stop_at_first, properties=chosen)
 
     def extra(console: Console) -> None:
         console.print(Text(target.label, style="bold") + Text(f"  {tables.config_line(target.config)}  depth={depth}"))
@@ -524,10 +608,10 @@ def bmc(inputs: Inputs, depth: int, stop_at_first: bool,
         console.print()
 
     _emit(as_json, {"command": "bmc", "model": target.label, "mode": "bmc", "depth": depth,
-                    "generation": generation, "config": target.config.to_dict(),
+                    "generation": generation, "properties": list(chosen), "config": target.config.to_dict(),
                     "witnessed": res.witnessed, "overflow_depth": res.overflow_depth,
                     "seconds": round(time.perf_counter() - start, 6)},
-          f"Bounded model checking ({target.label}, depth {depth})", res.obligations, extra)
+          f"Bounded model checking ({target.label}, depth {depth})", res.obligations, extra, vacuity)
 
 
 __all__ = ["prove", "bmc"]

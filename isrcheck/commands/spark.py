@@ -82,7 +82,10 @@ def _session(master: str | None, label: str = "spark") -> Iterator[Any]:
     on stderr every ISRCHECK_PROGRESS_SECONDS (5 s) says the job is alive and how far its stages
     are, so a 70 s run does not print nothing; a terminal has Spark's own progress bar."""
     _require_spark()
-    from isrcheck.pipeline.session import heartbeat, spark_session
+    from isrcheck.pipeline.session import check_master, heartbeat, spark_session
+
+    if master is not None:  # also when a session is already active (the tests', spark-submit's)
+        check_master(master)
 
     with spark_session(master) as spark:
         if terminal.is_terminal(sys.stderr):
@@ -145,13 +148,15 @@ def _level_table(levels: list[Any]) -> Any:
               help="Stop after this many distinct states (as `isrcheck check --max-states`: outcome incomplete).")
 @click.option("--stop-after-levels", type=click.IntRange(min=1), metavar="N",
               help="Compute at most N levels now (resume later with --resume).")
+@click.option("--partitions", type=click.IntRange(min=1), metavar="N",
+              help="Shards of the states on Spark, fixed for the run (default: twice Spark's cores).")
 @click.option("--symmetry/--no-symmetry", default=None, help="Force broker-symmetry reduction on or off.")
 @variant_option
 @json_opt
 def explore(name: str | None, config_file: str | None, overrides: tuple[str, ...], master: str | None,
             out_dir: str | None, resume: bool, spark_threshold: int | None, max_depth: int | None,
-            max_states: int | None, stop_after_levels: int | None, symmetry: bool | None, variant: str | None,
-            as_json: bool) -> None:
+            max_states: int | None, stop_after_levels: int | None, partitions: int | None, symmetry: bool | None,
+            variant: str | None, as_json: bool) -> None:
     """Explore every reachable state of MODEL (or --config FILE) level by level, each level stored as
     Parquet; wide levels run on Spark, narrow ones in-process. The verdict, state count, depth and
     counterexample length are those of `isrcheck check`."""
@@ -160,6 +165,10 @@ def explore(name: str | None, config_file: str | None, overrides: tuple[str, ...
     check_pyspark()
     from isrcheck.pipeline.explore import DEFAULT_SPARK_THRESHOLD, Explorer
 
+    if master is not None:  # refused now, not after the in-process levels
+        from isrcheck.pipeline.session import check_master
+
+        check_master(master)
     if resume and not out_dir:
         raise PipelineError("--resume needs --out DIR (the run to continue)")
     if stop_after_levels and not out_dir:
@@ -177,8 +186,11 @@ def explore(name: str | None, config_file: str | None, overrides: tuple[str, ...
 
     def on_level(stats: Any) -> None:
         if show:
+            rate = stats.new / stats.seconds if stats.seconds > 0 else 0.0
             console.print(f"level {stats.depth:>3} [{stats.engine:5}] frontier {stats.frontier:>9,} -> "
-                          f"new {stats.new:>9,}  visited {stats.visited:>10,}  {stats.seconds:6.2f} s", highlight=False,
+                          f"new {stats.new:>9,}  visited {stats.visited:>10,}  {stats.seconds:6.2f} s  "
+                          f"{rate:>9,.0f} states/s" + (f"  {stats.jobs} job(s)" if stats.engine == "spark" else ""),
+                          highlight=False,
                           markup=False)  # "[spark]" is the engine, not a style
 
     try:
@@ -186,8 +198,10 @@ def explore(name: str | None, config_file: str | None, overrides: tuple[str, ...
         if threshold <= 1:  # every level on Spark: fail early when Spark cannot start
             _require_spark()
         ex = Explorer(spec, out, spark_threshold=threshold, session=session, resume=resume, max_depth=max_depth,
-                      max_states=max_states, stop_after_levels=stop_after_levels, on_level=on_level)
-        res = ex.run()
+                      max_states=max_states, stop_after_levels=stop_after_levels, on_level=on_level,
+                      partitions=partitions)
+        with _level_heartbeat(session, show and not terminal.is_terminal(sys.stderr)):
+            res = ex.run()
     finally:
         if temp is not None:
             shutil.rmtree(temp, ignore_errors=True)
@@ -197,7 +211,7 @@ def explore(name: str | None, config_file: str | None, overrides: tuple[str, ...
         obj.update({
             "mode": "spark-explore",
             "levels": [{k: getattr(x, k) for k in ("depth", "engine", "frontier", "new", "visited", "transitions",
-                                                    "seconds")} for x in res.levels],
+                                                    "seconds", "jobs")} for x in res.levels],
             "spark_levels": res.spark_levels, "out": None if temp else str(out), "resumed_at": res.resumed_at,
             "finished": res.finished, "spark_threshold": threshold,
             "spark": session.info,  # master and executors, when a level ran on Spark
@@ -218,6 +232,38 @@ def explore(name: str | None, config_file: str | None, overrides: tuple[str, ...
             out_console.print(f"stopped after {stop_after_levels} level(s); continue with --resume --out {out}",
                               highlight=False)
     exit_with(0 if result.outcome == "success" else 1)
+
+
+@contextmanager
+def _level_heartbeat(session: Any, on: bool) -> Iterator[None]:
+    """On a pipe, a line every ISRCHECK_PROGRESS_SECONDS while a level is computed (a wide Spark
+    level can take minutes and the level lines come only at its end): the time so far and, once
+    Spark has started, its active stages' task counts."""
+    if not on:
+        yield
+        return
+    import threading
+    import time
+
+    from isrcheck.pipeline.session import stage_text
+
+    stop = threading.Event()
+    start = time.monotonic()
+    every = max(progress_seconds(), 0.5)
+
+    def beat() -> None:
+        while not stop.wait(every):
+            spark = session.current
+            doing = stage_text(spark) if spark is not None else "in-process"
+            terminal.progress_line(f"spark explore: {time.monotonic() - start:.0f} s  {doing}")
+
+    thread = threading.Thread(target=beat, name="isrcheck-explore-heartbeat", daemon=True)
+    thread.start()
+    try:
+        yield
+    finally:
+        stop.set()
+        thread.join(timeout=5)
 
 
 # ---------------------------------------------------------------------------- sweep

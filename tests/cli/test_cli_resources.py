@@ -50,8 +50,21 @@ def test_check_stops_at_the_memory_ceiling_incomplete_with_one_line(cli, workers
     doc = json.loads(res.stdout)
     assert doc["outcome"] == "incomplete" and doc["limit_hit"] == "memory"
     assert doc["distinct_states"] < FULL_STATES
-    if workers == "1":  # the first reading comes after 1,024 states
-        assert doc["distinct_states"] >= 1024
+    if workers == "1":  # the first reading comes before the first state is expanded
+        assert doc["distinct_states"] == 1
+    _limit_line(res.stderr, "--max-memory")
+
+
+@pytest.mark.parametrize("workers", ["1", "2"])
+def test_a_model_that_ends_before_a_periodic_reading_still_fails_at_the_ceiling(cli, workers):
+    """replication has 289 states, fewer than the 1,024 between two periodic readings: the
+    readings at the start and the end of the search hold it to the ceiling."""
+    free = cli("check", "replication", "--max-memory", "none", "--workers", workers, "--json")
+    assert free.exit_code == 0 and json.loads(free.stdout)["distinct_states"] < 1024
+    res = cli("check", "replication", "--max-memory", "1M", "--workers", workers, "--json")
+    assert res.exit_code == 1, (res.stdout, res.stderr)
+    doc = json.loads(res.stdout)
+    assert doc["outcome"] == "incomplete" and doc["limit_hit"] == "memory"
     _limit_line(res.stderr, "--max-memory")
 
 

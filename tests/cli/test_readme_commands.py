@@ -28,6 +28,10 @@ SKIP: dict[str, str] = {
     "isrcheck check leader-crash-kip-320 --liveness": "tens of seconds; tests/cli/test_cli_liveness.py covers --liveness",
     "isrcheck check clean-election --set faults.crashes=2 --set max_records=3": "a minute or more",
     "isrcheck simulate replication-stress --seed 7 --walks 2000": "tens of seconds; simulate runs below",
+    "isrcheck check leader-crash-kip-320 --set faults.crashes=2 --checkpoint runs/lc2":
+        "941,523 states, minutes; tests/cli/test_cli_checkpoint.py kills and resumes a checkpointed run",
+    "isrcheck check leader-crash-kip-320 --set faults.crashes=2 --resume runs/lc2":
+        "needs the killed run above; tests/cli/test_cli_checkpoint.py resumes after SIGKILL",
     "isrcheck check --peer kip-320 --replicas 3": "9,985,570 states",
     "isrcheck check --peer kip-320 --replicas 3 --symmetry": "1,665,204 orbits",
     "isrcheck cluster up --brokers 3": "starts real broker processes (tests/impl)",
@@ -44,6 +48,10 @@ SKIP: dict[str, str] = {
     "no-truncation-on-becoming-follower": "z3, minutes",
     "isrcheck bmc hw-truncation-one-crash --depth 8": "z3, minutes (tests/invariants cover bmc)",
     "isrcheck bmc reassignment-with-data --depth 5": "z3, tens of seconds (tests/invariants cover bmc)",
+    "isrcheck bmc unclean-election --depth 4 --property NoCommittedWriteLost":
+        "z3, seconds; tests/cli/test_prove_inputs.py runs bmc --property on a smaller configuration",
+    "isrcheck prove inductive hw-truncation-one-crash --property LeaderInIsr --strict":
+        "z3, about a minute; tests/cli/test_prove_inputs.py runs prove inductive --property and --strict",
     "isrcheck traces show trace.jsonl [-v]": "a synopsis; `traces show trace.jsonl` runs below",
     "isrcheck conform --model reassignment --cover edges": "every edge on the implementation, tens of seconds",
     "isrcheck validate LOG": "a synopsis (LOG: an implementation's event log)",

@@ -114,3 +114,23 @@ def test_the_active_controller_cut_from_the_store_is_a_logged_controller_failove
     merged, v = validate_selflogs([r.event_log])
     assert v.ok, f"{v.reason} {v.details}"
     assert merged.log.config.faults.controller_failovers >= 1
+
+
+def test_a_broker_killed_after_a_controller_dropped_it_had_its_session_end_unlogged():
+    """Broker 1, isolated with its store link, lost its session; the controller dropped it from the ISR;
+    the launcher SIGKILLed it before it registered again (torture seed 29 of the fresh batches in specs/11). The
+    controller's line is the evidence: an ExpireSession goes before it. Without such a line the crash
+    itself ends the session, and nothing is added."""
+    lines = [
+        _sl("broker-1", 1, 1, "action", ("Restart", (1,))),
+        _sl("controller-1", 1, 2, "observation", None, _isr(1, 2, 3), role="controller"),
+        _sl("controller-1", 2, 5, "observation", None, _isr(2, 3), role="controller"),  # drops broker 1
+        _sl("launcher", 1, 8, "action", ("Crash", (1,)), {"brokers[1].alive": False}, role="launcher"),
+    ]
+    out, added = _expiries_unlogged(lines)
+    assert added == 1
+    assert _steps(out)[2:4] == [("broker-1", ("ExpireSession", (1,)), 5), ("controller-1", None, 5)]
+    assert out[2].role == "launcher" and "before its crash" in out[2].note
+    plain = lines[:2] + lines[3:]  # the crash first, the controller's reaction after it
+    plain = plain + [_sl("controller-1", 2, 9, "observation", None, _isr(2, 3), role="controller")]
+    assert _expiries_unlogged(plain) == (plain, 0)

@@ -96,6 +96,9 @@ def test_a_follower_half_of_a_fetch_answered_before_a_produce_goes_back_before_i
     assert r.ok, f"{r.reason} {r.details}"
     assert any("placed before that step" in n for n in merged.notes)
     monkeypatch.setattr(selflog, "_unlogged_answers_in_place", lambda lines, limit=0: (lines, 0))
+    # the leader's next half that raised the HW shows the follower's fetch counted (_counted_unlogged):
+    # that rule explains this run too, so it goes as well
+    monkeypatch.setattr(selflog, "_counted_unlogged", lambda ln, p, followers: [])
     _, r = validate_selflogs([run])
     assert not r.ok and r.reason.startswith("broker-2 seq 23 ") and "replicas[2,0].hw" in r.reason, r.reason
 
@@ -206,3 +209,162 @@ def test_a_new_leader_elected_after_the_crash_leaves_the_crashed_leaders_answer_
     out, moved = _fetches_before_crash([ctrl, crash, elected, half])
     assert moved == 1 and [(x.process, x.seq) for x in out] == [("controller-1", 2), ("broker-2", 8), ("launcher", 1),
                                                                 ("controller-1", 3)]
+
+
+def _isr(*b: int) -> dict:
+    return {"partitions[0].leader": 1, "partitions[0].isr": list(b), "partitions[0].leader_epoch": 0,
+            "partitions[0].zk_version": 1}
+
+
+def test_a_leader_line_raising_the_hw_shows_another_followers_fetch_counted_unlogged(tmp_path, monkeypatch):
+    """Broker 2 took records up to 3 (HW 1); its next fetch (offset 3) was counted by the leader, whose
+    HW stayed 2 (broker 3 lagged), so the leader logged nothing, and the answer was held (a long poll).
+    Broker 3's fetch then raised the HW to 3 (a line); broker 2 checkpointed HW 1 and logged its half
+    (HW 3) after it. In the model broker 2's Fetch came first: its checkpoint goes before the leader's
+    line, and its log end and HW are not held across that line (the model's broker 2 has HW 2 there)."""
+    lines = [
+        _sl("controller-1", 1, 1, "observation", None, _isr(1, 2, 3), role="controller"),
+        _sl("broker-1", 5, 10, "observation", ("Fetch", (2, 0)), _rep(1, 3, 2, "leader")),
+        _sl("broker-2", 4, 11, "observation", ("Fetch", (2, 0)), _rep(2, 3, 1)),
+        _sl("broker-3", 4, 12, "observation", ("Fetch", (3, 0)), _rep(3, 3, 2)),
+        _sl("broker-1", 6, 20, "observation", ("Fetch", (3, 0)), _rep(1, 3, 3, "leader")),  # HW 2 -> 3
+        _sl("broker-2", 5, 22, "action", ("CheckpointHighWatermark", (2, 0)), _rep(2, 3, 1)),
+        _sl("broker-2", 6, 23, "observation", ("Fetch", (2, 0)), _rep(2, 3, 3)),
+    ]
+    out, changed = selflog._checkpoints_before_fetch(lines)
+    assert changed == 1
+    assert [(x.process, x.seq) for x in out] == [("controller-1", 1), ("broker-1", 5), ("broker-2", 4), ("broker-3", 4),
+                                                 ("broker-2", 5), ("broker-1", 6), ("broker-2", 6)]
+    leader_line = out[5]
+    assert leader_line.counted == (2,) and out[4].t == 20
+    held = {"replicas[1,0].hw": 2, "replicas[1,0].leo": 3, "replicas[2,0].leo": 3, "replicas[2,0].hw": 1}
+    facts = _with_held(leader_line, held)
+    assert "replicas[2,0].hw" not in facts and "replicas[2,0].leo" not in facts
+    # not in the ISR: the HW did not wait for it, nothing is implied
+    out, _ = selflog._checkpoints_before_fetch([_sl("controller-1", 1, 1, "observation", None, _isr(1, 3),
+                                                    role="controller")] + lines[1:])
+    assert out[5].counted == () and [(x.process, x.seq) for x in out][4:6] == [("broker-1", 6), ("broker-2", 5)]
+    # its log does not reach the new HW, or it follows another leader epoch: nothing is implied either
+    for other in (_rep(2, 2, 1), _rep(2, 3, 1, epoch=1)):
+        changed_lines = lines[:2] + [dataclasses.replace(lines[2], facts=other)] + lines[3:]
+        assert selflog._checkpoints_before_fetch(changed_lines)[0][5].counted == ()
+
+    # the torture run (--seed 10 --duration 6 --generation kip-320 --min-isr 2) that failed so: it
+    # validates, and not without the rule
+    run = _saved("leader-hw-after-an-unlogged-counted-fetch", tmp_path)
+    _, r = validate_selflogs([run])
+    assert r.ok, f"{r.reason} {r.details}"
+    monkeypatch.setattr(selflog, "_counted_unlogged", lambda ln, p, followers: [])
+    _, r = validate_selflogs([run])
+    assert not r.ok and r.reason.startswith("broker-3 seq 98 ") and "replicas[3,0].hw" in r.reason, r.reason
+
+
+def test_a_late_follower_half_goes_back_across_a_controller_failover_not_across_a_crash():
+    """Broker 2 was paused with the leader's answer (log end 3, HW 2) in its socket; meanwhile the
+    launcher killed the active controller; broker 2 read the answer after. The leader's state proves
+    the answer was sent before (its HW was 3 by the failover): the half goes back before the leader's
+    line after which it would no longer answer so. A crash of another broker in between is still a
+    barrier (it is no step a fetch commutes with in general)."""
+    lines = [
+        _sl("broker-1", 5, 10, "action", ("Produce", (1, 0)), _rep(1, 3, 2, "leader")),
+        _sl("broker-2", 4, 11, "observation", ("Fetch", (2, 0)), _rep(2, 2, 2)),
+        _sl("broker-1", 6, 20, "observation", ("Fetch", (3, 0)), _rep(1, 3, 3, "leader")),
+        _sl("launcher", 1, 30, "action", ("ControllerFailover", ()), {}, role="launcher"),
+        _sl("broker-2", 5, 40, "observation", ("Fetch", (2, 0)), _rep(2, 3, 2)),
+    ]
+    out, moved = _unlogged_answers_in_place(lines)
+    assert moved == 1
+    assert [(x.process, x.seq) for x in out] == [("broker-1", 5), ("broker-2", 4), ("broker-2", 5), ("broker-1", 6),
+                                                 ("launcher", 1)]
+    crash = lines[:3] + [_sl("launcher", 1, 30, "action", ("Crash", (3,)), {"brokers[3].alive": False},
+                             role="launcher")] + lines[4:]
+    assert _unlogged_answers_in_place(crash) == (crash, 0)
+
+
+def test_a_leader_isr_write_no_line_shows_is_a_shrink_of_the_leader_that_never_heard_of_it():
+    """The leader (broker 1) wrote ISR [1, 2, 3] at version 3 (logged), then, cut from the store, had a
+    shrink committed that it never heard of (version 4, no line); the controller's election shows
+    version 5. A ShrinkIsr of broker 1 (the follower left to the model) goes just before that line;
+    a version logged next, or three past, adds nothing."""
+    def part(v: int, leader: int = 1, isr=(1, 2, 3), epoch: int = 0) -> dict:
+        return {"partitions[0].leader": leader, "partitions[0].isr": list(isr), "partitions[0].leader_epoch": epoch,
+                "partitions[0].zk_version": v}
+    lines = [
+        _sl("broker-1", 7, 10, "observation", ("Fetch", None), part(3)),
+        _sl("launcher", 1, 20, "action", ("ExpireSession", (1,)), {}, role="launcher"),
+        _sl("controller-1", 3, 30, "observation", None, part(5, 3, (3,), 1), role="controller"),
+    ]
+    out, added = selflog._shrinks_unanswered(lines)
+    assert added == 1 and [(x.process, x.action) for x in out] == [
+        ("broker-1", ("Fetch", None)), ("launcher", ("ExpireSession", (1,))), ("broker-1", ("ShrinkIsr", None)),
+        ("controller-1", None)]
+    assert out[2].t == 30 and out[2].kind == "action" and out[2].facts == {} and "version 5" in out[2].note
+    for v in (4, 6):
+        same = lines[:2] + [dataclasses.replace(lines[2], facts=part(v, 3, (3,), 1))]
+        assert selflog._shrinks_unanswered(same) == (same, 0)
+
+
+def test_a_delayed_fetch_request_counted_after_its_follower_moved_on_goes_before_that_move():
+    """Broker 2 (log end 4) fetched from the leader of epoch 0, broker 1, cut from the others; the
+    controller made broker 2 leader of epoch 1 (its DeliverRequest line); then broker 1 counted the
+    late request and raised its HW (its half). The request was sent before broker 2's line, and broker
+    1 logged nothing since: its half goes just before that line. A line of broker 1 in between, or a
+    crash, keeps it in place."""
+    lines = [
+        _sl("broker-1", 5, 10, "action", ("Produce", (1, 0)), _rep(1, 4, 3, "leader")),
+        _sl("broker-2", 4, 11, "observation", ("Fetch", (2, 0)), _rep(2, 4, 3)),
+        _sl("launcher", 1, 15, "action", ("ControllerFailover", ()), {}, role="launcher"),
+        _sl("broker-2", 5, 20, "observation", ("DeliverRequest", (2,)), _rep(2, 4, 3, "leader", 1)),
+        _sl("broker-1", 6, 30, "observation", ("Fetch", (2, 0)), _rep(1, 4, 4, "leader")),
+    ]
+    out, moved = selflog._stale_requests_in_place(lines)
+    assert moved == 1
+    assert [(x.process, x.seq) for x in out] == [("broker-1", 5), ("broker-2", 4), ("launcher", 1), ("broker-1", 6),
+                                                 ("broker-2", 5)]
+    assert out[3].t == 20 and "moved it to another leader epoch" in out[3].note
+    between = lines[:4] + [_sl("broker-1", 6, 25, "action", ("CheckpointHighWatermark", (1, 0)), _rep(1, 4, 3, "leader")),
+                           dataclasses.replace(lines[4], seq=7)]
+    assert selflog._stale_requests_in_place(between) == (between, 0)
+    crash = lines[:4] + [_sl("launcher", 2, 25, "action", ("Crash", (3,)), {"brokers[3].alive": False},
+                             role="launcher")] + lines[4:]
+    assert selflog._stale_requests_in_place(crash) == (crash, 0)
+    # the follower still follows that leader at that epoch: nothing to move
+    still = lines[:3] + [dataclasses.replace(lines[3], facts=_rep(2, 4, 3))] + lines[4:]
+    assert selflog._stale_requests_in_place(still) == (still, 0)
+
+
+def test_a_controller_failover_leaves_the_held_facts_a_crash_drops_its_brokers():
+    """The model's new controller changes no replica, so a follower that logs nothing across the
+    launcher's controller kill keeps its log end and HW; a crash, a session expiry or a controlled
+    shutdown drops those of the broker it names only."""
+    held = {"replicas[2,0].leo": 5, "replicas[2,0].hw": 4, "replicas[3,0].leo": 5, "replicas[3,0].hw": 5}
+    _with_held(_sl("launcher", 1, 1, "action", ("ControllerFailover", ()), {}, role="launcher"), held)
+    assert held == {"replicas[2,0].leo": 5, "replicas[2,0].hw": 4, "replicas[3,0].leo": 5, "replicas[3,0].hw": 5}
+    _with_held(_sl("launcher", 2, 2, "action", ("Crash", (2,)), {"brokers[2].alive": False}, role="launcher"), held)
+    assert held == {"replicas[3,0].leo": 5, "replicas[3,0].hw": 5}
+    _with_held(_sl("controller-1", 2, 3, "action", ("ControlledShutdown", (1, 3)), {}, role="controller"), held)
+    assert held == {}
+    held = {"replicas[3,0].leo": 5}
+    _with_held(_sl("launcher", 3, 4, "action", ("RequestReassignment", (0, [2, 3])), {}, role="launcher"), held)
+    assert held == {}
+
+
+def test_a_late_half_of_an_older_epoch_goes_back_past_its_leaders_newer_epoch():
+    """Broker 3, paused, read an answer of leader epoch 0 (log end 3, HW 2) after its leader, broker 1,
+    had been elected again at epoch 1 (a LeaderAndIsr) and appended: the answer comes from the epoch-0
+    run of broker 1's lines (under kip-320 an epoch-1 leader answers an epoch-0 fetch with no data), so
+    the half goes back before the leader's line that moved it to epoch 1 (torture seed 33)."""
+    lines = [
+        _sl("broker-1", 5, 10, "action", ("Produce", (1, 0)), _rep(1, 3, 2, "leader")),
+        _sl("broker-3", 4, 11, "observation", ("Fetch", (3, 0)), _rep(3, 2, 2)),
+        _sl("broker-1", 6, 20, "observation", ("DeliverRequest", (1,)), _rep(1, 3, 2, "leader", 1)),
+        _sl("broker-1", 7, 21, "action", ("Produce", (1, 0)), _rep(1, 4, 2, "leader", 1)),
+        _sl("broker-3", 5, 40, "observation", ("Fetch", (3, 0)), _rep(3, 3, 2)),
+    ]
+    out, moved = _unlogged_answers_in_place(lines)
+    assert moved == 1
+    assert [(x.process, x.seq) for x in out] == [("broker-1", 5), ("broker-3", 4), ("broker-3", 5), ("broker-1", 6),
+                                                 ("broker-1", 7)]
+    # no state of broker 1 at epoch 0 answers so (its log end was 2 then): it stays
+    never = [dataclasses.replace(lines[0], facts=_rep(1, 2, 2, "leader"))] + lines[1:]
+    assert _unlogged_answers_in_place(never) == (never, 0)

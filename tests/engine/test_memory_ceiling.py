@@ -3,7 +3,9 @@ ParallelChecker and simulate stop with ``limit_hit = "memory"`` and the incomple
 below it (or without it) they give their usual result.
 
 A ceiling of 1 byte is below any process's resident memory, so the first reading trips it; a
-ceiling of 1 TiB is never reached. Whether the search stops is decided by the ceiling alone.
+ceiling of 1 TiB is never reached. Whether the search stops is decided by the ceiling alone. The
+first reading comes before the first state is expanded (or the first walk taken) and the last
+after the search ended: a model smaller than ``CHECK_EVERY`` states must not finish unenforced.
 """
 from __future__ import annotations
 
@@ -33,12 +35,42 @@ def test_resident_bytes_reads_this_process_or_another():
     assert resident_bytes(2**22 + 12345) == 0  # no such process: 0, not an error
 
 
-def test_the_checker_stops_at_the_ceiling_after_the_first_reading():
+def test_the_checker_stops_at_the_ceiling_at_the_first_reading_before_any_expansion():
     full = Checker(_model(), max_memory=TIB).run()
     assert full.outcome == "success" and full.limit_hit is None and full.distinct_states > 2 * CHECK_EVERY
     cut = Checker(_model(), max_memory=1).run()
     assert cut.outcome == "incomplete" and cut.limit_hit == "memory"
-    assert CHECK_EVERY <= cut.distinct_states < 2 * CHECK_EVERY < full.distinct_states
+    assert cut.distinct_states == len(_model().init_states()) < full.distinct_states
+
+
+# replication alone: 289 states, fewer than one reading's interval
+SMALL = {"brokers": 3, "replication_factor": 3, "max_records": 2}
+
+
+def test_a_model_smaller_than_one_interval_is_still_held_to_the_ceiling():
+    small = build_model(from_mapping(SMALL))
+    assert Checker(small).run().distinct_states < CHECK_EVERY
+    cut = Checker(small, max_memory=1).run()
+    assert cut.outcome == "incomplete" and cut.limit_hit == "memory"
+    walks = simulate(small, seed=1, walks=2, max_depth=5, max_memory=1)
+    assert walks.outcome == "incomplete" and walks.limit_hit == "memory" and walks.walks == 0
+
+
+def test_the_ceiling_is_read_again_when_the_search_ends(monkeypatch):
+    """Memory grown past the ceiling during a search too short for a periodic reading is caught by
+    the reading at its end (the reading at its start passes here)."""
+    import isrcheck.engine.checker as checker_mod
+    import isrcheck.engine.simulate as simulate_mod
+
+    small = build_model(from_mapping(SMALL))
+    for mod in (checker_mod, simulate_mod):
+        readings = iter([0] + [TIB] * 10_000)
+        monkeypatch.setattr(mod, "resident_bytes", lambda pid=None, r=readings: next(r))
+    done = Checker(small, max_memory=1 << 30).run()
+    assert done.limit_hit == "memory" and done.outcome == "incomplete"
+    assert done.distinct_states == Checker(small).run().distinct_states  # the search itself finished
+    walks = simulate(small, seed=1, walks=2, max_depth=5, max_memory=1 << 30)
+    assert walks.limit_hit == "memory" and walks.outcome == "incomplete" and walks.walks == 2
 
 
 def test_the_parallel_checker_stops_at_the_ceiling_and_stops_its_workers():
@@ -58,4 +90,4 @@ def test_simulate_stops_at_the_ceiling():
     assert free.steps > 2 * CHECK_EVERY  # long enough for a reading
     cut = simulate(_model(), seed=1, walks=300, max_depth=50, max_memory=1)
     assert cut.outcome == "incomplete" and cut.limit_hit == "memory"
-    assert cut.walks < 300 and cut.steps >= CHECK_EVERY
+    assert cut.walks == 0 and cut.steps == 0  # the reading before the first walk

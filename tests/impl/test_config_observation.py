@@ -87,3 +87,15 @@ def test_the_validator_refuses_what_the_schema_forbids():
         with pytest.raises(ObservationError) as info:
             validate(bad)
         assert message in str(info.value)
+
+
+@pytest.mark.parametrize("raw, named", [
+    ({"isr_change": "alter-isr"}, "isr_change"),
+    ({"metadata_cache": True}, "metadata_cache"),
+], ids=["alter-isr", "metadata-cache"])
+def test_the_models_later_growths_are_refused_in_one_line_and_their_defaults_accepted(raw, named) -> None:
+    # the model's AlterIsr and metadata cache (specs/05) have no counterpart in the implementation
+    with pytest.raises(ConfigError, match=named) as e:
+        from_mapping(raw)
+    assert "\n" not in str(e.value)
+    from_mapping({"isr_change": "zookeeper", "metadata_cache": False})  # a model's full mapping names both

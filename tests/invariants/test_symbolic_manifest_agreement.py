@@ -51,12 +51,15 @@ NOT_COVERED: dict[str, str] = {
     "partial-fetch-isr-shrink": "the symbolic encoding does not cover partial fetches (max_fetch_records)",
     "partial-fetch-lossy-leader-kip-320":
         "the symbolic encoding does not cover partial fetches (max_fetch_records)",
-    # a deposed controller that abandons its reassignment: the encoding's stale steps always perform
-    "deposed-controller-reassignment-fenced-steps":
-        "the symbolic encoding does not cover fenced reassignment steps (fenced_reassignment_steps)",
-    # a running broker without a registration: the encoding ties registration to a running process
-    "session-expiry-kip-320":
-        "the symbolic encoding does not cover broker session expiries (faults.session_expiries)",
+    # the fixed sides of the history pairs on the model's later growths (specs/05: AlterIsr, metadata cache)
+    "history-kafka-13091-fixed": "the symbolic encoding does not cover ISR changes through the controller "
+                                 "(isr_change = \"alter-isr\")",
+    "history-kafka-12686-fixed": "the symbolic encoding does not cover ISR changes through the controller "
+                                 "(isr_change = \"alter-isr\")",
+    "history-kafka-14144-fixed": "the symbolic encoding does not cover ISR changes through the controller "
+                                 "(isr_change = \"alter-isr\")",
+    "history-kafka-4443-fixed": "the symbolic encoding does not cover the brokers' metadata cache (metadata_cache)",
+    "history-kafka-9212-fixed": "the symbolic encoding does not cover the brokers' metadata cache (metadata_cache)",
 }
 
 

@@ -21,6 +21,12 @@ def test_unknown_model_is_one_line(cli):
 def test_bad_options_are_one_line(cli, tmp_path):
     assert_one_line_error(cli("spark", "explore", "replication", "--resume"), "--resume needs --out")
     assert_one_line_error(cli("spark", "explore", "replication", "--set", "brokers=99"), "brokers")
+    # a bad master URL is refused before any level runs or a JVM starts
+    assert_one_line_error(cli("spark", "explore", "replication", "--master", "bogus"), "not a Spark master URL")
+    (tmp_path / "g.toml").write_text("[grid]\nbrokers = [2]\n")
+    assert_one_line_error(cli("spark", "sweep", "--grid", str(tmp_path / "g.toml"), "--master", "local[two]"),
+                          "not a Spark master URL")
+    assert_one_line_error(cli("spark", "explore", "replication", "--partitions", "0"), "--partitions")
 
 
 @pytest.mark.parametrize("text, fragment", [

@@ -39,7 +39,12 @@ def test_levels_are_stored_with_parent_links(tmp_path):
     levels = sorted(p.name for p in (store / "levels").iterdir())
     assert levels == ["00000", "00001", "00002", "00003"]
     t = pq.read_table(store / "levels" / "00002")
-    assert t.column_names == ["fingerprint", "parent", "prank", "aidx", "action", "depth", "rank", "state", "broken"]
+    assert t.column_names == ["fingerprint", "parent", "prank", "aidx", "action", "depth", "rank", "state", "broken",
+                              "key"]
+    # the key (initial index, then one action index per step) orders the level as the ranks do
+    keys = t.column("key").to_pylist()
+    assert all(len(k) == 4 + 2 * 2 for k in keys)
+    assert sorted(range(len(keys)), key=keys.__getitem__) == sorted(range(len(keys)), key=t.column("rank").to_pylist().__getitem__)
     parents = set(pq.read_table(store / "levels" / "00001").column("fingerprint").to_pylist())
     assert set(t.column("parent").to_pylist()) <= parents
     assert sum(x.new for x in res.levels) == 1 + 5 + 13 + 33

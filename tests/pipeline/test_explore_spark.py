@@ -19,11 +19,30 @@ def test_violation_found_on_spark_equals_the_checker(spark_session, tmp_path):
     assert res.result.outcome == "safety_failure"
 
 
-def test_anti_join_path_equals_the_checker(spark_session, tmp_path):
-    """With no broadcast of the visited set, Spark drops old states with an anti-join."""
-    res = explorer("lossy-undetected-restart", tmp_path / "run", spark_threshold=9, broadcast_limit=0,
-                   session=LazySession()).run()
+def test_sharded_levels_equal_the_checker_and_stay_on_disk(spark_session, tmp_path):
+    """Three shards, every level after the first few on Spark: each Spark level is one job, its
+    states are one Parquet file per shard and its seen sets one sorted array per shard, which
+    together hold every state visited so far (nothing of it went through the driver)."""
+    import numpy as np
+    import pyarrow.parquet as pq
+
+    from isrcheck.pipeline.shards import shard_of
+
+    out = tmp_path / "run"
+    res = explorer("lossy-undetected-restart", out, spark_threshold=9, partitions=3, session=LazySession()).run()
     assert_same(res.result, checker("lossy-undetected-restart"))
+    spark = [x for x in res.levels if x.engine == "spark"]
+    assert spark and all(x.jobs == 1 for x in spark)
+    last = out / "levels" / f"{spark[-1].depth:05d}"
+    assert sorted(p.name for p in last.iterdir()) == [
+        "_seen-00000.npy", "_seen-00001.npy", "_seen-00002.npy",
+        "part-00000.parquet", "part-00001.parquet", "part-00002.parquet"]
+    seen = [np.load(last / f"_seen-{p:05d}.npy") for p in range(3)]
+    assert sum(len(a) for a in seen) == spark[-1].visited
+    for p, a in enumerate(seen):
+        assert (np.diff(a) > 0).all() and (shard_of(a, 3) == p).all()
+        fps = pq.read_table(last / f"part-{p:05d}.parquet").column("fingerprint").to_numpy()
+        assert (shard_of(fps, 3) == p).all() and np.isin(fps, a).all()
 
 
 def test_hybrid_success_resumed_across_spark_levels(spark_session, tmp_path):
@@ -33,12 +52,11 @@ def test_hybrid_success_resumed_across_spark_levels(spark_session, tmp_path):
     ex = explorer("replication", out, spark_threshold=50, stop_after_levels=11, session=LazySession())
     first = ex.run()
     assert not first.finished and [x.engine for x in first.levels][-1] == "spark"
-    # a level that goes on costs two Spark jobs (the expansion's counts, the write); the shared
-    # session's settings are restored afterwards
+    # a level that goes on costs one Spark job (expansion, shuffle by fingerprint, dedup and write)
     from isrcheck.pipeline.explore_spark import level_group
 
-    assert len(spark_session.sparkContext.statusTracker().getJobIdsForGroup(level_group(10, ex.run_id))) == 2
-    assert spark_session.conf.get("spark.sql.adaptive.enabled") == "true"
+    assert len(spark_session.sparkContext.statusTracker().getJobIdsForGroup(level_group(10, ex.run_id))) == 1
+    assert first.levels[-1].jobs == 1
     (out / "levels" / "00011.staging").mkdir()  # an interrupted Spark write
     second = explorer("replication", out, spark_threshold=50, resume=True, session=LazySession()).run()
     assert second.finished

@@ -3,12 +3,11 @@ from __future__ import annotations
 
 import gc
 
-import pyarrow as pa
 import pytest
 
 from isrcheck.inputs import manifest
 from isrcheck.model.statecodec import kafka_state_codec
-from isrcheck.pipeline.explore_spark import expand_arrow
+from isrcheck.pipeline.explore_spark import ShardContext, expand_shard
 from isrcheck.pipeline.levels import gc_paused
 from isrcheck.pipeline.spec import ModelSpec
 
@@ -38,10 +37,12 @@ def test_restored_after_an_error_and_left_off_when_it_was_off(gc_on) -> None:
     assert not gc.isenabled()
 
 
-def test_a_worker_batch_runs_paused_and_the_collector_is_back_between_batches(gc_on, monkeypatch) -> None:
-    """expand_arrow pauses the collector for each batch (decoding and expanding) and gives it back
-    before handing the batch's rows to Spark."""
+def test_a_worker_batch_runs_paused_and_the_collector_is_back_between_batches(gc_on, monkeypatch, tmp_path) -> None:
+    """A Spark level's map task pauses the collector for each batch (decoding and expanding) and
+    gives it back before handing the batch's successors to Spark."""
     import isrcheck.pipeline.explore_spark as ex
+    from isrcheck.pipeline.shards import initial_key
+    from isrcheck.pipeline.store import RunStore
 
     seen: list[bool] = []
     real_expand = ex.expand
@@ -51,15 +52,21 @@ def test_a_worker_batch_runs_paused_and_the_collector_is_back_between_batches(gc
         return real_expand(*args, **kwargs)
 
     monkeypatch.setattr(ex, "expand", watching_expand)
+    monkeypatch.setattr(ex, "BATCH_ROWS", 1)
     spec = ModelSpec.of("replication", manifest.get("replication").config, None)
     model = spec.build()
     s0 = model.init_states()[0]
     codec = kafka_state_codec()
-    batch = pa.RecordBatch.from_pydict({"fingerprint": [model.fingerprint(s0)], "rank": [0],
-                                        "state": [codec.encode(s0)]})
+    store = RunStore(tmp_path / "run")
+    store.levels_dir.mkdir(parents=True)
+    fp = model.fingerprint(s0)
+    store.write_level(0, {"fingerprint": [fp, fp], "parent": [None, None], "prank": [None, None],
+                          "aidx": [None, None], "action": [None, None], "depth": [0, 0], "rank": [0, 1],
+                          "state": [codec.encode(s0)] * 2, "broken": [[], []], "key": [initial_key(0), initial_key(1)]})
+    ctx = ShardContext(spec.to_json(), 0, 1, str(store.level_dir(0)), str(tmp_path / "staging"), None, [], [])
     outs = []
-    for out in expand_arrow(spec.to_json(), [], None, iter([batch, batch])):
-        outs.append(out)
-        assert gc.isenabled()
+    for dest, (kind, _payload) in expand_shard(ctx, 0):
+        outs.append(kind)
+        assert gc.isenabled() and dest == 0
     assert seen == [False, False]
-    assert all(o.num_rows > 0 for o in outs)
+    assert outs == ["rows", "rows", "summary"]

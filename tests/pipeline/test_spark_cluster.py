@@ -19,7 +19,7 @@ from isrcheck.model.config import from_mapping
 
 pytestmark = [pytest.mark.spark, pytest.mark.cluster]
 
-MASTER = "local-cluster[2,1,1024]"  # 2 workers, 1 core and 1 GiB each
+MASTER = "local-cluster[2,1,2048]"  # 2 workers, 1 core and 2 GiB each
 
 
 def test_explore_and_sweep_on_a_local_cluster(tmp_path):
@@ -30,12 +30,14 @@ def test_explore_and_sweep_on_a_local_cluster(tmp_path):
         ["spark", "explore", "unclean-election", "--master", MASTER, "--spark-threshold", "0", "--out",
          str(tmp_path / "run"), "--json"],
         ["spark", "sweep", "--grid", str(grid), "--master", MASTER, "--json"],
+        ["spark", "explore", "clean-election", "--master", MASTER, "--spark-threshold", "0", "--out",
+         str(tmp_path / "run2"), "--json"],
     ]
     proc = subprocess.run([sys.executable, str(Path(__file__).with_name("cluster_run.py")), MASTER,
                            *[json.dumps(c) for c in commands]], capture_output=True, text=True, timeout=600,
                           cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr[-3000:]
-    (code_e, out_e, err_e), (code_s, out_s, err_s) = json.loads(proc.stdout.splitlines()[-1])
+    (code_e, out_e, err_e), (code_s, out_s, err_s), (code_c, out_c, err_c) = json.loads(proc.stdout.splitlines()[-1])
 
     e = manifest.get("unclean-election")
     want = Checker(build_model(e.config, symmetry=e.symmetry)).run()
@@ -47,6 +49,18 @@ def test_explore_and_sweep_on_a_local_cluster(tmp_path):
         (want.outcome, want.distinct_states, want.depth, want.transitions)
     assert [(v["property"], v["length"]) for v in got["violations"]] == \
         [(v.property, v.length) for v in want.violations]
+
+    # a model that holds (2,954 states, 20-odd levels): every level on the two executors, one
+    # Spark job each, and the Checker's counts
+    c = manifest.get("clean-election")
+    want_c = Checker(build_model(c.config, symmetry=c.symmetry)).run()
+    assert code_c == 0, err_c
+    got_c = json.loads(out_c)
+    assert got_c["spark"] == {"master": MASTER, "executors": 2}
+    assert got_c["spark_levels"] == len(got_c["levels"]) - 1
+    assert all(lv["jobs"] == 1 for lv in got_c["levels"] if lv["engine"] == "spark")
+    assert (got_c["outcome"], got_c["distinct_states"], got_c["depth"], got_c["transitions"], got_c["coverage"]) == \
+        (want_c.outcome, want_c.distinct_states, want_c.depth, want_c.transitions, want_c.coverage)
 
     assert code_s == 0, err_s
     sweep = json.loads(out_s)

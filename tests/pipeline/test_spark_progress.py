@@ -53,6 +53,7 @@ def test_explore_prints_its_levels_on_a_pipe(cli, tmp_path):
     res = cli("spark", "explore", "unclean-election", "--out", str(tmp_path / "run"))
     levels = [x for x in res.stderr.splitlines() if x.startswith("level ")]
     assert levels and re.match(r"level +0 \[", levels[0]), res.stderr
+    assert all(re.search(r" [\d,]+ states/s$", x) for x in levels), levels  # the rate of every level
     res = cli("spark", "explore", "unclean-election", "--out", str(tmp_path / "run2"), "--json")
     assert any(x.startswith("level ") for x in res.stderr.splitlines())  # piped: with --json too
 
@@ -73,3 +74,24 @@ def test_a_spark_command_on_a_pipe_runs_under_a_heartbeat(cli, spark_session, mo
     res = cli("spark", "swarm", "unclean-election", "--walks", "10", "--tasks", "2", "--max-depth", "10")
     assert res.exit_code in (0, 1), res.output
     assert entered == [("spark swarm", 2.0)]
+
+
+def test_explore_heartbeat_between_level_lines(monkeypatch, capsys):
+    """A wide level can take minutes: on a pipe a line every ISRCHECK_PROGRESS_SECONDS says how
+    long it has run, in-process until Spark has started, then the active stages' task counts."""
+    import time
+
+    from isrcheck.commands.spark import _level_heartbeat
+
+    monkeypatch.setenv("ISRCHECK_PROGRESS_SECONDS", "0.5")
+    session = SimpleNamespace(current=None)
+    with _level_heartbeat(session, True):
+        time.sleep(1.2)
+        session.current = FAKE
+        time.sleep(1.2)
+    with _level_heartbeat(session, False):  # a terminal: nothing
+        time.sleep(0.7)
+    lines = capsys.readouterr().err.splitlines()
+    assert lines[0].endswith("in-process") and lines[-1].endswith("stage 3: 5/8 tasks"), lines
+    assert all(re.fullmatch(r"spark explore: \d+ s  (in-process|stage 3: 5/8 tasks)", x) for x in lines), lines
+    assert 3 <= len(lines) <= 5

@@ -1,0 +1,252 @@
+"""The runs of issue 32 (bigger bounds) with time, peak memory and bytes per state, and their ratios.
+
+    .venv/bin/python benchmarks/bench_scale.py            # the issue's sizes (minutes: 7-15 M states)
+    .venv/bin/python benchmarks/bench_scale.py --quick    # scaled-down runs of the same shape (seconds)
+    .venv/bin/python benchmarks/bench_scale.py --only liveness,checkpoint --json scale.json
+
+Each run is ``isrcheck check ... --json`` in a child process, as a user would type it: its wall
+time is measured around the child, its states and verdict come from its JSON. Memory is measured
+two ways, both honest about what they miss: ``peak MiB`` is the largest resident set of one process
+of the run (``os.wait4``'s ``ru_maxrss``: the child, or its largest worker), and ``tree MiB`` the
+largest sum of the resident sets of the child and its workers, sampled every 0.2 s from /proc (a
+table shared between processes is counted once per process that touched it, so it can overstate;
+a peak shorter than the sampling interval can be missed). ``B/state`` is ``tree MiB`` over the
+distinct states.
+
+Why these rows (issue 32's targets): liveness against safety on the same space (the target is at
+most 1.5x the time and 2x the memory), the four-broker configuration, the public specification's
+transcription against TLC 2.20's figures from one run on this machine kind (the reference's
+README, ``../shared/reference/kafka-specification``: the ratio is isrcheck's states/s over TLC's),
+and a checkpointed run against the same run without (the target: under 10% more time). The load
+average is printed: figures from a loaded machine are not comparable.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+#: TLC 2.20 on this machine kind, 2 workers, one run side by side with isrcheck (issue 32; the
+#: reference's README): (states, seconds)
+TLC = {
+    ("kip-320", 3, False): (9_985_570, 534.0),
+    ("kip-320", 3, True): (1_665_204, 94.3),
+    ("truncate-to-hw", 3, True): (6_655_713, 414.0),
+}
+
+KIP320 = "leader-crash-kip-320"
+BIG = ["--set", "max_records=3", "--set", "faults.crashes=2"]
+FOUR = ["--set", "brokers=4", "--set", "replication_factor=3", "--set", "max_records=3", "--set", "faults.crashes=2"]
+
+
+@dataclass
+class Run:
+    """One row: a label, the group whose ratios it joins, and the arguments of ``isrcheck check``."""
+
+    label: str
+    group: str
+    args: list[str]
+    tlc: tuple[str, int, bool] | None = None
+    checkpoint: bool = False
+    figures: dict[str, Any] = field(default_factory=dict)
+
+
+def runs(quick: bool) -> list[Run]:
+    """The issue's runs, or (``quick``) the same shapes on spaces small enough for seconds."""
+    if quick:
+        return [
+            Run("safety (clean-election, 2 workers)", "liveness", ["clean-election", "--workers", "2", "--no-liveness"]),
+            Run("with liveness (pinned)", "liveness", ["clean-election", "--workers", "2"]),
+            Run("4 brokers, rf 3, 1 record, 1 crash", "brokers", [KIP320, "--set", "brokers=4", "--set",
+                                                                  "replication_factor=3", "--set", "max_records=1",
+                                                                  "--no-liveness", "--workers", "2"]),
+            Run("peer kip-320, 2 replicas", "peer", ["--peer", "kip-320", "--replicas", "2", "--property",
+                                                     "StrongIsr", "--workers", "2"]),
+            Run("peer kip-320, 2 replicas, symmetry", "peer", ["--peer", "kip-320", "--replicas", "2", "--symmetry",
+                                                               "--property", "StrongIsr", "--workers", "2"]),
+            Run("plain (replication, 1 process)", "checkpoint", ["replication", "--no-liveness"]),
+            Run("--checkpoint, every level", "checkpoint", ["replication", "--no-liveness", "--checkpoint-every", "0"],
+                checkpoint=True),
+        ]
+    return [
+        Run("safety (kip-320 records 3 crashes 2, 2 workers)", "liveness", [KIP320, *BIG, "--workers", "2",
+                                                                            "--no-liveness"]),
+        Run("with liveness (pinned)", "liveness", [KIP320, *BIG, "--workers", "2"]),
+        Run("4 brokers, 2 workers", "brokers", [KIP320, *FOUR, "--workers", "2", "--no-liveness"]),
+        Run("4 brokers, 1 process", "brokers", [KIP320, *FOUR, "--no-liveness"]),
+        Run("peer kip-320, 3 replicas", "peer", ["--peer", "kip-320", "--replicas", "3", "--property", "StrongIsr",
+                                                 "--workers", "2"], tlc=("kip-320", 3, False)),
+        Run("peer kip-320, 3 replicas, symmetry", "peer", ["--peer", "kip-320", "--replicas", "3", "--symmetry",
+                                                           "--property", "StrongIsr", "--workers", "2"],
+            tlc=("kip-320", 3, True)),
+        Run("peer truncate-to-hw, 3 replicas, symmetry", "peer", ["--peer", "truncate-to-hw", "--replicas", "3",
+                                                                  "--symmetry", "--property", "TypeOk", "--workers",
+                                                                  "2"], tlc=("truncate-to-hw", 3, True)),
+        Run("plain (kip-320 records 3 crashes 2, 1 process)", "checkpoint", [KIP320, *BIG, "--no-liveness"]),
+        Run("--checkpoint (every 60 s, the default)", "checkpoint", [KIP320, *BIG, "--no-liveness"], checkpoint=True),
+    ]
+
+
+# ---------------------------------------------------------------------- measuring
+def _tree_rss(pid: int) -> int:
+    """The resident bytes of ``pid`` and its descendants, from /proc (0 once it is gone)."""
+    total = 0
+    todo = [pid]
+    while todo:
+        p = todo.pop()
+        try:
+            with open(f"/proc/{p}/status", encoding="ascii", errors="replace") as f:
+                for line in f:
+                    if line.startswith("VmRSS:"):
+                        total += int(line.split()[1]) * 1024
+                        break
+            with open(f"/proc/{p}/task/{p}/children", encoding="ascii") as f:
+                todo.extend(int(c) for c in f.read().split())
+        except (OSError, ValueError):
+            continue
+    return total
+
+
+def measure(run: Run, timeout: float | None) -> dict[str, Any]:
+    """Run one ``isrcheck check`` child; its figures (or ``error`` with why it failed)."""
+    workdir = tempfile.mkdtemp(prefix="bench-scale-")
+    args = [sys.executable, "-m", "isrcheck", "check", *run.args, "--json"]
+    if run.checkpoint:
+        args += ["--checkpoint", os.path.join(workdir, "ck")]
+    out_path = os.path.join(workdir, "out.json")
+    err_path = os.path.join(workdir, "err.txt")
+    peak_tree = 0
+    try:
+        with open(out_path, "wb") as out, open(err_path, "wb") as err:
+            began = time.perf_counter()
+            child = subprocess.Popen(args, stdout=out, stderr=err)
+            done = threading.Event()
+
+            def sample() -> None:
+                nonlocal peak_tree
+                while not done.wait(0.2):
+                    peak_tree = max(peak_tree, _tree_rss(child.pid))
+
+            sampler = threading.Thread(target=sample, daemon=True)
+            sampler.start()
+            status, usage = _wait(child, timeout)
+            seconds = time.perf_counter() - began
+            done.set()
+            sampler.join()
+        if status is None:
+            return {"error": f"took more than {timeout:g} s (--timeout)"}
+        try:
+            with open(out_path, encoding="utf-8") as f:
+                d = json.load(f)
+        except ValueError:
+            return {"error": f"exit status {status}, no JSON"}
+        ck = os.path.join(workdir, "ck", "snapshot.isrc")
+        with open(err_path, encoding="utf-8", errors="replace") as f:
+            said = [ln.strip() for ln in f if ln.startswith("checkpoint: ")]
+        return {"seconds": seconds, "engine_seconds": d.get("seconds"), "states": d.get("distinct_states"),
+                "outcome": d.get("outcome"), "exit_status": status, "peak_bytes": usage.ru_maxrss * 1024,
+                "tree_bytes": max(peak_tree, usage.ru_maxrss * 1024),
+                "snapshot_bytes": os.path.getsize(ck) if os.path.exists(ck) else None,
+                "checkpoint_line": said[-1] if said else None}
+    finally:
+        shutil.rmtree(workdir, ignore_errors=True)
+
+
+def _wait(child: subprocess.Popen[bytes], timeout: float | None) -> tuple[int | None, Any]:
+    """The child's exit status and its own resource usage (``os.wait4``, not this process's
+    cumulative RUSAGE_CHILDREN, so that one row's peak is not an earlier row's); None on timeout."""
+    deadline = None if timeout is None else time.monotonic() + timeout
+    while True:
+        pid, status, usage = os.wait4(child.pid, os.WNOHANG)
+        if pid:
+            child.returncode = os.waitstatus_to_exitcode(status)
+            return child.returncode, usage
+        if deadline is not None and time.monotonic() > deadline:
+            child.kill()
+            _, status, usage = os.wait4(child.pid, 0)
+            child.returncode = os.waitstatus_to_exitcode(status)
+            return None, usage
+        time.sleep(0.05)
+
+
+# ---------------------------------------------------------------------- the table
+def mib(n: float | None) -> str:
+    return "-" if not n else f"{n / 2**20:,.0f}"
+
+
+def table(rows: list[Run]) -> list[str]:
+    """The table: one line per run, the ratio to the first run of its group (time and memory),
+    and TLC's states/s ratio for the peer rows."""
+    head = f"{'run':<50} {'states':>11} {'seconds':>8} {'peak MiB':>8} {'tree MiB':>8} {'B/state':>8} " \
+           f"{'x time':>6} {'x mem':>6} {'vs TLC':>7}"
+    lines = [head, "-" * len(head)]
+    first: dict[str, dict[str, Any]] = {}
+    for r in rows:
+        f = r.figures
+        if "error" in f:
+            lines.append(f"{r.label:<50} failed: {f['error']}")
+            continue
+        base = first.setdefault(r.group, f)
+        x_time = f"{f['seconds'] / base['seconds']:.2f}" if base is not f else "1.00"
+        x_mem = f"{f['tree_bytes'] / base['tree_bytes']:.2f}" if base is not f and base["tree_bytes"] else "1.00"
+        per_state = f"{f['tree_bytes'] / f['states']:,.0f}" if f.get("states") else "-"
+        vs = "-"
+        if r.tlc is not None and r.tlc in TLC and f.get("states"):
+            tlc_states, tlc_seconds = TLC[r.tlc]
+            vs = f"{(f['states'] / f['seconds']) / (tlc_states / tlc_seconds):.1f}x"
+        states = f"{f['states']:,}" if f.get("states") is not None else "-"
+        lines.append(f"{r.label:<50} {states:>11} {f['seconds']:>8.1f} {mib(f['peak_bytes']):>8} "
+                     f"{mib(f['tree_bytes']):>8} {per_state:>8} {x_time:>6} {x_mem:>6} {vs:>7}")
+        if r.checkpoint and f.get("snapshot_bytes"):
+            # the wall-clock difference is at the mercy of the load; the run's own account of the
+            # time spent writing snapshots (its stderr line) is not
+            lines.append(f"{'':<50} wall clock {100 * (f['seconds'] / base['seconds'] - 1):+.1f}% against the "
+                         f"plain run; {f.get('checkpoint_line') or 'no checkpoint line'}")
+    return lines
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0],
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--quick", action="store_true", help="scaled-down runs of the same shapes (seconds)")
+    ap.add_argument("--only", metavar="GROUPS", help="comma-separated groups: liveness, brokers, peer, checkpoint")
+    ap.add_argument("--timeout", type=float, default=None, help="seconds allowed to one run")
+    ap.add_argument("--json", metavar="FILE", help="also write every figure to FILE")
+    args = ap.parse_args(argv)
+    chosen = runs(args.quick)
+    if args.only:
+        groups = {g.strip() for g in args.only.split(",") if g.strip()}
+        unknown = groups - {r.group for r in chosen}
+        if unknown:
+            print(f"error: --only: no group {', '.join(sorted(unknown))} (liveness, brokers, peer, checkpoint)",
+                  file=sys.stderr)
+            return 2
+        chosen = [r for r in chosen if r.group in groups]
+    load_start = os.getloadavg()[0]
+    print(f"# bench-scale{' --quick' if args.quick else ''}: {len(chosen)} runs, load average {load_start:.2f}, "
+          f"{os.cpu_count()} CPUs, {sys.executable}")
+    for r in chosen:
+        r.figures = measure(r, args.timeout)
+        print(f"#   {r.label}: " + (r.figures.get("error") or
+                                    f"{r.figures['states']:,} states in {r.figures['seconds']:.1f} s"), flush=True)
+    print()
+    for line in table(chosen):
+        print(line)
+    print(f"# load average at the start {load_start:.2f}, at the end {os.getloadavg()[0]:.2f} "
+          "(figures are only comparable on an otherwise idle machine)")
+    if args.json:
+        with open(args.json, "w", encoding="utf-8") as f:
+            json.dump([{"label": r.label, "group": r.group, "args": r.args, **r.figures} for r in chosen], f, indent=2)
+    return 0 if all("error" not in r.figures for r in chosen) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

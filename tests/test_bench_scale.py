@@ -1,0 +1,35 @@
+"""benchmarks/bench_scale.py (``make bench-scale``) works: its --quick form, on the checkpoint group
+only (two ``check`` children of 289 states: seconds, most of it two interpreters starting), prints the table with the ratio
+and the load average and gives both runs the same state count. The full-size runs take minutes
+and are not run here; --only's refusal of an unknown group is one line with exit status 2.
+"""
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+SCRIPT = ROOT / "benchmarks" / "bench_scale.py"
+
+
+def test_quick_checkpoint_rows(tmp_path: Path) -> None:
+    out = tmp_path / "scale.json"
+    r = subprocess.run([sys.executable, str(SCRIPT), "--quick", "--only", "checkpoint", "--json", str(out)],
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "x time" in r.stdout and "load average at the start" in r.stdout
+    assert "against the plain run; checkpoint: " in r.stdout and "snapshots written to" in r.stdout
+    rows = json.loads(out.read_text())
+    assert [row["group"] for row in rows] == ["checkpoint", "checkpoint"]
+    assert rows[0]["states"] == rows[1]["states"] == 289
+    assert rows[1]["snapshot_bytes"] > 0 and rows[0]["snapshot_bytes"] is None
+    assert all(row["tree_bytes"] >= row["peak_bytes"] > 0 for row in rows)
+
+
+def test_an_unknown_group_is_refused() -> None:
+    r = subprocess.run([sys.executable, str(SCRIPT), "--only", "nonsense"], capture_output=True, text=True,
+                       timeout=60)
+    assert r.returncode == 2
+    assert r.stderr.strip().splitlines() == ["error: --only: no group nonsense (liveness, brokers, peer, checkpoint)"]
