@@ -12,7 +12,11 @@ our state), and how this model stands to it (its *classification*):
   lacks);
 - ``out-of-scope``: no property of the model can tell the two rules apart; ``notes`` argues why.
 
-The file is data that the model (the ``reintroduce`` key's validation), the command line (the page
+A reproduced bug also says whether the reference implementation can put it back: ``impl`` names
+the switch at its decision point (impl/core/config.py accepts the bug in ``reintroduce``), or
+``impl_lacks`` names the mechanism it lacks (read into that key's one-line refusal); exactly one.
+
+The file is data that the model (the ``reintroduce`` key's validation), the implementation (its own), the command line (the page
 specs/12-history.md) and the tests read alike; this module loads and checks it, and imports nothing
 from the project outside this package. Whether the pairs exist and the pre-fix rules are
 implemented is checked against the manifest and model/history.py by tests/model/test_bug_history.py.
@@ -27,14 +31,15 @@ from typing import Any
 from . import listed_once, load
 from .protocol import TRAIT_NAMES
 
-__all__ = ["CLASSIFICATIONS", "FAMILIES", "Bug", "HistoryError", "bug", "load_history", "reproduced"]
+__all__ = ["CLASSIFICATIONS", "FAMILIES", "Bug", "HistoryError", "bug", "in_impl", "load_history", "reproduced"]
 
 FILE = "history.toml"
 CLASSIFICATIONS = ("reproduced", "pending", "finer", "out-of-scope")
 FAMILIES = ("controller", "isr", "hw", "epochs", "reassignment")
 _REQUIRED = ("id", "family", "title", "classification", "symptom", "pre_fix", "fixed", "commit", "versions",
              "mechanism", "notes")
-_OPTIONAL = ("property", "models", "requires", "expected_property", "proposed_config", "expected_counterexample")
+_OPTIONAL = ("property", "models", "requires", "expected_property", "proposed_config", "expected_counterexample",
+             "impl", "impl_lacks")
 #: the configuration keys a ``requires`` table may name besides the generation's traits
 REQUIRABLE_KEYS = ("unclean_leader_election", "acks", "controller_connections", "fenced_controller_writes",
                    "detect_restarts", "hw_checkpoint", "failover_offline_replicas", "stale_controller", "isr_change",
@@ -69,6 +74,8 @@ class Bug:
     expected_property: str | None = None  # not reproduced: the property expected to catch it
     proposed_config: str | None = None  # not reproduced: a sketch of the configuration expected to show it
     expected_counterexample: str | None = None
+    impl: str | None = None  # reproduced, and put back by the implementation too: where its switch is
+    impl_lacks: str | None = None  # reproduced, model only: the mechanism the implementation lacks
 
 
 def _parse(raw: Any, index: int) -> Bug:
@@ -112,13 +119,21 @@ def _parse(raw: Any, index: int) -> Bug:
                                f"{', '.join(REQUIRABLE_KEYS)}")
         if isinstance(v, (dict, list)):
             raise HistoryError(f"{where}: requires.{k} must be a single value")
-    for k in ("expected_property", "proposed_config", "expected_counterexample"):
-        if k in raw and not isinstance(raw[k], str):
-            raise HistoryError(f"{where}: {k} must be a string")
+    for k in ("expected_property", "proposed_config", "expected_counterexample", "impl", "impl_lacks"):
+        if k in raw and (not isinstance(raw[k], str) or not raw[k].strip()):
+            raise HistoryError(f"{where}: {k} must be a non-empty string")
+    # the implementation's side: every reproduced bug says whether impl/ puts it back (impl: where its
+    # switch is) or what impl/ lacks (impl_lacks: the refusal's reason), never both; the others neither
+    if cls == "reproduced" and ("impl" in raw) == ("impl_lacks" in raw):
+        raise HistoryError(f"{where}: a reproduced bug has exactly one of impl (the implementation's switch) "
+                           f"and impl_lacks (the mechanism the implementation lacks)")
+    if cls != "reproduced" and ("impl" in raw or "impl_lacks" in raw):
+        raise HistoryError(f"{where}: impl and impl_lacks belong to a reproduced bug only")
     return Bug(raw["id"], raw["family"], raw["title"], cls, raw["symptom"].strip(), raw["pre_fix"].strip(),
                raw["fixed"].strip(), raw["commit"], raw["versions"], raw["mechanism"], raw["notes"].strip(),
                prop, tuple(models) if models else None, tuple(sorted(requires.items())),  # type: ignore[arg-type]
-               raw.get("expected_property"), raw.get("proposed_config"), raw.get("expected_counterexample"))
+               raw.get("expected_property"), raw.get("proposed_config"), raw.get("expected_counterexample"),
+               raw.get("impl"), raw.get("impl_lacks"))
 
 
 @lru_cache(maxsize=1)
@@ -139,3 +154,8 @@ def bug(bug_id: str) -> Bug:
 def reproduced() -> tuple[Bug, ...]:
     """The bugs the model reproduces (``reintroduce`` accepts exactly these)."""
     return tuple(b for b in load_history() if b.classification == "reproduced")
+
+
+def in_impl() -> tuple[Bug, ...]:
+    """The reproduced bugs the reference implementation can put back too (their ``impl`` key)."""
+    return tuple(b for b in reproduced() if b.impl is not None)

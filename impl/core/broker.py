@@ -166,6 +166,12 @@ class BrokerCore:
         self.fenced = traits.fenced_by_leader_epoch  # fetches and epoch queries carry the leader epoch
         self.reconcile_on_epoch_change = traits.reconcile_on_epoch_change  # KAFKA-7164
         self.isr_join_needs_epoch_start = traits.isr_join_needs_epoch_start  # KAFKA-7128
+        # Kafka's bugs put back (reintroduce, specs/history.toml): each a named switch read at its decision
+        self.serves_unassigned_followers = config.reintroduces("KAFKA-1097")
+        self.truncates_on_every_leader_and_isr = config.reintroduces("KAFKA-1188")
+        self.rebuilds_epochs_without_epoch_0 = config.reintroduces("KAFKA-10432")
+        self.reconciles_only_on_leader_change = config.reintroduces("KAFKA-7164")
+        self.truncation_at_log_end_keeps_epochs = config.reintroduces("KAFKA-10706")
 
     @classmethod
     def recover(cls, config: ImplConfig, broker_id: int, image: DiskImage, **kw: Any) -> BrokerCore:
@@ -181,6 +187,9 @@ class BrokerCore:
                 # the cache survives with the log, less the entries at or beyond the surviving LEO
                 r.epochs = [(int(e), int(s)) for e, s in image.epochs.get(p, [])]
                 if EC.cut(r.epochs, r.leo):
+                    core._cut_epochs.append(p)
+                # every start-up is a recovery from an unclean stop (no clean-shutdown marker on disk)
+                if EC.after_unclean_stop(r.epochs, core.rebuilds_epochs_without_epoch_0) and p not in core._cut_epochs:
                     core._cut_epochs.append(p)
         return core
 
@@ -488,11 +497,15 @@ class BrokerCore:
 
     def _become_follower(self, p: int, r: Replica, m: LeaderAndIsr) -> None:
         if not self.leader_epochs:
-            if r.leader != m.leader:  # the seeds' rule: truncate to the HW on a change of leader
+            # the seeds' rule: truncate to the HW on a change of leader; KAFKA-1188 put back (reintroduce):
+            # on every LeaderAndIsr applied as follower, the same leader's epoch bump included
+            if r.leader != m.leader or self.truncates_on_every_leader_and_isr:
                 self._truncate(p, r, r.hw)
-        elif r.leader != m.leader or (self.reconcile_on_epoch_change and r.leader_epoch != m.leader_epoch):
+        elif r.leader != m.leader or (self.reconcile_on_epoch_change and not self.reconciles_only_on_leader_change
+                                      and r.leader_epoch != m.leader_epoch):
             # kip-101/kip-279: keep the log and reconcile with the new leader before fetching;
-            # kip-320 (KAFKA-7164): on every change of leader epoch. An empty log has nothing to reconcile.
+            # kip-320 (KAFKA-7164's fix): on every change of leader epoch; KAFKA-7164 put back (reintroduce):
+            # on a change of leader only, as before the fix. An empty log has nothing to reconcile.
             r.fetch_state = ASK_EPOCH_END if r.log else FETCHING
             r.answer = None
         # (same leader under kip-101/kip-279: a reconciliation under way goes on, a held answer stays)
@@ -636,7 +649,10 @@ class BrokerCore:
             self._send(frm, FetchResponse(p, self.id, m.offset, error, leader_epoch=m.leader_epoch,
                                           fetch_id=m.fetch_id))
             return
-        if f not in r.assigned:
+        # KAFKA-1097 put back (reintroduce): the leader serves any broker that believes it follows, an
+        # unassigned one (a replica a reassignment removed, before its StopReplica) included, and may
+        # add it to the ISR; the fix answers UnknownReplica
+        if not self.serves_follower(r, f):
             self._send(frm, FetchResponse(p, self.id, m.offset, "UnknownReplica", leader_epoch=m.leader_epoch,
                                           fetch_id=m.fetch_id))
             return
@@ -662,6 +678,12 @@ class BrokerCore:
         """The records a fetch from ``offset`` gets: the log from there, at most ``max_fetch_records`` of them."""
         limit = self.cfg.max_fetch_records
         return tuple(r.log[offset:offset + limit] if limit else r.log[offset:])
+
+    def serves_follower(self, r: Replica, f: int) -> bool:
+        """Whether this leader serves broker ``f``'s fetches of the partition of ``r``: a replica of the
+        assignment it was given (the fix of KAFKA-1097), or anyone when the bug is put back. One rule, also
+        read by the step-mode simulator's scheduler, so that it offers exactly the fetches served."""
+        return f in r.assigned or self.serves_unassigned_followers
 
     def _epoch_error(self, follower_epoch: int, r: Replica) -> str:
         """kip-320: a fetch or epoch query is served only with the leader's own leader epoch."""
@@ -840,7 +862,11 @@ class BrokerCore:
         if r is None or r.fetch_state != TRUNCATE_PENDING or r.answer is None:
             return
         cut, ask_again = EC.truncation_point(self.epoch_answer, r.epochs, r.leo, r.hw, r.answer)
-        self._truncate(p, r, cut)
+        # KAFKA-10706 put back (reintroduce): a truncation at or beyond the log end returns early, leaving
+        # the epoch cache as it is (an entry starting at the LEO survives, so the same question is asked
+        # forever); the fix cuts the cache at the truncation point whatever the log's length
+        if not (cut >= r.leo and self.truncation_at_log_end_keeps_epochs):
+            self._truncate(p, r, cut)
         self._set_hw(p, r, min(r.hw, cut))
         r.answer = None
         r.fetch_state = ASK_EPOCH_END if ask_again and r.log else FETCHING

@@ -9,8 +9,11 @@ alias, never together with it), ``acks``, ``detect_restarts`` (the controller no
 restart by the registration's czxid, Kafka 2.2+) and ``fenced_controller_writes`` (every controller
 write is a multi conditional on ``/controller_epoch``, Kafka 2.1+), and the designer's option
 ``fenced_reassignment_steps`` (a deposed controller abandons its reassignment instead of
-performing the next step). ``controller_connections = "per-controller"`` gives each controller its
-own connection to a broker: the step-mode simulator then lets a request overtake those of other
+performing the next step). ``reintroduce`` puts back the Kafka bugs of specs/history.toml that carry an
+``impl`` key (each a named switch of the cores, read through :meth:`ImplConfig.reintroduces`); another
+reproduced bug is refused in one line naming what this implementation lacks (its ``impl_lacks``). The
+model's growth keys ``isr_change`` and ``metadata_cache`` are accepted at their defaults only.
+``controller_connections = "per-controller"`` gives each controller its own connection to a broker: the step-mode simulator then lets a request overtake those of other
 controllers in the broker's inbox without spending ``faults.delayed_requests``. Every protocol generation of
 specs/protocol.toml is implemented: ``"high-watermark"`` (the seeds'), ``"kip-101"``, ``"kip-279"``
 and ``"kip-320"`` (leader-epoch caches and the OffsetsForLeaderEpoch exchange, see
@@ -39,9 +42,10 @@ Errors are :class:`ConfigError` with a one-line message.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Mapping
 
+from isrcheck.specs import history
 from isrcheck.specs.inputs import InputError, Kind, read_toml
 from isrcheck.specs.protocol import (
     DEFAULT_GENERATION,
@@ -81,6 +85,7 @@ class ImplConfig:
     controller_connections: str = "shared"
     fenced_controller_writes: bool = False
     fenced_reassignment_steps: bool = False
+    reintroduce: tuple[str, ...] = ()  # Kafka bugs put back (specs/history.toml, those with an ``impl`` key)
     assignment: tuple[tuple[int, ...], ...] = ()
     faults: Mapping[str, int] = field(default_factory=dict)
     operations: Mapping[str, Any] = field(default_factory=dict)
@@ -113,6 +118,11 @@ class ImplConfig:
     def topic_creation(self) -> bool:
         return bool(self.operations.get("topic_creation", False))
 
+    def reintroduces(self, bug_id: str) -> bool:
+        """Whether the pre-fix rule of ``bug_id`` is put back: each switch of the cores asks this at its
+        decision point, so a bug's old behaviour is one named condition, off unless configured."""
+        return bug_id in self.reintroduce
+
     def with_changes(self, **changes: Any) -> ImplConfig:
         return from_mapping({**to_mapping(self), **changes})
 
@@ -124,7 +134,7 @@ _MODEL_KEYS = {"brokers", "partitions", "replication_factor", "max_records", "ma
                "detect_restarts", "fenced_controller_writes", "controller_connections",
                "fenced_reassignment_steps",
                "failover_offline_replicas",  # KAFKA-3143's fix: the model's only (refused below when true)
-               "reintroduce",  # Kafka's bugs put back: the model's only (refused below when non-empty)
+               "reintroduce",  # Kafka's bugs put back: those whose mechanism the implementation has
                "isr_change",  # AlterIsr (KIP-497): the model's only (refused below unless "zookeeper")
                "metadata_cache",  # brokers' metadata cache: the model's only (refused below when true)
                "unfair"}  # the checker's fairness assumptions: nothing the implementation runs
@@ -179,6 +189,7 @@ def from_mapping(raw: Mapping[str, Any]) -> ImplConfig:
     unknown = sorted(set(raw) - _MODEL_KEYS - _IMPL_KEYS)
     if unknown:
         raise ConfigError(f"unknown configuration key {unknown[0]!r}")
+    reintroduce = _reintroduce_ids(raw.get("reintroduce", []))
     if raw.get("failover_offline_replicas"):
         raise ConfigError("failover_offline_replicas is not implemented by the reference implementation")
     if raw.get("isr_change", "zookeeper") != "zookeeper":  # its leaders write their ISR changes themselves
@@ -186,9 +197,6 @@ def from_mapping(raw: Mapping[str, Any]) -> ImplConfig:
                           "implementation (its leaders write their ISR changes to the store: \"zookeeper\")")
     if raw.get("metadata_cache"):  # its brokers learn their leader from LeaderAndIsr alone
         raise ConfigError("metadata_cache is not implemented by the reference implementation")
-    if raw.get("reintroduce"):  # the pre-fix rules live in model/history.py; the implementation has none
-        raise ConfigError("reintroduce is not implemented by the reference implementation (the model only: "
-                          "specs/12-history.md)")
     brokers = _int(raw, "brokers", 3, 1, 64)
     partitions = _int(raw, "partitions", 1, 1, 64)
     rf = _int(raw, "replication_factor", min(3, brokers), 1, brokers)
@@ -236,7 +244,7 @@ def from_mapping(raw: Mapping[str, Any]) -> ImplConfig:
     ints = {k: _int(raw, k, d, *_IMPL_INT_KEYS[k]) for k, d in
             (("replica_lag_time_max_ms", 500), ("fetch_interval_ms", 5), ("hw_checkpoint_interval_ms", 200),
              ("log_flush_interval_ms", 100), ("controller_recheck_ms", 200), ("replica_fetch_wait_max_ms", 100))}
-    return ImplConfig(brokers=brokers, partitions=partitions, replication_factor=rf, max_records=max_records,
+    cfg = ImplConfig(brokers=brokers, partitions=partitions, replication_factor=rf, max_records=max_records,
                       max_fetch_records=max_fetch_records,
                       min_insync_replicas=min_isr, unclean_leader_election=unclean, hw_checkpoint=hw_checkpoint,
                       stale_controller=stale, acks=acks, detect_restarts=detect,
@@ -244,6 +252,50 @@ def from_mapping(raw: Mapping[str, Any]) -> ImplConfig:
                       fenced_controller_writes=fenced, fenced_reassignment_steps=fenced_steps,
                       assignment=assignment_t, faults=dict(faults),
                       operations=dict(operations), generation=generation, topic=topic, **ints)
+    return replace(cfg, reintroduce=_reintroduce(reintroduce, cfg))
+
+
+def _reintroduce_ids(value: Any) -> tuple[str, ...]:
+    """The ``reintroduce`` list: bugs of specs/history.toml the model reproduces and this implementation
+    can put back (an ``impl`` key); a bug whose mechanism it lacks is refused with the reason the
+    history gives (``impl_lacks``). Checked before the other keys, so that a pair's configuration
+    (history-kafka-13091: isr_change = "alter-isr" too) is refused naming the bug."""
+    if not isinstance(value, (list, tuple)) or not all(isinstance(x, str) for x in value):
+        raise ConfigError(f"reintroduce must be a list of bug ids such as \"KAFKA-708\", got {value!r}")
+    known = ", ".join(b.id for b in history.in_impl())
+    for i, bug_id in enumerate(value):
+        if bug_id in value[:i]:
+            raise ConfigError(f"reintroduce: {bug_id} is listed twice")
+        try:
+            b = history.bug(bug_id)
+        except KeyError:
+            raise ConfigError(f"reintroduce: unknown bug {bug_id!r} (the implementation puts back: {known})") from None
+        if b.classification != "reproduced":
+            raise ConfigError(f"reintroduce: {bug_id} is not reproduced (classified {b.classification!r} in "
+                              f"specs/history.toml; the implementation puts back: {known})")
+        if b.impl is None:
+            raise ConfigError(f"reintroduce: the reference implementation has no {b.impl_lacks}, so {bug_id} "
+                              f"cannot be put back in it (it can: {known})")
+    return tuple(value)
+
+
+def _reintroduce(ids: tuple[str, ...], cfg: ImplConfig) -> tuple[str, ...]:
+    """``ids``, once each bug's ``requires`` is met by ``cfg``: elsewhere its pre-fix rule would change
+    nothing here either (the model's own rule, model/config.py)."""
+    for bug_id in ids:
+        for key, want in history.bug(bug_id).requires:
+            have = getattr(cfg, key) if hasattr(cfg, key) else getattr(cfg.traits, key)
+            if have != want or isinstance(have, bool) != isinstance(want, bool):
+                raise ConfigError(f"reintroduce: {bug_id} needs {key} = {_toml(want)}, which this configuration "
+                                  f"does not have ({key} = {_toml(have)}), so its pre-fix rule would change nothing")
+    return ids
+
+
+def _toml(value: Any) -> str:
+    """``value`` as a configuration file writes it (true, "kip-320"), for the one-line errors."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return f'"{value}"' if isinstance(value, str) else str(value)
 
 
 def to_mapping(cfg: ImplConfig) -> dict[str, Any]:
@@ -254,6 +306,8 @@ def to_mapping(cfg: ImplConfig) -> dict[str, Any]:
                                         "controller_connections",
                                         "fenced_controller_writes", "fenced_reassignment_steps", "topic",
                                         *_IMPL_INT_KEYS)}
+    if cfg.reintroduce:
+        out["reintroduce"] = list(cfg.reintroduce)
     out["generation"] = cfg.generation.value
     out["assignment"] = [list(a) for a in cfg.assignment]
     out["faults"] = dict(cfg.faults)

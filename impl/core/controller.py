@@ -278,7 +278,10 @@ class Tx:
         st = self.snap.part(p).state
         if st is None or b not in st.isr:
             return True
-        leader = 0 if st.leader == b else st.leader
+        # KAFKA-708 put back (reintroduce): the removal keeps a removed leader as the partition's leader,
+        # so the store names a leader outside its own ISR; the fix leaves the partition leaderless
+        keeps_removed_leader = self.cfg.reintroduces("KAFKA-708")
+        leader = 0 if st.leader == b and not keeps_removed_leader else st.leader
         isr = tuple(x for x in st.isr if x != b)
         if not isr and not self.cfg.unclean_leader_election:
             isr = st.isr  # 0.8: the last member stays

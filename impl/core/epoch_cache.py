@@ -8,6 +8,8 @@ start offsets never decreasing; an epoch ends where the next entry starts, the l
   leader taking over at its LEO; a record of a newer epoch appended by a leader or a follower).
 - :func:`cut`: cutting the log to length ``n`` drops every entry that starts at ``n`` or later
   (``TruncateToEpochEndOffset``, OffsetOutOfRange in a fetch, a crash).
+- :func:`after_unclean_stop`: the cache after a recovery from an unclean stop (the pre-fix rule of
+  KAFKA-10432 when it is put back: the entry of epoch 0 lost).
 - :func:`leader_answer`: the leader's answer to a question about epoch ``e``, in the answer form
   of the generation (its trait ``epoch_answer``, specs/protocol.toml): ``end-offset`` (``kip-101``:
   an end offset only) or ``epoch-and-end-offset`` (``kip-279`` and ``kip-320``: an epoch and its end).
@@ -47,6 +49,21 @@ def assign_records(cache: list[Entry], first_offset: int, epochs: Iterable[int])
 def cut(cache: list[Entry], length: int) -> bool:
     """Drop the entries that start at ``length`` or later (the log was cut there); True if any was."""
     keep = [x for x in cache if x[1] < length]
+    if len(keep) == len(cache):
+        return False
+    cache[:] = keep
+    return True
+
+
+def after_unclean_stop(cache: list[Entry], skips_epoch_0: bool) -> bool:
+    """The cache a broker starts with after an unclean stop (a crash: every stop of the simulator, a
+    killed process), once :func:`cut` to the surviving log. Fixed (Kafka 2.6.1/2.7.0): nothing more.
+    KAFKA-10432 put back (``skips_epoch_0``, ``reintroduce``): the rebuild from the log skipped the
+    records of epoch 0, so the entry of epoch 0 is gone and the cache no longer covers those records
+    (EpochCacheCoversLog). True if an entry was dropped."""
+    if not skips_epoch_0:
+        return False
+    keep = [x for x in cache if x[0] != 0]
     if len(keep) == len(cache):
         return False
     cache[:] = keep

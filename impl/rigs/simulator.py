@@ -66,6 +66,7 @@ from ..core.messages import (CancelTimer, Command, Committed, LeaderAndIsr, Noti
                              ProduceRequest, ProduceResponse, Receive, Send, SessionRenewed, SetTimer, Stop,
                              StopReplica, StoreOp, Timer, UpdateMetadata, client)
 from ..core.observation import assemble, stopped_replica
+from ..core import epoch_cache as EC
 from ..core.store import StoreError
 from ..disk.log import SimDisk
 from ..store.embedded import EmbeddedSession, EmbeddedStore
@@ -160,11 +161,18 @@ class _ClusterView:
                 brokers[b] = {"alive": True, "controller_epoch": o["controller_epoch"], "replicas": o["replicas"]}
             else:
                 disk = self.disks[b]
-                reps = {p: stopped_replica(seg.records, disk.hw_on_disk(p), disk.epochs_on_disk(p))
+                reps = {p: stopped_replica(seg.records, disk.hw_on_disk(p), self._epochs_after_stop(disk, p))
                         for p, seg in disk.segments.items()}
                 brokers[b] = {"alive": False, "controller_epoch": 0, "replicas": reps}
         controller, deposed_epoch = self._controllers_observed()
         return assemble(self.cfg.brokers, self.cfg.partitions, self.snapshot(), controller, deposed_epoch, brokers)
+
+    def _epochs_after_stop(self, disk: Any, p: int) -> list[tuple[int, int]]:
+        """A stopped broker's leader-epoch cache as its recovery will hold it (its every stop is a crash,
+        so KAFKA-10432's rule applies when it is put back): the observation shows what a restart keeps."""
+        cache = [(int(e), int(s)) for e, s in disk.epochs_on_disk(p)]
+        EC.after_unclean_stop(cache, self.cfg.reintroduces("KAFKA-10432"))
+        return cache
 
     def _controllers_observed(self) -> tuple[dict[str, Any], int]:
         """The acting controller's observation, and the epoch of a deposed controller still acting
@@ -465,7 +473,7 @@ class Simulator(_ClusterView):
         r, lr = self._followed_leader(f, p)
         if r.fetch_state != FETCHING:
             raise NotEnabled(f"broker {f} is reconciling partition {p} ({r.fetch_state}), not fetching")
-        if f not in lr.assigned:
+        if not self.broker(r.leader).serves_follower(lr, f):
             raise NotEnabled(f"broker {r.leader} does not count broker {f} among partition {p}'s replicas")
         self._check_fenced(r, lr, f"broker {f}'s fetch")
         self._broker_cmd(f, "Fetch", (p,))
@@ -666,7 +674,7 @@ class Simulator(_ClusterView):
                         served = not cfg.traits.fenced_by_leader_epoch or r.leader_epoch == lr.leader_epoch
                         if r.fetch_state == ASK_EPOCH_END and served:
                             out.append(("OffsetsForLeaderEpoch", (b, p)))
-                        elif r.fetch_state == FETCHING and served and b in lr.assigned:
+                        elif r.fetch_state == FETCHING and served and lp.core.serves_follower(lr, b):
                             out.append(("Fetch", (b, p)))
                 if r.fetch_state == TRUNCATE_PENDING:
                     out.append(("TruncateToEpochEndOffset", (b, p)))

@@ -19,7 +19,7 @@ from isrcheck.inputs import manifest
 from isrcheck.invariants import build_model
 from isrcheck.invariants import liveness as live
 from isrcheck.invariants.variants import load_variant
-from isrcheck.specs.history import CLASSIFICATIONS, Bug, load_history
+from isrcheck.specs.history import CLASSIFICATIONS, Bug, in_impl, load_history
 
 #: what each classification means, in the page's words
 MEANING = {
@@ -108,6 +108,12 @@ def render_history() -> str:
         "same bounds without it pass. A bug whose mechanism a configuration lacks (an epoch rule under a",
         "generation without leader epochs) is refused with one `error:` line.",
         "",
+        "The reference implementation (`impl/`) takes the same key for the reproduced bugs whose decision point",
+        "it has (`impl` in history.toml: " + ", ".join(b.id for b in in_impl()) + "), each a named switch in its",
+        "cores, so `isrcheck conform` replays the model's counterexample on it step by step",
+        "(tests/conformance/test_conform_history.py); it refuses the others in one line naming what it lacks",
+        "(`impl_lacks`).",
+        "",
         "## Classification",
         "",
         "| classification | bugs | meaning |",
@@ -138,6 +144,10 @@ def render_history() -> str:
         if b.requires:
             out.append("- Refused unless " + ", ".join(f"`{k} = {str(v).lower() if isinstance(v, bool) else v}`"
                                                         for k, v in b.requires))
+        if b.impl is not None:
+            out.append(f"- In the reference implementation: {_one_line(b.impl)}")
+        else:
+            out.append(f"- Not in the reference implementation: it has no {_one_line(b.impl_lacks or '')}")
         out += [f"- With the bug, `{with_.name}`: {_outcome(with_)}.",
                 f"- Without it, `{without.name}`: {_outcome(without)}.", ""]
         broken = [x for x in with_.liveness if not x.holds]

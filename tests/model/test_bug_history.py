@@ -153,3 +153,43 @@ def test_set_reintroduce_finds_the_bug_on_the_command_line() -> None:
 def test_the_history_page_is_what_a_fresh_run_generates() -> None:
     assert PAGE.read_text(encoding="utf-8") == render_history(), (
         "specs/12-history.md is stale: run `isrcheck history --write specs/12-history.md` (or `make history`)")
+
+
+def _raw(bug_id: str) -> dict[str, Any]:
+    """The bug's table as specs/history.toml holds it (a copy, to break)."""
+    from isrcheck.specs import load
+
+    return dict(next(b for b in load("history.toml")["bug"] if b["id"] == bug_id))
+
+
+@pytest.mark.parametrize("change, message", [
+    ({"impl_lacks": "anything"}, "exactly one of impl"),  # both keys
+    ({"impl": None}, "exactly one of impl"),  # neither
+    ({"impl": ""}, "impl must be a non-empty string"),
+])
+def test_a_reproduced_bug_says_whether_the_implementation_puts_it_back(change: dict[str, Any], message: str) -> None:
+    from isrcheck.specs.history import HistoryError, _parse
+
+    raw = {**_raw("KAFKA-708"), **change}
+    raw = {k: v for k, v in raw.items() if v is not None}
+    with pytest.raises(HistoryError, match=message):
+        _parse(raw, 0)
+
+
+def test_only_a_reproduced_bug_has_an_implementation_side() -> None:
+    from isrcheck.specs.history import HistoryError, _parse
+
+    with pytest.raises(HistoryError, match="impl and impl_lacks belong to a reproduced bug only"):
+        _parse({**_raw("KAFKA-532"), "impl_lacks": "controller epochs"}, 0)
+
+
+def test_every_switch_the_history_names_is_in_the_implementation() -> None:
+    """An ``impl`` entry names the file and the function of its switch, and that switch reads the bug's id."""
+    from isrcheck.specs.history import in_impl
+
+    assert {b.id for b in in_impl()} == {"KAFKA-708", "KAFKA-1097", "KAFKA-1188", "KAFKA-10432", "KAFKA-7164",
+                                              "KAFKA-10706"}
+    for b in in_impl():
+        path = next(w.strip("(),") for w in (b.impl or "").split() if w.strip("(),").startswith("impl/"))
+        assert (ROOT / path).is_file(), (b.id, path)
+        assert f'reintroduces("{b.id}")' in "".join(p.read_text() for p in (ROOT / "impl").rglob("*.py")), b.id
