@@ -85,7 +85,8 @@ BUDGET_HOME: dict[str, str] = {
     "topic_deletions": "admin",
 }
 #: How the refusal names a counter the encoding does not cover (the counter's name otherwise)
-UNCOVERED_BUDGET_WORDS: dict[str, str] = {"session_expiries": "broker session expiries"}
+UNCOVERED_BUDGET_WORDS: dict[str, str] = {"session_expiries": "broker session expiries",
+                                          "lost_isr_answers": "lost AlterIsr answers"}
 
 _misnamed = sorted(set(BUDGET_HOME) - set(Budget._fields))
 if _misnamed:

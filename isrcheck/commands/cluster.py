@@ -27,7 +27,8 @@ from isrcheck.commands.cluster_torture import torture as _torture
 from isrcheck.commands.options import Inputs, input_options
 from isrcheck.commands.usage import OneLineErrors
 from isrcheck.inputs import targets
-from isrcheck.model.config import ConfigError as ModelConfigError, apply_overrides
+# the model's side only through the inputs room: this command runs the implementation
+from isrcheck.inputs.targets import ConfigError as ModelConfigError, apply_overrides
 from isrcheck.specs.manifest import ManifestError
 from isrcheck.impl.process.client import ClientError
 from isrcheck.impl.process.cluster import ClusterError, LocalCluster

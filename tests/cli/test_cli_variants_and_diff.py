@@ -105,7 +105,8 @@ def test_diff_refuses_different_bounds(cli, assert_input_error, small_config, cr
 
 def _another(value):
     """A value of the same type that differs from ``value`` (for a key whose bounds diff compares)."""
-    others = {"periodic": "every-change", "all": "1", "shared": "per-controller", "high-watermark": "kip-320"}
+    others = {"periodic": "every-change", "all": "1", "shared": "per-controller", "high-watermark": "kip-320",
+              "zookeeper": "alter-isr"}
     if isinstance(value, bool):
         return not value
     if isinstance(value, int):

@@ -17,7 +17,7 @@ newtuple = pytest.importorskip("isrcheck.engine._newtuple", reason="a pure insta
 SAMPLES = [
     (Replica, ((1, 2), 1, 0, 1, 0, 7, 1, (2, 2, 2), 0, 7, ((0, 0),), 0, (), (4,))),
     (Broker, (True, 3, (None,), ())),
-    (Budget, tuple(range(10))),
+    (Budget, tuple(range(len(Budget._fields)))),
 ]
 
 

@@ -350,7 +350,9 @@ def test_applicable_liveness_by_configuration(edit):
     assert names_of(live.applicable_liveness(cfg)) == ["PartitionEventuallyLed", "IsrHeals"]
     assert set(live.LIVENESS_NAMES) == set(live.LIVENESS_DESCRIPTIONS) == {
         "ReassignmentCompletes", "PartitionEventuallyLed", "IsrHeals", "WriteEventuallyCommitted",
-        "DeposedControllerStops"}
+        "DeposedControllerStops", "MetadataEventuallyCurrent"}
+    cached = edit.config(brokers=3, max_records=0, metadata_cache=True)  # only with a metadata cache
+    assert "MetadataEventuallyCurrent" in names_of(live.applicable_liveness(cached))
 
 
 def test_applicable_liveness_keeps_the_order_asked_for(edit):

@@ -48,7 +48,7 @@ def test_property_names_are_stable_and_unique():
         "LeaderInIsr", "IsrSubsetOfReplicas", "HighWatermarkBelowLogEnd", "StrongIsr", "NoCommittedWriteLost",
         "LogMatching", "ConsistentRead", "OneLeaderPerEpoch", "ReassignmentRecoverable", "EpochsMonotonic",
         "OnlyValidTransitions", "WriteCommitted", "ReassignmentCanComplete", "ControllerFailoverHappens",
-        "TopicDeleted", "EpochCacheCoversLog", "ReassignmentRequestHonoured"}
+        "TopicDeleted", "EpochCacheCoversLog", "ReassignmentRequestHonoured", "ConsistentFollowerRead"}
     assert BY_NAME["EpochsMonotonic"].kind == "transition"
     assert BY_NAME["OnlyValidTransitions"].kind == "transition"
     assert {p.name for p in ALL_PROPERTIES if p.kind == "sometimes"} == {
