@@ -171,27 +171,38 @@ LOG_MATCHING = Always(NAMES.LogMatching, log_matching, log_matching_offences,
 
 
 # ---------------------------------------------------------------------------- ConsistentRead
-def consistent_read(s: State) -> bool:
+# ConsistentRead (leaders) and ConsistentFollowerRead (followers) ask the same of different readers:
+# below its HW, a live replica agrees with the longest prefix any leader exposed.
+def _reads_agree(s: State, leaders: bool) -> bool:
     for p, g in enumerate(s.ghost):
         exposed = g.exposed
         for i, br in enumerate(s.brokers):
             r = br.replicas[p]
-            if br.alive and r is not None and r.leader == i + 1:
+            if br.alive and r is not None and (r.leader == i + 1) == leaders:
                 n = min(r.hw, len(exposed))
                 if r.log[:n] != exposed[:n]:
                     return False
     return True
 
 
-def consistent_read_offences(s: State) -> Iterator[str]:
+def _disagreeing_reads(s: State, leaders: bool) -> Iterator[tuple[int, int, str, str]]:
+    """(partition, broker, its log below its HW, what was exposed there) for each reader that disagrees."""
     for p, g in enumerate(s.ghost):
         for b, br in enumerate(s.brokers, start=1):
             r = br.replicas[p]
-            if br.alive and r is not None and r.leader == b:
+            if br.alive and r is not None and (r.leader == b) == leaders:
                 n = min(r.hw, len(g.exposed))
                 if r.log[:n] != g.exposed[:n]:
-                    yield (f"partition {p}: leader {b} exposes {render_log(r.log[:n])} below its HW where "
-                           f"{render_log(g.exposed[:n])} was exposed before")
+                    yield p, b, render_log(r.log[:n]), render_log(g.exposed[:n])
+
+
+def consistent_read(s: State) -> bool:
+    return _reads_agree(s, True)
+
+
+def consistent_read_offences(s: State) -> Iterator[str]:
+    for p, b, mine, exposed in _disagreeing_reads(s, True):
+        yield f"partition {p}: leader {b} exposes {mine} below its HW where {exposed} was exposed before"
 
 
 def _any_exposed(s: Any) -> bool:
@@ -205,26 +216,12 @@ CONSISTENT_READ = Always(NAMES.ConsistentRead, consistent_read, consistent_read_
 
 # ---------------------------------------------------------------------------- ConsistentFollowerRead
 def consistent_follower_read(s: State) -> bool:
-    for p, g in enumerate(s.ghost):
-        exposed = g.exposed
-        for i, br in enumerate(s.brokers):
-            r = br.replicas[p]
-            if br.alive and r is not None and r.leader != i + 1:
-                n = min(r.hw, len(exposed))
-                if r.log[:n] != exposed[:n]:
-                    return False
-    return True
+    return _reads_agree(s, False)
 
 
 def consistent_follower_read_offences(s: State) -> Iterator[str]:
-    for p, g in enumerate(s.ghost):
-        for b, br in enumerate(s.brokers, start=1):
-            r = br.replicas[p]
-            if br.alive and r is not None and r.leader != b:
-                n = min(r.hw, len(g.exposed))
-                if r.log[:n] != g.exposed[:n]:
-                    yield (f"partition {p}: follower {b} has {render_log(r.log[:n])} below its HW where "
-                           f"{render_log(g.exposed[:n])} was exposed")
+    for p, b, mine, exposed in _disagreeing_reads(s, False):
+        yield f"partition {p}: follower {b} has {mine} below its HW where {exposed} was exposed"
 
 
 def _follower_reads(cfg: Config) -> bool:
