@@ -97,6 +97,13 @@ def enabled_actions(protocol: Protocol, s: State) -> list[Action]:
                     if (lb.alive and lr is not None and lr.leader == r.leader and protocol.serves_fetch(lr, b)
                             and protocol.epoch_matches(r.leader_epoch, lr.leader_epoch)):
                         out.append(make_action("Fetch", (b, p)))
+                        # the answer lost: a step only where the leader's half changes something (the
+                        # offset not yet recorded, or the follower out of its ISR) and is not an
+                        # OffsetOutOfRange answer, which changes only the follower
+                        offset = len(r.log)
+                        if budget.lost_fetch_answers and offset <= len(lr.log) and (
+                                lr.remote_leo[i] != offset or not lr.isr >> b & 1):
+                            out.append(make_action("FetchAnswerLost", (b, p)))
                 elif r.fetch_state == ASK_EPOCH_END:
                     lb = s.brokers[r.leader - 1]
                     lr = lb.replicas[p]
@@ -295,6 +302,11 @@ def _expire_session(w: World, b: int) -> None:
     B.expire_session(w, b)
 
 
+def _fetch_answer_lost(w: World, f: int, p: int) -> None:
+    _spend(w, "lost_fetch_answers")
+    B.fetch_answer_lost(w, f, p)
+
+
 def _shrink(w: World, leader: int, p: int, follower: int) -> None:
     _spend(w, "isr_shrinks")
     B.shrink_isr(w, leader, p, follower)
@@ -305,6 +317,7 @@ APPLY: Final[dict[str, Callable[..., None]]] = {
     "DeliverDelayedRequest": _deliver_delayed,
     "Produce": B.produce,
     "Fetch": B.fetch,
+    "FetchAnswerLost": _fetch_answer_lost,
     "OffsetsForLeaderEpoch": B.offsets_for_leader_epoch,
     "TruncateToEpochEndOffset": B.truncate_to_epoch_end,
     "ShrinkIsr": _shrink,

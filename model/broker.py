@@ -5,7 +5,8 @@ request and its response in one step, as in the public TLA+ specifications: the 
 its log end offset, the leader records it, may expand the ISR and advance its high watermark,
 and answers with the records from that offset (all of them, or at most ``max_fetch_records``) and
 the high watermark it had then — which is why a follower's HW lags the leader's by one fetch. The
-follower takes that HW bounded by its new log end.
+follower takes that HW bounded by its new log end. ``FetchAnswerLost`` (a budgeted fault) is the
+leader's half alone: the answer is lost on its way.
 """
 from __future__ import annotations
 
@@ -150,19 +151,15 @@ def produce(w: World, leader: int, p: int) -> None:
     w.set_replica(leader, p, advance_hw(w, leader, p, r))
 
 
-def fetch(w: World, f: int, p: int) -> None:
+def _leader_counts_fetch(w: World, f: int, p: int, offset: int) -> tuple[Replica, int]:
+    """The leader's half of ``f``'s fetch of ``p`` from ``offset`` (at most its LEO): it records the
+    offset, may add ``f`` to its ISR, and recomputes its HW; its replica after that, and the HW it had
+    before (the one its answer carries)."""
     rf = w.replica(f, p)
     assert rf is not None
     leader = rf.leader
     rl = w.replica(leader, p)
     assert rl is not None
-    offset = len(rf.log)
-    if offset > len(rl.log):  # OffsetOutOfRange: the follower truncates to the leader's LEO
-        log = rf.log[: len(rl.log)]
-        w.set_replica(f, p, make_replica(log, min(rf.hw, len(log)), rf.checkpoint, rf.leader, rf.leader_epoch,
-                                         rf.isr, rf.zk_version, rf.remote_leo, rf.pending, rf.assigned,
-                                         E.truncate(rf.epochs, len(log)), rf.fetch_state, rf.answer, rf.ext))
-        return
     answered_hw = rl.hw  # the response carries the HW read before this fetch is recorded
     remote = rl.remote_leo
     isr, zk_version = rl.isr, rl.zk_version
@@ -180,6 +177,22 @@ def fetch(w: World, f: int, p: int) -> None:
                       rl.answer, ext)
     rl = advance_hw(w, leader, p, rl)
     w.set_replica(leader, p, rl)
+    return rl, answered_hw
+
+
+def fetch(w: World, f: int, p: int) -> None:
+    rf = w.replica(f, p)
+    assert rf is not None
+    rl = w.replica(rf.leader, p)
+    assert rl is not None
+    offset = len(rf.log)
+    if offset > len(rl.log):  # OffsetOutOfRange: the follower truncates to the leader's LEO
+        log = rf.log[: len(rl.log)]
+        w.set_replica(f, p, make_replica(log, min(rf.hw, len(log)), rf.checkpoint, rf.leader, rf.leader_epoch,
+                                         rf.isr, rf.zk_version, rf.remote_leo, rf.pending, rf.assigned,
+                                         E.truncate(rf.epochs, len(log)), rf.fetch_state, rf.answer, rf.ext))
+        return
+    rl, answered_hw = _leader_counts_fetch(w, f, p, offset)
     end = len(rl.log)
     limit = w.protocol.max_fetch_records
     if limit and offset + limit < end:  # a partial fetch: at most max_fetch_records from the offset
@@ -189,6 +202,21 @@ def fetch(w: World, f: int, p: int) -> None:
     w.set_replica(f, p, make_replica(log, min(answered_hw, len(log)), rf.checkpoint, rf.leader, rf.leader_epoch,
                                      rf.isr, rf.zk_version, rf.remote_leo, rf.pending, rf.assigned, epochs,
                                      rf.fetch_state, rf.answer, rf.ext))
+
+
+def fetch_answer_lost(w: World, f: int, p: int) -> None:
+    """``FetchAnswerLost(f, p)``: the leader handles ``f``'s fetch exactly as in :func:`fetch` (it
+    records the offset, may add ``f`` to its ISR and advance its HW) but the answer never reaches
+    ``f``, which changes nothing and will fetch again from the same offset (specs/05-replication.md,
+    "Fetch"). Enabled only where the offset is within the leader's log: an OffsetOutOfRange answer
+    changes only the follower, so losing it is no step."""
+    rf = w.replica(f, p)
+    assert rf is not None
+    rl = w.replica(rf.leader, p)
+    assert rl is not None
+    if len(rf.log) > len(rl.log):
+        raise ValueError(f"broker {f}'s fetch of partition {p} is beyond its leader's log end: nothing to lose")
+    _leader_counts_fetch(w, f, p, len(rf.log))
 
 
 def write_isr(w: World, leader: int, p: int, rl: Replica, isr: int) -> tuple[int, int] | None:

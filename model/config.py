@@ -86,6 +86,9 @@ class Faults:
     #: with ``isr_change = "alter-isr"``: the controller applies an AlterIsr but its answer is lost,
     #: and the leader's channel sends the same request again (AlterIsrAnswerLost)
     lost_isr_answers: int = _key(0)
+    #: a leader handles a follower's fetch (records its offset, may expand the ISR and advance the
+    #: HW) but the answer never reaches the follower (FetchAnswerLost)
+    lost_fetch_answers: int = _key(0)
 
 
 @dataclass(frozen=True)

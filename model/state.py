@@ -142,6 +142,7 @@ class Budget(NamedTuple):
     delayed_requests: int
     session_expiries: int
     lost_isr_answers: int
+    lost_fetch_answers: int
     preferred_elections: int
     controlled_shutdowns: int
     topic_deletions: int

@@ -86,7 +86,8 @@ BUDGET_HOME: dict[str, str] = {
 }
 #: How the refusal names a counter the encoding does not cover (the counter's name otherwise)
 UNCOVERED_BUDGET_WORDS: dict[str, str] = {"session_expiries": "broker session expiries",
-                                          "lost_isr_answers": "lost AlterIsr answers"}
+                                          "lost_isr_answers": "lost AlterIsr answers",
+                                          "lost_fetch_answers": "lost fetch answers"}
 
 _misnamed = sorted(set(BUDGET_HOME) - set(Budget._fields))
 if _misnamed:

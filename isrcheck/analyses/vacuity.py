@@ -88,6 +88,10 @@ def static_warnings(cfg: Config) -> list[VacuityWarning]:
         warn("faults.lost_isr_answers",
              f"faults.lost_isr_answers = {f.lost_isr_answers} can never take effect: with isr_change = "
              f"\"{cfg.isr_change}\" no leader sends an AlterIsr whose answer could be lost")
+    if f.lost_fetch_answers and cfg.replication_factor < 2 and not o.reassignments:
+        warn("faults.lost_fetch_answers",
+             f"faults.lost_fetch_answers = {f.lost_fetch_answers} can never take effect: with replication_factor "
+             f"= {cfg.replication_factor} and no reassignment no replica fetches")
     current = {p: tuple(ar) for p, ar in enumerate(cfg.assignment)}  # as the reassignments run, in order
     for i, r in enumerate(o.reassignments):
         if current.get(r.partition) == tuple(r.target):

@@ -166,6 +166,17 @@ def step_events(i: int, s: State, action: object, t: State | None) -> list[Event
             ev.append(Message(i, broker_lane(f), broker_lane(leader), f"OffsetsForLeaderEpoch p{p}"))
             answer = f"epoch {after.answer[0]} ends at {after.answer[1]}" if len(after.answer) >= 2 else "answer"
             ev.append(Message(i, broker_lane(leader), broker_lane(f), answer, response=True))
+    elif name == "FetchAnswerLost":
+        f, p = args
+        leader = _replica_leader(s, f, p)
+        before = s.brokers[f - 1].replicas[p]
+        if leader == NO_LEADER or before is None:
+            ev.append(Note(i, broker_lane(f), f"{action}: no leader known"))
+        else:
+            ev.append(Message(i, broker_lane(f), broker_lane(leader), f"Fetch p{p} from offset {len(before.log)}"))
+            ev.append(Note(i, broker_lane(leader), f"answer to b{f} lost", fault=True))
+            ev += [Message(i, broker_lane(leader), STORE, w) for w in store_writes(s.zk, t.zk)]
+            ev += _acks(i, s, t, broker_lane(leader))
     elif name == "ShrinkIsr":
         leader, p, follower = args
         writes = store_writes(s.zk, t.zk)

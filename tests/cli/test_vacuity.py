@@ -29,6 +29,8 @@ CASES = {
     "min ISR with acks=1": ({**BASE, "acks": "1", "min_insync_replicas": 2}, "min_insync_replicas"),
     "lost AlterIsr answers without AlterIsr": ({**BASE, "faults": {"isr_shrinks": 1, "lost_isr_answers": 1}},
                                                "faults.lost_isr_answers"),
+    "lost fetch answers with one replica": ({**BASE, "replication_factor": 1, "faults": {"lost_fetch_answers": 1}},
+                                            "faults.lost_fetch_answers"),
 }
 
 

@@ -38,6 +38,8 @@ CONFIGS: dict[str, dict[str, Any]] = {
                 "faults": {"crashes": 1, "undetected_restarts": 1, "controller_failovers": 1}},
     # a running broker's session expires and it registers again (ExpireSession, Reregister)
     "session": {"brokers": 2, "replication_factor": 2, "max_records": 1, "faults": {"session_expiries": 1}},
+    # a leader handles a fetch whose answer is lost (FetchAnswerLost)
+    "lost-fetch": {"brokers": 2, "replication_factor": 2, "max_records": 2, "faults": {"lost_fetch_answers": 1}},
 }
 
 #: actions only the leader-epoch generations enable, and the configurations that must meet them
@@ -140,7 +142,7 @@ _BUDGET_FIELD = {  # configuration key -> Budget field (RequestReassignment cons
     "faults.crashes": "crashes", "faults.lossy_crashes": "lossy_crashes",
     "faults.undetected_restarts": "undetected_restarts", "faults.controller_failovers": "controller_failovers",
     "faults.isr_shrinks": "isr_shrinks", "faults.delayed_requests": "delayed_requests",
-    "faults.session_expiries": "session_expiries",
+    "faults.session_expiries": "session_expiries", "faults.lost_fetch_answers": "lost_fetch_answers",
     "operations.preferred_elections": "preferred_elections",
     "operations.controlled_shutdowns": "controlled_shutdowns", "operations.topic_deletions": "topic_deletions",
 }
