@@ -62,7 +62,7 @@ from ..core import layout as L
 from ..core.broker import ASK_EPOCH_END, FETCHING, NO_LEADER, TRUNCATE_PENDING, BrokerCore
 from ..core.config import ImplConfig, from_mapping
 from ..core.controller import NOT_ENABLED, STEP_START, ControllerCore
-from ..core.messages import (CancelTimer, Command, Committed, LeaderAndIsr, Notification, Persist,
+from ..core.messages import (CancelTimer, Command, Committed, FetchResponse, LeaderAndIsr, Notification, Persist,
                              ProduceRequest, ProduceResponse, Receive, Send, SessionRenewed, SetTimer, Stop,
                              StopReplica, StoreOp, Timer, UpdateMetadata, client)
 from ..core.observation import assemble, stopped_replica
@@ -80,7 +80,7 @@ class NotEnabled(RuntimeError):
     """The action's guard does not hold in the current state."""
 
 
-ACTIONS = ("DeliverRequest", "Produce", "Fetch", "OffsetsForLeaderEpoch", "TruncateToEpochEndOffset",
+ACTIONS = ("DeliverRequest", "Produce", "Fetch", "FetchAnswerLost", "OffsetsForLeaderEpoch", "TruncateToEpochEndOffset",
            "ShrinkIsr", "CheckpointHighWatermark", "ProcessBrokerChange",
            "CreateTopic", "ReassignPartition", "ElectPreferredLeader", "StartTopicDeletion",
            "CompleteTopicDeletion", "ControlledShutdown", "ResignController", "RequestReassignment",
@@ -209,6 +209,8 @@ class Simulator(_ClusterView):
         self.pending_reassignments: list[tuple[int, tuple[int, ...]]] = [
             (int(r["partition"]), tuple(r["target"])) for r in config.operations.get("reassignments", [])]
         self._request_ids = 0
+        #: (follower, partition) whose fetch answer the next step loses (FetchAnswerLost), or None
+        self._losing_answer_to: tuple[int, int] | None = None
         self._last_record: dict[int, tuple[int, int]] = {}
         self._bootstrap()
 
@@ -336,6 +338,9 @@ class Simulator(_ClusterView):
                     return []
                 queue.append(_Inbound(frm, msg))
                 self.events.append(f"  {frm[0]} {frm[1]} -> broker {key}: {_short(msg)}")
+                return []
+            if isinstance(msg, FetchResponse) and self._losing_answer_to == (key, msg.partition):
+                self.events.append(f"  lost broker {frm[1]} -> broker {key}: {_short(msg)}")
                 return []
             self.events.append(f"  broker {frm[1]} -> broker {key}: {_short(msg)}")
             return [(dest, e) for e in self._feed(dest, Receive(frm, msg))]
@@ -477,6 +482,23 @@ class Simulator(_ClusterView):
             raise NotEnabled(f"broker {r.leader} does not count broker {f} among partition {p}'s replicas")
         self._check_fenced(r, lr, f"broker {f}'s fetch")
         self._broker_cmd(f, "Fetch", (p,))
+
+    def _a_FetchAnswerLost(self, f: int, p: int) -> None:
+        """The follower's fetch reaches the leader, which handles it as always; its answer is lost."""
+        r, lr = self._followed_leader(f, p)
+        if r.fetch_state != FETCHING:
+            raise NotEnabled(f"broker {f} is reconciling partition {p} ({r.fetch_state}), not fetching")
+        if not self.broker(r.leader).serves_follower(lr, f):
+            raise NotEnabled(f"broker {r.leader} does not count broker {f} among partition {p}'s replicas")
+        self._check_fenced(r, lr, f"broker {f}'s fetch")
+        if r.leo > lr.leo:
+            raise NotEnabled(f"broker {f}'s fetch offset {r.leo} is beyond its leader's log end {lr.leo}: "
+                             f"the answer only truncates the follower, losing it changes nothing")
+        self._losing_answer_to = (f, p)
+        try:
+            self._broker_cmd(f, "Fetch", (p,))
+        finally:
+            self._losing_answer_to = None
 
     def _a_OffsetsForLeaderEpoch(self, f: int, p: int) -> None:
         core = self.broker(f)
@@ -676,6 +698,9 @@ class Simulator(_ClusterView):
                             out.append(("OffsetsForLeaderEpoch", (b, p)))
                         elif r.fetch_state == FETCHING and served and lp.core.serves_follower(lr, b):
                             out.append(("Fetch", (b, p)))
+                            if self.budget.has("faults.lost_fetch_answers") and r.leo <= lr.leo and (
+                                    lr.remote_leo.get(b, 0) != r.leo or b not in lr.isr):
+                                out.append(("FetchAnswerLost", (b, p)))
                 if r.fetch_state == TRUNCATE_PENDING:
                     out.append(("TruncateToEpochEndOffset", (b, p)))
                 if cfg.hw_checkpoint == "periodic" and r.ckpt != r.hw:
@@ -730,7 +755,7 @@ class Simulator(_ClusterView):
     _BUDGETED = {"ShrinkIsr": "faults.isr_shrinks", "DeliverDelayedRequest": "faults.delayed_requests",
                  "ControllerFailover": "faults.controller_failovers", "Crash": "faults.crashes",
                  "LossyCrash": "faults.lossy_crashes", "QuickRestart": "faults.undetected_restarts",
-                 "ExpireSession": "faults.session_expiries",
+                 "ExpireSession": "faults.session_expiries", "FetchAnswerLost": "faults.lost_fetch_answers",
                  "ControlledShutdown": "operations.controlled_shutdowns",
                  "RequestPreferredElection": "operations.preferred_elections",
                  "RequestTopicDeletion": "operations.topic_deletions"}
