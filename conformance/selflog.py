@@ -50,7 +50,9 @@ Every process of a real cluster run writes its own file (``<name>.<pid>.events.j
 The configuration is the processes' (the model's keys of it), with budgets fitted to the run: as many
 crashes, controller failovers and session expiries as were logged (or inferred), as many records as were
 produced; and acks=1 if any write was (torture mixes an acks=1 producer in, whose writes a leader appends
-with its ISR below min.insync.replicas).
+with its ISR below min.insync.replicas). A budget the run's configuration declares is kept: torture
+declares ``faults.lost_fetch_answers`` when its nemesis drops frames between brokers (a fetch answer lost
+after the leader counted the fetch is the model's silent ``FetchAnswerLost``; no process logs it).
 """
 from __future__ import annotations
 
@@ -87,9 +89,9 @@ MAX_SILENT = 4
 #: Restart, ControllerFailover and ControlledShutdown (likewise; the last by the controller),
 #: ExpireSession (the launcher, when it forces one; the merge infers the others) and Reregister (the
 #: broker, on its new session).
-SILENT = ("DeliverRequest", "Fetch", "OffsetsForLeaderEpoch", "TruncateToEpochEndOffset", "ProcessBrokerChange",
-          "ResignController", "ElectPreferredLeader", "ReassignPartition", "CreateTopic", "StartTopicDeletion",
-          "CompleteTopicDeletion")
+SILENT = ("DeliverRequest", "Fetch", "FetchAnswerLost", "OffsetsForLeaderEpoch", "TruncateToEpochEndOffset",
+          "ProcessBrokerChange", "ResignController", "ElectPreferredLeader", "ReassignPartition", "CreateTopic",
+          "StartTopicDeletion", "CompleteTopicDeletion")
 _HEADER_KEYS = {"format", "version", "process", "role", "pid", "clock", "config"}
 _LINE_KEYS = {"seq", "t", "kind", "step", "facts", "input", "note"}
 

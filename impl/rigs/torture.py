@@ -25,7 +25,7 @@ import signal
 import tempfile
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -43,7 +43,7 @@ from .history import History, Verdict, Write, check
 from .nemesis_proxy import FaultLimit, Nemesis, NemesisError
 from .torture_schedule import CONTROLLER_KINDS, Fault, schedule
 
-__all__ = ["TortureResult", "TortureSetting", "run_torture"]
+__all__ = ["TortureResult", "TortureSetting", "run_config", "run_torture"]
 
 BROKERS = 3
 CONTROLLERS = 2
@@ -178,10 +178,26 @@ def make_zk_chroot(zookeeper: str, prefix: str = "isrcheck-torture") -> str:
     return zookeeper + root
 
 
+def run_config(setting: TortureSetting, plan: Sequence[Fault]) -> dict[str, Any]:
+    """The cluster's configuration for a run of ``plan``: the setting's, and the model's fault budgets
+    the schedule calls for, so that every process's event-log header declares them to ``validate``.
+    A ``drop`` fault loses frames between two brokers, among them answers to fetches the leader has
+    already counted (it recorded the follower's offset, maybe raised its HW or grew its ISR): the
+    model's ``FetchAnswerLost`` (specs/05-replication.md, "Fetch"). The follower fetches again from the
+    same offset, so a drop costs one such answer that changes the leader, save where some answers got
+    through in between; one per drop fault (at most the key's bound, 16) keeps the validation's
+    candidate states few (each unit of budget multiplies them)."""
+    out = setting.config()
+    drops = sum(1 for f in plan if f.kind == "drop")
+    if drops:
+        out["faults"] = {"lost_fetch_answers": min(16, drops)}
+    return out
+
+
 class _Run:
     """One torture run's moving parts (the threads share ``lock``)."""
 
-    def __init__(self, seed: int, setting: TortureSetting, directory: Path) -> None:
+    def __init__(self, seed: int, setting: TortureSetting, directory: Path, plan: Sequence[Fault] = ()) -> None:
         self.seed, self.s, self.dir = seed, setting, directory
         self.lock = threading.Lock()
         # the producers take turns, one request each: the model numbers writes 1, 2, ... in the order the
@@ -204,7 +220,7 @@ class _Run:
         self.unregistered: list[int] = []  # stays empty: a broker re-registers on a new session itself
         self.missing: set[int] = set()  # running brokers without a registration at the last look
         zk = make_zk_chroot(setting.zookeeper) if setting.store == "zookeeper" and setting.zookeeper else None
-        self.c = TortureCluster(directory, brokers=BROKERS, zookeeper=zk, config=setting.config(),
+        self.c = TortureCluster(directory, brokers=BROKERS, zookeeper=zk, config=run_config(setting, plan),
                                 controllers=CONTROLLERS, event_log=directory / "events")
         self.nem = Nemesis(self.c.upstream, seed=seed, max_faults=1000, max_fault_seconds=30.0)
         self.c.nemesis = self.nem
@@ -541,7 +557,7 @@ def run_torture(seed: int, setting: TortureSetting, directory: str | os.PathLike
     kinds = setting.kinds or None
     plan = schedule(seed, setting.duration, BROKERS, kinds, CONTROLLERS)
     d = Path(directory) if directory else Path(tempfile.mkdtemp(prefix="isrcheck-torture-"))
-    run = _Run(seed, setting, d)
+    run = _Run(seed, setting, d, plan)
     threads: list[threading.Thread] = []
     done: list[tuple[Fault, str]] = []
     settled = False

@@ -12,6 +12,7 @@ torture run's logs (tests/conformance/selflogs/*.tar.gz) that failed before its 
 from __future__ import annotations
 
 import dataclasses
+import json
 import tarfile
 from pathlib import Path
 
@@ -368,3 +369,34 @@ def test_a_late_half_of_an_older_epoch_goes_back_past_its_leaders_newer_epoch():
     # no state of broker 1 at epoch 0 answers so (its log end was 2 then): it stays
     never = [dataclasses.replace(lines[0], facts=_rep(1, 2, 2, "leader"))] + lines[1:]
     assert _unlogged_answers_in_place(never) == (never, 0)
+
+
+def test_a_fetch_answer_the_nemesis_dropped_after_the_leader_counted_it_is_a_lost_answer(tmp_path):
+    """torture --seed 10 (kip-320, min ISR 2, 6 s): the leader took broker 2 back into the ISR at its
+    fetch (broker-1 seq 81, "ISR expansion to [1, 2, 3] written"), the `drop` fault (p = 0.87 between
+    broker 1 and broker 2) lost the answer with two more records, and broker 2 became leader with the
+    33 records it had. The run's configuration declares faults.lost_fetch_answers (one per drop fault:
+    impl/rigs/torture.py, run_config), so the model's FetchAnswerLost explains it; without the budget the
+    model's atomic Fetch gives broker 2 those records and the log does not validate."""
+    run = _saved("fetch-answer-lost-after-the-leader-counted-it", tmp_path)
+    merged, r = validate_selflogs([run])
+    assert merged.log.config.faults.lost_fetch_answers == 2 and "FetchAnswerLost" in merged.log.silent
+    assert r.ok, f"{r.reason} {r.details}"
+    for f in run.glob("*.events.jsonl"):  # the same run, its configuration without the budget
+        lines = f.read_text().split("\n")
+        head = json.loads(lines[0])
+        del head["config"]["faults"]
+        f.write_text("\n".join([json.dumps(head)] + lines[1:]))
+    _, r = validate_selflogs([run])
+    assert not r.ok and r.reason.startswith("broker-2 seq 63 ") and "replicas[2,0].log" in r.reason, r.reason
+
+
+def test_a_torture_run_declares_one_lost_fetch_answer_per_drop_fault():
+    from isrcheck.impl.rigs.torture import TortureSetting, run_config
+    from isrcheck.impl.rigs.torture_schedule import Fault
+
+    setting = TortureSetting()
+    drops = [Fault(1.0, "drop", 1, 2.0, amount=0.5), Fault(2.0, "drop", None, 1.0, amount=0.9)]
+    assert run_config(setting, [Fault(0.5, "kill", 1, 1.0)]) == setting.config()  # no drop: no budget
+    assert run_config(setting, [Fault(0.5, "kill", 1, 1.0), *drops])["faults"] == {"lost_fetch_answers": 2}
+    assert run_config(setting, drops * 10)["faults"] == {"lost_fetch_answers": 16}  # the key's bound
