@@ -21,7 +21,9 @@ What the broker does, in the seeds' design:
   ISR by a write conditional on the znode version it knows (fetch offset >= HW, and only replicas
   of its assignment may fetch; under ``kip-320`` also >= the start of the leader's current epoch,
   KAFKA-7128), advances its HW, and answers with the records and the HW it had *before* counting
-  this fetch. The follower appends and takes min(that HW, its LEO). An answer to a fetch sent before
+  this fetch. The follower appends and takes min(that HW, its LEO). A fetch that arrives while the
+  leader's ISR write is in flight is counted when the write is done (Kafka's leaderIsrUpdateLock; the
+  model's ShrinkIsr and Fetch are one step each). An answer to a fetch sent before
   a controller request for the partition (or from a newer controller) reached the follower is
   dropped and the follower fetches again: the model's Fetch is one step (``_fence_fetch``). (An
   answer to a fetch the watchdog gave up on is still taken: dropping those livelocks a follower
@@ -99,6 +101,8 @@ class Replica:
     pending: dict[int, tuple[Any, int, int, str]] = field(default_factory=dict)
     isr_write: tuple[int, frozenset[int], Any] | None = None  # (token, new ISR, continuation)
     parked: dict[int, tuple[Any, FetchRequest]] = field(default_factory=dict)  # leader: waiting fetches
+    # leader: fetches that came while an ISR write was in flight, served in order when it is done
+    held: list[tuple[Any, FetchRequest]] = field(default_factory=list)
     fetching: bool = False  # follower: a fetch or an epoch query is in flight (autonomous mode)
     fetch_sent_at: int = 0
     fetch_id: int = 0  # follower: the id of its latest fetch
@@ -124,6 +128,7 @@ class Replica:
         self.isr, self.zk_version, self.state_controller_epoch = frozenset(), -1, 0
         self.assigned, self.remote_leo, self.caught_up_at = (), {}, {}
         self.isr_write = None
+        self.held = []  # no longer the leader: dropped, each follower's watchdog sends its fetch again
 
 
 @dataclass
@@ -478,6 +483,7 @@ class BrokerCore:
             r.caught_up_at = {b: self.now for b in m.isr}
             r.pending = {}
             r.isr_write = None
+            r.held = []
             if self.autonomous:
                 self._out.append(CancelTimer("fetch", p))
             r.fetching = False
@@ -662,6 +668,14 @@ class BrokerCore:
             return
         if r.isr_write is not None and r.isr_write[2][0] == "fetch" and r.isr_write[2][1][1].follower == f:
             return  # its fetch that joins the ISR is answered when the write is done (this one was resent)
+        if r.isr_write is not None:
+            # an ISR change is being written: the fetch is counted once it is done, never during it. Kafka
+            # holds the partition's leaderIsrUpdateLock across the ZooKeeper write, and the model's
+            # ShrinkIsr and Fetch are one step each; counted now, a fetch that qualified to join the ISR
+            # was answered with the HW of before a shrink and without joining, a state the model never
+            # has (torture seed 37 of issue 30's batches)
+            r.held.append((frm, m))
+            return
         answered_hw = r.hw  # the response carries the HW from before this fetch is counted
         r.remote_leo[f] = m.offset
         if m.offset >= r.leo:
@@ -751,16 +765,18 @@ class BrokerCore:
             return
         _token, isr, (kind, reply) = r.isr_write
         r.isr_write = None
-        if r.leader != self.id or r.leader_epoch != leader_epoch:
-            return
-        if res.error is None:
-            r.isr = isr
-            r.zk_version = res.value.version
-        # else: the znode moved on (a controller wrote it): keep the cached ISR until a LeaderAndIsr
-        if kind == "fetch":
-            self._answer_fetch(p, r, reply)
-        else:
-            self._advance_hw(p, r)
+        held, r.held = r.held, []
+        if r.leader == self.id and r.leader_epoch == leader_epoch:
+            if res.error is None:
+                r.isr = isr
+                r.zk_version = res.value.version
+            # else: the znode moved on (a controller wrote it): keep the cached ISR until a LeaderAndIsr
+            if kind == "fetch":
+                self._answer_fetch(p, r, reply)
+            else:
+                self._advance_hw(p, r)
+        for frm, m in held:  # in arrival order; one may start the next write, and those after it wait again
+            self._serve_fetch(frm, m)
 
     # ------------------------------------------------------------------ replication: follower side
     def _fence_fetch(self, p: int) -> None:
