@@ -26,6 +26,10 @@ Every process of a real cluster run writes its own file (``<name>.<pid>.events.j
   logged ``ExpireSession`` since its last registration (a fault other than the launcher's ``expire``
   ended its session) proves one: it is added before the controller's first line dropping the broker
   from an ISR since then, or before the ``Reregister`` (:func:`_expiries_unlogged`);
+- a leader's half of ``Fetch(f, p)`` after which ``f`` logged a controller request before its own half is a
+  ``FetchAnswerLost``: ``f`` dropped the answer (it fetches again after a controller request), so its log
+  end and HW hold across the line, and each such line is a unit of the fitted ``lost_fetch_answers``
+  (:func:`_answers_fenced`);
 - a leader's half of a fetch whose follower had already moved to another leader epoch (a delayed
   request) goes before the follower's line that moved it (:func:`_stale_requests_in_place`); a
   leader/ISR znode one version past the last one logged is a leader's ``ShrinkIsr`` whose answer never
@@ -112,6 +116,8 @@ class SelfLine:
     note: str = ""
     #: (a leader's half) the other followers whose fetch it shows was counted unlogged (:func:`_counted_unlogged`)
     counted: tuple[int, ...] = ()
+    #: (a leader's half) its follower dropped the answer: the model's FetchAnswerLost (:func:`_answers_fenced`)
+    lost: bool = False
 
     @property
     def where(self) -> str:
@@ -225,7 +231,36 @@ def _line(head: Mapping[str, Any], path: Path, n: int, raw: Any, cfg: Config, ch
     return SelfLine(head["process"], head["role"], str(path), n, seq, t, kind, action, facts, note)
 
 
-def _model_config(raw: Mapping[str, Any], lines: Sequence[SelfLine]) -> Config:
+def _answers_fenced(lines: list[SelfLine]) -> tuple[list[SelfLine], int]:
+    """The lines with each leader's half of ``Fetch(f, p)`` whose answer the follower dropped marked
+    ``lost``, and how many: ``f`` logged a controller request (``DeliverRequest``) before its half. A
+    follower drops the answer to a fetch sent before a controller request it has since handled and
+    fetches again (impl/core/broker.py, ``_fence_fetch``), so for the model that leader's half is a
+    ``FetchAnswerLost``: the follower keeps its log end and HW (:func:`_with_held`), and each is one more
+    unit of the fitted ``lost_fetch_answers``. (A follower whose answer changed nothing logs no half
+    either: then the mark only leaves it as it was, which the model's Fetch would too.)"""
+    open_: dict[tuple[int, int], int] = {}  # (follower, partition) -> index of the leader's half not yet followed
+    lost: set[int] = set()
+    for i, ln in enumerate(lines):
+        act = ln.action
+        if act is None or act[1] is None or ln.role != "broker" or not ln.process.startswith("broker-"):
+            continue
+        b = int(ln.process.rsplit("-", 1)[1])
+        if act[0] == "Fetch":
+            f, p = int(act[1][0]), int(act[1][1])
+            if f != b:
+                open_[(f, p)] = i
+            else:
+                open_.pop((f, p), None)
+        elif act[0] in ("DeliverRequest", "Crash", "Restart"):
+            for k in [k for k in open_ if k[0] == b]:
+                if act[0] == "DeliverRequest":
+                    lost.add(open_[k])
+                del open_[k]
+    return [dataclasses.replace(ln, lost=True) if i in lost else ln for i, ln in enumerate(lines)], len(lost)
+
+
+def _model_config(raw: Mapping[str, Any], lines: Sequence[SelfLine], fenced: int = 0) -> Config:
     keys = {f.name for f in dataclasses.fields(Config)}
     mapping = {k: v for k, v in raw.items() if k in keys}
     try:
@@ -240,7 +275,8 @@ def _model_config(raw: Mapping[str, Any], lines: Sequence[SelfLine]) -> Config:
                                  controller_failovers=max(cfg.faults.controller_failovers,
                                                           named.count("ControllerFailover")),
                                  isr_shrinks=max(cfg.faults.isr_shrinks, named.count("ShrinkIsr") + 2 * crashes + 1),
-                                 session_expiries=max(cfg.faults.session_expiries, named.count("ExpireSession")))
+                                 session_expiries=max(cfg.faults.session_expiries, named.count("ExpireSession")),
+                                 lost_fetch_answers=min(16, cfg.faults.lost_fetch_answers + fenced))
     # the reassignments the run requested, in its order (the model's RequestReassignment takes the next
     # one of the list, so what the configuration declares is replaced by what was logged)
     requested = tuple(Reassignment(args[0], tuple(args[1])) for ln in lines if ln.kind == "action"
@@ -988,6 +1024,8 @@ def _with_held(ln: SelfLine, held: dict[str, Any], limit: int = 0) -> dict[str, 
     if act is not None and act[0] == "Fetch" and act[1] is None:  # an ISR expansion: some follower's fetch
         for k in [k for k in held if not k.startswith(f"replicas[{b},")]:
             del held[k]
+    elif act is not None and act[0] == "Fetch" and act[1] is not None and str(act[1][0]) != b and ln.lost:
+        pass  # its answer never reached the follower (FetchAnswerLost): what held of the follower holds on
     elif act is not None and act[0] == "Fetch" and act[1] is not None and str(act[1][0]) != b:
         f, p = act[1]
         old, leo, hw = (held.get(f"replicas[{f},{p}].leo"), ln.facts.get(f"replicas[{b},{p}].leo"),
@@ -1096,7 +1134,11 @@ def merge_selflogs(paths: Iterable[str | Path], max_silent: int = MAX_SILENT) ->
         lines, count = rule(lines)
         if count:
             notes.append(note.format(count=count))
-    cfg = _model_config(raw_cfg, lines)
+    lines, fenced = _answers_fenced(lines)
+    if fenced:
+        notes.append(f"{fenced} fetch answer(s) the leader counted and the follower dropped (it handled a controller "
+                     f"request first): the model's FetchAnswerLost, each a unit of faults.lost_fetch_answers")
+    cfg = _model_config(raw_cfg, lines, fenced)
     # the start: the first line after which what was logged is the model's initial state
     anchors = _anchors(cfg, template)
     folded: dict[str, Any] = {}

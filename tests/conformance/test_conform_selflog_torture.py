@@ -251,11 +251,13 @@ def test_a_leader_line_raising_the_hw_shows_another_followers_fetch_counted_unlo
         assert selflog._checkpoints_before_fetch(changed_lines)[0][5].counted == ()
 
     # the torture run (--seed 10 --duration 6 --generation kip-320 --min-isr 2) that failed so: it
-    # validates, and not without the rule
+    # validates, and not without the rule (nor the one fenced answer the merge finds there, a lost answer
+    # the model may also place at that leader's line)
     run = _saved("leader-hw-after-an-unlogged-counted-fetch", tmp_path)
     _, r = validate_selflogs([run])
     assert r.ok, f"{r.reason} {r.details}"
     monkeypatch.setattr(selflog, "_counted_unlogged", lambda ln, p, followers: [])
+    monkeypatch.setattr(selflog, "_answers_fenced", lambda lines: (lines, 0))
     _, r = validate_selflogs([run])
     assert not r.ok and r.reason.startswith("broker-3 seq 98 ") and "replicas[3,0].hw" in r.reason, r.reason
 
@@ -400,3 +402,37 @@ def test_a_torture_run_declares_one_lost_fetch_answer_per_drop_fault():
     assert run_config(setting, [Fault(0.5, "kill", 1, 1.0)]) == setting.config()  # no drop: no budget
     assert run_config(setting, [Fault(0.5, "kill", 1, 1.0), *drops])["faults"] == {"lost_fetch_answers": 2}
     assert run_config(setting, drops * 10)["faults"] == {"lost_fetch_answers": 16}  # the key's bound
+
+
+def test_a_leader_half_whose_follower_handled_a_controller_request_first_is_a_lost_answer(tmp_path, monkeypatch):
+    """A follower drops the answer to a fetch sent before a controller request it has since handled
+    (impl/core/broker.py, _fence_fetch): the leader's half of that fetch is the model's FetchAnswerLost.
+    The merge marks it (the follower's log end and HW hold across it, unchanged) and counts it in the
+    fitted faults.lost_fetch_answers; its next half, after the request, is its own fetch again."""
+    lines = [
+        _sl("broker-1", 5, 10, "observation", ("Fetch", (2, 0)), _rep(1, 3, 2, "leader")),  # counted, raising the HW
+        _sl("broker-2", 4, 11, "observation", ("DeliverRequest", (2,)), _rep(2, 2, 1)),  # then the new controller's
+        _sl("broker-2", 5, 12, "observation", ("Fetch", (2, 0)), _rep(2, 3, 2)),  # its fetch sent again
+        _sl("broker-1", 6, 13, "observation", ("Fetch", (3, 0)), _rep(1, 3, 3, "leader")),
+        _sl("broker-3", 4, 14, "observation", ("Fetch", (3, 0)), _rep(3, 3, 2)),  # answered: not lost
+        _sl("broker-1", 7, 15, "observation", ("Fetch", (3, 0)), _rep(1, 3, 3, "leader")),
+        _sl("launcher", 1, 16, "action", ("Crash", (3,)), {}, role="launcher"),
+        _sl("broker-3", 1, 17, "action", ("Restart", (3,)), _rep(3, 3, 2)),  # a restart is no fence
+    ]
+    out, n = selflog._answers_fenced(lines)
+    assert n == 1 and [x.lost for x in out] == [True] + [False] * 7
+    held = {"replicas[1,0].leo": 3, "replicas[1,0].hw": 2, "replicas[2,0].leo": 2, "replicas[2,0].hw": 1}
+    facts = _with_held(out[0], dict(held))
+    assert facts["replicas[2,0].leo"] == 2 and facts["replicas[2,0].hw"] == 1  # the follower as it was
+    assert _with_held(lines[0], dict(held))["replicas[2,0].leo"] == 3  # unmarked: as the model's Fetch gives it
+
+    # torture --seed 54 (kip-320, min ISR 2, 6 s; issue 30's batch 51-90): broker 1 counted broker 2's
+    # fetch (broker-1 seq 95, HW 38), the answer was delayed on the link (a delay fault), and broker 2
+    # handled the new controller's LeaderAndIsr first (broker-2 seq 50) and dropped it
+    run = _saved("fetch-answer-dropped-after-a-controller-request", tmp_path)
+    merged, r = validate_selflogs([run])
+    assert r.ok, f"{r.reason} {r.details}"
+    assert merged.log.config.faults.lost_fetch_answers == 1 + 2  # the drop fault's, and two fenced answers
+    monkeypatch.setattr(selflog, "_answers_fenced", lambda lines: (lines, 0))
+    _, r = validate_selflogs([run])
+    assert not r.ok and r.reason.startswith("broker-2 seq 50 ") and "replicas[2,0].log" in r.reason, r.reason
