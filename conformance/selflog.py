@@ -22,7 +22,8 @@ Every process of a real cluster run writes its own file (``<name>.<pid>.events.j
   before it (:func:`_fetches_before_crash`); a follower's half of a fetch its leader answered without
   logging a half, logged after a later step of the leader, goes back to where the leader answered it
   (:func:`_unlogged_answers_in_place`); a leader's append that a SIGKILL left on disk without its line
-  is a ``Produce`` before the crash (:func:`_appends_lost_in_a_crash`); a broker's ``Reregister`` with no
+  is a ``Produce`` before the crash, and so is an HW checkpoint its restart recovered a
+  ``CheckpointHighWatermark`` (:func:`_appends_lost_in_a_crash`); a broker's ``Reregister`` with no
   logged ``ExpireSession`` since its last registration (a fault other than the launcher's ``expire``
   ended its session) proves one: it is added before the controller's first line dropping the broker
   from an ISR since then, or before the ``Reregister`` (:func:`_expiries_unlogged`);
@@ -765,6 +766,7 @@ def _appends_lost_in_a_crash(lines: list[SelfLine]) -> tuple[list[SelfLine], int
     """
     last: dict[str, SelfLine] = {}  # broker process -> its last line
     crashed: dict[str, tuple[int, SelfLine | None]] = {}  # broker process -> (index of Crash, last line before)
+    ckpt: dict[str, Any] = {}  # "replicas[b,p]." -> the HW its last logged checkpoint (or restart) wrote
     add: dict[int, list[SelfLine]] = {}
     for i, ln in enumerate(lines):
         act = ln.action
@@ -775,9 +777,39 @@ def _appends_lost_in_a_crash(lines: list[SelfLine]) -> tuple[list[SelfLine], int
             at, prev = crashed.pop(ln.process)
             if prev is not None and act is not None and act[0] == "Restart":
                 add.setdefault(at, []).extend(_lost_appends(prev, ln, lines[at].t))
+                add[at].extend(_lost_checkpoints(prev, ln, lines[at].t, ckpt))
+        if ln.role == "broker" and act is not None and act[1] is not None and ln.kind == "action" \
+                and act[0] in ("CheckpointHighWatermark", "Restart"):
+            b = ln.process.rsplit("-", 1)[1]
+            for path, v in ln.facts.items():
+                if path.startswith(f"replicas[{b},") and path.endswith("].hw") and (
+                        act[0] == "Restart" or path == f"replicas[{b},{act[1][1]}].hw"):
+                    ckpt[path[:-len("hw")]] = v
         if ln.role == "broker":
             last[ln.process] = ln
     return _inserted(lines, add)
+
+
+def _lost_checkpoints(prev: SelfLine, restart: SelfLine, t: int, ckpt: Mapping[str, Any]) -> list[SelfLine]:
+    """A ``CheckpointHighWatermark`` line for each replica whose restart recovered the HW the broker held
+    at its last line before the crash, where its last logged checkpoint wrote another: the checkpoint
+    was written and the SIGKILL came before its line (torture seed 85 of issue 30's batch 51-90: broker 1
+    restarted with HW 16, its last logged checkpoint 12, its HW 16 at its last line)."""
+    b = prev.process.rsplit("-", 1)[1]
+    out = []
+    for path, held in prev.facts.items():
+        if not (path.startswith(f"replicas[{b},") and path.endswith("].hw")):
+            continue
+        pre = path[:-len("hw")]
+        written, recovered = ckpt.get(pre), restart.facts.get(path)
+        if not _is_int(held) or not _is_int(written) or recovered != held or written == held:
+            continue
+        p = int(path[path.index(",") + 1:path.index("]")])
+        out.append(dataclasses.replace(
+            prev, t=t, kind="action", action=("CheckpointHighWatermark", (int(b), p)),
+            facts={k: v for k, v in prev.facts.items() if k.startswith(pre)},
+            note=f"an HW checkpoint not logged before the crash: its restart recovered it ({restart.where})"))
+    return out
 
 
 def _inserted(lines: list[SelfLine], add: dict[int, list[SelfLine]]) -> tuple[list[SelfLine], int]:
@@ -1059,8 +1091,8 @@ def _reorderings(max_fetch_records: int) -> list[tuple[Rule, str]]:
     the note that says how many lines it added or moved (see the module's docstring)."""
     return [
         (_appends_lost_in_a_crash,
-         ("{count} Produce step(s) of a leader killed after it appended and before it logged them (the records are in "
-          "the log of its restart) added before the crash")),
+         ("{count} Produce or HW checkpoint step(s) of a broker killed after its disk write and before its line "
+          "(its restart recovered them) added before the crash")),
         (_stale_requests_in_place,
          ("{count} leader's half (halves) of a fetch whose follower had moved to another leader epoch when the leader "
           "counted it (a delayed request) placed before the follower's line that moved it")),
