@@ -29,9 +29,10 @@ greedily, walking to the nearest edge or state that discharges a pending fairnes
 back. The stem is shortest; the loop is short but not always minimal.
 
 Memory: fingerprints (8 bytes), depth and parent (4 + 4), a row offset (8) and two masks per
-property (8 + 8) per state, plus a dictionary from fingerprint to index (about 100 bytes per state
-in CPython, with its integer objects); 8 bytes per edge (target and label). :attr:`Graph.bytes`
-reports what a run used.
+property (8 + 8) per state, plus the index from fingerprint to state number: engine/_parentmap.c's
+flat table when compiled (16-byte slots at a load of at most 3/4: 21-43 bytes per state), a dict
+in the pure build (about 100 bytes per state with its integer objects); 8 bytes per edge (target
+and label). :attr:`Graph.bytes` reports what a run used.
 
 The Kafka models' graphs are acyclic (every perturbation is budgeted, and no healing step returns
 to an earlier state), so their counterexamples end where the behaviour stutters; the cycle search
@@ -51,8 +52,14 @@ from typing import Any, NamedTuple, Protocol
 
 from .core import Model, ModelFault, Progress, Step, Violation, paused_gc
 from .explore import replay_fingerprints
+from .parentmap import new_parent_map
 
 NO_LABEL = -1
+#: added to a state number stored in the fingerprint index: engine/_parentmap.c's table stores
+#: fingerprint -> fingerprint and refuses a value equal to its key (its mark of an initial state),
+#: which a small state number could equal in a model whose fingerprints are small integers; no
+#: fingerprint of a real model lands in [2**62, 2**62 + states) but by a 2**-64 chance per state
+INDEX_TAG = 1 << 62
 
 
 class LeadsTo(NamedTuple):
@@ -83,7 +90,7 @@ class Graph:
     """The reachable graph as flat arrays (see the module docstring for the layout)."""
 
     def __init__(self, properties: Sequence[LeadsTo]) -> None:
-        self.index: dict[int, int] = {}
+        self.index: Any = new_parent_map()  # fingerprint -> state number (a flat C table when compiled)
         self.fps = array("q")
         self.depth = array("i")
         self.parent = array("i")
@@ -110,9 +117,19 @@ class Graph:
         objects (a fingerprint and a state number per entry; ``sys.getsizeof`` of a dict counts
         only its table)."""
         arrays = [self.fps, self.depth, self.parent, self.offsets, self.dst, self.label, *self.premise, *self.goal]
+        flat = sum(a.itemsize * len(a) for a in arrays)
+        if not isinstance(self.index, dict):  # engine/_parentmap.c's table: its slots, counted by itself
+            return int(self.index.nbytes) + flat
         n = len(self.index)
-        ints = n * (sys.getsizeof(1 << 62) + sys.getsizeof(max(n, 1 << 10)))
-        return sys.getsizeof(self.index) + ints + sum(a.itemsize * len(a) for a in arrays)
+        ints = n * (sys.getsizeof(1 << 62) + sys.getsizeof(INDEX_TAG + n))
+        return sys.getsizeof(self.index) + ints + flat
+
+    def number(self, fp: int) -> int:
+        """The state number of the state with fingerprint ``fp`` (KeyError if it is not in the graph)."""
+        w = self.index.get(fp)
+        if w is None:
+            raise KeyError(fp)
+        return int(w) - INDEX_TAG
 
     def out(self, v: int) -> range:
         return range(self.offsets[v], self.offsets[v + 1])
@@ -167,7 +184,7 @@ def _build(model: FairModel, properties: Sequence[LeadsTo], max_states: int | No
 
     def add(state: Any, fp: int, d: int, par: int) -> int:
         v = len(fps)
-        index[fp] = v
+        index[fp] = v + INDEX_TAG
         fps.append(fp)
         depth.append(d)
         parent.append(par)
@@ -202,7 +219,9 @@ def _build(model: FairModel, properties: Sequence[LeadsTo], max_states: int | No
             if tfp == fp:
                 continue  # a step that changes nothing: stuttering, never a fair step
             w = index.get(tfp)
-            if w is None:
+            if w is not None:
+                w -= INDEX_TAG
+            else:
                 if max_states is not None and len(fps) >= max_states:
                     g.complete = False
                     continue

@@ -141,6 +141,10 @@ class Config:
     reintroduce: tuple[str, ...] = _key((), protocol=True)
     #: derived from the bounds unless given (default_assignment): not in the header
     assignment: tuple[tuple[int, ...], ...] = _key((), shown="never")
+    #: the ISR each partition starts with, a subset of its assignment holding its first replica (the
+    #: leader); () starts every partition fully in sync. A scenario's input, like the assignment:
+    #: followers that fell behind before the run (KAFKA-15665's reassignment needs one)
+    initial_isr: tuple[tuple[int, ...], ...] = _key(())
     #: healing actions whose weak fairness liveness checks do not assume: an action name (every
     #: instance) or one instance's text, "Restart(3)" (specs/06-properties.md, "Liveness")
     unfair: tuple[str, ...] = _key((), shown="never")
@@ -164,10 +168,15 @@ class Config:
     def replicas_of(self, partition: int) -> tuple[int, ...]:
         return self.assignment[partition]
 
+    def initial_isr_of(self, partition: int) -> tuple[int, ...]:
+        """The ISR ``partition`` starts with (its whole assignment unless ``initial_isr`` says)."""
+        return self.initial_isr[partition] if self.initial_isr else self.assignment[partition]
+
     def to_dict(self) -> dict[str, Any]:
         d = dataclasses.asdict(self)
         d["generation"] = self.generation.value
         d["assignment"] = [list(a) for a in self.assignment]
+        d["initial_isr"] = [list(a) for a in self.initial_isr]
         d["unfair"] = list(self.unfair)
         d["reintroduce"] = list(self.reintroduce)
         d["operations"]["reassignments"] = [
@@ -294,6 +303,7 @@ def from_mapping(raw: dict[str, Any]) -> Config:
     else:
         assignment = default_assignment(brokers, partitions, rf)
 
+    initial_isr = _initial_isr(raw.get("initial_isr", []), assignment, brokers)
     unfair = _unfair(raw.get("unfair", []), brokers, partitions)
     reintroduce = _reintroduce(raw.get("reintroduce", []), generation, {
         "unclean_leader_election": unclean, "acks": acks, "controller_connections": connections,
@@ -326,6 +336,9 @@ def from_mapping(raw: dict[str, Any]) -> Config:
         topic_deletions=_int("operations.topic_deletions", o.get("topic_deletions", 0), 0, 1),
         topic_creation=_bool("operations.topic_creation", o.get("topic_creation", False)),
     )
+    if initial_isr and ops.topic_creation:
+        raise ConfigError("initial_isr needs a topic that exists at the start: with operations.topic_creation = "
+                          "true the controller chooses the first ISR (every live replica)")
     return Config(
         brokers=brokers,
         partitions=partitions,
@@ -347,10 +360,36 @@ def from_mapping(raw: dict[str, Any]) -> Config:
         metadata_cache=metadata_cache,
         reintroduce=reintroduce,
         assignment=assignment,
+        initial_isr=initial_isr,
         unfair=unfair,
         faults=faults,
         operations=ops,
     )
+
+
+def _initial_isr(value: Any, assignment: tuple[tuple[int, ...], ...], brokers: int) -> tuple[tuple[int, ...], ...]:
+    """The ``initial_isr`` list: one ISR per partition, each a subset of its assignment that holds the
+    first replica, which leads at the start (a leader outside its ISR is what LeaderInIsr forbids).
+    An empty list is the default, every replica in sync."""
+    if not isinstance(value, list):
+        raise ConfigError(f"initial_isr must be a list of {len(assignment)} ISR lists, got {value!r}")
+    if not value:
+        return ()
+    if len(value) != len(assignment):
+        raise ConfigError(f"initial_isr must be a list of {len(assignment)} ISR lists (one per partition), "
+                          f"got {len(value)}")
+    out = []
+    for p, (isr_raw, ar) in enumerate(zip(value, assignment)):
+        isr = _replica_list(f"initial_isr[{p}]", isr_raw, brokers, None)
+        outside = [b for b in isr if b not in ar]
+        if outside:
+            raise ConfigError(f"initial_isr[{p}] names broker {outside[0]}, which is not a replica of partition {p} "
+                              f"(assignment {list(ar)})")
+        if ar[0] not in isr:
+            raise ConfigError(f"initial_isr[{p}] must hold broker {ar[0]}, the first replica of assignment "
+                              f"{list(ar)}, which leads at the start")
+        out.append(tuple(b for b in ar if b in isr))  # in assignment order: the ISR is a set
+    return tuple(out)
 
 
 def _unfair(value: Any, brokers: int, partitions: int) -> tuple[str, ...]:

@@ -75,6 +75,19 @@ class Kafka1097(Protocol):
         return True
 
 
+class Kafka15665(Protocol):
+    """KAFKA-15665 (fixed in 3.8.0, a KRaft controller's rule): a reassignment left its caught-up
+    step once the replicas it adds (RAR - OAR) were in the ISR, not every target replica. A target
+    replica that was already assigned but out of the ISR then never had to catch up: the election
+    among the targets found none in sync and kept the old leader, which the last steps keep in the
+    ISR, so the partition finished with an ISR outside its new assignment. The fix, and the
+    ZooKeeper controller's step 4 all along (:meth:`Protocol.reassignment_caught_up`), waits for all
+    of RAR."""
+
+    def reassignment_caught_up(self, isr: int, old: tuple[int, ...], new: tuple[int, ...]) -> bool:
+        return all(isr >> r & 1 for r in new if r not in old)
+
+
 class Kafka10706(Protocol):
     """KAFKA-10706 (fixed in 2.6.1, 2.7.0 and 2.8.0): a truncation at or beyond the log end returned
     early, leaving the epoch cache as it was. After elections without writes a follower kept an
@@ -414,6 +427,7 @@ MIXINS: dict[str, type[Protocol]] = {
     "KAFKA-1188": Kafka1188,
     "KAFKA-7164": Kafka7164,
     "KAFKA-1097": Kafka1097,
+    "KAFKA-15665": Kafka15665,
     "KAFKA-10706": Kafka10706,
     "KAFKA-15583": Kafka15583,
     "KAFKA-10432": Kafka10432,

@@ -33,7 +33,9 @@ def initial_state(protocol: Protocol) -> State:
 
     Unless ``operations.topic_creation`` is set, the topic exists already: each partition led by
     the first replica of its assignment with every replica in the ISR and in sync (empty logs),
-    as after creation and delivery of the first LeaderAndIsr requests.
+    as after creation and delivery of the first LeaderAndIsr requests; ``initial_isr`` may start
+    an ISR smaller (followers that fell out of it before the run, their logs as empty as the
+    leader's: the next fetch that reaches the HW brings them back).
     """
     cfg = protocol.config
     ext = protocol.extension
@@ -44,7 +46,8 @@ def initial_state(protocol: Protocol) -> State:
     for p in range(np_):
         ar = cfg.replicas_of(p)
         if created:
-            parts.append(ZkPartition(ar, ar[0], mask_of(ar), 0, 1, FIRST_CONTROLLER_EPOCH, ext.initial(Scope.PARTITION)))
+            parts.append(ZkPartition(ar, ar[0], mask_of(cfg.initial_isr_of(p)), 0, 1, FIRST_CONTROLLER_EPOCH,
+                                     ext.initial(Scope.PARTITION)))
         else:
             parts.append(ZkPartition(ar, 0, 0, 0, 0, 0, ext.initial(Scope.PARTITION)))
     zk = Zk(everyone, (0,) * nb, FIRST_CONTROLLER_EPOCH, tuple(parts), ((),) * np_, 0, 0)
@@ -67,7 +70,8 @@ def initial_state(protocol: Protocol) -> State:
                 replicas.append(None)
             elif b == ar[0]:
                 epochs = ((0, 0),) if protocol.uses_leader_epochs else ()
-                replicas.append(Replica((), 0, 0, b, 0, mask_of(ar), 1, (0,) * nb, 0, mask_of(ar), epochs, FETCHING, (),
+                replicas.append(Replica((), 0, 0, b, 0, mask_of(cfg.initial_isr_of(p)), 1, (0,) * nb, 0, mask_of(ar),
+                                        epochs, FETCHING, (),
                                         ext.initial(Scope.REPLICA)))
             else:
                 replicas.append(Replica((), 0, 0, ar[0], 0, 0, 0, (), 0, 0, (), FETCHING, (),

@@ -249,7 +249,10 @@ def spark_session(master: str | None = None, app_name: str = "isrcheck") -> Iter
 
 
 def stage_text(spark: Any) -> str:
-    """What Spark is doing now, from its status tracker: ``stage 3: 5/8 tasks`` per active stage."""
+    """What Spark is doing now, from its status tracker: ``stage 3: 5/8 tasks`` per active stage;
+    ``in-process`` while no session has started (None: a hybrid run's first levels)."""
+    if spark is None:
+        return "in-process"
     try:
         tracker = spark.sparkContext.statusTracker()
         parts = []
@@ -263,16 +266,21 @@ def stage_text(spark: Any) -> str:
 
 
 @contextmanager
-def heartbeat(spark: Any, label: str, say: Callable[[str], None], every: float) -> Iterator[None]:
+def heartbeat(spark: Any, label: str, say: Callable[[str], None], every: float,
+              current: Callable[[], Any] | None = None) -> Iterator[None]:
     """While the block runs, call ``say`` every ``every`` seconds with the time so far and the
     active stages' task counts. For a pipe or a CI log, where Spark's own console progress bar
-    (a terminal's) shows nothing and a long job would otherwise print nothing at all."""
+    (a terminal's) shows nothing and a long job would otherwise print nothing at all.
+
+    ``current``, when given, is asked for the session at every beat instead of ``spark`` (a lazy
+    session that may start halfway through the block, or never)."""
     stop = threading.Event()
     start = time.monotonic()
+    now = current if current is not None else (lambda: spark)
 
     def beat() -> None:
         while not stop.wait(every):
-            say(f"{label}: {time.monotonic() - start:.0f} s  {stage_text(spark)}")
+            say(f"{label}: {time.monotonic() - start:.0f} s  {stage_text(now())}")
 
     thread = threading.Thread(target=beat, name="isrcheck-heartbeat", daemon=True)
     thread.start()

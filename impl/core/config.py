@@ -12,7 +12,7 @@ write is a multi conditional on ``/controller_epoch``, Kafka 2.1+), and the desi
 performing the next step). ``reintroduce`` puts back the Kafka bugs of specs/history.toml that carry an
 ``impl`` key (each a named switch of the cores, read through :meth:`ImplConfig.reintroduces`); another
 reproduced bug is refused in one line naming what this implementation lacks (its ``impl_lacks``). The
-model's growth keys ``isr_change`` and ``metadata_cache`` are accepted at their defaults only.
+model's growth keys ``isr_change``, ``metadata_cache`` and ``initial_isr`` are accepted at their defaults only.
 ``controller_connections = "per-controller"`` gives each controller its own connection to a broker: the step-mode simulator then lets a request overtake those of other
 controllers in the broker's inbox without spending ``faults.delayed_requests``. Every protocol generation of
 specs/protocol.toml is implemented: ``"high-watermark"`` (the seeds'), ``"kip-101"``, ``"kip-279"``
@@ -137,6 +137,7 @@ _MODEL_KEYS = {"brokers", "partitions", "replication_factor", "max_records", "ma
                "reintroduce",  # Kafka's bugs put back: those whose mechanism the implementation has
                "isr_change",  # AlterIsr (KIP-497): the model's only (refused below unless "zookeeper")
                "metadata_cache",  # brokers' metadata cache: the model's only (refused below when true)
+               "initial_isr",  # a short ISR at the start: the model's scenario only (refused below unless [])
                "unfair"}  # the checker's fairness assumptions: nothing the implementation runs
 _IMPL_INT_KEYS = {"replica_lag_time_max_ms": (1, 600_000), "fetch_interval_ms": (0, 60_000),
                   "hw_checkpoint_interval_ms": (1, 600_000), "log_flush_interval_ms": (1, 600_000),
@@ -197,6 +198,9 @@ def from_mapping(raw: Mapping[str, Any]) -> ImplConfig:
                           "implementation (its leaders write their ISR changes to the store: \"zookeeper\")")
     if raw.get("metadata_cache"):  # its brokers learn their leader from LeaderAndIsr alone
         raise ConfigError("metadata_cache is not implemented by the reference implementation")
+    if raw.get("initial_isr"):  # its topics start as created: every replica in the ISR
+        raise ConfigError("initial_isr is not implemented by the reference implementation (a topic starts "
+                          "with every replica in its ISR)")
     brokers = _int(raw, "brokers", 3, 1, 64)
     partitions = _int(raw, "partitions", 1, 1, 64)
     rf = _int(raw, "replication_factor", min(3, brokers), 1, brokers)

@@ -237,33 +237,16 @@ def explore(name: str | None, config_file: str | None, overrides: tuple[str, ...
 @contextmanager
 def _level_heartbeat(session: Any, on: bool) -> Iterator[None]:
     """On a pipe, a line every ISRCHECK_PROGRESS_SECONDS while a level is computed (a wide Spark
-    level can take minutes and the level lines come only at its end): the time so far and, once
-    Spark has started, its active stages' task counts."""
+    level can take minutes and the level lines come only at its end): the time so far, in-process
+    until the lazy session has started, then its active stages' task counts."""
     if not on:
         yield
         return
-    import threading
-    import time
+    from isrcheck.pipeline.session import heartbeat
 
-    from isrcheck.pipeline.session import stage_text
-
-    stop = threading.Event()
-    start = time.monotonic()
-    every = max(progress_seconds(), 0.5)
-
-    def beat() -> None:
-        while not stop.wait(every):
-            spark = session.current
-            doing = stage_text(spark) if spark is not None else "in-process"
-            terminal.progress_line(f"spark explore: {time.monotonic() - start:.0f} s  {doing}")
-
-    thread = threading.Thread(target=beat, name="isrcheck-explore-heartbeat", daemon=True)
-    thread.start()
-    try:
+    with heartbeat(None, "spark explore", terminal.progress_line, max(progress_seconds(), 0.5),
+                   current=lambda: session.current):
         yield
-    finally:
-        stop.set()
-        thread.join(timeout=5)
 
 
 # ---------------------------------------------------------------------------- sweep

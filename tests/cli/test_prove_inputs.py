@@ -153,3 +153,11 @@ def test_help_no_longer_says_property_and_strict_are_refused(cli, name):
     assert "--property NAME" in text and "--strict" in text
     assert text.count("Refused by this command") == (2 if name == "bmc" else 3)  # --variant, --peer (and --keep-going)
     assert "covers for the configuration" in text and "outcome vacuous" in text
+
+
+@pytest.mark.parametrize("name", sorted(COMMANDS))
+def test_a_bug_put_back_is_refused_not_proved(cli, assert_input_error, quiet, name):
+    """The encoding states the fixed rules: a configuration with `reintroduce` was once 'PROVED' by
+    bmc (the mixin never ran); now it is one line naming the key, and `check` is the way."""
+    result = cli(*COMMANDS[name], "--config", str(quiet), "--set", 'reintroduce=["KAFKA-708"]')
+    assert_input_error(result, "reintroduce", "KAFKA-708", "isrcheck check")

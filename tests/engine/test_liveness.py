@@ -359,14 +359,14 @@ def test_is_fair_on_hand_built_components():
     m = ring_model({0, 1, 2})
     g = build_graph(m, [])
     assert g.states == 4
-    ring = [g.index[m.fingerprint(s)] for s in (0, 1, 2)]
+    ring = [g.number(m.fingerprint(s)) for s in (0, 1, 2)]
     assert not is_fair(g, ring)  # Leave enabled at all three, never taken inside
-    assert is_fair(g, [g.index[m.fingerprint(3)]])  # the goal: a deadlock, nothing enabled
+    assert is_fair(g, [g.number(m.fingerprint(3))])  # the goal: a deadlock, nothing enabled
     m2 = ring_model({0, 1})
     g2 = build_graph(m2, [])
-    assert is_fair(g2, [g2.index[m2.fingerprint(s)] for s in (0, 1, 2)])
-    assert not is_fair(g2, [g2.index[m2.fingerprint(0)]])  # Leave enabled at 0: no stuttering there
-    assert is_fair(g2, [g2.index[m2.fingerprint(2)]])  # only the unfair Step at 2
+    assert is_fair(g2, [g2.number(m2.fingerprint(s)) for s in (0, 1, 2)])
+    assert not is_fair(g2, [g2.number(m2.fingerprint(0))])  # Leave enabled at 0: no stuttering there
+    assert is_fair(g2, [g2.number(m2.fingerprint(2))])  # only the unfair Step at 2
 
 
 # ---------------------------------------------------------------------------- 5. instances
@@ -488,7 +488,7 @@ def test_components_of_an_induced_subgraph_agree_with_networkx(graph, data):
     m = GraphModel(n, edges)
     g = build_graph(m, [])
     keep = data.draw(st.sets(st.integers(0, n - 1)))
-    sub = sorted(g.index[m.fingerprint(s)] for s in keep)
+    sub = sorted(g.number(m.fingerprint(s)) for s in keep)
     members = set(sub)
     ours = {frozenset(int(g.fps[v]) for v in comp) for comp in components(g, sub, members.__contains__)}
     G = nx.DiGraph()

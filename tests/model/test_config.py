@@ -193,6 +193,41 @@ def test_malformed_assignment(assignment):
     assert "assignment" in msg
 
 
+@pytest.mark.parametrize("initial_isr, words", [
+    ([[1, 4]], ("initial_isr[0]", "broker 4", "not a replica")),
+    ([[2, 3]], ("initial_isr[0]", "broker 1", "leads at the start")),
+    ([[1], [1]], ("one per partition",)),
+    ([[1, 1]], ("initial_isr[0]", "twice")),
+    ([[]], ("initial_isr[0]", "non-empty")),
+    ("1", ("initial_isr", "list")),
+], ids=["outside-the-assignment", "without-the-leader", "too-many-partitions", "twice", "empty", "not-a-list"])
+def test_malformed_initial_isr(initial_isr, words):
+    msg = error_of({"brokers": 4, "replication_factor": 3, "initial_isr": initial_isr})
+    assert all(w in msg for w in words), msg
+
+
+def test_initial_isr_is_kept_in_assignment_order_and_round_trips():
+    cfg = from_mapping({"brokers": 3, "replication_factor": 3, "initial_isr": [[3, 1]]})
+    assert cfg.initial_isr == ((1, 3),) and cfg.initial_isr_of(0) == (1, 3)
+    assert from_mapping(cfg.to_dict()) == cfg
+    assert Config().initial_isr_of(0) == Config().assignment[0]  # the default: every replica in sync
+
+
+def test_initial_isr_needs_an_existing_topic():
+    msg = error_of({"initial_isr": [[1]], "operations": {"topic_creation": True}})
+    assert "initial_isr" in msg and "topic_creation" in msg
+
+
+def test_the_initial_state_starts_with_the_configured_isr():
+    from isrcheck.model.kafka import initial_state
+    from isrcheck.model.protocol import Protocol
+
+    s = initial_state(Protocol(from_mapping({"brokers": 3, "replication_factor": 3, "initial_isr": [[1, 3]]})))
+    assert s.zk.partitions[0].isr == 0b1010  # brokers 1 and 3 (bit b for broker b)
+    assert s.brokers[0].replicas[0].isr == 0b1010  # the leader's cached ISR agrees with ZooKeeper
+    assert s.brokers[0].replicas[0].assigned == 0b1110  # its assignment is still the whole replica list
+
+
 @pytest.mark.parametrize("value", ["sometimes", "", 1, True])
 def test_bad_hw_checkpoint(value):
     msg = error_of({"hw_checkpoint": value})

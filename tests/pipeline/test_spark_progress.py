@@ -46,6 +46,7 @@ def test_stage_text_of_an_idle_or_broken_context():
         getActiveStageIds=lambda: [], getStageInfo=lambda sid: None)))
     assert stage_text(idle) == "between Spark stages"
     assert stage_text(SimpleNamespace()) == "Spark starting or stopping"
+    assert stage_text(None) == "in-process"  # a lazy session not started yet
 
 
 def test_explore_prints_its_levels_on_a_pipe(cli, tmp_path):
@@ -64,9 +65,9 @@ def test_a_spark_command_on_a_pipe_runs_under_a_heartbeat(cli, spark_session, mo
     real = spark_session_module.heartbeat
 
     @contextmanager
-    def recording(spark, label, say, every):
+    def recording(spark, label, say, every, current=None):
         entered.append((label, every))
-        with real(spark, label, say, every):
+        with real(spark, label, say, every, current):
             yield
 
     monkeypatch.setattr(spark_session_module, "heartbeat", recording)
