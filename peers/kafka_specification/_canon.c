@@ -145,7 +145,8 @@ canon_init(PeerCanon *self, PyObject *args, PyObject *kwds)
     return 0;
 }
 
-/* Read item i of tuple t as a C long in [lo, hi]; 0 when it is not such an int. */
+/* Read item i of tuple t as a C long in [lo, hi]; 0 when it is not such an int. Every value of a
+ * peer state is a small int, one 30-bit digit at most, read from the object without a call. */
 static inline int
 read_long(PyObject *t, Py_ssize_t i, long lo, long hi, long *out)
 {
@@ -153,9 +154,32 @@ read_long(PyObject *t, Py_ssize_t i, long lo, long hi, long *out)
     if (!PyLong_CheckExact(x)) {
         return 0;
     }
-    int overflow;
-    long v = PyLong_AsLongAndOverflow(x, &overflow);
-    if (overflow || v < lo || v > hi) {
+    long v;
+#if PY_VERSION_HEX < 0x030C0000  /* 3.11's int layout: a signed digit count, then 30-bit digits */
+    Py_ssize_t size = Py_SIZE(x);
+    if (size == 0) {
+        v = 0;
+    }
+    else if (size == 1) {
+        v = (long)((PyLongObject *)x)->ob_digit[0];
+    }
+    else if (size == -1) {
+        v = -(long)((PyLongObject *)x)->ob_digit[0];
+    }
+    else
+#endif
+    {
+        int overflow;
+        v = PyLong_AsLongAndOverflow(x, &overflow);
+        if (overflow) {
+            return 0;
+        }
+        if (v == -1 && PyErr_Occurred()) {
+            PyErr_Clear();
+            return 0;
+        }
+    }
+    if (v < lo || v > hi) {
         return 0;
     }
     *out = v;
@@ -191,16 +215,14 @@ flatten(PeerCanon *self, PyObject *s, Flat *f)
             return 0;
         }
         f->len[i] = PyTuple_GET_SIZE(log);
+        Py_uhash_t acc = XXPRIME_5;  /* hash(log), from the records just read */
         for (Py_ssize_t o = 0; o < f->len[i]; o++) {
             if (!read_long(log, o, 0, (1L << REC_BITS) - 1, &f->rec[i][o])) {
                 return 0;
             }
+            acc = acc_add(acc, int_lane(f->rec[i][o]));
         }
-        Py_hash_t h = PyObject_Hash(log);
-        if (h == -1) {
-            return -1;
-        }
-        f->log_hash[i] = (Py_uhash_t)h;
+        f->log_hash[i] = acc_end(acc, f->len[i]);
         /* hw * 2048 + ep + 1 is one digit of the signature in model.py: ep below 2047 keeps it so */
         if (!read_long(hw, i, 0, MAX_LOG, &f->hw[i]) || !read_long(ep, i, -1, 2046, &f->ep[i])
             || !read_long(ld, i, -1, n - 1, &f->ld[i]) || !read_long(isr, i, 0, mask_hi, &f->isr[i])) {

@@ -250,6 +250,8 @@ class PeerModel:
         #: _canon.c's PeerCanon (the compiled build), which computes ``hash(self.canonical(s))``
         #: without building the renamed state; None where it is not built or not wanted
         self.canon_c: Any = _native_canon(replicas, log_size) if symmetry else None
+        #: its bound ``fingerprint``, called without a method lookup per state
+        self.canon_fingerprint: Any = self.canon_c.fingerprint if self.canon_c is not None else None
 
     # ------------------------------------------------------------------ Model protocol
     def init_states(self) -> list[PeerState]:
@@ -604,9 +606,9 @@ class PeerModel:
     def fingerprint(self, s: PeerState) -> int:
         if not self.symmetry:
             return hash(s)
-        c = self.canon_c
+        c = self.canon_fingerprint
         if c is not None:
-            fp = c.fingerprint(s)
+            fp = c(s)
             if fp is not None:
                 return int(fp)
         return hash(self.canonical(s))
