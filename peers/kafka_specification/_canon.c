@@ -53,10 +53,15 @@ acc_end(Py_uhash_t acc, Py_ssize_t len)
     return acc;
 }
 
-/* hash(v) of the Python int v, as Python computes it. */
+/* hash(v) of the Python int v, as Python computes it: v itself below the modulus in magnitude
+ * (every value of a peer state; -1 hashes as -2), without the 64-bit division of the general
+ * case, which would cost more than the rest of a lane. */
 static inline Py_uhash_t
 int_lane(long v)
 {
+    if (v > -(1L << 60) && v < (1L << 60)) {
+        return (Py_uhash_t)(v == -1 ? -2 : v);
+    }
     int negative = v < 0;
     Py_uhash_t magnitude = negative ? (Py_uhash_t)0 - (Py_uhash_t)v : (Py_uhash_t)v;
     Py_hash_t r = (Py_hash_t)(magnitude % MODULUS);
