@@ -7,9 +7,9 @@ NATIVE := $(VENV)/.compiled
 # What mypyc compiles (isrcheck/native.py lists the modules) and the plain C extensions beside it
 # (engine/_newtuple.c, the state classes' constructor; model/_partshash.c, the state fingerprint;
 # engine/_fptable.c, the parallel workers' shared fingerprint table; engine/_parentmap.c, the
-# single-process checker's fingerprint-to-parent map; engine/_codec.c, the state codec's program);
-# a change recompiles them.
-NATIVE_SOURCES := $(wildcard engine/*.py engine/*.c engine/*.h model/*.py model/*.c invariants/properties/*.py) peers/kafka_specification/model.py setup.py isrcheck/native.py
+# single-process checker's fingerprint-to-parent map; engine/_codec.c, the state codec's program;
+# peers/kafka_specification/_canon.c, the peer's symmetric fingerprint); a change recompiles them.
+NATIVE_SOURCES := $(wildcard engine/*.py engine/*.c engine/*.h model/*.py model/*.c invariants/properties/*.py) peers/kafka_specification/model.py peers/kafka_specification/_canon.c setup.py isrcheck/native.py
 
 .DEFAULT_GOAL := install
 .PHONY: install check test gate-all history bench bench-peer bench-variant bench-liveness bench-scale bench-impl bench-spark bench-simulation system-deps clean
@@ -26,7 +26,7 @@ $(STAMP): pyproject.toml
 	ISRCHECK_BUILD_PURE=1 $(PIP) install --quiet -e '.[test,spark]'
 	touch $(STAMP)
 
-## the compiled build: the model, the properties and the engine, compiled by mypyc, and engine/_newtuple.c, model/_partshash.c, engine/_fptable.c, engine/_parentmap.c and engine/_codec.c (setup.py)
+## the compiled build: the model, the properties and the engine, compiled by mypyc, and engine/_newtuple.c, model/_partshash.c, engine/_fptable.c, engine/_parentmap.c, engine/_codec.c and peers/kafka_specification/_canon.c (setup.py)
 $(NATIVE): $(NATIVE_SOURCES) | $(STAMP)
 	$(PIP) install --quiet --no-deps -e .
 	touch $(NATIVE)

@@ -46,10 +46,13 @@ def symmetry_allowed(cfg: Config) -> bool:
 
 
 def _position(b: int, ids: tuple[int, ...]) -> int:
-    try:
-        return ids.index(b)
-    except ValueError:
-        return -1
+    """Where ``b`` stands in ``ids`` (-1: nowhere). A loop, not ``ids.index`` in a ``try``: most
+    brokers are absent from most tuples (spares), and a raised ValueError costs more than the
+    whole loop, compiled or not."""
+    for i in range(len(ids)):
+        if ids[i] == b:
+            return i
+    return -1
 
 
 class _FieldIds:
@@ -67,6 +70,8 @@ class _FieldIds:
                 + tuple(bool(values[i] >> b & 1) for i in self.sets[scope]))
 
     def rename(self, scope: Scope, values: tuple[int, ...], new_id: list[int]) -> tuple[int, ...]:
+        if not self.any:  # no broker ids in any field (most variants): no lookup keyed by an enum,
+            return values  # whose __hash__ is interpreted Python even in the compiled build
         if not (self.single[scope] or self.sets[scope]):
             return values
         out = list(values)

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from itertools import permutations
-from typing import Final, NamedTuple
+from typing import Any, Final, NamedTuple
 
 from isrcheck.engine.checker import Property
 from isrcheck.engine.codec import StateCodec
@@ -247,6 +247,11 @@ class PeerModel:
             self.perms_p_ext.append(tuple(p) + (-1,))
             self.mask_maps.append(mm)
             self.req_maps.append(rm)
+        #: _canon.c's PeerCanon (the compiled build), which computes ``hash(self.canonical(s))``
+        #: without building the renamed state; None where it is not built or not wanted
+        self.canon_c: Any = _native_canon(replicas, log_size) if symmetry else None
+        #: its bound ``fingerprint``, called without a method lookup per state
+        self.canon_fingerprint: Any = self.canon_c.fingerprint if self.canon_c is not None else None
 
     # ------------------------------------------------------------------ Model protocol
     def init_states(self) -> list[PeerState]:
@@ -601,6 +606,11 @@ class PeerModel:
     def fingerprint(self, s: PeerState) -> int:
         if not self.symmetry:
             return hash(s)
+        c = self.canon_fingerprint
+        if c is not None:
+            fp = c(s)
+            if fp is not None:
+                return int(fp)
         return hash(self.canonical(s))
 
     def _signatures(self, s: PeerState) -> list[int]:
@@ -712,6 +722,23 @@ class PeerModel:
         k = self.perms_p.index(p)
         t = self._rename(s, k)
         return PeerState(*t)  # type: ignore[arg-type]
+
+
+def _native_canon(replicas: int, log_size: int) -> Any:
+    """_canon.c's PeerCanon when it is built and compiled code is wanted (it gives every state
+    the number ``hash(canonical(s))`` gives: tests compare them), else None."""
+    from isrcheck import native
+
+    if not native.compiled_wanted():
+        return None
+    try:
+        from ._canon import PeerCanon
+    except ImportError:  # a pure install (ISRCHECK_BUILD_PURE=1)
+        return None
+    try:
+        return PeerCanon(replicas, log_size)
+    except ValueError:  # bounds its 128-bit signature cannot hold: the Python path
+        return None
 
 
 _CODEC: list[StateCodec] = []

@@ -1,0 +1,6 @@
+"""Type stub of the C extension peers/kafka_specification/_canon.c (see there)."""
+from typing import Any
+
+class PeerCanon:
+    def __init__(self, replicas: int, log_size: int) -> None: ...
+    def fingerprint(self, state: Any) -> int | None: ...
