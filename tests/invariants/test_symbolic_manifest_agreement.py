@@ -102,7 +102,15 @@ def test_the_models_outside_the_encoding_are_the_pinned_ones():
     assert outside == NOT_COVERED
 
 
-@pytest.mark.parametrize("entry", COVERED, ids=[e.name for e in COVERED])
+#: the two deposed-controller reassignment models are the slowest to unroll (30-52 s each at depth 3):
+#: their shallow agreement runs with ISRCHECK_SLOW=1 (CI's 30 minutes); their encoding stays covered in
+#: the suite by the known weakness at its length below and by test_symbolic_reassignment_encoding.py
+SLOW_SHALLOW = {"deposed-controller-ar-write", "deposed-controller-reassignment"}
+_SLOW = pytest.mark.skipif(not os.environ.get("ISRCHECK_SLOW"), reason="slow z3 unrolling: set ISRCHECK_SLOW=1")
+
+
+@pytest.mark.parametrize("entry", [pytest.param(e, marks=_SLOW) if e.name in SLOW_SHALLOW else e for e in COVERED],
+                         ids=[e.name for e in COVERED])
 def test_bmc_agrees_from_the_initial_state(entry):
     assert _bmc(entry, SHALLOW) == _explicit(entry, _model(entry), SHALLOW)
 

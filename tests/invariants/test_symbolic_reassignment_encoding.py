@@ -25,6 +25,7 @@ On sampled reachable states of reassignment and reassignment-broker-crash:
 from __future__ import annotations
 
 import dataclasses
+import os
 
 import pytest
 import z3
@@ -194,7 +195,15 @@ ONE_STEP = {"reassignment": (612, 25), "reassignment-broker-crash": (6000, 12),
             "deposed-controller-reassignment": (3000, 5), "deposed-controller-ar-write": (3000, 4)}
 
 
-@pytest.mark.parametrize("name", sorted(ONE_STEP))
+#: the deposed controller's models take 57-83 s each here: run with ISRCHECK_SLOW=1 (CI's 30 minutes);
+#: in the suite their encoding is checked by test_a_deposed_controllers_refused_writes_end_its_steps_as_the_model_does
+#: and by the known weakness at its length (test_symbolic_manifest_agreement.py)
+SLOW_ONE_STEP = {"deposed-controller-reassignment", "deposed-controller-ar-write"}
+
+
+@pytest.mark.parametrize("name", [pytest.param(n, marks=pytest.mark.skipif(
+    not os.environ.get("ISRCHECK_SLOW"), reason="slow z3 sampling (a minute or more): set ISRCHECK_SLOW=1"))
+    if n in SLOW_ONE_STEP else n for n in sorted(ONE_STEP)])
 def test_one_step_agrees_with_the_model(name):
     """Every action: the encoding enables exactly the model's actions and each leads to exactly the
     model's successor, field by field; every one of the 12 steps and the deleting StopReplica seen."""
