@@ -1,7 +1,7 @@
-/* What every C extension of the engine does to become a module: it defines one type and is the
- * module holding it. Written once here so that the four module inits (engine/_codec.c,
- * engine/_fptable.c, engine/_parentmap.c; model/_partshash.c may include it too) cannot drift
- * apart in how they handle a failure half-way. */
+/* What every plain C extension does to become a module: it defines one type and is the module
+ * holding it. Written once here so that the module inits (engine/_codec.c, engine/_fptable.c,
+ * engine/_parentmap.c, model/_partshash.c, peers/kafka_specification/_canon.c) cannot drift apart
+ * in how they handle a failure half-way. */
 #ifndef ISRCHECK_MODULE_H
 #define ISRCHECK_MODULE_H
 

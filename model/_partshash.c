@@ -21,6 +21,8 @@
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 
+#include "../engine/_module.h"
+
 #if SIZEOF_PY_UHASH_T != 8
 #error "PartsHasher assumes 64-bit hashes"
 #endif
@@ -435,18 +437,5 @@ static struct PyModuleDef partshash_module = {
 PyMODINIT_FUNC
 PyInit__partshash(void)
 {
-    if (PyType_Ready(&PartsHasherType) < 0) {
-        return NULL;
-    }
-    PyObject *m = PyModule_Create(&partshash_module);
-    if (m == NULL) {
-        return NULL;
-    }
-    Py_INCREF(&PartsHasherType);
-    if (PyModule_AddObject(m, "PartsHasher", (PyObject *)&PartsHasherType) < 0) {
-        Py_DECREF(&PartsHasherType);
-        Py_DECREF(m);
-        return NULL;
-    }
-    return m;
+    return module_with_type(&partshash_module, &PartsHasherType);
 }

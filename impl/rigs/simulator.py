@@ -474,23 +474,24 @@ class Simulator(_ClusterView):
             raise NotEnabled(f"{what} is fenced: the follower's leader epoch {r.leader_epoch} is not the "
                              f"leader's {lr.leader_epoch} ({self.cfg.generation})")
 
-    def _a_Fetch(self, f: int, p: int) -> None:
+    def _fetch_served(self, f: int, p: int) -> tuple[Any, Any]:
+        """Broker ``f``'s replica of ``p`` and its leader's, when a fetch of ``f`` would be served:
+        ``f`` fetching (not reconciling), counted among the leader's replicas, not fenced."""
         r, lr = self._followed_leader(f, p)
         if r.fetch_state != FETCHING:
             raise NotEnabled(f"broker {f} is reconciling partition {p} ({r.fetch_state}), not fetching")
         if not self.broker(r.leader).serves_follower(lr, f):
             raise NotEnabled(f"broker {r.leader} does not count broker {f} among partition {p}'s replicas")
         self._check_fenced(r, lr, f"broker {f}'s fetch")
+        return r, lr
+
+    def _a_Fetch(self, f: int, p: int) -> None:
+        self._fetch_served(f, p)
         self._broker_cmd(f, "Fetch", (p,))
 
     def _a_FetchAnswerLost(self, f: int, p: int) -> None:
         """The follower's fetch reaches the leader, which handles it as always; its answer is lost."""
-        r, lr = self._followed_leader(f, p)
-        if r.fetch_state != FETCHING:
-            raise NotEnabled(f"broker {f} is reconciling partition {p} ({r.fetch_state}), not fetching")
-        if not self.broker(r.leader).serves_follower(lr, f):
-            raise NotEnabled(f"broker {r.leader} does not count broker {f} among partition {p}'s replicas")
-        self._check_fenced(r, lr, f"broker {f}'s fetch")
+        r, lr = self._fetch_served(f, p)
         if r.leo > lr.leo:
             raise NotEnabled(f"broker {f}'s fetch offset {r.leo} is beyond its leader's log end {lr.leo}: "
                              f"the answer only truncates the follower, losing it changes nothing")

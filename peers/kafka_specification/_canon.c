@@ -17,6 +17,8 @@
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 
+#include "../../engine/_module.h"
+
 #if SIZEOF_PY_UHASH_T != 8
 #error "PeerCanon assumes 64-bit hashes"
 #endif
@@ -477,18 +479,5 @@ static struct PyModuleDef canon_module = {
 PyMODINIT_FUNC
 PyInit__canon(void)
 {
-    if (PyType_Ready(&PeerCanonType) < 0) {
-        return NULL;
-    }
-    PyObject *m = PyModule_Create(&canon_module);
-    if (m == NULL) {
-        return NULL;
-    }
-    Py_INCREF(&PeerCanonType);
-    if (PyModule_AddObject(m, "PeerCanon", (PyObject *)&PeerCanonType) < 0) {
-        Py_DECREF(&PeerCanonType);
-        Py_DECREF(m);
-        return NULL;
-    }
-    return m;
+    return module_with_type(&canon_module, &PeerCanonType);
 }
