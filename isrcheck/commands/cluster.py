@@ -68,7 +68,8 @@ def cluster() -> None:
 
 
 @cluster.command("up")
-@click.option("--brokers", type=click.IntRange(1, 64), default=3, show_default=True)
+@click.option("--brokers", type=click.IntRange(1, 64), default=None,
+              help="broker count (default: NAME's or --config's, else 3; given, it overrides theirs)")
 @click.option("--controllers", type=click.IntRange(1, 8), default=2, show_default=True,
               help="controller candidates (one is elected; the others take over when it dies)")
 @click.option("--zookeeper", default=None, metavar="HOST:PORT", help="use this ZooKeeper instead of the embedded store")
@@ -88,13 +89,13 @@ def cluster() -> None:
 @click.option("--event-log", "event_log", default=None, type=click.Path(file_okay=False), metavar="DIR",
               help="every process writes its own event log to DIR (check it with `isrcheck validate DIR`)")
 @dir_option
-def up(inputs: Inputs, brokers: int, controllers: int, zookeeper: str | None, event_log: str | None,
+def up(inputs: Inputs, brokers: int | None, controllers: int, zookeeper: str | None, event_log: str | None,
        directory: str) -> None:
     """Start a cluster and wait until every broker is registered and a controller elected.
 
     Its settings: NAME (a manifest model, or a scenario or trace FILE: its configuration) or
-    --config FILE, with --set; --brokers sets the broker count whatever they say, and the
-    assignment is the topic's (`cluster create-topic`).
+    --config FILE, with --set; their broker count is the cluster's (3 without them) unless --brokers
+    gives another, and the assignment is the topic's (`cluster create-topic`).
 
     With --event-log DIR each broker and controller writes its own event log (one JSON line per step,
     one file per process) to DIR, and the commands log the crashes they inject and the writes they
@@ -110,7 +111,7 @@ def up(inputs: Inputs, brokers: int, controllers: int, zookeeper: str | None, ev
     if existing is not None and any(existing.alive(n) for n in existing.procs):
         _fail(f"a cluster is already running in {directory} (isrcheck cluster down first)")
     config = _settings(inputs)
-    config["brokers"] = brokers
+    brokers = config["brokers"] = broker_count(config, brokers)
     c = LocalCluster(directory, brokers=brokers, zookeeper=zookeeper, config=config, controllers=controllers,
                      event_log=event_log)
     try:
@@ -123,6 +124,12 @@ def up(inputs: Inputs, brokers: int, controllers: int, zookeeper: str | None, ev
     _print_status(c)
     for line in warning_lines(from_mapping(c.config)):  # what the model shows about these settings
         click.echo(line, err=True)
+
+
+def broker_count(settings: dict[str, Any], given: int | None) -> int:
+    """The cluster's broker count: --brokers when given, else the settings' (NAME's or --config's,
+    after --set), else 3 — never a default that silently overrides what the configuration says."""
+    return given if given is not None else int(settings.get("brokers", 3))
 
 
 def _settings(inputs: Inputs) -> dict[str, Any]:

@@ -6,7 +6,7 @@
     isrcheck conform TRACE... [--against trace|model|both] [--ignore PATH] [--junit FILE]
     isrcheck conform --model NAME [--model NAME ...] [--cover edges|states|depth --depth K] [--junit FILE]
     isrcheck validate LOG | DIR | FILE... [--merged FILE]
-    isrcheck validate --record FILE --model NAME [--seed S --steps N --anonymous]
+    isrcheck validate --record FILE (--model NAME | --config FILE) [--set K=V] [--seed S --steps N --anonymous]
 
 Exit status: 0 the implementation conforms (every step matched, every event explained); 1 a
 difference (or nothing could be checked: every trace skipped); 2 bad usage or input, one line
@@ -31,7 +31,6 @@ from isrcheck.conformance.selflog import validate_selflogs
 from isrcheck.conformance.traces import TraceError, load_trace, trace_from_steps, write_trace
 from isrcheck.engine.liveness import LivenessError
 from isrcheck.engine.checker import Checker
-from isrcheck.inputs import manifest
 from isrcheck.inputs import targets as target_forms
 from isrcheck.invariants import build_model
 from isrcheck.inputs.tracefile import replay_trace
@@ -210,8 +209,18 @@ def _save(config: Any, actions: list[tuple[str, tuple]], path: str, label: str, 
 @click.argument("log_files", nargs=-1, metavar="LOG...")
 @click.option("--record", "record_to", metavar="FILE",
               help="Instead: run the implementation's simulator and write its event log to FILE.")
-@click.option("--model", "model_name", metavar="NAME", help="With --record: the manifest model's configuration.")
-@click.option("--set", "overrides", multiple=True, metavar="KEY=VALUE", help="With --record: override a key.")
+@input_options(target="--model",
+               refuse={"--variant": "the implementation's simulator runs the implementation, not a variant of the "
+                                    "model; `isrcheck check --variant` checks one",
+                       "--property": "validate explains every event, not properties; `isrcheck check --property "
+                                     "NAME` checks one",
+                       "--keep-going": "validate stops at the first event the model cannot explain",
+                       "--strict": "validate gives no vacuity verdict; `isrcheck check --strict` fails on vacuity",
+                       "--peer": "event logs are in the model's vocabulary, not the TLA+ transcription's"},
+               explain={"--model": "With --record: the manifest model whose configuration the simulator runs "
+                                   "(a scenario or trace FILE's configuration too).",
+                        "--config": "With --record: a configuration file instead of --model.",
+                        "--set": "With --record: override a key of that configuration."})
 @click.option("--seed", type=int, default=0, show_default=True, help="With --record: the scheduler's seed.")
 @click.option("--steps", type=click.IntRange(min=1), default=100, show_default=True, help="With --record: steps.")
 @click.option("--anonymous", is_flag=True, help="With --record: leave the actions unnamed in the log.")
@@ -219,25 +228,32 @@ def _save(config: Any, actions: list[tuple[str, tuple]], path: str, label: str, 
               help="With the implementation's own logs: also write the merged event log to FILE.")
 @json_opt
 @_user_errors
-def validate(log_files: tuple[str, ...], record_to: str | None, model_name: str | None, overrides: tuple[str, ...],
-             seed: int, steps: int, anonymous: bool, merged_to: str | None, as_json: bool) -> None:
+def validate(log_files: tuple[str, ...], record_to: str | None, inputs: Inputs, seed: int, steps: int,
+             anonymous: bool, merged_to: str | None, as_json: bool) -> None:
     """Check that the run recorded in LOG (an isrcheck event log, JSON lines) is a behaviour of the
     model: every event must be explained by model steps, and the first that cannot is named.
 
     LOG may also be the implementation's own logs of one run (``isrcheck cluster up --event-log
-    DIR``): the directory, or its files; they are merged by their clock and validated as one log."""
+    DIR``): the directory, or its files; they are merged by their clock and validated as one log.
+
+    With --record, the target takes the one input group's forms (--model NAME or a scenario or trace
+    FILE, --config FILE, --set); what validate cannot use is refused in one line."""
     if record_to:
         if log_files:
             _usage("give LOG to validate, or --record FILE, not both")
-        if not model_name:
-            _usage("--record needs --model NAME")
-        tg = manifest.resolve(model_name, None, overrides)
+        if len(inputs.names) > 1:
+            _usage("--record runs one configuration: give one --model NAME")
+        if not inputs.names and not inputs.config_file:
+            _usage("--record needs --model NAME or --config FILE")
+        tg = target_forms.resolve(inputs.names[0] if inputs.names else None, inputs.config_file, inputs.overrides)
         log = record_simulator(tg.config, seed=seed, steps=steps, anonymous=anonymous)
         write_log(log, record_to)
         click.echo(f"wrote {len(log.events)} event(s) to {record_to}", err=True)
         return
     if not log_files:
         _usage("give an event LOG to validate")
+    if inputs.names or inputs.config_file or inputs.overrides:
+        _usage("--model, --config and --set go with --record: an event LOG states its own configuration")
     notes: list[str] = []
     selflog = not (len(log_files) == 1 and not _is_selflog(log_files[0]))
     if not selflog:

@@ -18,11 +18,13 @@ The inputs are ``check``'s one option group (:func:`isrcheck.commands.options.in
 from __future__ import annotations
 
 import dataclasses
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
 import click
 
+from isrcheck.analyses import vacuity
 from isrcheck.commands.evaluate import evaluate, resolve_target, verdict_json, with_untaken
 from isrcheck.commands.options import DESCRIPTIONS, Inputs, descriptions_for, exit_with, input_options, protocol_for
 from isrcheck.invariants.liveness import LIVENESS_NAMES
@@ -210,6 +212,24 @@ def _scenario_report(path: str, variant: str | None) -> Report:
                   coverage_title="Coverage: the actions this scenario takes")
 
 
+def _with_vacuity(rep: Report, strict: bool) -> Report:
+    """A replayed file's page with the vacuity pass `run` makes on the same file: what its
+    configuration can never use (before the replay) and each budgeted action its path never takes
+    (after), as ``warning:`` lines on stderr and on the page; under --strict a path that passes
+    with warnings is VACUOUS (exit 1), as `run --strict` says of it."""
+    taken = Counter(st.action.name for st in rep.steps[1:] if st.action is not None)
+    warnings = vacuity.static_warnings(rep.config) + vacuity.unused_budgets(rep.config, taken, what="replay")
+    for w in warnings:
+        click.echo(f"warning: {w.message}", err=True)
+    if not warnings:
+        return rep
+    details = rep.details + [f"warning: {w.message}" for w in warnings]
+    if rep.verdict_class == "fail":
+        return dataclasses.replace(rep, details=details)
+    verdict = (f"{rep.title}: VACUOUS - {len(warnings)} warning(s) under --strict" if strict else rep.verdict)
+    return dataclasses.replace(rep, verdict=verdict, verdict_class="unknown", details=details)
+
+
 def _trace_report(path: str, variant: str | None) -> Report:
     tr = load_trace(path)
     protocol = load_variant(variant)(tr.config) if variant else None
@@ -262,13 +282,14 @@ def report(inputs: Inputs, symmetry: bool | None, liveness: bool | None, out: st
     the model and report that path instead."""
     if is_file_target(inputs.name):
         if inputs.config_file or inputs.overrides or symmetry is not None or max_states is not None \
-                or inputs.only or liveness is not None or inputs.keep_going or inputs.strict:
+                or inputs.only or liveness is not None or inputs.keep_going:
             raise ConfigError("a TRACE carries its configuration (a SCENARIO too) and its path: --config, --set, "
-                              "--symmetry, --liveness, --property, --keep-going, --strict and --max-states apply "
-                              "to a MODEL")
+                              "--symmetry, --liveness, --property, --keep-going and --max-states apply to a MODEL")
         path = str(inputs.name)
         rep = _trace_report(path, inputs.variant) if is_trace_file(path) else _scenario_report(path, inputs.variant)
-        status = 1 if rep.verdict_class == "fail" else 0  # as `run` exits on the same file
+        rep = _with_vacuity(rep, inputs.strict)
+        # as `run` exits on the same file: 1 a broken property, or vacuity under --strict
+        status = 1 if rep.verdict_class == "fail" or (inputs.strict and rep.verdict_class == "unknown") else 0
     else:
         rep, status = _model_report(inputs, symmetry, liveness, max_states)
     _write(out, render_report(rep))

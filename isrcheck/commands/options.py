@@ -62,7 +62,7 @@ F = TypeVar("F", bound=Callable[..., Any])
 class Inputs:
     """What a command that runs or reads a model was given, read the same way by every such command
     (``check``, ``simulate``, ``run``, ``graph``, ``report``, ``traces export``, ``diff``,
-    ``conform``, ``prove inductive``, ``bmc``, ``cluster up``): the target (a manifest model NAME,
+    ``conform``, ``validate --record``, ``prove inductive``, ``bmc``, ``cluster up``): the target (a manifest model NAME,
     a scenario or trace FILE, ``--config FILE`` or ``--peer MODULE``) and what changes it
     (``--set``, ``--variant``), which properties (``--property``), whether to go on past the
     first violation (``--keep-going``) and whether vacuity fails the run (``--strict``).

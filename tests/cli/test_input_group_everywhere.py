@@ -30,6 +30,7 @@ COMMANDS = {
     "prove inductive": ["prove", "inductive"],
     "bmc": ["bmc"],
     "cluster up": ["cluster", "up"],
+    "validate": ["validate"],
 }
 
 #: (command, option and value): what each command refuses, and a fragment of the line that says so
@@ -50,6 +51,11 @@ REFUSED = [
     ("cluster up", ["--keep-going"], "not a search"),
     ("cluster up", ["--strict"], "no vacuity verdict"),
     ("cluster up", ["--peer", "kip-320"], "TLA+ transcription"),
+    ("validate", ["--variant", "m:A"], "not a variant of the model"),
+    ("validate", ["--property", "LeaderInIsr"], "not properties"),
+    ("validate", ["--keep-going"], "first event"),
+    ("validate", ["--strict"], "no vacuity verdict"),
+    ("validate", ["--peer", "kip-320"], "TLA+ transcription"),
     ("graph", ["--strict"], "no verdict"),
     ("traces export", ["--strict"], "no verdict"),
 ]
@@ -61,7 +67,7 @@ def test_each_command_lists_the_one_input_group(cli, name):
     assert res.exit_code == 0, res.output
     for option in GROUP:
         assert re.search(rf"(^|\s){re.escape(option)}\b", res.stdout), (name, option)
-    if name in ("diff", "conform"):  # their positional arguments are protocols or traces: the target is --model
+    if name in ("diff", "conform", "validate"):  # their positional arguments are protocols or traces: the target is --model
         assert re.search(r"(^|\s)--model NAME\b", res.stdout), name
 
 
@@ -142,8 +148,29 @@ def test_report_exits_with_its_verdict(cli, fake_manifest, tmp_path, crash_confi
 def test_report_of_a_path_exits_as_run_does(cli, tmp_path):
     out = tmp_path / "r.html"
     assert cli("report", SCENARIO, "-o", str(out)).exit_code == cli("run", SCENARIO).exit_code == 0
-    res = cli("report", SCENARIO, "--strict", "-o", str(out))
+    assert cli("report", SCENARIO, "--strict", "-o", str(out)).exit_code == 0  # nothing vacuous on this path
+    res = cli("report", SCENARIO, "--set", "max_records=1", "-o", str(out))
     assert res.exit_code == 2 and "apply to a MODEL" in res.stderr
+
+
+def test_report_of_a_path_has_runs_vacuity_pass(cli, tmp_path, idle_budget):
+    out = tmp_path / "r.html"
+    res = cli("report", str(idle_budget), "-o", str(out))
+    assert res.exit_code == cli("run", str(idle_budget)).exit_code == 0, res.output
+    assert "warning: Crash was never taken although faults.crashes = 1" in res.stderr
+    assert "Crash was never taken" in out.read_text()  # the page says it too
+    res = cli("report", str(idle_budget), "--strict", "-o", str(out))
+    assert res.exit_code == cli("run", str(idle_budget), "--strict").exit_code == 1
+    assert "VACUOUS" in res.stdout and "VACUOUS" in out.read_text()
+    trace = tmp_path / "t.jsonl"  # a trace file too: a one-step sample path of a model budgeting a crash
+    for seed in range(20):
+        assert cli("traces", "export", "leader-crash-kip-320", "--out", str(trace), "--max-depth", "1",
+                   "--seed", str(seed)).exit_code == 0
+        if '"Crash"' not in trace.read_text():
+            break
+    assert '"Crash"' not in trace.read_text(), "twenty seeds, each path's one step a crash"
+    res = cli("report", str(trace), "--strict", "-o", str(out))
+    assert res.exit_code == 1 and "warning: Crash was never taken although faults.crashes = 1" in res.stderr
 
 
 def _peer(cli, *args: str) -> dict:
@@ -222,7 +249,7 @@ def test_bmc_and_prove_inductive_take_a_scenario_file(cli, assert_input_error):
 
 
 def test_cluster_up_reads_name_config_and_set_through_the_group(tmp_path, crash_config):
-    from isrcheck.commands.cluster import _settings
+    from isrcheck.commands.cluster import _settings, broker_count
     from isrcheck.commands.options import Inputs
     from isrcheck.impl.core.config import ConfigError
 
@@ -234,3 +261,20 @@ def test_cluster_up_reads_name_config_and_set_through_the_group(tmp_path, crash_
         _settings(Inputs(("replication",), config_file=str(crash_config)))
     with pytest.raises(ConfigError, match="bogus"):
         _settings(Inputs(config_file=str(crash_config), overrides=("bogus=1",)))
+    four = _settings(Inputs(("replication",), overrides=("brokers=4",)))
+    assert broker_count(four, None) == 4 and broker_count(four, 5) == 5  # the target's count, unless --brokers
+    assert broker_count({}, None) == 3
+
+
+def test_validate_record_takes_its_target_through_the_group(cli, tmp_path, crash_config, assert_input_error):
+    log = tmp_path / "run.jsonl"
+    res = cli("validate", "--record", str(log), "--config", str(crash_config), "--set", "max_records=1",
+              "--seed", "1", "--steps", "12")
+    assert res.exit_code == 0, res.output
+    header = json.loads(log.read_text().split("\n", 1)[0])
+    assert header["config"]["max_records"] == 1 and header["config"]["faults"]["crashes"] == 1
+    assert cli("validate", str(log)).exit_code == 0
+    assert_input_error(cli("validate", str(log), "--set", "max_records=2"), "go with --record")
+    assert_input_error(cli("validate", "--record", str(log), "--model", "a", "--model", "b"), "one --model")
+    assert_input_error(cli("validate", "--record", str(log), "--model", "replication", "--config",
+                           str(crash_config)), "not both")

@@ -75,7 +75,7 @@ EXIT: dict[str, int] = {
 }
 
 #: commands the README shows only in SKIP lines, and why that is enough
-UNRUN_COMMANDS = {"spark": "Spark", "validate": "synopses only", "bmc": "z3, slow",
+UNRUN_COMMANDS = {"spark": "Spark", "bmc": "z3, slow",
                   "gallery": "named inline, not in a sh block; tests/test_gallery.py runs it",
                   "history": "regenerates specs/12-history.md from runs; tests/model/test_bug_history.py checks the page"}
 
