@@ -28,6 +28,10 @@ What the broker does, in the seeds' design:
   dropped and the follower fetches again: the model's Fetch is one step (``_fence_fetch``). (An
   answer to a fetch the watchdog gave up on is still taken: dropping those livelocks a follower
   whose round trip is longer than its fetch timeout, as a 150 ms nemesis delay makes it.)
+  A fetch request carries the follower's strictly increasing ``fetch_id`` (KIP-227's fetch session
+  epoch, one session per follower replica); the leader refuses one not newer than the newest it handled
+  from that follower (``InvalidFetchSessionEpoch``, nothing counted): a late duplicate sits below the
+  follower's log end, where the model's Fetch never counts it.
 - **Leader epochs** (``generation`` = ``kip-101``, ``kip-279``, ``kip-320``; :mod:`.epoch_cache`): every
   replica keeps a leader-epoch cache on disk (``Persist("epochs", p, entries)``), extended when a
   leader takes over and when records of a newer epoch are appended, cut with the log. A reconciling
@@ -78,6 +82,7 @@ FETCHING = "fetching"
 ASK_EPOCH_END = "ask-epoch-end"
 TRUNCATE_PENDING = "truncate-pending"
 ACTIVE_CONTROLLER = controller(0)
+STALE_FETCH = "InvalidFetchSessionEpoch"  # Kafka's error for a fetch session epoch not the one expected
 STORAGE_ERROR = "KafkaStorageError"  # a produce whose broker's disk refused a write: retriable elsewhere  # the driver resolves epoch 0 to the active controller
 
 
@@ -103,6 +108,9 @@ class Replica:
     parked: dict[int, tuple[Any, FetchRequest]] = field(default_factory=dict)  # leader: waiting fetches
     # leader: fetches that came while an ISR write was in flight, served in order when it is done
     held: list[tuple[Any, FetchRequest]] = field(default_factory=list)
+    # leader: per follower, the id of the newest fetch it handled (a fetch session's epoch, KIP-227); an
+    # older request (one the follower's watchdog sent again meanwhile, held by the network) is refused
+    fetch_seen: dict[int, int] = field(default_factory=dict)
     fetching: bool = False  # follower: a fetch or an epoch query is in flight (autonomous mode)
     fetch_sent_at: int = 0
     fetch_id: int = 0  # follower: the id of its latest fetch
@@ -129,6 +137,7 @@ class Replica:
         self.assigned, self.remote_leo, self.caught_up_at = (), {}, {}
         self.isr_write = None
         self.held = []  # no longer the leader: dropped, each follower's watchdog sends its fetch again
+        self.fetch_seen = {}  # the sessions end with the leadership: a later leader starts afresh
 
 
 @dataclass
@@ -484,6 +493,7 @@ class BrokerCore:
             r.pending = {}
             r.isr_write = None
             r.held = []
+            r.fetch_seen = {}
             if self.autonomous:
                 self._out.append(CancelTimer("fetch", p))
             r.fetching = False
@@ -662,7 +672,19 @@ class BrokerCore:
             self._send(frm, FetchResponse(p, self.id, m.offset, "UnknownReplica", leader_epoch=m.leader_epoch,
                                           fetch_id=m.fetch_id))
             return
+        seen = r.fetch_seen.get(f, 0)
+        if m.fetch_id and m.fetch_id <= seen:
+            # older than a fetch already handled from this follower (KIP-227's fetch session epoch): its
+            # offset may be below the follower's log end, and counted it lowered the follower's LEO here,
+            # could take it back into the ISR and hold the HW (torture seed 27 of issue 30): a state the
+            # model, whose Fetch counts a follower at its log end, never has. Refused, nothing counted; the
+            # answer tells a restarted follower (whose ids began again) where to go on from
+            self._send(frm, FetchResponse(p, self.id, m.offset, STALE_FETCH, leader_epoch=m.leader_epoch,
+                                          fetch_id=m.fetch_id, newest_fetch_id=seen))
+            return
         if m.offset > r.leo:
+            if m.fetch_id:
+                r.fetch_seen[f] = m.fetch_id
             self._send(frm, FetchResponse(p, self.id, m.offset, "OffsetOutOfRange", leader_leo=r.leo,
                                           leader_epoch=m.leader_epoch, fetch_id=m.fetch_id))
             return
@@ -676,6 +698,8 @@ class BrokerCore:
             # has (torture seed 37 of issue 30's batches)
             r.held.append((frm, m))
             return
+        if m.fetch_id:
+            r.fetch_seen[f] = m.fetch_id
         answered_hw = r.hw  # the response carries the HW from before this fetch is counted
         r.remote_leo[f] = m.offset
         if m.offset >= r.leo:
@@ -813,6 +837,17 @@ class BrokerCore:
             return  # older than an answer taken already (a fetch sent again was answered first): stale
         if m.fetch_id and m.fetch_id <= r.fetch_fence:
             return  # asked before a controller request this follower has since taken (_fence_fetch)
+        if m.error == STALE_FETCH:
+            # the leader had handled a newer fetch of this follower than the one refused: a stale
+            # duplicate (its newer one is answered on its own) changes nothing; the follower's own latest
+            # fetch refused means its ids began again (a restart, a replica deleted and created again):
+            # they go on above the leader's newest, and it fetches again at once (KIP-227: a fetcher
+            # whose session epoch is refused starts a new session)
+            if m.fetch_id == r.fetch_id and r.fetching:
+                r.fetch_id = max(r.fetch_id, m.newest_fetch_id)
+                r.fetching = False
+                self._fetch(p)
+            return
         r.fetch_answered = max(r.fetch_answered, m.fetch_id)
         r.fetching = False
         got = 0

@@ -103,7 +103,10 @@ class FetchRequest:
     follower: int
     offset: int
     leader_epoch: int = -1  # the follower's current leader epoch (checked by the leader under kip-320)
-    fetch_id: int = 0  # the follower's count of its fetches (echoed: a stale answer is known)
+    # the follower's count of its fetches of this partition, strictly increasing (a fetch session's epoch,
+    # KIP-227): echoed, so that a stale answer is known; the leader refuses a request older than the newest
+    # it handled from this follower (0: not numbered, never refused)
+    fetch_id: int = 0
 
 
 @dataclass(frozen=True)
@@ -112,12 +115,14 @@ class FetchResponse:
     leader: int
     offset: int  # the fetch offset the response answers
     # "" | NotLeader | UnknownReplica | OffsetOutOfRange | FencedLeaderEpoch | UnknownLeaderEpoch
+    # | InvalidFetchSessionEpoch (the request was older than one the leader handled; nothing counted)
     error: str = ""
     records: tuple[Record, ...] = ()
     hw: int = 0  # the leader's HW before it counted this fetch
     leader_leo: int = 0
     leader_epoch: int = -1  # the follower's leader epoch the request carried (echoed)
     fetch_id: int = 0  # the request's (echoed)
+    newest_fetch_id: int = 0  # InvalidFetchSessionEpoch: the newest fetch id the leader handled from this follower
 
 
 @dataclass(frozen=True)

@@ -59,7 +59,7 @@ from typing import Any, Iterable
 from isrcheck.specs.actions import action_text
 
 from ..core import layout as L
-from ..core.broker import ASK_EPOCH_END, FETCHING, NO_LEADER, TRUNCATE_PENDING, BrokerCore
+from ..core.broker import ASK_EPOCH_END, FETCHING, NO_LEADER, STALE_FETCH, TRUNCATE_PENDING, BrokerCore
 from ..core.config import ImplConfig, from_mapping
 from ..core.controller import NOT_ENABLED, STEP_START, ControllerCore
 from ..core.messages import (CancelTimer, Command, Committed, FetchResponse, LeaderAndIsr, Notification, Persist,
@@ -339,7 +339,8 @@ class Simulator(_ClusterView):
                 queue.append(_Inbound(frm, msg))
                 self.events.append(f"  {frm[0]} {frm[1]} -> broker {key}: {_short(msg)}")
                 return []
-            if isinstance(msg, FetchResponse) and self._losing_answer_to == (key, msg.partition):
+            if isinstance(msg, FetchResponse) and self._losing_answer_to == (key, msg.partition) \
+                    and msg.error != STALE_FETCH:  # (a refused fetch counted nothing: the follower's next does)
                 self.events.append(f"  lost broker {frm[1]} -> broker {key}: {_short(msg)}")
                 return []
             self.events.append(f"  broker {frm[1]} -> broker {key}: {_short(msg)}")
