@@ -96,7 +96,7 @@ def test_a_follower_half_of_a_fetch_answered_before_a_produce_goes_back_before_i
     merged, r = validate_selflogs([run])
     assert r.ok, f"{r.reason} {r.details}"
     assert any("placed before that step" in n for n in merged.notes)
-    monkeypatch.setattr(selflog, "_unlogged_answers_in_place", lambda lines, limit=0: (lines, 0))
+    monkeypatch.setattr(selflog, "_unlogged_answers_in_place", lambda lines, *a: (lines, 0))
     # the leader's next half that raised the HW shows the follower's fetch counted (_counted_unlogged):
     # that rule explains this run too, so it goes as well
     monkeypatch.setattr(selflog, "_counted_unlogged", lambda ln, p, followers: [])
@@ -371,6 +371,45 @@ def test_a_late_half_of_an_older_epoch_goes_back_past_its_leaders_newer_epoch():
     # no state of broker 1 at epoch 0 answers so (its log end was 2 then): it stays
     never = [dataclasses.replace(lines[0], facts=_rep(1, 2, 2, "leader"))] + lines[1:]
     assert _unlogged_answers_in_place(never) == (never, 0)
+
+
+def test_before_kip_320_a_late_half_goes_back_before_the_leaders_next_step_of_a_newer_epoch(tmp_path, monkeypatch):
+    """The full-disk restart run (tests/impl/test_offline_restart_event_log.py; high-watermark), about one
+    run in four on a loaded host: broker 3 went offline, the controller dropped it from the ISR with a
+    new leader epoch and told the leader alone (under high-watermark an ISR removal's LeaderAndIsr goes
+    to the leader only), whose HW rose to 8 and released broker 2's held fetch with HW 8 and no records;
+    the leader appended record 9, and broker 2 (still at epoch 0) logged a checkpoint of HW 7 and its
+    half (log end 8, HW 8) after that produce. Before kip-320 neither side compares leader epochs, so
+    the leader's states of epoch 1 answer an epoch-0 follower: both lines go back before the produce.
+    Under kip-320 the epoch-1 leader would have fenced the fetch: they stay."""
+    lines = [
+        _sl("broker-1", 19, 10, "action", ("Produce", (1, 0)), _rep(1, 8, 7, "leader")),
+        _sl("broker-2", 15, 11, "observation", ("Fetch", (2, 0)), _rep(2, 8, 7)),
+        _sl("broker-1", 20, 20, "observation", ("DeliverRequest", (1,)), _rep(1, 8, 8, "leader", 1)),
+        _sl("broker-1", 21, 30, "action", ("Produce", (1, 0)), _rep(1, 9, 8, "leader", 1)),
+        _sl("broker-2", 16, 31, "action", ("CheckpointHighWatermark", (2, 0)), _rep(2, 8, 7)),
+        _sl("broker-2", 17, 32, "observation", ("Fetch", (2, 0)), _rep(2, 8, 8)),
+    ]
+    out, moved = _unlogged_answers_in_place(lines, 0, False)
+    assert moved == 2
+    assert [(x.process, x.seq) for x in out] == [("broker-1", 19), ("broker-2", 15), ("broker-1", 20),
+                                                 ("broker-2", 16), ("broker-2", 17), ("broker-1", 21)]
+    assert [x.t for x in out] == [10, 11, 20, 30, 30, 30]  # the clock never goes back
+    assert _unlogged_answers_in_place(lines, 0, True) == (lines, 0)  # kip-320: fenced, it stays
+    # the leader's state of an older epoch than the follower's does not answer it either
+    older = [dataclasses.replace(ln, facts=_rep(2, ln.facts["replicas[2,0].leo"], ln.facts["replicas[2,0].hw"],
+                                                epoch=2)) if ln.process == "broker-2" else ln for ln in lines]
+    assert _unlogged_answers_in_place(older, 0, False) == (older, 0)
+
+    # the saved run that failed so (broker-2 seq 17: HW 8 where the model gives 7): it validates, and
+    # not with the rule's kip-320 reading of leader epochs
+    run = _saved("follower-half-answered-at-a-newer-leader-epoch", tmp_path)
+    merged, r = validate_selflogs([run])
+    assert r.ok, f"{r.reason} {r.details}"
+    rules = selflog._reorderings
+    monkeypatch.setattr(selflog, "_reorderings", lambda limit, fenced=True: rules(limit, True))
+    _, r = validate_selflogs([run])
+    assert not r.ok and r.reason.startswith("broker-2 seq 17 ") and "replicas[2,0].hw" in r.reason, r.reason
 
 
 def test_a_fetch_answer_the_nemesis_dropped_after_the_leader_counted_it_is_a_lost_answer(tmp_path):

@@ -81,13 +81,6 @@ def _fill(path: Path) -> Path:
     return filler
 
 
-#: a real run's schedule is the machine's: validate agrees with about 95% of them (specs/11 lists the
-#: disagreements left, such as a follower's HW one above the model's after a late fetch). The scenario
-#: runs again, in a fresh directory, when a run disagrees elsewhere: without the Crash line no run can
-#: validate (the restart has no cause), so a lost line still fails every attempt.
-ATTEMPTS = 4
-
-
 def _full_disk_run(root: Path) -> Path:
     """One run: broker 3's data directory a 512 KiB tmpfs, filled until the broker goes offline, then
     emptied; the run's directory of self-logged event logs."""
@@ -129,25 +122,22 @@ def test_an_in_process_restart_after_a_full_disk_validates(tmp_path):
 
     if os.geteuid() != 0:
         pytest.skip("mounting a small tmpfs needs root")
-    reasons = []
-    for attempt in range(ATTEMPTS):
-        out = _full_disk_run(tmp_path / f"run-{attempt}")
-        files = sorted(out.glob("broker-3.*.events.jsonl"),  # in the order of their lives: by first clock reading
-                       key=lambda f: json.loads(f.read_text().splitlines()[1])["t"])
-        assert len(files) == 2, files  # one per life of the process: before and after the offline directory
-        first = [json.loads(x) for x in files[0].read_text().splitlines()[1:]]
-        second = [json.loads(x) for x in files[1].read_text().splitlines()[1:]]
-        assert first[-1]["step"] == {"name": "Crash", "args": [3]} and "offline" in first[-1]["note"]
-        assert second[0]["step"] == {"name": "Restart", "args": [3]}
-        merged = merge_selflogs([out])
-        names = [e.action[0] for e in merged.log.events if e.action]
-        assert names.count("Crash") == 1 and names.index("Crash") < names.index("Restart")
-        _, res = validate_selflogs([out])
-        if res.ok:
-            break
-        reasons.append(res.reason)
-    else:
-        raise AssertionError(f"no run of {ATTEMPTS} validated: {reasons}")
+    # every run must validate: the disagreement that failed about one run in four on a loaded host (a
+    # follower's HW one above the model's, after broker 3's crash) was the merge's, fixed since
+    # (specs/11, "the full-disk restart run"; saved run follower-half-answered-at-a-newer-leader-epoch)
+    out = _full_disk_run(tmp_path / "run")
+    files = sorted(out.glob("broker-3.*.events.jsonl"),  # in the order of their lives: by first clock reading
+                   key=lambda f: json.loads(f.read_text().splitlines()[1])["t"])
+    assert len(files) == 2, files  # one per life of the process: before and after the offline directory
+    first = [json.loads(x) for x in files[0].read_text().splitlines()[1:]]
+    second = [json.loads(x) for x in files[1].read_text().splitlines()[1:]]
+    assert first[-1]["step"] == {"name": "Crash", "args": [3]} and "offline" in first[-1]["note"]
+    assert second[0]["step"] == {"name": "Restart", "args": [3]}
+    merged = merge_selflogs([out])
+    names = [e.action[0] for e in merged.log.events if e.action]
+    assert names.count("Crash") == 1 and names.index("Crash") < names.index("Restart")
+    _, res = validate_selflogs([out])
+    assert res.ok, f"{res.reason} {res.details}"
     # the Crash line is what makes it a model behaviour: without it the restart has no cause
     (files[0]).write_text("".join(x + "\n" for x in files[0].read_text().splitlines()[:-1]))
     _, res = validate_selflogs([out])
