@@ -28,10 +28,10 @@ Every process of a real cluster run writes its own file (``<name>.<pid>.events.j
   logged ``ExpireSession`` since its last registration (a fault other than the launcher's ``expire``
   ended its session) proves one: it is added before the controller's first line dropping the broker
   from an ISR since then, or before the ``Reregister`` (:func:`_expiries_unlogged`);
-- a leader's half of ``Fetch(f, p)`` after which ``f`` logged a controller request before its own half is a
-  ``FetchAnswerLost``: ``f`` dropped the answer (it fetches again after a controller request), so its log
-  end and HW hold across the line, and each such line is a unit of the fitted ``lost_fetch_answers``
-  (:func:`_answers_fenced`);
+- a leader's half of ``Fetch(f, p)`` after which ``f`` logged a controller request for ``p`` (or from a
+  newer controller) before its own half is a ``FetchAnswerLost``: ``f`` dropped the answer (it fetches
+  again after such a request), so its log end and HW hold across the line, and each such line is a
+  unit of the fitted ``lost_fetch_answers`` (:func:`_answers_fenced`);
 - a leader's half of a fetch whose follower had already moved to another leader epoch (a delayed
   request) goes before the follower's line that moved it (:func:`_stale_requests_in_place`); a
   leader/ISR znode one version past the last one logged is a leader's ``ShrinkIsr`` whose answer never
@@ -233,32 +233,64 @@ def _line(head: Mapping[str, Any], path: Path, n: int, raw: Any, cfg: Config, ch
     return SelfLine(head["process"], head["role"], str(path), n, seq, t, kind, action, facts, note)
 
 
+_REPLICA = re.compile(r"^replicas\[(\d+),(\d+)\]\.")
+
+
+def _requests_partitions(ln: SelfLine, b: int, prev: Mapping[str, Any]) -> set[int] | None:
+    """The partitions whose fetch in flight broker ``b``'s controller-request line ``ln`` fences, or
+    ``None`` for all of them. Why: the broker drops the answer to a fetch of ``p`` sent before a
+    controller request *for ``p``*, or before any request of a newer controller (impl/core/broker.py,
+    ``_receive`` and ``_fence_fetch``); a LeaderAndIsr or StopReplica of another partition leaves it
+    alone. The line does not name the request's partition, but a broker logs a controller request only
+    when it changed a fact it owns: a raised ``controller_epoch`` (every partition), or the facts of
+    the request's own replica (against ``prev``, what ``b`` last logged; a fact not logged before
+    counts as changed, so that doubt fences, as the rule did before it told partitions apart)."""
+    ce = f"brokers[{b}].controller_epoch"
+    if ce not in ln.facts or ce not in prev or ln.facts[ce] != prev[ce]:
+        return None
+    out: set[int] = set()
+    for k, v in ln.facts.items():
+        m = _REPLICA.match(k)
+        if m and int(m.group(1)) == b and (k not in prev or prev[k] != v):
+            out.add(int(m.group(2)))
+    return out
+
+
 def _answers_fenced(lines: list[SelfLine]) -> tuple[list[SelfLine], int]:
     """The lines with each leader's half of ``Fetch(f, p)`` whose answer the follower dropped marked
-    ``lost``, and how many: ``f`` logged a controller request (``DeliverRequest``) before its half. A
-    follower drops the answer to a fetch sent before a controller request it has since handled and
-    fetches again (impl/core/broker.py, ``_fence_fetch``), so for the model that leader's half is a
-    ``FetchAnswerLost``: the follower keeps its log end and HW (:func:`_with_held`), and each is one more
-    unit of the fitted ``lost_fetch_answers``. (A follower whose answer changed nothing logs no half
-    either: then the mark only leaves it as it was, which the model's Fetch would too.)"""
+    ``lost``, and how many: ``f`` logged a controller request (``DeliverRequest``) for ``p``, or from a
+    newer controller (:func:`_requests_partitions`), before its half. A follower drops the answer to a
+    fetch sent before such a request it has since handled and fetches again (impl/core/broker.py,
+    ``_fence_fetch``), so for the model that leader's half is a ``FetchAnswerLost``: the follower keeps its
+    log end and HW (:func:`_with_held`), and each is one more unit of the fitted ``lost_fetch_answers``.
+    A request for another partition of the same controller leaves the fetch of ``p`` in flight: its
+    answer is taken, and its half is the follower's own. (A follower whose answer changed nothing logs
+    no half either: then the mark only leaves it as it was, which the model's Fetch would too.)"""
     open_: dict[tuple[int, int], int] = {}  # (follower, partition) -> index of the leader's half not yet followed
     lost: set[int] = set()
+    seen: dict[int, dict[str, Any]] = {}  # broker -> its facts as it last logged them
     for i, ln in enumerate(lines):
         act = ln.action
-        if act is None or act[1] is None or ln.role != "broker" or not ln.process.startswith("broker-"):
+        if ln.role != "broker" or not ln.process.startswith("broker-"):
             continue
         b = int(ln.process.rsplit("-", 1)[1])
-        if act[0] == "Fetch":
-            f, p = int(act[1][0]), int(act[1][1])
-            if f != b:
-                open_[(f, p)] = i
-            else:
-                open_.pop((f, p), None)
-        elif act[0] in ("DeliverRequest", "Crash", "Restart"):
-            for k in [k for k in open_ if k[0] == b]:
-                if act[0] == "DeliverRequest":
-                    lost.add(open_[k])
-                del open_[k]
+        prev = seen.setdefault(b, {})
+        if act is not None and act[1] is not None:
+            if act[0] == "Fetch":
+                f, p = int(act[1][0]), int(act[1][1])
+                if f != b:
+                    open_[(f, p)] = i
+                else:
+                    open_.pop((f, p), None)
+            elif act[0] in ("DeliverRequest", "Crash", "Restart"):
+                which = _requests_partitions(ln, b, prev) if act[0] == "DeliverRequest" else None
+                for k in [k for k in open_ if k[0] == b and (which is None or k[1] in which)]:
+                    if act[0] == "DeliverRequest":
+                        lost.add(open_[k])
+                    del open_[k]
+        if act is not None and act[0] in ("Crash", "Restart"):
+            prev.clear()  # a new life: what it logs next is not a change of what it logged before
+        prev.update(ln.facts)
     return [dataclasses.replace(ln, lost=True) if i in lost else ln for i, ln in enumerate(lines)], len(lost)
 
 
