@@ -12,7 +12,8 @@ Every process of a real cluster run writes its own file (``<name>.<pid>.events.j
 - the lines of all files are merged by ``t`` (CLOCK_MONOTONIC, one clock for the host), ties broken
   by process name and then ``seq``, and numbered 1, 2, ... as events; a follower's lines logged while
   its fetch was in flight are made to fit the model's one-step ``Fetch`` (a checkpoint goes before the
-  leader's half, other lines lose the fetched replica's facts; :func:`_checkpoints_before_fetch`; a
+  leader's half, other lines lose the fetched replica's facts, each partition's fetch its own window;
+  :func:`_checkpoints_before_fetch`; a
   leader's half whose HW rose to where another in-sync follower's log reaches, past its HW, counts as
   that follower's half too: the leader counted its fetch without a line and holds the answer,
   :func:`_counted_unlogged`), and
@@ -386,41 +387,67 @@ def _checkpoints_before_fetch(lines: list[SelfLine]) -> tuple[list[SelfLine], in
       model needs;
     - any other line of ``f`` keeps its place but not its facts of ``replicas[f,p]`` (the replica in
       the middle of the model's step); they are checked again at ``f``'s half.
+
+    A follower of several partitions may have a fetch of each in flight (two leaders' halves before
+    either of its own): each partition's window is its own, its own half ends that one only, and a
+    line of ``f`` loses the facts of every partition whose window is open; a checkpoint goes before
+    the earliest open leader's half. A controller request ends the windows of the partitions it
+    fences (:func:`_requests_partitions`: the broker drops those answers); of another partition, the
+    fetch stays in flight.
     """
     out: list[SelfLine] = []
-    window: dict[str, tuple[int, int]] = {}  # follower -> (index in ``out`` of the leader's half, partition)
+    # follower -> {partition: index in ``out`` of the leader's half of its fetch in flight}
+    window: dict[str, dict[int, int]] = {}
     movable: set[str] = set()  # followers that logged nothing but (moved) checkpoints since the leader's half
     # (broker, partition) -> (log end, HW, role, leader epoch) as last logged
     last: dict[tuple[int, int], tuple[Any, Any, Any, Any]] = {}
     isr: dict[int, list[Any]] = {}  # partition -> its ISR as last written (a leader/ISR znode write's facts)
+    seen: dict[int, dict[str, Any]] = {}  # broker -> its facts as it logged them (before any is dropped here)
     changed = 0
     for ln in lines:
         act = ln.action
         w = window.get(ln.process)
-        if w is not None:
-            at, p = w
+        b = int(ln.process.rsplit("-", 1)[1]) if ln.role == "broker" and ln.process.startswith("broker-") else None
+        if w:
             follower = int(ln.process.rsplit("-", 1)[1])
-            if act is not None and (act == ("Fetch", (follower, p)) or act[0] in ("Restart", "DeliverRequest")):
-                del window[ln.process]  # its own half, or it moved on: the window ends
+            ends: set[int] | None = set()  # the windows this line ends (None: all of them)
+            if act is not None and act[0] == "Fetch" and act[1] is not None and int(act[1][0]) == follower:
+                ends = {int(act[1][1])}  # its own half
+            elif act is not None and act[0] == "Restart":
+                ends = None  # a new life
+            elif act is not None and act[0] == "DeliverRequest":
+                ends = _requests_partitions(ln, follower, seen.get(follower, {}))
+            if ends is None or ends & set(w):
+                for p in list(w) if ends is None else sorted(ends & set(w)):
+                    del w[p]  # its own half, or it moved on: the window ends
                 movable.discard(ln.process)
             elif ln.process in movable and ln.kind == "action" and act is not None \
                     and act[0] == "CheckpointHighWatermark":
+                at = min(w.values())
                 out.insert(at, dataclasses.replace(ln, t=out[at].t, note=(ln.note + "; " if ln.note else "")
                                                    + "placed before the leader's half of its fetch in flight"))
-                for k, (v, q) in window.items():
-                    if v >= at:
-                        window[k] = (v + 1, q)
+                for v in window.values():
+                    for q, k in v.items():
+                        if k >= at:
+                            v[q] = k + 1
                 changed += 1
+                seen.setdefault(follower, {}).update(ln.facts)
                 continue
             else:
                 movable.discard(ln.process)
-                prefix = f"replicas[{follower},{p}]."
-                stale = [k for k in ln.facts if k.startswith(prefix)]
-                if stale:
-                    ln = dataclasses.replace(ln, facts={k: v for k, v in ln.facts.items() if k not in stale},
-                                             note=(ln.note + "; " if ln.note else "")
-                                             + f"{prefix}* not checked: its fetch was in flight")
-                    changed += 1
+            prefixes = tuple(f"replicas[{follower},{p}]." for p in sorted(w))
+            stale = [k for k in ln.facts if k.startswith(prefixes)] if prefixes else []
+            if stale:
+                seen.setdefault(follower, {}).update(ln.facts)
+                ln = dataclasses.replace(ln, facts={k: v for k, v in ln.facts.items() if k not in stale},
+                                         note=(ln.note + "; " if ln.note else "")
+                                         + f"{', '.join(p + '*' for p in prefixes)} not checked: its fetch was in "
+                                           f"flight")
+                changed += 1
+            if not w:
+                del window[ln.process]
+        if b is not None:
+            seen.setdefault(b, {}).update(ln.facts)
         if ln.role == "broker" and act is not None and act[0] == "Fetch" and act[1] is not None \
                 and ln.process != f"broker-{act[1][0]}":  # a leader's half
             q = act[1][1]
@@ -429,9 +456,10 @@ def _checkpoints_before_fetch(lines: list[SelfLine]) -> tuple[list[SelfLine], in
             if implied:
                 ln = dataclasses.replace(ln, counted=tuple(implied))
             for g in [act[1][0]] + implied:
-                if f"broker-{g}" not in window:
-                    window[f"broker-{g}"] = (len(out), q)
+                mine = window.setdefault(f"broker-{g}", {})
+                if not mine:
                     movable.add(f"broker-{g}")
+                mine.setdefault(q, len(out))
         for k, v in ln.facts.items():
             if k.startswith("partitions[") and k.endswith("].isr") and isinstance(v, list):
                 isr[int(k[len("partitions["):-len("].isr")])] = v

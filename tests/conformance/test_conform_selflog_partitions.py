@@ -1,4 +1,5 @@
-"""The merge's fenced-answer rule on a run of two partitions (conformance/selflog.py, ``_answers_fenced``).
+"""The merge's rules on a run of two partitions (conformance/selflog.py): the fenced-answer rule
+(``_answers_fenced``) and the windows of fetches in flight (``_checkpoints_before_fetch``).
 
 A follower drops the answer to a fetch of partition ``p`` sent before a controller request for ``p``,
 or before any request of a newer controller (impl/core/broker.py, ``_fence_fetch``); a request for
@@ -10,8 +11,10 @@ showed the difference): with two partitions it turned a fetch the follower compl
 answer. The line does not name the request's partition; what it changed does."""
 from __future__ import annotations
 
+import dataclasses
+
 from isrcheck.conformance import selflog
-from isrcheck.conformance.selflog import SelfLine
+from isrcheck.conformance.selflog import SelfLine, _checkpoints_before_fetch
 
 
 def _sl(process: str, seq: int, t: int, kind: str, action, facts=None) -> SelfLine:
@@ -61,3 +64,50 @@ def test_a_request_of_a_broker_not_logged_before_fences_every_partitions_fetch()
     lines[0] = _sl("broker-2", 1, 5, "action", ("Restart", (2,)), {"brokers[2].alive": True})
     out, n = selflog._answers_fenced(lines)
     assert n == 2 and [x.lost for x in out] == [False, True, True, False, False]
+
+
+# ---------------------------------------------------------------------------- fetches in flight
+def test_each_partitions_fetch_in_flight_has_its_own_window():
+    """Broker 2's fetches of both partitions in flight (both leaders logged their half first): its half
+    of partition 0 still shows partition 1 as before that fetch, which the model's one-step Fetch(2, 1)
+    (at the leader's half) has moved on, so those facts are not checked until its half of partition 1.
+    The windows were one per follower: the second leader's half opened none, and the line was checked
+    against a state the model never has."""
+    lines = _lines(_broker_2(1, (2, 1, 0), (2, 1, 0)))
+    lines = lines[:3] + [dataclasses.replace(lines[4], facts=_broker_2(1, (3, 2, 0), (2, 1, 0))),
+                         _sl("broker-2", 7, 14, "observation", ("Fetch", (2, 1)), _broker_2(1, (3, 2, 0), (3, 2, 0)))]
+    out, changed = _checkpoints_before_fetch(lines)
+    assert changed == 1 and [(x.process, x.seq) for x in out] == [(x.process, x.seq) for x in lines]
+    assert not any(k.startswith("replicas[2,1].") for k in out[3].facts)  # in flight: not checked
+    assert out[3].facts["replicas[2,0].leo"] == 3  # its own half: checked
+    assert out[4].facts == lines[4].facts  # partition 1's own half: checked whole
+
+
+def test_a_checkpoint_goes_before_the_earliest_leaders_half_in_flight():
+    lines = _lines(_broker_2(1, (2, 1, 0), (2, 1, 0)))[:3] + [
+        _sl("broker-2", 5, 12, "action", ("CheckpointHighWatermark", (2, 0)), _broker_2(1, (2, 1, 0), (2, 1, 0)))]
+    out, changed = _checkpoints_before_fetch(lines)
+    assert changed == 1
+    assert [(x.process, x.seq) for x in out] == [("broker-2", 4), ("broker-2", 5), ("broker-1", 7), ("broker-3", 6)]
+    assert out[1].t == 10
+
+
+def test_a_request_for_one_partition_ends_only_that_partitions_window():
+    """A LeaderAndIsr of partition 1 ends partition 1's window (its answer is dropped); partition 0's fetch
+    is still in flight, so a later line of broker 2 shows partition 0 as before it: not checked."""
+    request = _broker_2(1, (2, 1, 0), (2, 1, 1))
+    lines = _lines(request)[:4] + [
+        _sl("broker-2", 6, 13, "action", ("CheckpointHighWatermark", (2, 1)), request),
+        _sl("broker-2", 7, 14, "observation", ("Fetch", (2, 0)), _broker_2(1, (3, 2, 0), (2, 1, 1)))]
+    out, _ = _checkpoints_before_fetch(lines)
+    assert [(x.process, x.seq) for x in out] == [(x.process, x.seq) for x in lines]  # nothing moves
+    assert not any(k.startswith("replicas[2,0].") for k in out[3].facts)  # the request's line
+    assert out[3].facts["replicas[2,1].leader_epoch"] == 1
+    assert not any(k.startswith("replicas[2,0].") for k in out[4].facts)  # partition 0 still in flight
+    assert out[5].facts == lines[5].facts  # its half of partition 0
+    # from a newer controller the request ends both windows: the checkpoint after it is checked whole
+    newer = _broker_2(2, (2, 1, 0), (2, 1, 1))
+    lines = _lines(newer)[:4] + [
+        _sl("broker-2", 6, 13, "action", ("CheckpointHighWatermark", (2, 1)), newer)]
+    out, _ = _checkpoints_before_fetch(lines)
+    assert out[3].facts == newer and out[4].facts == newer
