@@ -382,11 +382,28 @@ class LivenessResult:
         return [v for v in self.verdicts if v.holds is False]
 
 
+def nontrivial_components(g: Graph) -> list[list[int]]:
+    """The components of more than one state of the whole graph, as :func:`components` gives them
+    (its order, and each component's): engine/_scc.c's one pass where it is built and compiled code
+    is wanted (the whole-graph pass was about a sixth of a liveness check in Python), else this
+    module's Tarjan, the definition the C follows."""
+    from isrcheck import native
+
+    if native.compiled_wanted():
+        try:
+            from ._scc import nontrivial
+        except ImportError:  # a pure install (ISRCHECK_BUILD_PURE=1)
+            pass
+        else:
+            return nontrivial(g.offsets, g.dst, g.states)  # type: ignore[no-any-return]
+    return [c for c in components(g, range(g.states)) if len(c) > 1]
+
+
 class _Components:
     """The full graph's components, found once and shared by every property instance."""
 
     def __init__(self, g: Graph) -> None:
-        self.nontrivial = [c for c in components(g, range(g.states)) if len(c) > 1]
+        self.nontrivial = nontrivial_components(g)
         self.in_nontrivial = bytearray(g.states)
         for c in self.nontrivial:
             for v in c:
