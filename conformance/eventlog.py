@@ -49,7 +49,7 @@ from isrcheck.invariants import build_model
 from isrcheck.model.actions import Action
 from isrcheck.engine.explore import successors
 from isrcheck.model.config import Config
-from isrcheck.model.observe import observe
+from isrcheck.model.observe import LazyObservation, observe
 from isrcheck.specs.actions import VocabularyError, action_json, action_text, actions as vocabulary, check_action
 from isrcheck.specs.inputs import Kind, max_bytes, too_large
 from isrcheck.specs.observation import ObservationError
@@ -362,15 +362,16 @@ def validate_log(log: EventLog, max_candidates: int = 20_000) -> ValidationResul
     settle = tuple(log.settle)
     silent = set(log.silent) - set(settle)
     k_max = log.max_silent
-    view_cache: dict[int, tuple[dict[str, Any], list[list[int]]]] = {}
+    view_cache: dict[int, tuple[LazyObservation, _LazyAcked]] = {}
     nb, np_ = cfg.brokers, cfg.partitions
 
-    def view_of(s: Any, fp: int) -> tuple[dict[str, Any], list[list[int]]]:
+    def view_of(s: Any, fp: int) -> tuple[LazyObservation, _LazyAcked]:
+        """A candidate's observation, built only as far as an event's facts read it."""
         v = view_cache.get(fp)
         if v is None:
             if len(view_cache) > 200_000:
                 view_cache.clear()
-            v = view_cache[fp] = (observe(s), acked_of(s))
+            v = view_cache[fp] = (LazyObservation(s), _LazyAcked(s))
         return v
 
     result = ValidationResult(False, len(log.events), 0, 0.0)
@@ -383,7 +384,7 @@ def validate_log(log: EventLog, max_candidates: int = 20_000) -> ValidationResul
         return result
 
     fp0 = hash(init)
-    f0 = flatten(*view_of(init, fp0))
+    f0 = flatten(observe(init), acked_of(init))
     bad = _mismatches(f0, log.initial)
     if bad:
         return fail(None, f"the initial state: the model's initial state disagrees with the log on {len(bad)} "
@@ -427,6 +428,21 @@ def validate_log(log: EventLog, max_candidates: int = 20_000) -> ValidationResul
     return result
 
 
+class _LazyAcked:
+    """A candidate's acknowledged write ids per partition (:func:`acked_of`), computed when first read."""
+
+    __slots__ = ("_state", "_ids")
+
+    def __init__(self, state: Any) -> None:
+        self._state = state
+        self._ids: list[list[int]] | None = None
+
+    def __getitem__(self, p: int) -> list[int]:
+        if self._ids is None:
+            self._ids = acked_of(self._state)
+        return self._ids[p]
+
+
 class _Getters:
     """The facts of one event, each compiled to a direct lookup in an observation (no flattening)."""
 
@@ -446,7 +462,7 @@ class _Getters:
                 get = (lambda i: lambda o, a: a[i])(key[0])
             self.items.append((path, want, get))
 
-    def mismatches(self, obs: Mapping[str, Any], acked: Sequence[Sequence[int]]) -> list[str]:
+    def mismatches(self, obs: Any, acked: Any) -> list[str]:
         out = []
         for path, want, get in self.items:
             got = get(obs, acked)
@@ -454,7 +470,7 @@ class _Getters:
                 out.append(path)
         return out
 
-    def value(self, path: str, obs: Mapping[str, Any], acked: Sequence[Sequence[int]]) -> Any:
+    def value(self, path: str, obs: Any, acked: Any) -> Any:
         return next(get(obs, acked) for p, _, get in self.items if p == path)
 
     def wanted(self, path: str) -> Any:

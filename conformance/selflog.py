@@ -620,13 +620,15 @@ def _stale_requests_in_place(lines: list[SelfLine]) -> tuple[list[SelfLine], int
     failover or a session expiry came between, its half goes just before the follower's line, with
     that line's clock reading (torture seed 14 of a batch run while these rules were written: the leader, cut from the store, its
     session expired, counted broker 2's late fetch and moved its HW after broker 2 had become leader of
-    the next epoch). When the leader logged a line in between (seed 9 of the first batch: a checkpoint of
-    its old HW) the half stays, and is no model behaviour: the model's leader counts a fetch only from a
-    follower that follows it."""
+    the next epoch). The leader's own lines between the follower's line and its half go back with it
+    when they are writes and HW checkpoints (:func:`_moves_with_a_stale_half`; seed 117 of the batch
+    91-130: the deposed leader appended a write and checkpointed its HW, then counted broker 3's
+    delayed fetch; seed 9 of the first batch, a checkpoint of its old HW between, is the same race).
+    Any other line of the leader between keeps the half in place, and no model behaviour: the model's
+    leader counts a fetch only from a follower that follows it."""
     roles: dict[tuple[int, int], tuple[Any, Any]] = {}  # (broker, partition) -> (role, leader epoch) as last logged
     moved_at: dict[tuple[int, int], tuple[int, tuple[Any, Any]]] = {}  # -> (index of its DeliverRequest line
     #                                                                     that changed them, what they were before)
-    last_line: dict[str, int] = {}  # broker process -> index of its last line
     barrier = -1  # index of the last launcher's or controller's action a fetch does not commute with
     dest: dict[int, int] = {}
     for i, ln in enumerate(lines):
@@ -644,9 +646,11 @@ def _stale_requests_in_place(lines: list[SelfLine]) -> tuple[list[SelfLine], int
             e = ln.facts.get(pre + "leader_epoch")
             m = moved_at.get((f, p))
             if ln.facts.get(pre + "role") == "leader" and m is not None and roles.get((f, p)) != ("follower", e) \
-                    and m[1] == ("follower", e) and m[0] > max(last_line.get(ln.process, -1), barrier) \
-                    and m[0] not in dest.values():
-                dest[i] = m[0]
+                    and m[1] == ("follower", e) and m[0] > barrier and m[0] not in dest.values():
+                between = [k for k in range(m[0] + 1, i) if lines[k].process == ln.process]
+                if all(_moves_with_a_stale_half(lines[k]) for k in between):
+                    for k in between + [i]:
+                        dest[k] = m[0]
         for k in ln.facts:
             if k.startswith(f"replicas[{b},") and k.endswith("].role"):
                 p = int(k[len(f"replicas[{b},"):-len("].role")])
@@ -657,11 +661,16 @@ def _stale_requests_in_place(lines: list[SelfLine]) -> tuple[list[SelfLine], int
                 elif now != old:
                     moved_at.pop((b, p), None)
                 roles[(b, p)] = now
-        if not (i in dest):
-            last_line[ln.process] = i
     if not dest:
         return lines, 0
     return _move_before(lines, dest, "the step of its follower that moved it to another leader epoch"), len(dest)
+
+
+def _moves_with_a_stale_half(ln: SelfLine) -> bool:
+    """Whether a leader's line logged between its follower's move and the leader's stale half of that
+    follower's fetch goes back with the half: a client's write or an HW checkpoint, steps of the leader's
+    own that no other process's line between reads."""
+    return ln.kind == "action" and ln.action is not None and ln.action[0] in ("Produce", "CheckpointHighWatermark")
 
 
 def _move_before(lines: list[SelfLine], dest: Mapping[int, int], why: str) -> list[SelfLine]:

@@ -57,9 +57,13 @@ class Checker(Search, Generic[S, A]):
         observer: Callable[[S, int, int], None] | None = None,
         max_memory: int | None = None,
         checkpoint: Checkpoints | None = None,
+        graph: Any = None,
     ) -> None:
         super().__init__(max_depth, max_states, stop_on_first, progress, progress_every, max_memory)
         self.model = model
+        #: a liveness graph builder (engine/liveness.py's GraphBuilder) told every distinct state and
+        #: every step that changes the state, so that one exploration serves safety and liveness
+        self.graph = graph
         #: called as observer(state, fingerprint, depth) for every distinct state, in BFS order
         self.observer = observer
         #: snapshots between levels (engine/checkpoint.py), and the snapshot to resume from
@@ -138,12 +142,17 @@ class Checker(Search, Generic[S, A]):
                 origins[rec["property"]] = (fp0, extra0)
                 violations[rec["property"]] = Violation(rec["property"], rec["kind"], self._trace(fp0, extra0),
                                                         rec["message"])
+        graph = self.graph
+        if graph is not None and ck is not None:
+            raise SnapshotError("a search that records the liveness graph cannot be checkpointed")
         initial: Sequence[S] = model.init_states() if ck is None or not ck.resume else []
         for s in initial:
             fp = fingerprint(s)
             if fp in parents:
                 continue
             parents[fp] = None
+            if graph is not None:
+                graph.initial(s, fp)
             if self.observer is not None:
                 self.observer(s, fp, 0)
             if not safe(s):
@@ -185,10 +194,14 @@ class Checker(Search, Generic[S, A]):
                     stop = self.stop_on_first
                 tfp = fingerprint(t)
                 if tfp in parents:
+                    if graph is not None and tfp != fp:  # a step that changes nothing is no edge
+                        graph.edge(fp, t, tfp, a, False)
                     if stop:
                         break
                     continue
                 parents[tfp] = fp
+                if graph is not None:
+                    graph.edge(fp, t, tfp, a, True)
                 if self.observer is not None:
                     self.observer(t, tfp, d + 1)
                 if not safe(t):

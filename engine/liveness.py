@@ -160,9 +160,6 @@ def build_graph(model: FairModel, properties: Sequence[LeadsTo], *, max_states: 
     False and no verdict can be drawn from it (a state left unexpanded would look like one where
     nothing can happen).
     """
-    for p in properties:
-        if len(p.instances) > 64:
-            raise LivenessError(f"{p.name}: {len(p.instances)} instances; at most 64 are supported")
     resume = paused_gc()  # as in the checker: states are trees of tuples, freed by reference counting
     try:
         return _build(model, properties, max_states, max_depth, progress, progress_every)
@@ -171,43 +168,114 @@ def build_graph(model: FairModel, properties: Sequence[LeadsTo], *, max_states: 
             gc.enable()
 
 
-def _build(model: FairModel, properties: Sequence[LeadsTo], max_states: int | None, max_depth: int | None,
-           progress: Callable[[Progress], None] | None, progress_every: float) -> Graph:
-    g = Graph(properties)
-    index, fps, depth, parent = g.index, g.fps, g.depth, g.parent
-    offsets, dst, label = g.offsets, g.dst, g.label
-    premise, goal = g.premise, g.goal
-    labels: dict[Hashable, int] = {}
-    fingerprint, actions, next_state, fair_key = model.fingerprint, model.actions, model.next_state, model.fair_key
-    masks = [p.masks for p in properties]
-    start = last = time.perf_counter()
+class GraphBuilder:
+    """Builds a :class:`Graph` from a breadth-first search's states and steps, in discovery order:
+    the one definition of state numbers, depths, parents, the masks per state and the fair label
+    per edge, used by :func:`build_graph`'s own search and by the safety search when it records the
+    graph as it goes (:class:`~isrcheck.engine.checker.Checker`'s ``graph``: the reachable states
+    explored once for safety and liveness, where they used to be explored twice).
 
-    def add(state: Any, fp: int, d: int, par: int) -> int:
-        v = len(fps)
-        index[fp] = v + INDEX_TAG
-        fps.append(fp)
-        depth.append(d)
-        parent.append(par)
-        for k, m in enumerate(masks):
+    ``initial(state, fp)`` for each distinct initial state, then ``edge(src_fp, state, fp, action,
+    new)`` for every step of the search that changes the state, in the search's order (the sources
+    in the order they were numbered, each source's steps in action order; ``new``: the search meets
+    ``fp`` for the first time), and ``finish(complete)`` once."""
+
+    def __init__(self, model: FairModel, properties: Sequence[LeadsTo]) -> None:
+        for p in properties:
+            if len(p.instances) > 64:
+                raise LivenessError(f"{p.name}: {len(p.instances)} instances; at most 64 are supported")
+        self.graph = Graph(properties)
+        self._masks = [p.masks for p in properties]
+        self._labels: dict[Hashable, int] = {}
+        self._fair_key = model.fair_key
+        self._source = -1  # the state whose steps are being recorded
+        self._start = time.perf_counter()
+
+    def add(self, state: Any, fp: int, d: int, par: int) -> int:
+        """Number a newly found state (its depth ``d``, its parent's number ``par``, -1 for an
+        initial state)."""
+        g = self.graph
+        v = len(g.fps)
+        g.index[fp] = v + INDEX_TAG
+        g.fps.append(fp)
+        g.depth.append(d)
+        g.parent.append(par)
+        premise, goal = g.premise, g.goal
+        for k, m in enumerate(self._masks):
             pm, gm = m(state)
             premise[k].append(pm)
             goal[k].append(gm)
         return v
 
+    def initial(self, state: Any, fp: int) -> None:
+        self.add(state, fp, 0, -1)
+
+    def close_until(self, v: int) -> None:
+        """Every source before ``v`` has all its steps recorded: their rows end here (the edges
+        recorded next are ``v``'s)."""
+        g = self.graph
+        offsets, end = g.offsets, len(g.dst)
+        while len(offsets) <= v:
+            offsets.append(end)
+
+    def edge(self, src: int, state: Any, fp: int, action: Any, new: bool) -> None:
+        """A step from the state with fingerprint ``src`` to ``state`` (fingerprint ``fp``, found
+        for the first time when ``new``) taking ``action``."""
+        g = self.graph
+        v = int(g.index[src]) - INDEX_TAG
+        if v != self._source:
+            self.close_until(v)
+            self._source = v
+        w = self.add(state, fp, g.depth[v] + 1, v) if new else int(g.index[fp]) - INDEX_TAG
+        self.link(w, action)
+
+    def link(self, w: int, action: Any) -> None:
+        """The current source's next edge, to state number ``w``."""
+        key = self._fair_key(action)
+        if key is None:
+            lab = NO_LABEL
+        else:
+            lab = self._labels.get(key, -2)
+            if lab == -2:
+                g = self.graph
+                lab = len(g.keys)
+                self._labels[key] = lab
+                g.keys.append(key)
+        self.graph.dst.append(w)
+        self.graph.label.append(lab)
+
+    def finish(self, complete: bool) -> Graph:
+        """The graph: every state's row closed; ``complete`` False if the search stopped short (then
+        no verdict can be drawn from it)."""
+        g = self.graph
+        self.close_until(len(g.fps))
+        g.complete = g.complete and complete
+        g.seconds = time.perf_counter() - self._start
+        return g
+
+
+def _build(model: FairModel, properties: Sequence[LeadsTo], max_states: int | None, max_depth: int | None,
+           progress: Callable[[Progress], None] | None, progress_every: float) -> Graph:
+    b = GraphBuilder(model, properties)
+    g = b.graph
+    index, fps, depth = g.index, g.fps, g.depth
+    fingerprint, actions, next_state = model.fingerprint, model.actions, model.next_state
+    start = last = time.perf_counter()
+    complete = True
     queue: deque[Any] = deque()
     for s in model.init_states():
         fp = fingerprint(s)
         if fp not in index:
-            add(s, fp, 0, -1)
+            b.initial(s, fp)
             queue.append(s)
     v = 0
     while queue:
         s = queue.popleft()
+        b.close_until(v)
         d = depth[v]
         fp = fps[v]
         if max_depth is not None and d >= max_depth:
-            g.complete = False
-            offsets.append(len(dst))
+            complete = False
             v += 1
             continue
         for a in actions(s):
@@ -223,29 +291,18 @@ def _build(model: FairModel, properties: Sequence[LeadsTo], max_states: int | No
                 w -= INDEX_TAG
             else:
                 if max_states is not None and len(fps) >= max_states:
-                    g.complete = False
+                    complete = False
                     continue
-                w = add(t, tfp, d + 1, v)
+                w = b.add(t, tfp, d + 1, v)
                 queue.append(t)
-            key = fair_key(a)
-            if key is None:
-                lab = NO_LABEL
-            else:
-                lab = labels.get(key, -2)
-                if lab == -2:
-                    lab = len(g.keys)
-                    labels[key] = lab
-                    g.keys.append(key)
-            dst.append(w)
-            label.append(lab)
-        offsets.append(len(dst))
+            b.link(w, a)
         v += 1
         if progress is not None:
             now = time.perf_counter()
             if now - last >= progress_every:
                 last = now
                 progress(Progress(len(fps), d, len(queue), now - start))
-    g.seconds = time.perf_counter() - start
+    b.finish(complete)
     if progress is not None:
         progress(Progress(len(fps), depth[-1] if len(depth) else 0, 0, g.seconds))
     return g
@@ -382,11 +439,28 @@ class LivenessResult:
         return [v for v in self.verdicts if v.holds is False]
 
 
+def nontrivial_components(g: Graph) -> list[list[int]]:
+    """The components of more than one state of the whole graph, as :func:`components` gives them
+    (its order, and each component's): engine/_scc.c's one pass where it is built and compiled code
+    is wanted (the whole-graph pass was about a sixth of a liveness check in Python), else this
+    module's Tarjan, the definition the C follows."""
+    from isrcheck import native
+
+    if native.compiled_wanted():
+        try:
+            from ._scc import nontrivial
+        except ImportError:  # a pure install (ISRCHECK_BUILD_PURE=1)
+            pass
+        else:
+            return nontrivial(g.offsets, g.dst, g.states)  # type: ignore[no-any-return]
+    return [c for c in components(g, range(g.states)) if len(c) > 1]
+
+
 class _Components:
     """The full graph's components, found once and shared by every property instance."""
 
     def __init__(self, g: Graph) -> None:
-        self.nontrivial = [c for c in components(g, range(g.states)) if len(c) > 1]
+        self.nontrivial = nontrivial_components(g)
         self.in_nontrivial = bytearray(g.states)
         for c in self.nontrivial:
             for v in c:
@@ -539,11 +613,15 @@ def lasso_for(g: Graph, prop: LeadsTo, k: int, comps: _Components | None = None)
 
 def check_liveness(model: FairModel, properties: Sequence[LeadsTo], *, max_states: int | None = None,
                    max_depth: int | None = None, fairness: Sequence[str] = (),
-                   progress: Callable[[Progress], None] | None = None) -> LivenessResult:
-    """Build the graph of ``model`` and give each property a verdict with, when broken, its
-    shortest-stem lasso as concrete steps."""
+                   progress: Callable[[Progress], None] | None = None, graph: Graph | None = None) -> LivenessResult:
+    """Build the graph of ``model`` (or take ``graph``, recorded by the safety search with the same
+    ``properties``) and give each property a verdict with, when broken, its shortest-stem lasso as
+    concrete steps."""
     start = time.perf_counter()
-    g = build_graph(model, properties, max_states=max_states, max_depth=max_depth, progress=progress)
+    g = graph if graph is not None else build_graph(model, properties, max_states=max_states, max_depth=max_depth,
+                                                    progress=progress)
+    if graph is not None:
+        start -= g.seconds  # the graph's part of the safety search counts as liveness time
     verdicts: list[LivenessVerdict] = []
     if not g.complete:
         verdicts = [LivenessVerdict(p.name, None) for p in properties]

@@ -907,10 +907,12 @@ def _balance_plan(held: list[int]) -> list[tuple[int, int, int]]:
 def search(model: Model[S, A], *, workers: int = 1, max_depth: int | None = None, max_states: int | None = None,
            stop_on_first: bool = True, progress: Callable[[Progress], None] | None = None,
            max_memory: int | None = None, progress_every: float = 0.5,
-           checkpoint: Checkpoints | None = None) -> CheckResult:
+           checkpoint: Checkpoints | None = None, graph: Any = None) -> CheckResult:
     """One exhaustive search: :class:`ParallelChecker` with several workers, else :class:`Checker`
     (also when every violation is wanted, which only the single process reports). A checkpointed
-    search (engine/checkpoint.py) is the single process's: the workers' shared table has no snapshot."""
+    search (engine/checkpoint.py) is the single process's: the workers' shared table has no snapshot.
+    ``graph`` (a liveness :class:`~isrcheck.engine.liveness.GraphBuilder`) is told the single
+    process's states and steps (:func:`records_graph`: whether this search is that one)."""
     if checkpoint is not None and workers > 1:
         raise SnapshotError("--checkpoint and --resume run the single-process search: leave out --workers")
     if workers > 1 and stop_on_first:
@@ -918,7 +920,12 @@ def search(model: Model[S, A], *, workers: int = 1, max_depth: int | None = None
                                progress=progress, progress_every=progress_every, max_memory=max_memory).run()
     return Checker(model, max_depth=max_depth, max_states=max_states, stop_on_first=stop_on_first,
                    progress=progress, progress_every=progress_every, max_memory=max_memory,
-                   checkpoint=checkpoint).run()
+                   checkpoint=checkpoint, graph=graph).run()
 
 
-__all__ = ["ParallelChecker", "WorkerError", "ACTION_BITS", "search"]
+def records_graph(workers: int, stop_on_first: bool) -> bool:
+    """Whether :func:`search` runs the single process, which can record the liveness graph as it goes."""
+    return not (workers > 1 and stop_on_first)
+
+
+__all__ = ["ParallelChecker", "WorkerError", "ACTION_BITS", "records_graph", "search"]

@@ -19,7 +19,7 @@ from collections.abc import Callable, Sequence
 
 from isrcheck.model.config import Config, ConfigError
 from isrcheck.engine.core import Progress
-from isrcheck.engine.liveness import LeadsTo, LivenessResult, check_liveness
+from isrcheck.engine.liveness import Graph, LeadsTo, LivenessResult, check_liveness
 from isrcheck.model.protocol import Protocol
 from isrcheck.specs.properties import property_info
 
@@ -65,7 +65,7 @@ def applicable_liveness(cfg: Config, names: Sequence[str] | None = None) -> list
 
 def check(cfg: Config, names: Sequence[str] | None = None, *, protocol: Protocol | None = None,
           max_states: int | None = None, max_depth: int | None = None,
-          progress: Callable[[Progress], None] | None = None) -> LivenessResult:
+          progress: Callable[[Progress], None] | None = None, graph: Graph | None = None) -> LivenessResult:
     """Check the liveness properties ``names`` (default: every applicable one) of ``cfg``.
 
     The graph is built without symmetry reduction: fairness is per action instance (Fetch(2, 0) is
@@ -75,7 +75,7 @@ def check(cfg: Config, names: Sequence[str] | None = None, *, protocol: Protocol
     props = applicable_liveness(cfg, names)
     model = build_model(cfg, protocol=protocol, symmetry=False, properties=[])
     return check_liveness(model, props, max_states=max_states, max_depth=max_depth,
-                          fairness=model.fairness_assumptions(), progress=progress)
+                          fairness=model.fairness_assumptions(), progress=progress, graph=graph)
 
 
 __all__ = ["LIVENESS_DESCRIPTIONS", "LIVENESS_NAMES", "applicable_liveness", "applies", "check", "liveness_property"]

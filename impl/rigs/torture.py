@@ -194,6 +194,22 @@ def run_config(setting: TortureSetting, plan: Sequence[Fault]) -> dict[str, Any]
     return out
 
 
+def _registered(k: Client | None, b: int) -> bool:
+    """Whether broker ``b`` is registered in the store now (True when it cannot be read: the cut is
+    then logged as before)."""
+    if k is None:
+        return True
+    try:
+        return b in k.brokers()
+    except (ClientError, StoreError, OSError):
+        return True
+
+
+def _knows_its_role(k: Any, b: int) -> bool:
+    """Whether broker ``b`` hosts the torture partition as its leader or a follower."""
+    return any(p == PARTITION and role != "none" for p, role, *_ in k.metadata(b).replicas)
+
+
 class _Run:
     """One torture run's moving parts (the threads share ``lock``)."""
 
@@ -337,7 +353,7 @@ class _Run:
             self.nem.partition([name], [x for x in brokers if x != name], f.seconds)
             return f"cut {name} from the other brokers"
         if f.kind == "expire":
-            self.expire_broker(b)
+            self.expire_broker(b, k)
             return f"cut {name} from the store (session expiry)"
         if f.kind == "delay":
             self.nem.delay(name, peer, f.amount, f.seconds)
@@ -358,13 +374,19 @@ class _Run:
             return f"SIGKILL {name}"
         raise NemesisError(f"unknown fault kind {f.kind!r}")
 
-    def expire_broker(self, b: int) -> None:
+    def expire_broker(self, b: int, k: Client | None = None) -> None:
         """Cut broker ``b`` from the store until its session expires; logged as the model's
-        ``ExpireSession(b)`` (the broker logs its ``Reregister(b)`` when it has registered again)."""
+        ``ExpireSession(b)`` (the broker logs its ``Reregister(b)`` when it has registered again).
+
+        Not logged when there is no session to end: an earlier cut still on, or (read from the store
+        through ``k``) a broker not registered at all, whose earlier session ended and which has not
+        registered again yet (seed 104 of a batch: a second expiry of broker 1 before its
+        ``Reregister(1)``, a step the model cannot take twice in a row)."""
         name = f"broker-{b}"
         alive = self.c.alive(name)
+        registered = _registered(k, b)
         again = self._cut_from_store(name)
-        if alive and not again:
+        if alive and registered and not again:
             self.c._log(name, "action", step("ExpireSession", b), {}, f"cut {name} from the store")
 
     def _cut_from_store(self, name: str) -> bool:
@@ -568,6 +590,10 @@ def run_torture(seed: int, setting: TortureSetting, directory: str | os.PathLike
             k.create_topic(1, BROKERS)
         run.c.wait_for(lambda k: sorted(getattr(k.snapshot().partitions[PARTITION].state, "isr", ())) == [1, 2, 3], 30,
                        "the topic's ISR to hold every broker")
+        # and every replica to know its role: a write the leader takes before a follower's LeaderAndIsr
+        # arrived is a run that never passed through the model's initial state (seed 118 of a batch)
+        run.c.wait_for(lambda k: all(_knows_its_role(k, b) for b in range(1, BROKERS + 1)), 30,
+                       "every replica to know its role")
         threads = [threading.Thread(target=run.producer, args=("all",), daemon=True),
                    threading.Thread(target=run.producer, args=("1",), daemon=True),
                    threading.Thread(target=run.consumer, daemon=True)]

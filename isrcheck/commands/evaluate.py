@@ -21,7 +21,8 @@ from isrcheck.analyses import vacuity
 from isrcheck.commands.options import Inputs, protocol_for
 from isrcheck.commands.verdict import Verdict, decide
 from isrcheck.engine.checkpoint import Checkpoints
-from isrcheck.engine.parallel import search
+from isrcheck.engine.liveness import GraphBuilder
+from isrcheck.engine.parallel import records_graph, search
 from isrcheck.inputs import targets
 from isrcheck.invariants import build_model
 from isrcheck.invariants import liveness as live
@@ -89,15 +90,24 @@ def evaluate(inputs: Inputs, *, max_depth: int | None = None, max_states: int | 
     if snapshots is not None:
         checkpoints = Checkpoints(snapshots.directory, snapshot_identity(target, variant, symmetry),
                                   every=snapshots.every, resume=snapshots.resume)
+    # one exploration for safety and liveness where the search can record the graph: the single
+    # process, without symmetry (the liveness graph is never reduced: fairness is per broker) or a
+    # snapshot
+    recorder = (GraphBuilder(model, live_props) if live_props and not model.symmetry and checkpoints is None
+                and records_graph(workers, not inputs.keep_going) else None)
     result = search(model, workers=workers, max_depth=max_depth, max_states=max_states,
                     stop_on_first=not inputs.keep_going, progress=progress, max_memory=max_memory,
-                    progress_every=progress_every, checkpoint=checkpoints)
+                    progress_every=progress_every, checkpoint=checkpoints, graph=recorder)
     lres = None
     if live_props and result.limit_hit != "memory":
+        # the recorded graph is the whole reachable one only if the search went through every state
+        whole = recorder is not None and result.limit_hit is None and (inputs.keep_going or not result.violations)
+        graph = recorder.finish(True) if whole and recorder is not None else None
+        recorder = None  # a partial graph is dropped before the liveness search builds its own
         if progress is not None:
             progress.set_label(f"liveness of {target.label}")
         lres = live.check(target.config, [p.name for p in live_props], protocol=protocol, max_states=max_states,
-                          max_depth=max_depth, progress=progress)
+                          max_depth=max_depth, progress=progress, graph=graph)
     # a search stopped at a violation or a limit has partial coverage: only a complete one can say
     # that a budgeted action is never taken
     after = vacuity.unused_budgets(target.config, result.coverage) if result.outcome in ("success", "vacuous") else []

@@ -311,8 +311,8 @@ def test_a_delayed_fetch_request_counted_after_its_follower_moved_on_goes_before
     """Broker 2 (log end 4) fetched from the leader of epoch 0, broker 1, cut from the others; the
     controller made broker 2 leader of epoch 1 (its DeliverRequest line); then broker 1 counted the
     late request and raised its HW (its half). The request was sent before broker 2's line, and broker
-    1 logged nothing since: its half goes just before that line. A line of broker 1 in between, or a
-    crash, keeps it in place."""
+    1 logged nothing since but its own writes and checkpoints: its half (with those) goes just before
+    that line. Another line of broker 1 in between, or a crash, keeps it in place."""
     lines = [
         _sl("broker-1", 5, 10, "action", ("Produce", (1, 0)), _rep(1, 4, 3, "leader")),
         _sl("broker-2", 4, 11, "observation", ("Fetch", (2, 0)), _rep(2, 4, 3)),
@@ -325,9 +325,16 @@ def test_a_delayed_fetch_request_counted_after_its_follower_moved_on_goes_before
     assert [(x.process, x.seq) for x in out] == [("broker-1", 5), ("broker-2", 4), ("launcher", 1), ("broker-1", 6),
                                                  ("broker-2", 5)]
     assert out[3].t == 20 and "moved it to another leader epoch" in out[3].note
+    # a write or an HW checkpoint of the leader in between goes back with its half (seed 117), in its order
     between = lines[:4] + [_sl("broker-1", 6, 25, "action", ("CheckpointHighWatermark", (1, 0)), _rep(1, 4, 3, "leader")),
                            dataclasses.replace(lines[4], seq=7)]
-    assert selflog._stale_requests_in_place(between) == (between, 0)
+    out, moved = selflog._stale_requests_in_place(between)
+    assert moved == 2 and [(x.process, x.seq) for x in out] == [
+        ("broker-1", 5), ("broker-2", 4), ("launcher", 1), ("broker-1", 6), ("broker-1", 7), ("broker-2", 5)]
+    # any other line of the leader in between (here a controller's request it handled) keeps it in place
+    other = lines[:4] + [_sl("broker-1", 6, 25, "observation", ("DeliverRequest", (1,)), _rep(1, 4, 3, "leader")),
+                         dataclasses.replace(lines[4], seq=7)]
+    assert selflog._stale_requests_in_place(other) == (other, 0)
     crash = lines[:4] + [_sl("launcher", 2, 25, "action", ("Crash", (3,)), {"brokers[3].alive": False},
                              role="launcher")] + lines[4:]
     assert selflog._stale_requests_in_place(crash) == (crash, 0)
@@ -504,3 +511,18 @@ def test_a_checkpoint_killed_before_its_line_is_a_checkpoint_before_the_crash(tm
     monkeypatch.setattr(selflog, "_lost_checkpoints", lambda prev, restart, t, ckpt: [])
     _, r = validate_selflogs([run])
     assert not r.ok and r.reason.startswith("broker-1 seq 1 ") and "replicas[1,0].hw" in r.reason, r.reason
+
+
+def test_a_stale_half_goes_back_with_the_leaders_own_write_and_checkpoint(tmp_path, monkeypatch):
+    """torture --seed 117 (kip-320, min ISR 2, 6 s; delay, expire, pause, delay): broker 1, its
+    session expired, still leading epoch 0, appended a write (broker-1 seq 44) and checkpointed its
+    HW (seq 45) after broker 3 had moved to broker 2's epoch 1 (broker-3's LeaderAndIsr), then
+    counted broker 3's delayed fetch (seq 46, HW 17 -> 18). Its write and checkpoint go back with the
+    stale half to before broker 3's move, and broker 3 dropped the answer (a FetchAnswerLost); kept
+    in place, the half is a fetch from a follower that follows another leader, no model behaviour."""
+    run = _saved("stale-half-after-the-leaders-own-write", tmp_path)
+    _, r = validate_selflogs([run])
+    assert r.ok, f"{r.reason} {r.details}"
+    monkeypatch.setattr(selflog, "_moves_with_a_stale_half", lambda ln: False)  # only the bare half goes back
+    _, r = validate_selflogs([run])
+    assert not r.ok and r.reason.startswith("broker-1 seq 46 ") and "replicas[3,0].leo" in r.reason, r.reason

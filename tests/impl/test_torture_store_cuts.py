@@ -71,3 +71,28 @@ def test_a_second_expire_of_a_cut_broker_is_no_second_expiry(monkeypatch):
     now[0] = 200.0
     run.expire_broker(2)
     assert run.c.logged == [("broker-2", "ExpireSession")] * 2
+
+
+class _Store:
+    """A client whose store lists ``registered`` brokers."""
+
+    def __init__(self, *registered: int) -> None:
+        self.registered = set(registered)
+
+    def brokers(self) -> dict[int, tuple[str, int]]:
+        return {b: ("127.0.0.1", 9000 + b) for b in self.registered}
+
+
+def test_an_expire_of_a_broker_not_registered_again_is_no_second_expiry(monkeypatch):
+    """Seed 104 of a batch: broker 1's session was cut, and cut again after the first cut's window
+    but before it had registered again; the model cannot end a session that is not there."""
+    run = _run()
+    now = [100.0]
+    monkeypatch.setattr(torture.time, "monotonic", lambda: now[0])
+    run.expire_broker(1, _Store(1, 2, 3))
+    now[0] = 200.0  # well past the first cut's window
+    run.expire_broker(1, _Store(2, 3))  # broker 1 not registered again yet
+    assert run.c.logged == [("broker-1", "ExpireSession")]
+    now[0] = 300.0
+    run.expire_broker(1, _Store(1, 2, 3))  # registered again: this cut ends a session
+    assert run.c.logged == [("broker-1", "ExpireSession")] * 2

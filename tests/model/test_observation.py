@@ -12,7 +12,7 @@ from isrcheck import specs
 from isrcheck.model.config import from_mapping
 from isrcheck.model.kafka import initial_state
 from isrcheck.model.actions import apply, enabled_actions
-from isrcheck.model.observe import observe
+from isrcheck.model.observe import LazyObservation, observe
 from isrcheck.model.protocol import Protocol
 from isrcheck.model.state import State
 from isrcheck.model.tables import IllegalTransition, PartitionState, ReplicaState
@@ -180,6 +180,22 @@ def test_reachable_states_validate_and_are_plain_json(states: list[State]) -> No
             (b, p) for b in range(1, nb + 1) for p in range(np_)]
         for r in obs["replicas"]:
             assert r["leo"] == len(r["log"]) and r["hw"] <= r["leo"]
+
+
+def test_the_lazy_view_reads_as_the_observation(states: list[State], epoch_states: list[State]) -> None:
+    """validate reads candidates through LazyObservation: every field it gives is observe()'s, read
+    in any order (a replica's log after or before its other fields)."""
+    for n, s in enumerate(states + epoch_states):
+        obs, lazy = observe(s), LazyObservation(s)
+        assert lazy["controller"] == obs["controller"]
+        for key in ("brokers", "partitions", "replicas"):
+            for i, entry in enumerate(obs[key]):
+                fields = list(entry)
+                if n % 2:  # half the states read the log first, half last
+                    fields.reverse()
+                assert {f: lazy[key][i][f] for f in fields} == entry, (key, i)
+    with pytest.raises(KeyError):
+        LazyObservation(states[0])["nothing"]
 
 
 def test_epoch_generation_states_validate(epoch_states: list[State]) -> None:

@@ -1,0 +1,116 @@
+"""The liveness graph's components in one C pass (engine/_scc.c) against the Python Tarjan that
+defines them (engine/liveness.py, ``components``): the same nontrivial components, in the same
+order, each with its states in the same order, on random graphs with cycles and on the graphs of
+real liveness checks; and the arrays it is handed are checked before they are trusted."""
+from __future__ import annotations
+
+import random
+from array import array
+from typing import Any
+
+import pytest
+
+from isrcheck.engine import liveness as L
+
+
+def _scc() -> Any:
+    return pytest.importorskip("isrcheck.engine._scc", reason="a pure install builds no C extension")
+
+
+class _Flat:
+    """Just the arrays of a liveness graph that the component passes read."""
+
+    def __init__(self, succ: list[list[int]]) -> None:
+        self.offsets = array("q", [0])
+        self.dst = array("i")
+        for out in succ:
+            self.dst.extend(out)
+            self.offsets.append(len(self.dst))
+        self.states = len(succ)
+
+
+def _python(g: Any) -> list[list[int]]:
+    return [c for c in L.components(g, range(g.states)) if len(c) > 1]
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_random_graphs_have_the_python_components_in_its_order(seed: int) -> None:
+    rnd = random.Random(seed)
+    n = rnd.randint(1, 300)
+    degree = rnd.choice([0.5, 1.0, 1.5, 3.0])
+    succ = [[rnd.randrange(n) for _ in range(int(rnd.expovariate(1 / degree)))] for _ in range(n)]
+    succ = [[w for w in out if w != v] for v, out in enumerate(succ)]  # the graph stores no self-loops
+    g = _Flat(succ)
+    want = _python(g)
+    assert _scc().nontrivial(g.offsets, g.dst, g.states) == want
+    if seed == 0:
+        assert want, "a graph with cycles"
+
+
+def test_a_long_cycle_and_an_empty_graph() -> None:
+    n = 200_000  # deep: the C pass keeps its own stack, as the Python one does
+    g = _Flat([[(v + 1) % n] for v in range(n)])
+    got = _scc().nontrivial(g.offsets, g.dst, g.states)
+    assert len(got) == 1 and sorted(got[0]) == list(range(n)) and got == _python(g)
+    assert _scc().nontrivial(array("q", [0]), array("i"), 0) == []
+
+
+class _Rings:
+    """A model whose reachable graph has cycles: from 0, rings of sizes 2..6 (state k*10 + i steps
+    to k*10 + (i + 1) % k) and a step from each ring to the next."""
+
+    def init_states(self) -> list[int]:
+        return [0]
+
+    def actions(self, s: int) -> list[str]:
+        return ["next", "jump"] if s else ["jump"]
+
+    def next_state(self, s: int, a: str) -> int:
+        if a == "jump":
+            k = s // 10 + 1 if s else 2
+            return min(k, 6) * 10
+        k, i = divmod(s, 10)
+        return k * 10 + (i + 1) % k
+
+    def fingerprint(self, s: int) -> int:
+        return s
+
+    def fair_key(self, a: str) -> str:
+        return a
+
+
+def test_the_graphs_of_real_checks_through_the_function_the_check_calls() -> None:
+    from isrcheck import native
+    from isrcheck.inputs import manifest
+    from isrcheck.invariants import build_model, liveness as live
+
+    _scc()
+    assert native.compiled_wanted()
+    g = L.build_graph(_Rings(), [])
+    want = _python(g)
+    assert L.nontrivial_components(g) == want and len(want) == 5  # rings of 2..6 states, 6's with its jump
+    tg = manifest.resolve("leader-crash-kip-320", None, ())  # a Kafka model's graph: acyclic
+    props = [live.liveness_property(e.property, tg.config) for e in tg.entry.liveness]
+    g = L.build_graph(build_model(tg.config, symmetry=False, properties=[]), props)
+    assert g.states > 1000 and L.nontrivial_components(g) == _python(g) == []
+
+
+@pytest.mark.parametrize("offsets, dst, n, message", [
+    (array("q", [0, 1]), array("i", [0]), 2, "must hold n"),
+    (array("q", [0, 2, 1]), array("i", [1, 0]), 2, "ascend"),
+    (array("q", [0, 1, 3]), array("i", [1, 0]), 2, "ascend"),
+    (array("q", [0, 1, 2]), array("i", [1, 5]), 2, "outside the graph"),
+    (array("q", [0, 1, 2]), array("i", [1, -1]), 2, "outside the graph"),
+])
+def test_arrays_that_do_not_make_a_graph_are_refused(offsets, dst, n, message) -> None:
+    with pytest.raises(ValueError, match=message):
+        _scc().nontrivial(offsets, dst, n)
+
+
+def test_arrays_of_the_wrong_width_are_refused() -> None:
+    with pytest.raises(TypeError, match="8-byte"):
+        _scc().nontrivial(array("i", [0, 1]), array("i", [0]), 1)
+    with pytest.raises(TypeError, match="4-byte"):
+        _scc().nontrivial(array("q", [0, 1]), array("q", [0]), 1)
+    with pytest.raises(ValueError):
+        _scc().nontrivial(array("q", [0]), array("i"), -1)
