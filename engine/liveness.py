@@ -452,7 +452,7 @@ def nontrivial_components(g: Graph) -> list[list[int]]:
         except ImportError:  # a pure install (ISRCHECK_BUILD_PURE=1)
             pass
         else:
-            return nontrivial(g.offsets, g.dst, g.states)  # type: ignore[no-any-return]
+            return nontrivial(g.offsets, g.dst, g.states)
     return [c for c in components(g, range(g.states)) if len(c) > 1]
 
 

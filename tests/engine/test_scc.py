@@ -17,16 +17,15 @@ def _scc() -> Any:
     return pytest.importorskip("isrcheck.engine._scc", reason="a pure install builds no C extension")
 
 
-class _Flat:
-    """Just the arrays of a liveness graph that the component passes read."""
-
-    def __init__(self, succ: list[list[int]]) -> None:
-        self.offsets = array("q", [0])
-        self.dst = array("i")
-        for out in succ:
-            self.dst.extend(out)
-            self.offsets.append(len(self.dst))
-        self.states = len(succ)
+def _Flat(succ: list[list[int]]) -> L.Graph:
+    """A liveness graph holding just what the component passes read (rows of edges), built from
+    successor lists (a real Graph: the compiled build checks the type)."""
+    g = L.Graph([])
+    for v, out in enumerate(succ):
+        g.fps.append(v)
+        g.dst.extend(out)
+        g.offsets.append(len(g.dst))
+    return g
 
 
 def _python(g: Any) -> list[list[int]]:
