@@ -65,6 +65,8 @@ def runs(quick: bool) -> list[Run]:
         return [
             Run("safety (clean-election, 2 workers)", "liveness", ["clean-election", "--workers", "2", "--no-liveness"]),
             Run("with liveness (pinned)", "liveness", ["clean-election", "--workers", "2"]),
+            Run("safety (clean-election, 1 process)", "liveness-1p", ["clean-election", "--no-liveness"]),
+            Run("with liveness (pinned), 1 process", "liveness-1p", ["clean-election"]),
             Run("4 brokers, rf 3, 1 record, 1 crash", "brokers", [KIP320, "--set", "brokers=4", "--set",
                                                                   "replication_factor=3", "--set", "max_records=1",
                                                                   "--no-liveness", "--workers", "2"]),
@@ -80,6 +82,9 @@ def runs(quick: bool) -> list[Run]:
         Run("safety (kip-320 records 3 crashes 2, 2 workers)", "liveness", [KIP320, *BIG, "--workers", "2",
                                                                             "--no-liveness"]),
         Run("with liveness (pinned)", "liveness", [KIP320, *BIG, "--workers", "2"]),
+        # one process: the safety search records the liveness graph as it goes (one exploration)
+        Run("safety (kip-320 records 3 crashes 2, 1 process)", "liveness-1p", [KIP320, *BIG, "--no-liveness"]),
+        Run("with liveness (pinned), 1 process", "liveness-1p", [KIP320, *BIG]),
         Run("4 brokers, 2 workers", "brokers", [KIP320, *FOUR, "--workers", "2", "--no-liveness"]),
         Run("4 brokers, 1 process", "brokers", [KIP320, *FOUR, "--no-liveness"]),
         Run("peer kip-320, 3 replicas", "peer", ["--peer", "kip-320", "--replicas", "3", "--property", "StrongIsr",
@@ -217,7 +222,7 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0],
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--quick", action="store_true", help="scaled-down runs of the same shapes (seconds)")
-    ap.add_argument("--only", metavar="GROUPS", help="comma-separated groups: liveness, brokers, peer, checkpoint")
+    ap.add_argument("--only", metavar="GROUPS", help="comma-separated groups: liveness, liveness-1p, brokers, peer, checkpoint")
     ap.add_argument("--timeout", type=float, default=None, help="seconds allowed to one run")
     ap.add_argument("--json", metavar="FILE", help="also write every figure to FILE")
     args = ap.parse_args(argv)
@@ -226,7 +231,7 @@ def main(argv: list[str] | None = None) -> int:
         groups = {g.strip() for g in args.only.split(",") if g.strip()}
         unknown = groups - {r.group for r in chosen}
         if unknown:
-            print(f"error: --only: no group {', '.join(sorted(unknown))} (liveness, brokers, peer, checkpoint)",
+            print(f"error: --only: no group {', '.join(sorted(unknown))} (liveness, liveness-1p, brokers, peer, checkpoint)",
                   file=sys.stderr)
             return 2
         chosen = [r for r in chosen if r.group in groups]

@@ -32,4 +32,4 @@ def test_an_unknown_group_is_refused() -> None:
     r = subprocess.run([sys.executable, str(SCRIPT), "--only", "nonsense"], capture_output=True, text=True,
                        timeout=60)
     assert r.returncode == 2
-    assert r.stderr.strip().splitlines() == ["error: --only: no group nonsense (liveness, brokers, peer, checkpoint)"]
+    assert r.stderr.strip().splitlines() == ["error: --only: no group nonsense (liveness, liveness-1p, brokers, peer, checkpoint)"]
