@@ -60,7 +60,7 @@ from .core import (A, Checks, CheckResult, Kind, Model, ModelFault, Progress, S,
 from .explore import replay_fingerprints
 from .memory import CHECK_EVERY, resident_bytes
 
-__all__ = ["DiskChecker", "DiskError", "MARKER", "prepare_directory"]
+__all__ = ["DiskChecker", "DiskError", "MARKER", "check_directory", "prepare_directory"]
 
 #: The file that makes a directory a disk run's: a later run may clear what it finds there.
 MARKER = "isrcheck-disk.json"
@@ -77,20 +77,15 @@ class DiskError(Exception):
     """A directory (or an environment) a disk search cannot use; one sentence."""
 
 
-def prepare_directory(directory: str | os.PathLike[str]) -> bool:
-    """Make ``directory`` ready for a run: made if missing (answers True: the run made it), kept
-    if empty, cleared of a previous run's files if it holds the marker; any other non-empty
-    directory is refused (a user's files are never deleted)."""
+def check_directory(directory: str | os.PathLike[str]) -> None:
+    """Refuse (:class:`DiskError`, one sentence) a ``directory`` a run may not use: not a
+    directory, or not empty and not a previous disk run's (a user's files are never deleted).
+    Nothing is written: a command asks this before any work."""
     d = Path(directory)
     if d.exists() and not d.is_dir():
         raise DiskError(f"--disk {d}: not a directory")
-    made = False
     if not d.exists():
-        try:
-            d.mkdir(parents=True)
-        except OSError as e:
-            raise DiskError(f"cannot make the --disk directory {d}: {e.strerror}") from None
-        made = True
+        return
     try:
         names = sorted(os.listdir(d))
     except OSError as e:
@@ -102,11 +97,26 @@ def prepare_directory(directory: str | os.PathLike[str]) -> bool:
     if others:
         raise DiskError(f"--disk {d} holds files no disk run wrote ({', '.join(others[:3])}"
                         f"{', ...' if len(others) > 3 else ''}): give an empty or new directory")
-    for n in names:
-        if _OURS.match(n):
-            (d / n).unlink()
     if not os.access(d, os.W_OK):
         raise DiskError(f"cannot write in the --disk directory {d}")
+
+
+def prepare_directory(directory: str | os.PathLike[str]) -> bool:
+    """Make ``directory`` ready for a run (refused as :func:`check_directory` says): made if
+    missing (answers True: the run made it), kept if empty, cleared of a previous run's files if it
+    holds the marker, and the marker written."""
+    check_directory(directory)
+    d = Path(directory)
+    made = False
+    if not d.exists():
+        try:
+            d.mkdir(parents=True)
+        except OSError as e:
+            raise DiskError(f"cannot make the --disk directory {d}: {e.strerror}") from None
+        made = True
+    for n in os.listdir(d):
+        if _OURS.match(n):
+            (d / n).unlink()
     (d / MARKER).write_text(json.dumps({"format": FORMAT, "what": "isrcheck check --disk working files: "
                                         "safe to delete when no run uses them"}) + "\n")
     return made

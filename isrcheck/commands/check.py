@@ -14,6 +14,7 @@ from isrcheck.commands.evaluate import DiskRequest, SnapshotRequest, disk_line, 
 from isrcheck.commands.options import (Inputs, description_of, emit_json, exit_with, input_options, json_opt,
                                        print_all, show_progress, verbose_opt)
 from isrcheck.engine.checkpoint import DEFAULT_EVERY, Checkpoints
+from isrcheck.engine.disk import DiskError, check_directory
 from isrcheck.render import changes, json_form, tablefit, tables, terminal
 
 
@@ -136,8 +137,7 @@ def snapshot_request(checkpoint_dir: str | None, resume_dir: str | None, every: 
 def disk_request(directory: str | None, keep: bool, workers: int, liveness: bool | None,
                  snapshots: bool) -> DiskRequest | None:
     """What --disk and --keep-disk ask for, refused in one line (exit 2) where they cannot be
-    honoured, before any work (a directory that is not empty and not a disk run's is refused by the
-    search itself, engine/disk.py, also before any work)."""
+    honoured, before any work (a directory that is not empty and not a disk run's among them)."""
     if directory is None:
         if keep:
             usage_error("--keep-disk needs --disk DIR")
@@ -149,6 +149,10 @@ def disk_request(directory: str | None, keep: bool, workers: int, liveness: bool
                     "leave out --liveness")
     if snapshots:
         usage_error("--disk does not take --checkpoint or --resume (a disk run's directory is not a snapshot)")
+    try:
+        check_directory(directory)
+    except DiskError as e:
+        usage_error(str(e))
     return DiskRequest(directory, keep)
 
 
