@@ -71,6 +71,10 @@ _OURS = re.compile(r"^(seen\.i64|seen\.tmp|L\d{5,}\.(states|fps|parents))$")
 BLOCK = 1 << 20
 #: States of a level decoded per chunk of index arrays.
 CHUNK = 1 << 15
+#: The first states of each level kept in memory as they are (not encoded, not decoded: the pure
+#: build's codec costs several times a state's expansion), as TLC's queue keeps a buffer before it
+#: spills; with the level being read, at most twice this many states are held at once.
+BUFFER = 1 << 15
 
 
 class DiskError(Exception):
@@ -149,11 +153,14 @@ class DiskChecker(Search, Generic[S, A]):
         progress_every: float = 0.5,
         max_memory: int | None = None,
         keep: bool = False,
+        buffer: int = BUFFER,
     ) -> None:
         super().__init__(max_depth, max_states, stop_on_first, progress, progress_every, max_memory)
         self.model = model
         self.directory = Path(directory)
         self.keep = keep
+        #: the first this many states of a level stay in memory as they are; the rest go to its file
+        self.buffer = buffer
         codec = getattr(model, "state_codec", None)
         if codec is None:
             raise DiskError("this model has no binary state codec: its search cannot keep states on disk")
@@ -212,8 +219,13 @@ class DiskChecker(Search, Generic[S, A]):
                 self._cleanup()
 
     # ------------------------------------------------------------------ levels on disk
-    def _states(self, level: int, offsets: Any, lengths: Any, fps: Any) -> Iterator[tuple[Any, int]]:
-        """The states of ``level`` (decoded) with their fingerprints, in the level's order."""
+    def _states(self, level: int, front: tuple[list[Any], Any, Any, Any]) -> Iterator[tuple[Any, int]]:
+        """The states of ``level`` with their fingerprints, in the level's order: ``front`` is
+        (the states held in memory, every state's fingerprint, the offsets and lengths of the
+        others' encodings in the level's file); those in memory come first."""
+        held, fps, offsets, lengths = front
+        yield from zip(held, fps[:len(held)].tolist())
+        fps = fps[len(held):]
         n = len(fps)
         if n == 0:
             return
@@ -307,6 +319,8 @@ class DiskChecker(Search, Generic[S, A]):
         # ---- level 0: the initial states, all judged (Checker checks no bound among them)
         level_fps = array("q")
         lengths = array("q")
+        buffer = self.buffer
+        held: list[Any] = []
         # the fingerprints of levels d-1 and d, and of level d+1's candidates so far
         window: set[int] = set()
         with open(self._path(0, "states"), "wb") as out:
@@ -316,9 +330,12 @@ class DiskChecker(Search, Generic[S, A]):
                     continue
                 window.add(fp)
                 level_fps.append(fp)
-                b = encode(s)
-                out.write(b)
-                lengths.append(len(b))
+                if len(held) < buffer:
+                    held.append(s)
+                else:
+                    b = encode(s)
+                    out.write(b)
+                    lengths.append(len(b))
                 if not safe(s):
                     for name in broken_always(s):
                         if name not in origins:
@@ -327,7 +344,7 @@ class DiskChecker(Search, Generic[S, A]):
         states = len(level_fps)
         fr_fps = np.frombuffer(level_fps, dtype=np.int64).copy()
         fr_len = np.frombuffer(lengths, dtype=np.int64).copy()
-        fr_off = np.cumsum(fr_len) - fr_len
+        front = (held, fr_fps, np.cumsum(fr_len) - fr_len, fr_len)
         order = np.argsort(fr_fps, kind="stable")
         self._write_parents(0, fr_fps[order], fr_fps[order])  # an initial state is its own parent
         level_sorted = fr_fps[order]  # this level's fingerprints, sorted: merged into seen.i64 later
@@ -351,7 +368,9 @@ class DiskChecker(Search, Generic[S, A]):
             cand_fp = array("q")
             cand_parent = array("q")
             cand_pos = array("q")
-            cand_len = array("q")
+            cand_len = array("q")  # of the candidates past the first ``buffer``, written to the file
+            cand_held: list[Any] = []  # the first ``buffer`` candidates, kept as they are
+            nheld = 0
             faults: list[int] = []
             witnesses: list[tuple[int, list[str]]] = []
             # the level's first occurrence of each property not yet broken: name -> (position, origin)
@@ -363,7 +382,7 @@ class DiskChecker(Search, Generic[S, A]):
             memory_stop = False
             with open(self._path(d + 1, "states"), "wb", buffering=1 << 20) as out:
                 write = out.write
-                for s, fp in self._states(d, fr_off, fr_len, fr_fps):
+                for s, fp in self._states(d, front):
                     for a in actions(s):
                         k += 1
                         try:
@@ -395,9 +414,13 @@ class DiskChecker(Search, Generic[S, A]):
                         cand_fp.append(tfp)
                         cand_parent.append(fp)
                         cand_pos.append(k)
-                        b = encode(t)
-                        write(b)
-                        cand_len.append(len(b))
+                        if nheld < buffer:
+                            cand_held.append(t)
+                            nheld += 1
+                        else:
+                            b = encode(t)
+                            write(b)
+                            cand_len.append(len(b))
                         if not safe(t):
                             for name in broken_always(t):
                                 if name not in origins and name not in level_found:
@@ -467,7 +490,7 @@ class DiskChecker(Search, Generic[S, A]):
                     origins[name] = origin
             if cut < last_pos:
                 transitions, counts = transitions0, counts0
-                transitions += self._recount(d, fr_off, fr_len, fr_fps, cut, set(faults), counts)
+                transitions += self._recount(d, front, cut, set(faults), counts)
             # the parents of the states kept (those up to the cut: a counterexample may end there)
             kept_sorted = kept[order]
             if kept_sorted.any():
@@ -481,7 +504,12 @@ class DiskChecker(Search, Generic[S, A]):
             self._path(d, "states").unlink()
             cl = np.frombuffer(cand_len, dtype=np.int64)
             off = np.cumsum(cl) - cl
-            fr_fps, fr_len, fr_off = cf[is_new].copy(), cl[is_new].copy(), off[is_new].copy()
+            new_held = is_new[:nheld]
+            on_file = is_new[nheld:]
+            fr_fps = cf[is_new].copy()
+            front = ([t for t, keep in zip(cand_held, new_held.tolist()) if keep], fr_fps, off[on_file].copy(),
+                     cl[on_file].copy())
+            del cand_held
             level_sorted = sorted_c[~old_sorted]
             # the window becomes levels d and d+1: level d-1 and the old candidates leave it
             window.difference_update(prev_sorted_gone.tolist())
@@ -511,14 +539,14 @@ class DiskChecker(Search, Generic[S, A]):
         return result_of(states, depth, seconds, transitions, violations.values(), unseen, Counter(counts),
                          limit_hit, model.properties())
 
-    def _recount(self, level: int, offsets: Any, lengths: Any, fps: Any, cut: int, faults: set[int],
+    def _recount(self, level: int, front: tuple[list[Any], Any, Any, Any], cut: int, faults: set[int],
                  counts: dict[str, int]) -> int:
         """The transitions (returned) and coverage (added to ``counts``) of the steps of ``level``
         up to position ``cut``: every enabled action is a step, a faulting one is no transition."""
         k = -1
         transitions = 0
         actions = self.model.actions
-        for s, _fp in self._states(level, offsets, lengths, fps):
+        for s, _fp in self._states(level, front):
             for a in actions(s):
                 k += 1
                 if k > cut:

@@ -25,8 +25,9 @@ from isrcheck.inputs import manifest  # noqa: E402
 from isrcheck.invariants import build_model  # noqa: E402
 from isrcheck.specs import manifest as manifests  # noqa: E402
 
-#: the default gate's models (85): each is cut at this many states, which with the models run in full
-#: below keeps the file at about two minutes in the pure build; every cut lands mid-level
+#: the default gate's models (85): each is cut at this many states (every state through the codec
+#: and the level files: buffer 0), which with the models run in full below keeps the file at a few
+#: minutes of CPU in the pure build; the cuts land mid-level
 CUT = 1500
 #: run in full: between them they stop at a counterexample mid-level, run to the end, use symmetry,
 #: a variant, a property selection and many levels
@@ -50,13 +51,15 @@ def summary(r: CheckResult) -> dict:
     }
 
 
-def same(model, tmp_path: Path, **limits) -> CheckResult:
+def same(model, tmp_path: Path, buffers=(0,), **limits) -> CheckResult:
+    """Checker's result and DiskChecker's, the same, with each of ``buffers`` states of a level held
+    in memory (0: every state goes through the codec and the level's file)."""
     want = Checker(model, **limits).run()
-    checker = DiskChecker(model, tmp_path / "disk", **limits)
-    got = checker.run()
-    assert summary(got) == summary(want)
-    assert not (tmp_path / "disk").exists()  # made by the run, removed with its files
-    return got
+    for buffer in buffers:
+        got = DiskChecker(model, tmp_path / "disk", buffer=buffer, **limits).run()
+        assert summary(got) == summary(want), buffer
+        assert not (tmp_path / "disk").exists()  # made by the run, removed with its files
+    return want
 
 
 _MODELS: dict[str, object] = {}
@@ -83,7 +86,7 @@ def test_every_gate_model_cut_at_a_few_states(name, tmp_path):
 
 @pytest.mark.parametrize("name", FULL)
 def test_gate_models_in_full(name, tmp_path):
-    r = same(gate_model(name), tmp_path)
+    r = same(gate_model(name), tmp_path, buffers=(300,))  # a level's first 300 states held, the rest on file
     assert r.outcome == manifest.get(name).expect
 
 
@@ -91,14 +94,14 @@ def test_gate_models_in_full(name, tmp_path):
                                     {"max_states": 9221}, {"max_depth": 0}, {"max_depth": 1}, {"max_depth": 9},
                                     {"max_depth": 15, "max_states": 9000}])
 def test_limits(limits, tmp_path):
-    same(gate_model("clean-election-isr-shrink"), tmp_path, **limits)
+    same(gate_model("clean-election-isr-shrink"), tmp_path, buffers=(0, 200), **limits)
 
 
 @pytest.mark.parametrize("name,limits", [("unclean-election", {}), ("hw-truncation-one-crash", {"max_states": 5000}),
                                          ("hw-truncation-one-crash", {"max_depth": 12})])
 def test_keep_going(name, limits, tmp_path):
     """Every violation, each the first of its property in BFS order, with the search going on."""
-    r = same(gate_model(name), tmp_path, stop_on_first=False, **limits)
+    r = same(gate_model(name), tmp_path, buffers=(100,), stop_on_first=False, **limits)
     assert r.violations
 
 
@@ -106,7 +109,7 @@ def test_peer_transcription(tmp_path):
     from isrcheck.peers.kafka_specification import PeerModel
 
     for symmetry in (False, True):
-        same(PeerModel("kip-320", 2, symmetry), tmp_path, stop_on_first=False)
+        same(PeerModel("kip-320", 2, symmetry), tmp_path, buffers=(0, 1000), stop_on_first=False)
     same(PeerModel("truncate-to-hw", 2, False), tmp_path)
 
 
@@ -192,16 +195,19 @@ class Mirror:
 
 
 def test_toy_ring_back_edges(tmp_path):
-    r = same(Ring(), tmp_path)
+    r = same(Ring(), tmp_path, buffers=TOY_BUFFERS)
     assert r.outcome == "success" and r.distinct_states == 400
-    checker = DiskChecker(Ring(), tmp_path / "again")
+    checker = DiskChecker(Ring(), tmp_path / "again", buffer=0)
     checker.run()
     assert checker.candidates > 399  # some candidates were found old in the seen file, not the window
 
 
+TOY_BUFFERS = (0, 7, 1 << 15)
+
+
 def test_toy_ring_every_kind_of_stop(tmp_path):
     for stop_on_first in (True, False):
-        kw = {"stop_on_first": stop_on_first}
+        kw = {"stop_on_first": stop_on_first, "buffers": TOY_BUFFERS}
         same(Ring(props=[Property("Small", "always", lambda s: s != 333)]), tmp_path, **kw)
         same(Ring(props=[Property("A", "always", lambda s: s != 77), Property("B", "always", lambda s: s != 77)]),
              tmp_path, **kw)
@@ -219,14 +225,14 @@ def test_toy_ring_every_kind_of_stop(tmp_path):
 def test_toy_stop_and_limit_in_one_level(tmp_path):
     """An unsafe state and the max_states-th state in the same level: whichever comes first wins."""
     for cut in range(1, 40, 3):
-        same(Ring(props=[Property("Not30", "always", lambda s: s != 30)]), tmp_path, max_states=cut)
-        same(Ring(fault_at=16), tmp_path, max_states=cut)
+        same(Ring(props=[Property("Not30", "always", lambda s: s != 30)]), tmp_path, max_states=cut, buffers=TOY_BUFFERS)
+        same(Ring(fault_at=16), tmp_path, max_states=cut, buffers=TOY_BUFFERS)
 
 
 def test_toy_representatives_follow_first_discovery(tmp_path):
-    r = same(Mirror(props=[Property("Bad", "always", lambda s: s != (7, 3))]), tmp_path)
+    r = same(Mirror(props=[Property("Bad", "always", lambda s: s != (7, 3))]), tmp_path, buffers=TOY_BUFFERS)
     assert r.outcome == "safety_failure"
-    same(Mirror(), tmp_path)
+    same(Mirror(), tmp_path, buffers=TOY_BUFFERS)
 
 
 # ---------------------------------------------------------------------------- the directory
