@@ -9,9 +9,11 @@ specs/07-checker.md ("On disk"); in short:
 
 * **Levels.** The search goes level by level. The states of level ``d`` are read back, in the
   order :class:`Checker` would pop them from its queue, from the level's file (each state in the
-  model's validating binary ``state_codec``, never pickled). In memory are only Python sets of the
-  fingerprints of levels ``d-1`` and ``d`` and of the next level's *candidates*; every older level
-  lives in ``seen.i64``, one sorted file of little-endian signed 64-bit fingerprints.
+  model's validating binary ``state_codec``, never pickled; the first :data:`BUFFER` states of a
+  level stay in memory as they are, as TLC's queue buffers before it spills). In memory is one
+  Python set of the fingerprints of levels ``d-1`` and ``d`` and of the next level's
+  *candidates*; every older level lives in ``seen.i64``, one sorted file of little-endian signed
+  64-bit fingerprints.
 * **Candidates.** A successor whose fingerprint is in none of those sets is a candidate: its
   fingerprint, its parent's, the position of its step in the level (every enabled action of every
   state in order counts one) and its encoding are written down, and ``always`` and ``sometimes``
