@@ -474,8 +474,11 @@ class DiskChecker(Search, Generic[S, A]):
                 stop = True
             if max_states is not None and len(new_pos):
                 j = max(max_states - states, 1)  # Checker stops on the j-th new state
-                if len(new_pos) >= j and (gen_stop is None or int(new_pos[j - 1]) < gen_stop):
-                    cut = int(new_pos[j - 1])
+                at = int(new_pos[j - 1]) if len(new_pos) >= j else None
+                # before a stop seen while generating (a violation's step stops before the count is
+                # checked; the memory is read after the state's last step, the count before it)
+                if at is not None and (gen_stop is None or at < gen_stop or (memory_stop and at <= gen_stop)):
+                    cut = at
                     limit_hit = "states"
                     stop = True
             if cut is None:

@@ -274,3 +274,9 @@ def test_an_empty_existing_directory_is_used_and_kept(tmp_path):
     d.mkdir()
     DiskChecker(Ring(), d).run()
     assert d.is_dir() and os.listdir(d) == []
+
+
+def test_a_memory_ceiling_stops_it_as_it_stops_checker(tmp_path):
+    """Read before the first state is expanded: a ceiling below the process's size stops both at once."""
+    r = same(Ring(), tmp_path, max_memory=1)
+    assert r.limit_hit == "memory" and r.outcome == "incomplete"
