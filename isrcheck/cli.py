@@ -28,6 +28,7 @@ from isrcheck.commands.simulate import simulate
 from isrcheck.commands.spark import spark
 from isrcheck.commands.usage import OneLineErrors, usage_line
 from isrcheck.engine.checkpoint import SnapshotError
+from isrcheck.engine.disk import DiskError
 from isrcheck.engine.liveness import LivenessError
 from isrcheck.inputs.scenario import ScenarioError
 from isrcheck.invariants.variants import VariantError, VariantFailure, debug_option, debug_requested, report_failure
@@ -37,7 +38,7 @@ from isrcheck.specs.inputs import InputError
 from isrcheck.specs.manifest import ManifestError
 
 USER_ERRORS = (ConfigError, ManifestError, ScenarioError, ActionSyntaxError, VariantError, LivenessError, InputError,
-               SnapshotError)
+               SnapshotError, DiskError)
 
 
 class _Main(OneLineErrors):

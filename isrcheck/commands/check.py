@@ -10,10 +10,11 @@ from rich.markup import escape
 
 from isrcheck.analyses.vacuity import VacuityWarning
 from isrcheck.commands import resources
-from isrcheck.commands.evaluate import SnapshotRequest, evaluate, verdict_json, with_untaken
+from isrcheck.commands.evaluate import DiskRequest, SnapshotRequest, disk_line, evaluate, verdict_json, with_untaken
 from isrcheck.commands.options import (Inputs, description_of, emit_json, exit_with, input_options, json_opt,
                                        print_all, show_progress, verbose_opt)
 from isrcheck.engine.checkpoint import DEFAULT_EVERY, Checkpoints
+from isrcheck.engine.disk import DiskError, check_directory
 from isrcheck.render import changes, json_form, tablefit, tables, terminal
 
 
@@ -43,13 +44,18 @@ def warning_line(w: VacuityWarning) -> None:
 @click.option("--resume", "resume_dir", type=click.Path(file_okay=False), metavar="DIR", default=None,
               help="Go on with the search whose snapshot is in DIR (written by --checkpoint DIR, with the same "
                    "model, configuration, variant and properties), and keep checkpointing there.")
+@click.option("--disk", "disk_dir", type=click.Path(file_okay=False), metavar="DIR", default=None,
+              help="Keep the seen fingerprints, the frontier and the parent pointers in files in DIR (an empty or "
+                   "new directory, or a previous --disk run's), as TLC does: the same result in bounded memory "
+                   "(single process, safety only). The files are removed at the end unless --keep-disk.")
+@click.option("--keep-disk", is_flag=True, default=False, help="With --disk: leave the run's files in DIR.")
 @click.option("--replicas", type=int, default=None, metavar="N", help="With --peer: the number of replicas (default 2).")
 @verbose_opt
 @resources.memory_option
 def check(inputs: Inputs, as_json: bool, max_depth: int | None, max_states: int | None, symmetry: bool | None,
           liveness: bool | None, workers: int, replicas: int | None = None, verbose: bool = False,
           max_memory: str | None = None, checkpoint_dir: str | None = None, checkpoint_every: float | None = None,
-          resume_dir: str | None = None) -> None:
+          resume_dir: str | None = None, disk_dir: str | None = None, keep_disk: bool = False) -> None:
     """Explore every reachable state of NAME: a model (see `isrcheck list`), a scenario or trace
     file (its configuration), or --config FILE.
 
@@ -57,6 +63,7 @@ def check(inputs: Inputs, as_json: bool, max_depth: int | None, max_states: int 
     does: an expected failure is reported "as pinned" and exits 0."""
     ceiling = resources.memory_ceiling(max_memory)  # a bad size: exit 2 before any work
     snapshots = snapshot_request(checkpoint_dir, resume_dir, checkpoint_every, workers, inputs.peer is not None)
+    disk = disk_request(disk_dir, keep_disk, workers, liveness, snapshots is not None)
     if inputs.peer is not None or replicas is not None:
         i = inputs
         if i.peer is None or i.name is not None or i.config_file is not None or i.overrides or i.variant or verbose:
@@ -70,15 +77,18 @@ def check(inputs: Inputs, as_json: bool, max_depth: int | None, max_states: int 
         from isrcheck.commands.peer import check_peer
 
         exit_with(check_peer(i.peer, 2 if replicas is None else replicas, bool(symmetry), i.only, max_depth,
-                             max_states, i.keep_going, workers, as_json, show_progress(as_json), ceiling, i.strict))
+                             max_states, i.keep_going, workers, as_json, show_progress(as_json), ceiling, i.strict,
+                             disk))
     with resources.progress(as_json, f"checking {inputs.name or inputs.config_file}", limit=ceiling.limit) as progress:
         ev = evaluate(inputs, max_depth=max_depth, max_states=max_states, symmetry=symmetry, liveness=liveness,
                       workers=workers, progress=progress, max_memory=ceiling.limit,
                       progress_every=resources.report_every(), on_warning=None if as_json else warning_line,
-                      snapshots=snapshots)
+                      snapshots=snapshots, disk=disk)
     target, result, lres, verdict = ev.target, ev.result, ev.lres, ev.verdict
     if ev.checkpoints is not None:
         checkpoint_line(ev.checkpoints, result.seconds)
+    if ev.disk is not None:
+        disk_line(ev.disk)
     if as_json:
         emit_json(json_form.check_to_json(target.label, target.config, result, lres, verdict_json(verdict),
                                           ev.model.protocol.extension))
@@ -122,6 +132,28 @@ def snapshot_request(checkpoint_dir: str | None, resume_dir: str | None, every: 
     directory = resume_dir if resume_dir is not None else checkpoint_dir
     assert directory is not None
     return SnapshotRequest(directory, DEFAULT_EVERY if every is None else every, resume=resume_dir is not None)
+
+
+def disk_request(directory: str | None, keep: bool, workers: int, liveness: bool | None,
+                 snapshots: bool) -> DiskRequest | None:
+    """What --disk and --keep-disk ask for, refused in one line (exit 2) where they cannot be
+    honoured, before any work (a directory that is not empty and not a disk run's among them)."""
+    if directory is None:
+        if keep:
+            usage_error("--keep-disk needs --disk DIR")
+        return None
+    if workers > 1:
+        usage_error("--disk runs the single-process search: leave out --workers")
+    if liveness:
+        usage_error("--disk checks safety properties only (the liveness graph is held in memory): "
+                    "leave out --liveness")
+    if snapshots:
+        usage_error("--disk does not take --checkpoint or --resume (a disk run's directory is not a snapshot)")
+    try:
+        check_directory(directory)
+    except DiskError as e:
+        usage_error(str(e))
+    return DiskRequest(directory, keep)
 
 
 def checkpoint_line(ck: Checkpoints, seconds: float) -> None:

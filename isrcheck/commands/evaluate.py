@@ -21,6 +21,7 @@ from isrcheck.analyses import vacuity
 from isrcheck.commands.options import Inputs, protocol_for
 from isrcheck.commands.verdict import Verdict, decide
 from isrcheck.engine.checkpoint import Checkpoints
+from isrcheck.engine.disk import DiskChecker
 from isrcheck.engine.liveness import GraphBuilder
 from isrcheck.engine.parallel import records_graph, search
 from isrcheck.inputs import targets
@@ -30,7 +31,7 @@ from isrcheck.model.config import ConfigError
 from isrcheck.model.symmetry import symmetry_allowed
 from isrcheck.specs.manifest import Target
 
-__all__ = ["Evaluation", "SnapshotRequest", "snapshot_identity", "evaluate", "resolve_target", "verdict_json", "with_untaken"]
+__all__ = ["Evaluation", "SnapshotRequest", "DiskRequest", "disk_line", "snapshot_identity", "evaluate", "resolve_target", "verdict_json", "with_untaken"]
 
 
 @dataclass(frozen=True)
@@ -42,6 +43,14 @@ class SnapshotRequest:
     resume: bool
 
 
+@dataclass(frozen=True)
+class DiskRequest:
+    """``check --disk DIR``: the directory of the search's files, and whether to keep them."""
+
+    directory: str
+    keep: bool = False
+
+
 @dataclass
 class Evaluation:
     target: Target[Any]
@@ -51,6 +60,7 @@ class Evaluation:
     verdict: Verdict
     safety_selected: bool  # False: --property named only liveness properties
     checkpoints: Any = None  # engine.checkpoint.Checkpoints of --checkpoint/--resume, after the search
+    disk: Any = None  # engine.disk.DiskChecker of --disk, after the search
 
 
 def resolve_target(inputs: Inputs) -> Target[Any]:
@@ -63,7 +73,7 @@ def evaluate(inputs: Inputs, *, max_depth: int | None = None, max_states: int | 
              symmetry: bool | None = None, liveness: bool | None = None, workers: int = 1,
              progress: Any = None, max_memory: int | None = None, progress_every: float = 0.5,
              on_warning: Callable[[vacuity.VacuityWarning], None] | None = None,
-             snapshots: SnapshotRequest | None = None) -> Evaluation:
+             snapshots: SnapshotRequest | None = None, disk: DiskRequest | None = None) -> Evaluation:
     """Run the check the inputs ask for. ``on_warning`` is called for each vacuity warning as it is
     found (before the search for the static ones), so a terminal shows them before a long run."""
     target = resolve_target(inputs)
@@ -77,6 +87,11 @@ def evaluate(inputs: Inputs, *, max_depth: int | None = None, max_states: int | 
     liveness_only = [n for n in only if n in live.LIVENESS_NAMES]
     properties: list[str] | None = safety_only if only else (list(target.properties) if target.properties else None)
     wanted = _liveness_wanted(target, liveness, liveness_only, bool(only))
+    if disk is not None and liveness is None and wanted:
+        # the liveness graph is held in memory: a --disk run checks safety only (--liveness is refused)
+        click.echo(f"note: --disk checks the safety properties only; the pinned liveness properties "
+                   f"({', '.join(wanted)}) are not checked (their graph is held in memory)", err=True)
+        wanted = []
     protocol, variant = protocol_for(target, inputs.variant)  # --variant, else the manifest entry's own
     model = build_model(target.config, protocol=protocol, symmetry=symmetry, properties=properties)
     live_props = live.applicable_liveness(target.config, wanted) if wanted != [] else []  # bad names fail early
@@ -94,10 +109,17 @@ def evaluate(inputs: Inputs, *, max_depth: int | None = None, max_states: int | 
     # process, without symmetry (the liveness graph is never reduced: fairness is per broker) or a
     # snapshot
     recorder = (GraphBuilder(model, live_props) if live_props and not model.symmetry and checkpoints is None
-                and records_graph(workers, not inputs.keep_going) else None)
-    result = search(model, workers=workers, max_depth=max_depth, max_states=max_states,
-                    stop_on_first=not inputs.keep_going, progress=progress, max_memory=max_memory,
-                    progress_every=progress_every, checkpoint=checkpoints, graph=recorder)
+                and disk is None and records_graph(workers, not inputs.keep_going) else None)
+    checker = None
+    if disk is not None:
+        checker = DiskChecker(model, disk.directory, max_depth=max_depth, max_states=max_states,
+                              stop_on_first=not inputs.keep_going, progress=progress, max_memory=max_memory,
+                              progress_every=progress_every, keep=disk.keep)
+        result = checker.run()
+    else:
+        result = search(model, workers=workers, max_depth=max_depth, max_states=max_states,
+                        stop_on_first=not inputs.keep_going, progress=progress, max_memory=max_memory,
+                        progress_every=progress_every, checkpoint=checkpoints, graph=recorder)
     lres = None
     if live_props and result.limit_hit != "memory":
         # the recorded graph is the whole reachable one only if the search went through every state
@@ -118,7 +140,15 @@ def evaluate(inputs: Inputs, *, max_depth: int | None = None, max_states: int | 
                   and liveness is None and as_defined)
     verdict = decide(result, lres, warnings + after, inputs.strict, target.entry if pins_apply else None)
     return Evaluation(target, model, result, lres, verdict, safety_selected=not only or bool(safety_only),
-                      checkpoints=checkpoints)
+                      checkpoints=checkpoints, disk=checker)
+
+
+def disk_line(checker: Any) -> None:
+    """One line on stderr: what the disk search wrote (stdout and its JSON are the same as without)."""
+    where = "kept in" if checker.keep else "removed from"
+    click.echo(f"disk: {checker.levels} level{'s' if checker.levels != 1 else ''}, {checker.candidates:,} candidate "
+               f"states written, at most {checker.disk_peak / 2**20:,.1f} MiB on disk at once ({where} "
+               f"{checker.directory})", err=True)
 
 
 def snapshot_identity(target: Target[Any], variant: str | None, symmetry: bool) -> dict[str, Any]:

@@ -27,8 +27,10 @@ from rich.markup import escape
 from rich.text import Text
 
 from isrcheck.commands import resources
+from isrcheck.commands.evaluate import disk_line
 from isrcheck.commands.verdict import Verdict, compared, found_outcome
 from isrcheck.engine.checker import CheckResult, Violation
+from isrcheck.engine.disk import DiskChecker
 from isrcheck.engine.parallel import search
 from isrcheck.render import tables, terminal
 
@@ -123,7 +125,8 @@ def trace_lines(v: Violation) -> list[str]:
 
 def check_peer(module: str, replicas: int, symmetry: bool, only: Sequence[str], max_depth: int | None,
                max_states: int | None, keep_going: bool, workers: int, as_json: bool,
-               show_progress: bool, ceiling: resources.Ceiling | None = None, strict: bool = False) -> int:
+               show_progress: bool, ceiling: resources.Ceiling | None = None, strict: bool = False,
+               disk: Any = None) -> int:
     """Run the check and print it; the exit status (0 success or as pinned, 1 otherwise, 2 bad
     arguments).
     ``ceiling``: the memory ceiling (isrcheck/commands/resources.py), reported in one line when it stops the search."""
@@ -134,9 +137,16 @@ def check_peer(module: str, replicas: int, symmetry: bool, only: Sequence[str], 
         return 2
     label = f"peer {module} ({MODULES[module]})"
     with terminal.progress_status(show_progress, f"checking {label}") as progress:
-        result = search(model, workers=workers, max_depth=max_depth, max_states=max_states,
-                        stop_on_first=not keep_going, progress=progress,
-                        max_memory=ceiling.limit if ceiling is not None else None)
+        if disk is not None:  # check --disk (a DiskRequest)
+            checker = DiskChecker(model, disk.directory, max_depth=max_depth, max_states=max_states,
+                                  stop_on_first=not keep_going, progress=progress,
+                                  max_memory=ceiling.limit if ceiling is not None else None, keep=disk.keep)
+            result = checker.run()
+            disk_line(checker)
+        else:
+            result = search(model, workers=workers, max_depth=max_depth, max_states=max_states,
+                            stop_on_first=not keep_going, progress=progress,
+                            max_memory=ceiling.limit if ceiling is not None else None)
     verdict = peer_verdict(module, replicas, symmetry, only, keep_going, strict,
                            max_depth is not None or max_states is not None, result)
     if as_json:

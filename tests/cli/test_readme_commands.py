@@ -32,6 +32,8 @@ SKIP: dict[str, str] = {
         "941,523 states, minutes; tests/cli/test_cli_checkpoint.py kills and resumes a checkpointed run",
     "isrcheck check leader-crash-kip-320 --set faults.crashes=2 --resume runs/lc2":
         "needs the killed run above; tests/cli/test_cli_checkpoint.py resumes after SIGKILL",
+    "isrcheck check leader-crash-kip-320 --set faults.crashes=2 --disk runs/lc2-disk":
+        "941,523 states, minutes; tests/cli/test_cli_disk.py runs check --disk on smaller models",
     "isrcheck check --peer kip-320 --replicas 3": "9,985,570 states",
     "isrcheck check --peer kip-320 --replicas 3 --symmetry": "1,665,204 orbits",
     "isrcheck cluster up --brokers 3": "starts real broker processes (tests/impl)",
