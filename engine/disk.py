@@ -57,7 +57,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, Generic
 
-from .core import (A, Checks, CheckResult, Kind, Model, ModelFault, Progress, S, Search, Step, Violation,
+from .core import (A, Checks, CheckResult, Kind, Model, ModelFault, Progress, S, Step, Violation,
                    action_name, paused_gc, result_of)
 from .explore import replay_fingerprints
 from .memory import CHECK_EVERY, resident_bytes
@@ -136,7 +136,7 @@ def _numpy() -> Any:
     return numpy
 
 
-class DiskChecker(Search, Generic[S, A]):
+class DiskChecker(Generic[S, A]):
     """Breadth-first exhaustive search with the seen set, the frontier and the parents on disk in
     ``directory``: :class:`~isrcheck.engine.checker.Checker`'s result, found in bounded memory.
 
@@ -157,7 +157,10 @@ class DiskChecker(Search, Generic[S, A]):
         keep: bool = False,
         buffer: int = BUFFER,
     ) -> None:
-        super().__init__(max_depth, max_states, stop_on_first, progress, progress_every, max_memory)
+        # the bounds of every search (engine/core.py's Search, which the compiled build compiles: an
+        # interpreted class cannot extend it, and this module is interpreted)
+        self.max_depth, self.max_states, self.max_memory = max_depth, max_states, max_memory
+        self.stop_on_first, self.progress, self.progress_every = stop_on_first, progress, progress_every
         self.model = model
         self.directory = Path(directory)
         self.keep = keep
