@@ -925,7 +925,8 @@ def _expiries_unlogged(lines: list[SelfLine]) -> tuple[list[SelfLine], int]:
     write). The expiry is a step of no process (it changes nothing a process logs, only the store's
     registrations), so it is placed just before the first controller line since ``b``'s last
     registration (its ``Restart`` or ``Reregister``) that drops ``b`` from a partition's ISR as last
-    logged (not its ``ControlledShutdown`` of ``b``, nor a leader's ``ShrinkIsr``), or, with none,
+    logged, or leaves a partition ``b`` led without a leader while ``b`` stays its last ISR member
+    (not its ``ControlledShutdown`` of ``b``, nor a leader's ``ShrinkIsr``), or, with none,
     just before the ``Reregister``, with that line's clock reading; the controller's noticing it
     (``ProcessBrokerChange``) is silent. A broker killed (``Crash``) before it registered again proves
     it the same way when a controller line dropped it from an ISR since its registration (torture seed
@@ -934,6 +935,7 @@ def _expiries_unlogged(lines: list[SelfLine]) -> tuple[list[SelfLine], int]:
     fitted ``session_expiries`` budget.
     """
     isr: dict[str, Any] = {}  # partitions[p].isr -> the ISR as last logged
+    leaders: dict[str, Any] = {}  # partitions[p].leader -> the leader as last logged
     since: dict[int, int | None] = {}  # registered broker -> index of the first controller line dropping it since
     expired: set[int] = set()  # brokers with a logged ExpireSession since their last registration
     add: dict[int, list[SelfLine]] = {}
@@ -947,7 +949,15 @@ def _expiries_unlogged(lines: list[SelfLine]) -> tuple[list[SelfLine], int]:
                     for b in old:
                         if b not in v and b in since and since[b] is None:
                             since[b] = i
+                # the last ISR member stays in the ISR when it fails, and the partition is left
+                # without a leader (seed 152 of the batch 131-170): that drops it as well
+                was = leaders.get(k)
+                if k.startswith("partitions[") and k.endswith("].leader") and v == 0 and _is_int(was) and was \
+                        and was in (ln.facts.get(k[:-len("leader")] + "isr") or ()) and was in since \
+                        and since[was] is None:
+                    since[was] = i
         isr.update({k: v for k, v in ln.facts.items() if k.startswith("partitions[") and k.endswith("].isr")})
+        leaders.update({k: v for k, v in ln.facts.items() if k.startswith("partitions[") and k.endswith("].leader")})
         if act is None or act[1] is None or act[0] not in ("Restart", "Reregister", "ExpireSession", "Crash"):
             continue
         b = int(act[1][0])

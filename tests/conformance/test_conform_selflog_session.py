@@ -134,3 +134,39 @@ def test_a_broker_killed_after_a_controller_dropped_it_had_its_session_end_unlog
     plain = lines[:2] + lines[3:]  # the crash first, the controller's reaction after it
     plain = plain + [_sl("controller-1", 2, 9, "observation", None, _isr(2, 3), role="controller")]
     assert _expiries_unlogged(plain) == (plain, 0)
+
+
+def _led(leader: int, *isr: int) -> dict:
+    return {"partitions[0].leader": leader, "partitions[0].isr": list(isr)}
+
+
+def test_a_partition_left_leaderless_by_its_last_isr_member_shows_the_members_session_ended():
+    """The last ISR member stays in the ISR when it fails and the partition is left without a
+    leader: that controller line proves broker 1's session ended as an ISR drop does (seed 152 of
+    the batch 131-170: broker 1, isolated by a partition fault, shrank the ISR to itself; the
+    controller then wrote leader none, ISR [1]). The expiry goes before that line."""
+    lines = [
+        _sl("broker-1", 1, 1, "action", ("Restart", (1,))),
+        _sl("controller-1", 1, 2, "observation", None, _led(1, 1, 2, 3), role="controller"),
+        _sl("broker-1", 2, 3, "action", ("ShrinkIsr", (1, 0, 2)), _led(1, 1)),
+        _sl("controller-1", 2, 4, "observation", None, _led(0, 1), role="controller"),  # leaderless
+        _sl("broker-1", 3, 5, "action", ("Reregister", (1,))),
+    ]
+    out, added = _expiries_unlogged(lines)
+    assert added == 1 and _steps(out)[3:5] == [("broker-1", ("ExpireSession", (1,)), 4), ("controller-1", None, 4)]
+    # a new leader elected out of the ISR (a preferred election, a reassignment) is no such sign
+    moved = lines[:3] + [_sl("controller-1", 2, 4, "observation", None, _led(2, 1, 2), role="controller")] + lines[4:]
+    out, added = _expiries_unlogged(moved)
+    assert added == 1 and _steps(out)[4] == ("broker-1", ("ExpireSession", (1,)), 5)
+
+
+def test_the_saved_run_of_a_last_isr_member_left_leaderless_validates(tmp_path):
+    out = tmp_path / "run"
+    with tarfile.open(SAVED / "last-isr-member-left-leaderless.tar.gz") as tar:
+        tar.extractall(out, filter="data")
+    merged, r = validate_selflogs([out])
+    assert r.ok, f"{r.reason} {r.details}"
+    events = merged.log.events
+    leaderless = next(i for i, ev in enumerate(events) if ev.actor.startswith("controller")
+                      and ev.facts.get("partitions[0].leader") == 0)
+    assert events[leaderless - 1].action == ("ExpireSession", (1,))  # the inferred expiry, just before it
