@@ -22,7 +22,7 @@ from isrcheck.commands.options import Inputs, protocol_for
 from isrcheck.commands.verdict import Verdict, decide
 from isrcheck.engine.checkpoint import Checkpoints
 from isrcheck.engine.liveness import GraphBuilder
-from isrcheck.engine.parallel import records_graph, search
+from isrcheck.engine.parallel import search
 from isrcheck.inputs import targets
 from isrcheck.invariants import build_model
 from isrcheck.invariants import liveness as live
@@ -90,11 +90,11 @@ def evaluate(inputs: Inputs, *, max_depth: int | None = None, max_states: int | 
     if snapshots is not None:
         checkpoints = Checkpoints(snapshots.directory, snapshot_identity(target, variant, symmetry),
                                   every=snapshots.every, resume=snapshots.resume)
-    # one exploration for safety and liveness where the search can record the graph: the single
-    # process, without symmetry (the liveness graph is never reduced: fairness is per broker) or a
-    # snapshot
+    # one exploration for safety and liveness (the single process or the workers record the graph),
+    # unless the search is reduced by symmetry (the liveness graph never is: fairness is per broker)
+    # or checkpointed
     recorder = (GraphBuilder(model, live_props) if live_props and not model.symmetry and checkpoints is None
-                and records_graph(workers, not inputs.keep_going) else None)
+                else None)
     result = search(model, workers=workers, max_depth=max_depth, max_states=max_states,
                     stop_on_first=not inputs.keep_going, progress=progress, max_memory=max_memory,
                     progress_every=progress_every, checkpoint=checkpoints, graph=recorder)
