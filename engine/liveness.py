@@ -185,6 +185,7 @@ class GraphBuilder:
             if len(p.instances) > 64:
                 raise LivenessError(f"{p.name}: {len(p.instances)} instances; at most 64 are supported")
         self.graph = Graph(properties)
+        self.properties = list(properties)
         self._masks = [p.masks for p in properties]
         self._labels: dict[Hashable, int] = {}
         self._fair_key = model.fair_key
@@ -243,6 +244,123 @@ class GraphBuilder:
                 g.keys.append(key)
         self.graph.dst.append(w)
         self.graph.label.append(lab)
+
+    def assemble(self, init: Sequence[tuple[int, int, Any]], parts: Sequence[dict[str, Any]], level_shift: int,
+                 action_bits: int, rank_mask: int) -> Graph:
+        """The graph of a parallel search (engine/parallel.py) from its parts: ``init`` the distinct
+        initial states as (discovery key, fingerprint, state), and each worker's ``part``: every step
+        it took that changes the state (source and target fingerprints, its own fair label numbers
+        and their instances) and every state it settled (discovery key, fingerprint, masks), each in
+        its own key order.
+
+        The states are numbered in discovery-key order, which is the single process's discovery
+        order (the parallel checker's equivalence argument), a state's parent is the state of the
+        previous level whose rank its key holds, and each row lists its source's steps in action
+        order (one worker expanded each state): so the graph is the one :func:`build_graph` builds,
+        array for array."""
+        g = self.graph
+        fps, depth, parent, index = g.fps, g.depth, g.parent, g.index
+        premise, goal = g.premise, g.goal
+        nprops = len(self._masks)
+        for _key, fp, state in sorted(init, key=lambda e: e[0]):
+            self.add(state, fp, 0, -1)
+        runs_keys: list[array[int]] = []
+        runs_fps: list[array[int]] = []
+        runs_masks: list[list[array[int]]] = []
+        for part in parts:
+            ks, fs = array("q"), array("q")
+            ks.frombytes(part["keys"])
+            fs.frombytes(part["fps"])
+            ms = []
+            for raw in part["masks"]:
+                a = array("Q")
+                a.frombytes(raw)
+                ms.append(a)
+            runs_keys.append(ks)
+            runs_fps.append(fs)
+            runs_masks.append(ms)
+        # merge the workers' ascending runs of keys: level by level, each level in key order
+        level_start = [0, len(fps)]
+        level = 0
+        pos = [0] * len(parts)
+        lens = [len(k) for k in runs_keys]
+        while True:
+            w = -1
+            best = 0
+            for r in range(len(parts)):
+                if pos[r] < lens[r]:
+                    k = runs_keys[r][pos[r]]
+                    if w < 0 or k < best:
+                        w, best = r, k
+            if w < 0:
+                break
+            i = pos[w]
+            pos[w] = i + 1
+            lv = best >> level_shift
+            while level < lv - 1:  # a new level begins: its parents' level starts where the last ended
+                level += 1
+                level_start.append(len(fps))
+            v = len(fps)
+            fp = runs_fps[w][i]
+            index[fp] = v + INDEX_TAG
+            fps.append(fp)
+            depth.append(lv)
+            parent.append(level_start[lv - 1] + ((best >> action_bits) & rank_mask))
+            ms = runs_masks[w]
+            for k in range(nprops):
+                premise[k].append(ms[2 * k][i])
+                goal[k].append(ms[2 * k + 1][i])
+        # the rows: each source's steps, found by its fingerprint, in the order its worker took them
+        n = len(fps)
+        row_part = array("i", [-1]) * n
+        row_start = array("q", [0]) * n
+        row_end = array("q", [0]) * n
+        srcs: list[array[int]] = []
+        dsts: list[array[int]] = []
+        labs: list[array[int]] = []
+        maps: list[list[int]] = []
+        for r, part in enumerate(parts):
+            es, ed, el = array("q"), array("q"), array("i")
+            es.frombytes(part["e_src"])
+            ed.frombytes(part["e_dst"])
+            el.frombytes(part["e_lab"])
+            srcs.append(es)
+            dsts.append(ed)
+            labs.append(el)
+            maps.append([-2] * len(part["labels"]))
+            k = 0
+            m = len(es)
+            while k < m:
+                src = es[k]
+                j = k + 1
+                while j < m and es[j] == src:
+                    j += 1
+                v = int(index[src]) - INDEX_TAG
+                row_part[v], row_start[v], row_end[v] = r, k, j
+                k = j
+        offsets, dst, label, keys = g.offsets, g.dst, g.label, g.keys
+        labels = self._labels
+        for v in range(n):
+            r = row_part[v]
+            if r >= 0:
+                ed, el, mp, instances = dsts[r], labs[r], maps[r], parts[r]["labels"]
+                for k in range(row_start[v], row_end[v]):
+                    dst.append(int(index[ed[k]]) - INDEX_TAG)
+                    lab = el[k]
+                    if lab >= 0:
+                        glob = mp[lab]
+                        if glob == -2:
+                            inst = instances[lab]
+                            got = labels.get(inst)
+                            if got is None:
+                                got = labels[inst] = len(keys)
+                                keys.append(inst)
+                            glob = mp[lab] = got
+                        lab = glob
+                    label.append(lab)
+            offsets.append(len(dst))
+        g.seconds = time.perf_counter() - self._start
+        return g
 
     def finish(self, complete: bool) -> Graph:
         """The graph: every state's row closed; ``complete`` False if the search stopped short (then

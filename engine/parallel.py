@@ -203,7 +203,7 @@ class _Worker:
 
     def __init__(self, me: int, nworkers: int, model: Model, ctrl: Connection, table: Any,
                  in_fds: dict[int, int], out_fds: dict[int, int],
-                 init: list[tuple[int, int, Any]], codec: Any = None) -> None:
+                 init: list[tuple[int, int, Any]], codec: Any = None, graph: Any = None) -> None:
         self.me = me
         self.n = nworkers
         self.model = model
@@ -231,6 +231,18 @@ class _Worker:
         self.level_starts: list[int] = []
         self.level_actions: list[Any] = []
         self.new_keys: array[int] = array("q")
+        # the liveness graph's part this worker sees (``graph``: the LeadsTo properties, or None):
+        # every step it takes that changes the state (source and target fingerprints, the fair
+        # label's number in this worker), and each state it settles (key, fingerprint, masks)
+        self.record = graph is not None
+        self.masks = [p.masks for p in graph] if graph is not None else []
+        self.e_src: array[int] = array("q")
+        self.e_dst: array[int] = array("q")
+        self.e_lab: array[int] = array("i")
+        self.label_of: dict[Any, int] = {}
+        self.n_keys: array[int] = array("q")
+        self.n_fps: array[int] = array("q")
+        self.n_masks: list[array[int]] = [array("Q") for _ in range(2 * len(self.masks))]
 
     # -- main loop
     def serve(self) -> None:
@@ -239,6 +251,7 @@ class _Worker:
             "settle": self._settle,
             "balance": self._balance,
             "cut": self._cut,
+            "graph": self._graph,
         }
         while True:
             msg = self.ctrl.recv()
@@ -287,6 +300,9 @@ class _Worker:
         self.unsafe, self.witnessing = unsafe, witnessing
         fps, states = self.fps, self.states
         self.level_ranks = ranks
+        record = self.record
+        e_src, e_dst, e_lab, label_of = self.e_src, self.e_dst, self.e_lab, self.label_of
+        fair_key: Any = getattr(model, "fair_key", None)
         for j in range(len(states)):
             s = states[j]
             states[j] = None  # released right after its expansion (hot), not with the whole level
@@ -310,6 +326,17 @@ class _Worker:
                 if not legal(s, t):
                     viol = (base | i, "transition", broken_transition(s, t), fp, a, t, "")
                 tfp = fingerprint(t)
+                if record and tfp != fp:  # a step that changes nothing is no edge
+                    e_src.append(fp)
+                    e_dst.append(tfp)
+                    key = fair_key(a)
+                    if key is None:
+                        e_lab.append(-1)
+                    else:
+                        lab = label_of.get(key)
+                        if lab is None:
+                            lab = label_of[key] = len(label_of)
+                        e_lab.append(lab)
                 won: int = claim(tfp, base, i, fp)  # kept by the table with its parent, if won
                 if won < 0:
                     won = self._wait_for_growth(tfp, base, i, fp)
@@ -362,6 +389,15 @@ class _Worker:
                     first_bad = (keys[j], "always", self.checks.broken_always(states[j]), tfp, None, None, "")
                     break  # nothing after it in key order can matter
         self.unsafe, self.witnessing = set(), {}
+        if self.record:
+            self.n_keys.extend(keys)
+            self.n_fps.extend(new_fps)
+            masks, n_masks = self.masks, self.n_masks
+            for st in states:
+                for k, m in enumerate(masks):
+                    pm, gm = m(st)
+                    n_masks[2 * k].append(pm)
+                    n_masks[2 * k + 1].append(gm)
         self.keys, self.fps, self.states = new_keys, new_fps, states
         self.new_keys = keys
         _settle_gc()
@@ -421,6 +457,15 @@ class _Worker:
         self.keys, self.fps, self.states = keys.tobytes(), fps, states
         return len(received)
 
+    def _graph(self) -> dict[str, Any]:
+        """This worker's part of the liveness graph (once, after the last level), given up here."""
+        part = {"e_src": self.e_src.tobytes(), "e_dst": self.e_dst.tobytes(), "e_lab": self.e_lab.tobytes(),
+                "labels": list(self.label_of), "keys": self.n_keys.tobytes(), "fps": self.n_fps.tobytes(),
+                "masks": [a.tobytes() for a in self.n_masks]}
+        self.e_src, self.e_dst, self.e_lab = array("q"), array("q"), array("i")
+        self.n_keys, self.n_fps, self.n_masks = array("q"), array("q"), []
+        return part
+
     def _cut(self, stop: int) -> tuple[int, int, dict[str, int]]:
         """Figures of the last level up to and including the event ``stop``."""
         new = bisect_right(self.new_keys, stop)
@@ -460,7 +505,8 @@ def _settle_gc() -> None:
 
 
 def _worker_main(me: int, nworkers: int, model: Model, ctrl: Connection, table: Any, close: list,
-                 in_fds: dict[int, int], out_fds: dict[int, int], init: list, codec: Any = None) -> None:
+                 in_fds: dict[int, int], out_fds: dict[int, int], init: list, codec: Any = None,
+                 graph: Any = None) -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the coordinator handles ^C and stops us
     for c in close:
         try:
@@ -470,7 +516,7 @@ def _worker_main(me: int, nworkers: int, model: Model, ctrl: Connection, table: 
     gc.freeze()  # what the fork inherited never needs a collection
     gc.disable()  # states are acyclic and freed by reference counting (see checker.paused_gc)
     try:
-        _Worker(me, nworkers, model, ctrl, table, in_fds, out_fds, init, codec).serve()
+        _Worker(me, nworkers, model, ctrl, table, in_fds, out_fds, init, codec, graph).serve()
     except BaseException as e:  # noqa: BLE001 - reported to the coordinator
         tb = traceback.format_exc()
         try:
@@ -514,6 +560,7 @@ class ParallelChecker(Search, Generic[S, A]):
         stop_on_first: bool = True,
         max_memory: int | None = None,
         table_slots: int = TABLE_INITIAL_SLOTS,
+        graph: Any = None,
     ) -> None:
         if workers < 1:
             raise ValueError(f"workers must be at least 1, got {workers}")
@@ -527,6 +574,9 @@ class ParallelChecker(Search, Generic[S, A]):
         self.coordinator_shared_kib = 0
         self.table_bytes = 0
         self.table_slots = table_slots  # the fingerprint table's first size; it doubles as it fills
+        #: a liveness GraphBuilder (engine/liveness.py): the workers record their steps and settled
+        #: states, and a search that went through every state assembles the graph from them
+        self.graph = graph
         # per run: moved_states (what crossed between workers), table_grows (pauses to grow the
         # fingerprint table in the middle of a level), the seconds the workers spent expanding and
         # settling (expand_s, settle_s: summed over workers and levels), the slowest worker's
@@ -549,7 +599,7 @@ class ParallelChecker(Search, Generic[S, A]):
         if self.workers == 1 or not self.stop_on_first or "fork" not in mp.get_all_start_methods():
             return Checker(self.model, max_depth=self.max_depth, max_states=self.max_states,
                            stop_on_first=self.stop_on_first, progress=self.progress,
-                           progress_every=self.progress_every, max_memory=self.max_memory).run()
+                           progress_every=self.progress_every, max_memory=self.max_memory, graph=self.graph).run()
         start = time.perf_counter()
         self.stats = Counter()
         model = self.model
@@ -589,6 +639,8 @@ class ParallelChecker(Search, Generic[S, A]):
             self._start_workers(init)
             result = self._search(start, init, unseen)
             clean = not self._abandoned
+            if self.graph is not None and clean and result.limit_hit is None and not result.violations:
+                self.graph.assemble(init, self._ask_all(("graph",)), LEVEL_SHIFT, ACTION_BITS, _RANK_MASK)
             return result
         finally:
             self._watch = None
@@ -775,7 +827,8 @@ class ParallelChecker(Search, Generic[S, A]):
                 close += [c for k, (pe, ce) in enumerate(ctrl) for c in (pe, ce) if not (k == i and c is ce)]
                 p = ctx.Process(target=_worker_main, name=f"isrcheck-worker-{i}", daemon=True,
                                 args=(i, n, self.model, ctrl[i][1], self._table, close, in_fds, out_fds,
-                                      init[i::n], codec))
+                                      init[i::n], codec,
+                                      self.graph.properties if self.graph is not None else None))
                 p.start()
                 self._procs.append(p)
         finally:
@@ -911,21 +964,18 @@ def search(model: Model[S, A], *, workers: int = 1, max_depth: int | None = None
     """One exhaustive search: :class:`ParallelChecker` with several workers, else :class:`Checker`
     (also when every violation is wanted, which only the single process reports). A checkpointed
     search (engine/checkpoint.py) is the single process's: the workers' shared table has no snapshot.
-    ``graph`` (a liveness :class:`~isrcheck.engine.liveness.GraphBuilder`) is told the single
-    process's states and steps (:func:`records_graph`: whether this search is that one)."""
+    ``graph`` (a liveness :class:`~isrcheck.engine.liveness.GraphBuilder`) records the liveness
+    graph: the single process tells it every state and step as it goes, the workers each keep their
+    part, assembled once the search went through every state."""
     if checkpoint is not None and workers > 1:
         raise SnapshotError("--checkpoint and --resume run the single-process search: leave out --workers")
     if workers > 1 and stop_on_first:
         return ParallelChecker(model, workers=workers, max_depth=max_depth, max_states=max_states,
-                               progress=progress, progress_every=progress_every, max_memory=max_memory).run()
+                               progress=progress, progress_every=progress_every, max_memory=max_memory,
+                               graph=graph).run()
     return Checker(model, max_depth=max_depth, max_states=max_states, stop_on_first=stop_on_first,
                    progress=progress, progress_every=progress_every, max_memory=max_memory,
                    checkpoint=checkpoint, graph=graph).run()
 
 
-def records_graph(workers: int, stop_on_first: bool) -> bool:
-    """Whether :func:`search` runs the single process, which can record the liveness graph as it goes."""
-    return not (workers > 1 and stop_on_first)
-
-
-__all__ = ["ParallelChecker", "WorkerError", "ACTION_BITS", "records_graph", "search"]
+__all__ = ["ParallelChecker", "WorkerError", "ACTION_BITS", "search"]

@@ -23,7 +23,7 @@ from isrcheck.commands.verdict import Verdict, decide
 from isrcheck.engine.checkpoint import Checkpoints
 from isrcheck.engine.disk import DiskChecker
 from isrcheck.engine.liveness import GraphBuilder
-from isrcheck.engine.parallel import records_graph, search
+from isrcheck.engine.parallel import search
 from isrcheck.inputs import targets
 from isrcheck.invariants import build_model
 from isrcheck.invariants import liveness as live
@@ -105,11 +105,11 @@ def evaluate(inputs: Inputs, *, max_depth: int | None = None, max_states: int | 
     if snapshots is not None:
         checkpoints = Checkpoints(snapshots.directory, snapshot_identity(target, variant, symmetry),
                                   every=snapshots.every, resume=snapshots.resume)
-    # one exploration for safety and liveness where the search can record the graph: the single
-    # process, without symmetry (the liveness graph is never reduced: fairness is per broker) or a
-    # snapshot
+    # one exploration for safety and liveness (the single process or the workers record the graph),
+    # unless the search is reduced by symmetry (the liveness graph never is: fairness is per broker),
+    # checkpointed, or on disk
     recorder = (GraphBuilder(model, live_props) if live_props and not model.symmetry and checkpoints is None
-                and disk is None and records_graph(workers, not inputs.keep_going) else None)
+                and disk is None else None)
     checker = None
     if disk is not None:
         checker = DiskChecker(model, disk.directory, max_depth=max_depth, max_states=max_states,
