@@ -14,7 +14,9 @@
 from __future__ import annotations
 
 import json
+import os
 
+import pytest
 from click.testing import CliRunner
 
 from isrcheck.inputs import manifest
@@ -82,6 +84,8 @@ def test_prove_inductive_accepts_a_reassignment():
                                            for o in res.obligations)
 
 
+@pytest.mark.skipif(not os.environ.get("ISRCHECK_SLOW"),
+                    reason="slow z3 run (about 80 s; CI time): set ISRCHECK_SLOW=1")
 def test_prove_inductive_on_controlled_shutdown_and_topic_creation():
     """With the pinned high-watermark strengthening: the shutdown path preserves LeaderInIsr,
     OneLeaderPerEpoch and EpochsMonotonic; under topic creation LeaderInIsr, LogMatching and
