@@ -87,3 +87,20 @@ def to_toml(raw: dict[str, Any], prefix: str = "") -> str:
             lines.append(f"[{prefix}{k}]")
             lines.extend(f"{kk} = {json.dumps(vv)}" for kk, vv in v.items())
     return "\n".join(lines) + "\n"
+
+
+def result_summary(r: Any, found: bool = True) -> dict[str, Any]:
+    """Everything in a search's result but its time, traces as (action, state) pairs: what two
+    searches of one model must agree on (the in-memory, parallel and disk checkers). ``found``:
+    include each violation's ``found`` (the parallel checker's tests leave it out)."""
+    return {
+        "outcome": r.outcome,
+        "distinct_states": r.distinct_states,
+        "depth": r.depth,
+        "transitions": r.transitions,
+        "limit_hit": r.limit_hit,
+        "unwitnessed": r.unwitnessed,
+        "coverage": r.coverage,
+        "violations": [(v.property, v.kind, v.length, v.message, *((v.found,) if found else ()),
+                        [(s.action, s.state) for s in v.trace]) for v in r.violations],
+    }

@@ -19,6 +19,7 @@ import pytest
 pytest.importorskip("numpy")
 
 from isrcheck.commands.options import protocol_for  # noqa: E402
+from shared import result_summary
 from isrcheck.engine.checker import Checker, CheckResult, ModelFault, Property  # noqa: E402
 from isrcheck.engine.disk import MARKER, DiskChecker, DiskError  # noqa: E402
 from isrcheck.inputs import manifest  # noqa: E402
@@ -37,18 +38,7 @@ FULL = ["hw-truncation-one-crash", "clean-election", "unclean-election", "reassi
 
 
 def summary(r: CheckResult) -> dict:
-    """Everything in a result but the time, with traces as (action, state) pairs."""
-    return {
-        "outcome": r.outcome,
-        "distinct_states": r.distinct_states,
-        "depth": r.depth,
-        "transitions": r.transitions,
-        "limit_hit": r.limit_hit,
-        "unwitnessed": r.unwitnessed,
-        "coverage": r.coverage,
-        "violations": [(v.property, v.kind, v.length, v.message, v.found,
-                        [(s.action, s.state) for s in v.trace]) for v in r.violations],
-    }
+    return result_summary(r)
 
 
 def same(model, tmp_path: Path, buffers=(0,), **limits) -> CheckResult:

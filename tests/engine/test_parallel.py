@@ -13,6 +13,7 @@ from typing import NamedTuple
 import pytest
 
 from isrcheck.invariants import build_model
+from shared import result_summary
 from isrcheck.engine.checker import Checker, CheckResult, ModelFault, Progress, Property
 from isrcheck.model.config import from_mapping
 from isrcheck.engine.parallel import ParallelChecker, WorkerError
@@ -49,18 +50,7 @@ def single(name: str, **limits) -> CheckResult:
 
 
 def summary(r: CheckResult) -> dict:
-    """Everything in a result but the time, with traces as (action, fingerprint-free state)."""
-    return {
-        "outcome": r.outcome,
-        "distinct_states": r.distinct_states,
-        "depth": r.depth,
-        "transitions": r.transitions,
-        "limit_hit": r.limit_hit,
-        "unwitnessed": r.unwitnessed,
-        "coverage": r.coverage,
-        "violations": [(v.property, v.kind, v.length, v.message, [(s.action, s.state) for s in v.trace])
-                       for v in r.violations],
-    }
+    return result_summary(r, found=False)
 
 
 @pytest.fixture(autouse=True)
