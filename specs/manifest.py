@@ -11,6 +11,7 @@ every command uses. An entry's :attr:`ModelEntry.config` is whatever the reader 
 from __future__ import annotations
 
 import difflib
+import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Generic, Protocol, TypeVar
@@ -274,15 +275,36 @@ def parse_manifest(doc: Mapping[str, Any], reader: Reader[C], source: str = MANI
     return entries
 
 
+#: the manifest read last, per reader: (what it was read under, its entries). Reading and validating
+#: models.toml takes a third of a second, and a session (the test suite, the gate, a designer's
+#: script) asks for entries by name again and again; the entries are immutable, so one reading
+#: serves until the file or the caps it was read under change.
+_LOADED: dict[int, tuple[tuple[Any, ...], Any, list[Any]]] = {}
+
+
+def _stamp(path: Any) -> tuple[Any, ...]:
+    """What a reading of the manifest depends on: the file (path, size, modification time) and the
+    environment's caps on inputs (ISRCHECK_MAX_MANIFEST_BYTES, ISRCHECK_MAX_DEPTH)."""
+    st = os.stat(path)
+    caps = tuple(sorted((k, v) for k, v in os.environ.items() if k.startswith("ISRCHECK_MAX_")))
+    return (str(path), st.st_size, st.st_mtime_ns, caps)
+
+
 def load(reader: Reader[C]) -> list[ModelEntry[C]]:
-    """The packaged manifest, validated."""
+    """The packaged manifest, validated (read once while the file and the input caps stay the same)."""
     # through the bounded reader, as every input (at most ISRCHECK_MAX_MANIFEST_BYTES, nested <= 64 levels)
     with resources.as_file(resources.files(__package__).joinpath(MANIFEST)) as path:
+        stamp = _stamp(path)
+        cached = _LOADED.get(id(reader))
+        if cached is not None and cached[0] == stamp and cached[1] is reader:
+            return list(cached[2])
         try:
             doc = read_toml(path, Kind.MANIFEST)
         except InputError as e:
             raise ManifestError(str(e).replace(str(path), MANIFEST, 1)) from None
-    return parse_manifest(doc, reader)
+    entries = parse_manifest(doc, reader)
+    _LOADED[id(reader)] = (stamp, reader, entries)
+    return list(entries)
 
 
 def get(name: str, entries: Sequence[ModelEntry[C]]) -> ModelEntry[C]:

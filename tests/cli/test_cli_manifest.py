@@ -149,3 +149,23 @@ def test_compare_property_and_length_differ():
     assert len(msgs) == 2
     assert msgs[0] == "property: expected NoCommittedWriteLost, found StrongIsr"
     assert "expected a counterexample of 8 steps, found 6" in msgs[1]
+
+
+def test_the_packaged_manifest_is_read_once_while_its_file_and_caps_stay(monkeypatch):
+    """A session asks for entries by name again and again: one reading serves them all, and a cap on
+    the manifest's size set afterwards is still enforced (the reading depends on it)."""
+    import isrcheck.specs.manifest as specs_manifest
+
+    reads = []
+    real = specs_manifest.read_toml
+    monkeypatch.setattr(specs_manifest, "read_toml", lambda *a: reads.append(a) or real(*a))
+    specs_manifest._LOADED.clear()
+    first = manifest.load()
+    again = manifest.load()
+    assert first == again and first is not again and len(reads) == 1
+    assert manifest.get(first[0].name) is first[0]
+    monkeypatch.setenv("ISRCHECK_MAX_MANIFEST_BYTES", "100")
+    with pytest.raises(ManifestError, match="100"):
+        manifest.load()
+    monkeypatch.delenv("ISRCHECK_MAX_MANIFEST_BYTES")
+    assert manifest.load() == first and len(reads) == 2  # read again under the cap only

@@ -51,7 +51,8 @@ def test_the_fingerprint_is_the_same_in_another_process(name: str) -> None:
     workers and the driver compare fingerprints). A None hashed as itself anywhere fails this."""
     run = [subprocess.run([sys.executable, "-c", FIRST_FINGERPRINTS, name, "600"], capture_output=True, text=True,
                           check=True) for _ in range(2)]
-    here = [build_model(manifest.get(name).config).fingerprint(s) for s in reachable(name, 600)]
+    model = build_model(manifest.get(name).config)
+    here = [model.fingerprint(s) for s in reachable(name, 600)]
     there = [json.loads(r.stdout) for r in run]
     assert there[0] == there[1] == here[:600]
 
