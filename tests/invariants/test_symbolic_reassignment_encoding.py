@@ -197,8 +197,13 @@ ONE_STEP = {"reassignment": (612, 25), "reassignment-broker-crash": (6000, 12),
 
 #: the deposed controller's models take 57-83 s each here: run with ISRCHECK_SLOW=1 (CI's 30 minutes);
 #: in the suite their encoding is checked by test_a_deposed_controllers_refused_writes_end_its_steps_as_the_model_does
-#: and by the known weakness at its length (test_symbolic_manifest_agreement.py)
-SLOW_ONE_STEP = {"deposed-controller-reassignment", "deposed-controller-ar-write"}
+#: and by the known weakness at its length (test_symbolic_manifest_agreement.py). Two more (30-40 s
+#: each) are slow too: the suite keeps their kip-320 counterparts (reassignment-with-data-kip-320,
+#: reassignment-broker-crash-kip-320: the same reassignment, data and crash, with the epoch caches), and
+#: the high-watermark generation's replication steps are compared one step at a time in
+#: test_symbolic_replication.py
+SLOW_ONE_STEP = {"deposed-controller-reassignment", "deposed-controller-ar-write",
+                 "reassignment-with-data", "reassignment-broker-crash"}
 
 
 @pytest.mark.parametrize("name", [pytest.param(n, marks=pytest.mark.skipif(
