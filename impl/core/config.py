@@ -37,6 +37,7 @@ Keys of the implementation only:
 | ``hw_checkpoint_interval_ms`` | 200 | period of the HW checkpoint (``hw_checkpoint = "periodic"``) |
 | ``log_flush_interval_ms`` | 100 | period of the log flush (fsync); an unflushed suffix is lost on power loss |
 | ``controller_recheck_ms`` | 200 | the controller re-reads the store this often even without a watch event |
+| ``max_connection_creation_rate`` | 50 | new connections a broker or controller accepts a second after a burst of 64 (Kafka's ``max.connection.creation.rate``, KIP-612); more wait in the listen backlog |
 
 Errors are :class:`ConfigError` with a one-line message.
 """
@@ -97,6 +98,7 @@ class ImplConfig:
     log_flush_interval_ms: int = 100
     controller_recheck_ms: int = 200
     replica_fetch_wait_max_ms: int = 100
+    max_connection_creation_rate: int = 50
 
     def __post_init__(self) -> None:
         # dataclasses.replace(cfg, generation="kip-320") gives the name: hold the Generation
@@ -141,7 +143,8 @@ _MODEL_KEYS = {"brokers", "partitions", "replication_factor", "max_records", "ma
                "unfair"}  # the checker's fairness assumptions: nothing the implementation runs
 _IMPL_INT_KEYS = {"replica_lag_time_max_ms": (1, 600_000), "fetch_interval_ms": (0, 60_000),
                   "hw_checkpoint_interval_ms": (1, 600_000), "log_flush_interval_ms": (1, 600_000),
-                  "controller_recheck_ms": (1, 600_000), "replica_fetch_wait_max_ms": (0, 60_000)}
+                  "controller_recheck_ms": (1, 600_000), "replica_fetch_wait_max_ms": (0, 60_000),
+                  "max_connection_creation_rate": (1, 1_000_000)}
 _IMPL_KEYS = {"topic", *_IMPL_INT_KEYS}
 
 
@@ -247,7 +250,8 @@ def from_mapping(raw: Mapping[str, Any]) -> ImplConfig:
         raise ConfigError("faults and operations must be tables")
     ints = {k: _int(raw, k, d, *_IMPL_INT_KEYS[k]) for k, d in
             (("replica_lag_time_max_ms", 500), ("fetch_interval_ms", 5), ("hw_checkpoint_interval_ms", 200),
-             ("log_flush_interval_ms", 100), ("controller_recheck_ms", 200), ("replica_fetch_wait_max_ms", 100))}
+             ("log_flush_interval_ms", 100), ("controller_recheck_ms", 200), ("replica_fetch_wait_max_ms", 100),
+             ("max_connection_creation_rate", 50))}
     cfg = ImplConfig(brokers=brokers, partitions=partitions, replication_factor=rf, max_records=max_records,
                       max_fetch_records=max_fetch_records,
                       min_insync_replicas=min_isr, unclean_leader_election=unclean, hw_checkpoint=hw_checkpoint,

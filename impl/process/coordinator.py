@@ -30,6 +30,7 @@ from ..core.store import StoreError
 from ..store.remote import StoreServer
 from ..wire.auth import SecretError, read_secret
 from .event_log import ENV, StepLogger, open_writer
+from ..wire.gate import AcceptGate
 from .runtime import Runtime, open_core_store
 
 
@@ -53,6 +54,7 @@ async def run_coordinator(serve_store: int | None, controller: bool, store_spec:
             raise StoreError("", "a controller needs --store (or --serve-store)")
         cfg, store = open_core_store(config, store_spec, session_timeout, secret)
         rt = Runtime(None, store, name=name, secret=secret)
+        rt.accept_gate = AcceptGate(rate=float(cfg.max_connection_creation_rate))
         await rt.open_session()
         actual = await rt.serve(host, port)
         rt.core = ControllerCore(cfg, name=name, autonomous=True, address=(host, actual))

@@ -30,6 +30,7 @@ from ..disk.errors import DiskError
 from ..disk.log import FileDisk
 from ..wire.auth import SecretError, read_secret
 from .event_log import ENV, StepLogger, open_writer
+from ..wire.gate import AcceptGate
 from .runtime import Runtime, open_core_store
 
 
@@ -64,6 +65,7 @@ async def _serve_once(broker_id: int, host: str, port: int, data: str, store: An
     disk = FileDisk(data)
     image = disk.image()  # a damaged file: DiskError, one line `error: ...`, exit 2, before registering
     rt = Runtime(None, store, disk=disk, feed_now=True, name=f"broker-{broker_id}", secret=secret)
+    rt.accept_gate = AcceptGate(rate=float(cfg.max_connection_creation_rate))
     await rt.open_session()
     actual = await rt.serve(host, port)
     core = BrokerCore.recover(cfg, broker_id, image, autonomous=True, address=(host, actual))

@@ -27,7 +27,9 @@ outbound, is a channel (:mod:`isrcheck.impl.wire.channel`: a handshake bound to 
 then sequenced frames under a per-connection key), so no frame can be replayed. At most
 ``max_unauthenticated`` inbound connections may be in their handshake at once (more are closed at
 once), a handshake must finish within ``handshake_timeout`` and a started frame within
-``read_timeout``. A frame that breaks the format or its limits, or lacks a valid tag, or is replayed,
+``read_timeout``; new connections are accepted at most at ``accept_gate``'s rate
+(:mod:`isrcheck.impl.wire.gate`: a flood waits in the listen backlog instead of costing this process
+a refusal each). A frame that breaks the format or its limits, or lacks a valid tag, or is replayed,
 gets one ``ErrorResponse`` (a plain frame before the handshake) and the connection is closed; a
 well-formed frame that is not a known message gets an ``ErrorResponse`` and the connection stays
 open. Either way the process writes exactly one warning line (no traceback) and nothing reaches the
@@ -68,6 +70,7 @@ from ..store.remote import open_store
 from ..core.messages import to_wire
 from ..wire.channel import HANDSHAKE_TIMEOUT, READ_TIMEOUT, Channel, accept_handshake, connect_handshake, read_channel_frame
 from ..wire.frame import FrameError, MessageError, decode_message, encode_message, read_frame
+from ..wire.gate import AcceptGate, GatedServer
 from . import routes
 from .unsafe_settings import warning_lines
 
@@ -135,7 +138,8 @@ class Runtime:
         self._tasks: set[asyncio.Task[Any]] = set()
         self.stopped = asyncio.Event()
         self.stop_reason = ""
-        self.server: asyncio.base_events.Server | None = None
+        self.server: GatedServer | None = None
+        self.accept_gate = AcceptGate()  # how fast new connections are accepted (wire.gate)
         self.on_effect: Callable[[Any], None] | None = None
         self.step_logger: Any = None  # an .event_log.StepLogger when the process writes its own event log
         self._renewing = False  # a task is opening a new session after the old one ended
@@ -210,8 +214,8 @@ class Runtime:
             self.feed(SessionRenewed(renewed))
 
     async def serve(self, host: str, port: int) -> int:
-        self.server = await asyncio.start_server(self._serve_conn, host, port)
-        return self.server.sockets[0].getsockname()[1]
+        self.server = GatedServer(self._serve_conn, self.accept_gate)
+        return await self.server.start(host, port)
 
     async def shutdown(self) -> None:
         for h in self._timers.values():
@@ -219,6 +223,7 @@ class Runtime:
         self._timers.clear()
         if self.server is not None:
             self.server.close()
+            await self.server.wait_closed()
         for w in list(self._conns.values()):
             w.close()
         for t in list(self._tasks):

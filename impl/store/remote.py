@@ -29,6 +29,7 @@ from ..core.store import (ERRORS, Check, Create, Delete, Op, SessionExpired, Set
 from ..core.store import Session as SessionBase
 from ..wire.channel import Channel, accept_handshake, blocking_handshake, read_channel_frame
 from ..wire.frame import FrameDecoder, FrameError, encode_frame, read_frame
+from ..wire.gate import GatedServer
 from .embedded import EmbeddedSession, EmbeddedStore
 from .requests import BadRequest, StoreRequest, parse_request, request_id
 
@@ -86,12 +87,12 @@ class StoreServer:
         self.port = port
         self.store = store or EmbeddedStore()
         self.secret = secret
-        self._server: asyncio.base_events.Server | None = None
+        self._server: GatedServer | None = None  # accepts through the gate (wire.gate)
         self._unauthenticated = 0  # connections still in their handshake
 
     async def start(self) -> int:
-        self._server = await asyncio.start_server(self._serve, self.host, self.port)
-        self.port = self._server.sockets[0].getsockname()[1]
+        self._server = GatedServer(self._serve)
+        self.port = await self._server.start(self.host, self.port)
         return self.port
 
     async def close(self) -> None:

@@ -136,3 +136,66 @@ def test_a_client_hello_longer_than_a_hello_is_refused_from_its_header(length):
 
     answers = refusal(b"IK\x03\x10" + b"\0" * 30 + run(go()))
     assert answers and answers[0]["error"].startswith("MalformedFrame")
+
+
+def test_the_accept_gate_spends_its_burst_then_waits_for_tokens():
+    from isrcheck.impl.wire.gate import AcceptGate
+
+    gate = AcceptGate(rate=1.0, burst=3)
+    assert [gate.delay() for _ in range(3)] == [0.0, 0.0, 0.0]  # the burst, at once
+    wait = gate.delay()  # shut: about a second until the next token, none spent
+    assert 0.5 < wait <= 1.0 and gate.waited == 1
+    gate.refund()
+    assert gate.delay() == 0.0  # a refunded token is spent again
+    with pytest.raises(ValueError):
+        AcceptGate(rate=0.0)
+
+
+def test_a_flood_of_connections_waits_in_the_backlog_while_a_served_client_is_answered():
+    """A stranger flood beyond the gate's rate is not accepted (it holds no task, no hello, no log
+    line), and a client whose channel was already open is answered while the flood waits."""
+    from isrcheck.impl.wire.gate import AcceptGate
+
+    async def go():
+        rt, port = await _server(accept_gate=AcceptGate(rate=2.0, burst=2))
+        r, w = await asyncio.open_connection("127.0.0.1", port)  # the served client, inside the burst
+        ch = Channel(KEY, "client", "broker-1", accepting=False)
+        await connect_handshake(r, w, ch)
+        flood = [await asyncio.open_connection("127.0.0.1", port) for _ in range(20)]
+        loop = asyncio.get_running_loop()
+        start = loop.time()
+        w.write(ch.encode(to_wire(MetadataRequest(7))))
+        served = from_wire(await asyncio.wait_for(read_channel_frame(r, ch), 20))
+        await asyncio.sleep(0.5)
+        elapsed = loop.time() - start
+        greeted = 0
+        for fr, _ in flood:  # a hello is what an accepted connection gets first
+            try:
+                await asyncio.wait_for(fr.readexactly(34), 0.01)
+                greeted += 1
+            except (asyncio.TimeoutError, asyncio.IncompleteReadError):
+                pass
+        for _, fw in [*flood, (r, w)]:
+            fw.close()
+        await rt.shutdown()
+        return served, greeted, elapsed, rt.accept_gate.waited
+
+    served, greeted, elapsed, waited = run(go())
+    assert isinstance(served, MetadataResponse) and served.request_id == 7
+    # one token of the burst went to the client: at most the other and the rate's share since
+    assert greeted <= 1 + int(2.0 * (elapsed + 0.5)) + 1 < 20, greeted
+    assert waited >= 1
+
+
+@pytest.mark.parametrize("value, ok", [(50, True), (1, True), (0, False), (-5, False), (True, False), ("50", False)])
+def test_the_connection_creation_rate_is_a_checked_setting(value, ok):
+    """``max_connection_creation_rate`` (the gate's rate in a broker or controller process): a
+    positive integer, or one line naming the key."""
+    from isrcheck.impl.core.config import ConfigError, from_mapping
+
+    if ok:
+        assert from_mapping({"max_connection_creation_rate": value}).max_connection_creation_rate == value
+    else:
+        with pytest.raises(ConfigError, match="max_connection_creation_rate"):
+            from_mapping({"max_connection_creation_rate": value})
+    assert from_mapping({}).max_connection_creation_rate == 50
