@@ -28,6 +28,12 @@ shortest-path search from the premise states (each starting at its breadth-first
 greedily, walking to the nearest edge or state that discharges a pending fairness obligation and
 back. The stem is shortest; the loop is short but not always minimal.
 
+The passes over every state and edge run in C where the build is compiled, each following the
+Python here that defines it: the whole graph's components (engine/_scc.c's ``nontrivial``), each
+instance's stem search (``quiet`` and ``stem`` there), and the assembly of a parallel search's
+graph from the workers' parts (engine/_assemble.c). On 6,994,032 states and 23,734,034 edges they
+took 72 s in compiled Python and take 6 s, the rest of a check being its search.
+
 Memory: fingerprints (8 bytes), depth and parent (4 + 4), a row offset (8) and two masks per
 property (8 + 8) per state, plus the index from fingerprint to state number: engine/_parentmap.c's
 flat table when compiled (16-byte slots at a load of at most 3/4: 21-43 bytes per state), a dict
@@ -411,7 +417,7 @@ class GraphBuilder:
         instances: dict[Hashable, int] = {}
         for part in parts:
             steps = len(part["e_src"]) // 8
-            s, d = array("i", [0]) * steps, array("i", [0]) * steps
+            s, d = array("i", bytes(4 * steps)), array("i", bytes(4 * steps))
             index.numbers(part["e_src"], INDEX_TAG, s)
             index.numbers(part["e_dst"], INDEX_TAG, d)
             srcs.append(s)
