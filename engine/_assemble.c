@@ -331,7 +331,7 @@ assemble_rows(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
             goto done;
         }
     }
-    if (n < 0 || odst.len / 4 != edges || olab.len / 4 != edges) {
+    if (n < 0 || n > INT32_MAX || odst.len / 4 != edges || olab.len / 4 != edges) {
         PyErr_SetString(PyExc_ValueError, "rows: out_offsets must hold the states + 1, out_dst and out_label the steps");
         goto done;
     }
