@@ -8,7 +8,9 @@ NATIVE := $(VENV)/.compiled
 # (engine/_newtuple.c, the state classes' constructor; model/_partshash.c, the state fingerprint;
 # engine/_fptable.c, the parallel workers' shared fingerprint table; engine/_parentmap.c, the
 # single-process checker's fingerprint-to-parent map; engine/_codec.c, the state codec's program;
-# peers/kafka_specification/_canon.c, the peer's symmetric fingerprint); a change recompiles them.
+# engine/_scc.c, the liveness graph's components; engine/_assemble.c, the liveness graph of a parallel
+# search from the workers' parts; peers/kafka_specification/_canon.c, the peer's symmetric
+# fingerprint); a change recompiles them.
 NATIVE_SOURCES := $(wildcard engine/*.py engine/*.c engine/*.h model/*.py model/*.c invariants/properties/*.py) peers/kafka_specification/model.py peers/kafka_specification/_canon.c setup.py isrcheck/native.py
 
 .DEFAULT_GOAL := install

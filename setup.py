@@ -94,11 +94,12 @@ def _remove_compiled() -> None:
 
 
 #: the plain C extensions beside the mypyc modules, as (folder, name): the engine's generic ones
-#: (engine/_newtuple.c, engine/_fptable.c, engine/_parentmap.c, engine/_codec.c, engine/_scc.c), the Kafka
+#: (engine/_newtuple.c, engine/_fptable.c, engine/_parentmap.c, engine/_codec.c, engine/_scc.c,
+#: engine/_assemble.c), the Kafka
 #: model's state fingerprint (model/_partshash.c) and the peer model's symmetric fingerprint
 #: (peers/kafka_specification/_canon.c)
 NATIVE_C = (("engine", "_newtuple"), ("engine", "_fptable"), ("engine", "_parentmap"), ("engine", "_codec"),
-            ("engine", "_scc"), ("model", "_partshash"), ("peers/kafka_specification", "_canon"))
+            ("engine", "_scc"), ("engine", "_assemble"), ("model", "_partshash"), ("peers/kafka_specification", "_canon"))
 #: headers they include (engine/_fingerprints.h: what the two fingerprint tables share;
 #: engine/_module.h: a module holding one type, every engine extension's init)
 NATIVE_HEADERS = ("engine/_fingerprints.h", "engine/_module.h")

@@ -11,7 +11,8 @@ of the run (``os.wait4``'s ``ru_maxrss``: the child, or its largest worker), and
 largest sum of the resident sets of the child and its workers, sampled every 0.2 s from /proc (a
 table shared between processes is counted once per process that touched it, so it can overstate;
 a peak shorter than the sampling interval can be missed). ``B/state`` is ``tree MiB`` over the
-distinct states.
+distinct states. A run that checks liveness adds a line on its graph (from the JSON's
+``liveness``): its bytes per state, the fingerprint index included, and per edge.
 
 Why these rows (issue 32's targets): liveness against safety on the same space (the target is at
 most 1.5x the time and 2x the memory), the four-broker configuration, the public specification's
@@ -156,7 +157,10 @@ def measure(run: Run, timeout: float | None) -> dict[str, Any]:
         ck = os.path.join(workdir, "ck", "snapshot.isrc")
         with open(err_path, encoding="utf-8", errors="replace") as f:
             said = [ln.strip() for ln in f if ln.startswith("checkpoint: ")]
+        graph = d.get("liveness") or {}
         return {"seconds": seconds, "engine_seconds": d.get("seconds"), "states": d.get("distinct_states"),
+                "graph_states": graph.get("states"), "graph_edges": graph.get("edges"),
+                "graph_bytes": graph.get("bytes"), "liveness_seconds": graph.get("seconds"),
                 "outcome": d.get("outcome"), "exit_status": status, "peak_bytes": usage.ru_maxrss * 1024,
                 "tree_bytes": max(peak_tree, usage.ru_maxrss * 1024),
                 "snapshot_bytes": os.path.getsize(ck) if os.path.exists(ck) else None,
@@ -187,6 +191,19 @@ def mib(n: float | None) -> str:
     return "-" if not n else f"{n / 2**20:,.0f}"
 
 
+#: bytes of an edge of the liveness graph: its target and its fair label (engine/liveness.py)
+EDGE_BYTES = 8
+
+
+def graph_line(states: int, edges: int, nbytes: int) -> str:
+    """What the liveness graph held (issue 32 asks for it per state and per edge): its bytes split
+    into the edges' fixed 8 and the rest per state (fingerprint, depth, parent, row offset, the
+    masks and the fingerprint index)."""
+    per_state = (nbytes - EDGE_BYTES * edges) / states
+    return (f"liveness graph: {states:,} states, {edges:,} edges, {nbytes / 2**20:,.0f} MiB: "
+            f"{per_state:,.0f} B a state (index included) + {EDGE_BYTES} B an edge")
+
+
 def table(rows: list[Run]) -> list[str]:
     """The table: one line per run, the ratio to the first run of its group (time and memory),
     and TLC's states/s ratio for the peer rows."""
@@ -210,6 +227,8 @@ def table(rows: list[Run]) -> list[str]:
         states = f"{f['states']:,}" if f.get("states") is not None else "-"
         lines.append(f"{r.label:<50} {states:>11} {f['seconds']:>8.1f} {mib(f['peak_bytes']):>8} "
                      f"{mib(f['tree_bytes']):>8} {per_state:>8} {x_time:>6} {x_mem:>6} {vs:>7}")
+        if f.get("graph_bytes") and f.get("graph_states"):
+            lines.append(f"{'':<50} {graph_line(f['graph_states'], f['graph_edges'] or 0, f['graph_bytes'])}")
         if r.checkpoint and f.get("snapshot_bytes"):
             # the wall-clock difference is at the mercy of the load; the run's own account of the
             # time spent writing snapshots (its stderr line) is not

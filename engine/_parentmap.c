@@ -247,6 +247,151 @@ map_absorb(ParentMap *self, PyObject *arg)
     Py_RETURN_NONE;
 }
 
+/* How many fingerprints ahead the bulk methods fetch the slot of (a few misses in flight). */
+#define AHEAD 16
+
+/* Ask the cache for the home slot of the fingerprint at `at` (8 bytes), which is read soon. */
+static inline void
+prefetch_slot(const ParentMap *self, const unsigned char *at)
+{
+    uint64_t fp;
+    memcpy(&fp, at, 8);
+    if (self->capacity != 0) {
+        __builtin_prefetch(self->slots + 2 * home(fp, self->capacity - 1));
+    }
+}
+
+/* A read-only view of a buffer of 8-byte words (an array('q'), or the bytes a worker sent). */
+static int
+word_view(PyObject *obj, Py_buffer *view, const char *what)
+{
+    if (PyObject_GetBuffer(obj, view, PyBUF_SIMPLE) < 0) {
+        return -1;
+    }
+    if (view->len % 8 != 0) {
+        PyErr_Format(PyExc_ValueError, "%s must hold whole 8-byte words", what);
+        PyBuffer_Release(view);
+        return -1;
+    }
+    return 0;
+}
+
+/* enumerate(fps, first): fps[i] -> first + i for every 8-byte fingerprint of the buffer, as
+ * ``m[fp] = first + i`` one at a time would (a value equal to its key is refused the same way).
+ * The liveness graph's index gets a parallel search's states in one call (engine/liveness.py,
+ * GraphBuilder.assemble): millions of them, with no Python int made per state. */
+static PyObject *
+map_enumerate(ParentMap *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 2) {
+        PyErr_SetString(PyExc_TypeError, "enumerate(fps, first)");
+        return NULL;
+    }
+    uint64_t first;
+    if (fp_arg(args[1], &first) < 0) {
+        return NULL;
+    }
+    Py_buffer view;
+    if (word_view(args[0], &view, "fps") < 0) {
+        return NULL;
+    }
+    const unsigned char *p = (const unsigned char *)view.buf;
+    Py_ssize_t n = view.len / 8;
+    /* grown once to the capacity the inserts one by one would reach, then filled with the slots
+     * of the fingerprints ahead fetched while the current one is stored (a random slot of a table
+     * far larger than the caches is a miss each) */
+    while ((self->used + (uint64_t)n) * 4 > self->capacity * 3) {
+        if (grow(self) < 0) {
+            PyBuffer_Release(&view);
+            return NULL;
+        }
+    }
+    for (Py_ssize_t i = 0; i < n; i++) {
+        uint64_t fp;
+        memcpy(&fp, p + 8 * i, 8);
+        if (i + AHEAD < n) {
+            prefetch_slot(self, p + 8 * (i + AHEAD));
+        }
+        uint64_t value = first + (uint64_t)i;
+        if (value == fp) {
+            PyBuffer_Release(&view);
+            PyErr_SetString(PyExc_ValueError, "a state cannot be its own parent");
+            return NULL;
+        }
+        if (insert(self, fp, value) < 0) {
+            PyBuffer_Release(&view);
+            return NULL;
+        }
+    }
+    PyBuffer_Release(&view);
+    Py_RETURN_NONE;
+}
+
+/* numbers(fps, base, out): out[i] = m[fps[i]] - base for every 8-byte fingerprint of the buffer,
+ * into the 4-byte signed ints of ``out`` (an array('i') at least as long): the state numbers of a
+ * worker's steps' ends, read back from the index enumerate() filled. KeyError for a fingerprint not
+ * stored; ValueError for a value that is no number (an initial state's mark, or one outside
+ * [base, base + 2**31)). */
+static PyObject *
+map_numbers(ParentMap *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 3) {
+        PyErr_SetString(PyExc_TypeError, "numbers(fps, base, out)");
+        return NULL;
+    }
+    uint64_t base;
+    if (fp_arg(args[1], &base) < 0) {
+        return NULL;
+    }
+    Py_buffer in, out;
+    if (word_view(args[0], &in, "fps") < 0) {
+        return NULL;
+    }
+    if (PyObject_GetBuffer(args[2], &out, PyBUF_WRITABLE | PyBUF_FORMAT | PyBUF_C_CONTIGUOUS) < 0) {
+        PyBuffer_Release(&in);
+        return NULL;
+    }
+    PyObject *result = NULL;
+    Py_ssize_t n = in.len / 8;
+    if (out.itemsize != 4 || out.format == NULL || out.format[0] != 'i' || out.len / 4 < n) {
+        PyErr_SetString(PyExc_ValueError, "out must be an array('i') at least as long as fps");
+        goto done;
+    }
+    const unsigned char *p = (const unsigned char *)in.buf;
+    int32_t *w = (int32_t *)out.buf;
+    uint64_t last_fp = 0, *value = NULL;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        uint64_t fp;
+        memcpy(&fp, p + 8 * i, 8);
+        if (i + AHEAD < n) {
+            prefetch_slot(self, p + 8 * (i + AHEAD));
+        }
+        if (value == NULL || fp != last_fp) {  /* a worker's sources come in runs: one lookup a run */
+            value = lookup(self, fp);
+            last_fp = fp;
+            if (value == NULL) {
+                PyObject *key = PyLong_FromLongLong((long long)(int64_t)fp);
+                if (key != NULL) {
+                    PyErr_SetObject(PyExc_KeyError, key);
+                    Py_DECREF(key);
+                }
+                goto done;
+            }
+        }
+        uint64_t v = *value - base;
+        if (*value == fp || v > (uint64_t)INT32_MAX) {
+            PyErr_SetString(PyExc_ValueError, "a stored value is no state number above the base");
+            goto done;
+        }
+        w[i] = (int32_t)v;
+    }
+    result = Py_NewRef(Py_None);
+done:
+    PyBuffer_Release(&in);
+    PyBuffer_Release(&out);
+    return result;
+}
+
 static PyObject *
 map_nbytes(ParentMap *self, void *Py_UNUSED(closure))
 {
@@ -298,6 +443,10 @@ static PyMethodDef map_methods[] = {
     {"pairs", (PyCFunction)map_pairs, METH_NOARGS,
      "pairs(): every (fingerprint, parent) as two native 64-bit words, an initial state its own parent"},
     {"absorb", (PyCFunction)map_absorb, METH_O, "absorb(buffer): add the pairs of a buffer written by pairs()"},
+    {"enumerate", (PyCFunction)(void (*)(void))map_enumerate, METH_FASTCALL,
+     "enumerate(fps, first): store fps[i] -> first + i for every 8-byte fingerprint of a buffer"},
+    {"numbers", (PyCFunction)(void (*)(void))map_numbers, METH_FASTCALL,
+     "numbers(fps, base, out): out[i] = self[fps[i]] - base, into an array('i')"},
     {NULL, NULL, 0, NULL},
 };
 

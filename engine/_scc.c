@@ -186,9 +186,325 @@ done:
     return out;
 }
 
+/* A read-only view of the `n` bytes of a bytes-like object (a bytearray of flags), or -1. */
+static int
+flag_view(PyObject *obj, Py_buffer *view, Py_ssize_t n, const char *what)
+{
+    if (PyObject_GetBuffer(obj, view, PyBUF_SIMPLE) < 0) {
+        return -1;
+    }
+    if (view->len != n) {
+        PyErr_Format(PyExc_ValueError, "%s must hold one byte per state", what);
+        PyBuffer_Release(view);
+        return -1;
+    }
+    return 0;
+}
+
+/* quiet(offsets, label, n, in_nontrivial): a bytearray, 1 for each state outside every nontrivial
+ * component where no fair instance is enabled (no labelled edge out): where a behaviour may
+ * stutter forever. Found once per graph; engine/liveness.py's _fair_bad asks it of every state for
+ * every property instance. */
+static PyObject *
+scc_quiet(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 4) {
+        PyErr_SetString(PyExc_TypeError, "quiet(offsets, label, n, in_nontrivial)");
+        return NULL;
+    }
+    Py_ssize_t n = PyLong_AsSsize_t(args[2]);
+    if (n == -1 && PyErr_Occurred()) {
+        return NULL;
+    }
+    if (n < 0 || n > INT32_MAX) {
+        PyErr_SetString(PyExc_ValueError, "n must be between 0 and 2**31 - 1");
+        return NULL;
+    }
+    Py_buffer ob, lb, nb;
+    if (int_view(args[0], &ob, 8, "offsets") < 0) {
+        return NULL;
+    }
+    if (int_view(args[1], &lb, 4, "label") < 0) {
+        PyBuffer_Release(&ob);
+        return NULL;
+    }
+    if (flag_view(args[3], &nb, n, "in_nontrivial") < 0) {
+        PyBuffer_Release(&ob);
+        PyBuffer_Release(&lb);
+        return NULL;
+    }
+    PyObject *out = NULL;
+    const int64_t *offsets = (const int64_t *)ob.buf;
+    const int32_t *label = (const int32_t *)lb.buf;
+    const char *in_nt = (const char *)nb.buf;
+    if (ob.len / 8 < n + 1 || (n > 0 && (offsets[0] < 0 || offsets[n] > lb.len / 4))) {
+        PyErr_SetString(PyExc_ValueError, "offsets must hold n + 1 entries within the label array");
+        goto done;
+    }
+    out = PyByteArray_FromStringAndSize(NULL, n);
+    if (out == NULL) {
+        goto done;
+    }
+    char *q = PyByteArray_AS_STRING(out);
+    for (Py_ssize_t v = 0; v < n; v++) {
+        char quiet = !in_nt[v];
+        if (offsets[v + 1] < offsets[v]) {
+            PyErr_SetString(PyExc_ValueError, "offsets must ascend");
+            Py_CLEAR(out);
+            goto done;
+        }
+        for (int64_t k = offsets[v]; quiet && k < offsets[v + 1]; k++) {
+            if (label[k] != -1) {
+                quiet = 0;
+            }
+        }
+        q[v] = quiet;
+    }
+done:
+    PyBuffer_Release(&ob);
+    PyBuffer_Release(&lb);
+    PyBuffer_Release(&nb);
+    return out;
+}
+
+/* An entry of the stem search's heap: ordered as engine/liveness.py's tuples (length, premise
+ * depth, state), so the states are settled in the Python search's order and the same stem wins. */
+typedef struct {
+    int32_t len, at, v;
+} StemEntry;
+
+static inline int
+entry_less(StemEntry a, StemEntry b)
+{
+    return a.len != b.len ? a.len < b.len : a.at != b.at ? a.at < b.at : a.v < b.v;
+}
+
+static void
+heap_up(StemEntry *h, Py_ssize_t i)
+{
+    StemEntry x = h[i];
+    while (i > 0) {
+        Py_ssize_t up = (i - 1) / 2;
+        if (!entry_less(x, h[up])) {
+            break;
+        }
+        h[i] = h[up];
+        i = up;
+    }
+    h[i] = x;
+}
+
+static void
+heap_down(StemEntry *h, Py_ssize_t size, Py_ssize_t i)
+{
+    StemEntry x = h[i];
+    for (;;) {
+        Py_ssize_t c = 2 * i + 1;
+        if (c >= size) {
+            break;
+        }
+        if (c + 1 < size && entry_less(h[c + 1], h[c])) {
+            c++;
+        }
+        if (!entry_less(h[c], x)) {
+            break;
+        }
+        h[i] = h[c];
+        i = c;
+    }
+    h[i] = x;
+}
+
+/* stem(offsets, dst, depth, premise, goal, bit, quiet, fair): engine/liveness.py's _stem for one
+ * instance (bit `bit` of the 8-byte masks `premise` and `goal`) with the `bad` states given as
+ * flags: quiet[v] and not the goal at v (a state where the behaviour may stutter), or fair[v] (a
+ * state of a fair component of the `not Q` subgraph inside a nontrivial component; None when
+ * there is none). The shortest path from a premise state through `not Q` states into a bad one,
+ * ties to the earliest premise: its states (the premise state first), or None. Without any bad
+ * state the search is not run (the Python skips such an instance too). */
+static PyObject *
+scc_stem(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 8) {
+        PyErr_SetString(PyExc_TypeError, "stem(offsets, dst, depth, premise, goal, bit, quiet, fair)");
+        return NULL;
+    }
+    long bit = PyLong_AsLong(args[5]);
+    if (bit == -1 && PyErr_Occurred()) {
+        return NULL;
+    }
+    if (bit < 0 || bit > 63) {
+        PyErr_SetString(PyExc_ValueError, "bit must be between 0 and 63");
+        return NULL;
+    }
+    Py_buffer ob, db, deb, pb, gb, qb, fb;
+    int have_db = 0, have_deb = 0, have_pb = 0, have_gb = 0, have_qb = 0, have_fb = 0;
+    PyObject *out = NULL;
+    int32_t *len = NULL, *at = NULL, *pred = NULL;
+    StemEntry *heap = NULL;
+    if (int_view(args[0], &ob, 8, "offsets") < 0) {
+        return NULL;
+    }
+    Py_ssize_t n = ob.len / 8 - 1;
+    if ((have_db = int_view(args[1], &db, 4, "dst") == 0) == 0 || (have_deb = int_view(args[2], &deb, 4, "depth") == 0) == 0
+            || (have_pb = PyObject_GetBuffer(args[3], &pb, PyBUF_SIMPLE) == 0) == 0
+            || (have_gb = PyObject_GetBuffer(args[4], &gb, PyBUF_SIMPLE) == 0) == 0
+            || (have_qb = flag_view(args[6], &qb, n, "quiet") == 0) == 0
+            || (args[7] != Py_None && (have_fb = flag_view(args[7], &fb, n, "fair") == 0) == 0)) {
+        goto done;
+    }
+    if (n < 0 || n > INT32_MAX || deb.len / 4 != n || pb.len != 8 * n || gb.len != 8 * n) {
+        PyErr_SetString(PyExc_ValueError, "stem: depth, premise and goal must hold one entry per state");
+        goto done;
+    }
+    const int64_t *offsets = (const int64_t *)ob.buf;
+    const int32_t *dst = (const int32_t *)db.buf, *depth = (const int32_t *)deb.buf;
+    const uint64_t *premise = (const uint64_t *)pb.buf, *goal = (const uint64_t *)gb.buf;
+    const char *quiet = (const char *)qb.buf, *fair = have_fb ? (const char *)fb.buf : NULL;
+    Py_ssize_t nedges = db.len / 4;
+    for (Py_ssize_t v = 0; v <= n; v++) {  /* the arrays are the caller's: check before trusting them */
+        if (offsets[v] < 0 || offsets[v] > nedges || (v > 0 && offsets[v] < offsets[v - 1])) {
+            PyErr_SetString(PyExc_ValueError, "offsets must ascend within the edge array");
+            goto done;
+        }
+    }
+    uint64_t mask = (uint64_t)1 << bit;
+#define BAD(v) ((quiet[v] && !(goal[v] & mask)) || (fair != NULL && fair[v]))
+    int any = 0;
+    for (Py_ssize_t v = 0; v < n && !any; v++) {
+        any = BAD(v);
+    }
+    if (!any) {
+        out = Py_NewRef(Py_None);
+        goto done;
+    }
+    size_t cells = (size_t)(n > 0 ? n : 1);
+    len = malloc(cells * sizeof *len);
+    at = malloc(cells * sizeof *at);
+    pred = malloc(cells * sizeof *pred);
+    Py_ssize_t cap = 1024, size = 0;
+    heap = malloc((size_t)cap * sizeof *heap);
+    if (!len || !at || !pred || !heap) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    for (Py_ssize_t v = 0; v < n; v++) {
+        len[v] = -1;  /* not reached */
+    }
+    for (Py_ssize_t v = 0; v < n; v++) {
+        if ((premise[v] & mask) && !(goal[v] & mask)) {
+            if (size == cap) {
+                StemEntry *grown = realloc(heap, (size_t)(2 * cap) * sizeof *heap);
+                if (grown == NULL) {
+                    PyErr_NoMemory();
+                    goto done;
+                }
+                heap = grown;
+                cap *= 2;
+            }
+            len[v] = at[v] = depth[v];
+            pred[v] = -1;
+            heap[size++] = (StemEntry){depth[v], depth[v], (int32_t)v};
+        }
+    }
+    for (Py_ssize_t i = size / 2 - 1; i >= 0; i--) {
+        heap_down(heap, size, i);
+    }
+    while (size > 0) {
+        StemEntry e = heap[0];
+        heap[0] = heap[--size];
+        if (size > 0) {
+            heap_down(heap, size, 0);
+        }
+        int32_t v = e.v;
+        if (e.len != len[v] || e.at != at[v]) {
+            continue;  /* superseded by a shorter way in */
+        }
+        if (BAD(v)) {
+            Py_ssize_t count = 1;
+            for (int32_t u = v; pred[u] >= 0; u = pred[u]) {
+                count++;
+            }
+            out = PyList_New(count);
+            if (out == NULL) {
+                goto done;
+            }
+            int32_t u = v;
+            for (Py_ssize_t i = count - 1; i >= 0; i--, u = pred[u]) {
+                PyObject *x = PyLong_FromLong(u);
+                if (x == NULL) {
+                    Py_CLEAR(out);
+                    goto done;
+                }
+                PyList_SET_ITEM(out, i, x);
+            }
+            goto done;
+        }
+        for (int64_t k = offsets[v]; k < offsets[v + 1]; k++) {
+            int32_t w = dst[k];
+            if (w < 0 || w >= n) {
+                PyErr_SetString(PyExc_ValueError, "an edge leads outside the graph");
+                goto done;
+            }
+            if (goal[w] & mask) {
+                continue;
+            }
+            StemEntry cand = {e.len + 1, e.at, w};
+            if (len[w] >= 0 && !entry_less(cand, (StemEntry){len[w], at[w], w})) {
+                continue;
+            }
+            len[w] = cand.len;
+            at[w] = cand.at;
+            pred[w] = v;
+            if (size == cap) {
+                StemEntry *grown = realloc(heap, (size_t)(2 * cap) * sizeof *heap);
+                if (grown == NULL) {
+                    PyErr_NoMemory();
+                    goto done;
+                }
+                heap = grown;
+                cap *= 2;
+            }
+            heap[size] = cand;
+            heap_up(heap, size++);
+        }
+    }
+#undef BAD
+    out = Py_NewRef(Py_None);
+done:
+    free(len);
+    free(at);
+    free(pred);
+    free(heap);
+    PyBuffer_Release(&ob);
+    if (have_db) {
+        PyBuffer_Release(&db);
+    }
+    if (have_deb) {
+        PyBuffer_Release(&deb);
+    }
+    if (have_pb) {
+        PyBuffer_Release(&pb);
+    }
+    if (have_gb) {
+        PyBuffer_Release(&gb);
+    }
+    if (have_qb) {
+        PyBuffer_Release(&qb);
+    }
+    if (have_fb) {
+        PyBuffer_Release(&fb);
+    }
+    return out;
+}
+
 static PyMethodDef scc_methods[] = {
     {"nontrivial", (PyCFunction)(void (*)(void))scc_nontrivial, METH_FASTCALL,
      "nontrivial(offsets, dst, n): the strongly connected components of more than one state, in Tarjan's order"},
+    {"quiet", (PyCFunction)(void (*)(void))scc_quiet, METH_FASTCALL,
+     "quiet(offsets, label, n, in_nontrivial): 1 for each state outside the nontrivial components with no fair edge out"},
+    {"stem", (PyCFunction)(void (*)(void))scc_stem, METH_FASTCALL,
+     "stem(offsets, dst, depth, premise, goal, bit, quiet, fair): the shortest stem into a bad state, or None"},
     {NULL, NULL, 0, NULL},
 };
 

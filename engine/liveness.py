@@ -28,6 +28,12 @@ shortest-path search from the premise states (each starting at its breadth-first
 greedily, walking to the nearest edge or state that discharges a pending fairness obligation and
 back. The stem is shortest; the loop is short but not always minimal.
 
+The passes over every state and edge run in C where the build is compiled, each following the
+Python here that defines it: the whole graph's components (engine/_scc.c's ``nontrivial``), each
+instance's stem search (``quiet`` and ``stem`` there), and the assembly of a parallel search's
+graph from the workers' parts (engine/_assemble.c). On 6,994,032 states and 23,734,034 edges they
+took 72 s in compiled Python and take 6 s, the rest of a check being its search.
+
 Memory: fingerprints (8 bytes), depth and parent (4 + 4), a row offset (8) and two masks per
 property (8 + 8) per state, plus the index from fingerprint to state number: engine/_parentmap.c's
 flat table when compiled (16-byte slots at a load of at most 3/4: 21-43 bytes per state), a dict
@@ -257,13 +263,33 @@ class GraphBuilder:
         order (the parallel checker's equivalence argument), a state's parent is the state of the
         previous level whose rank its key holds, and each row lists its source's steps in action
         order (one worker expanded each state): so the graph is the one :func:`build_graph` builds,
-        array for array."""
+        array for array. engine/_assemble.c does both passes where it is built and compiled code is
+        wanted (the index then being engine/_parentmap.c's table); the Python loops below are the
+        definition it follows, and what a pure build (a dict index) runs."""
+        g = self.graph
+        if len(g.fps) or len(g.dst):
+            raise LivenessError("a graph is assembled once, into an empty builder")
+        for _key, fp, state in sorted(init, key=lambda e: e[0]):
+            self.add(state, fp, 0, -1)
+        native = None if isinstance(g.index, dict) else _assembly()
+        if native is not None:
+            merge, rows = native
+            self._settle_native(merge, parts, level_shift, action_bits, rank_mask)
+            self._rows_native(rows, parts)
+        else:
+            self._settle_parts(parts, level_shift, action_bits, rank_mask)
+            self._rows_of_parts(parts)
+        g.seconds = time.perf_counter() - self._start
+        return g
+
+    def _settle_parts(self, parts: Sequence[dict[str, Any]], level_shift: int, action_bits: int,
+                      rank_mask: int) -> None:
+        """Number the workers' settled states: their ascending runs of keys merged, level by level,
+        each level in key order (the initial states, level 0, are numbered already)."""
         g = self.graph
         fps, depth, parent, index = g.fps, g.depth, g.parent, g.index
         premise, goal = g.premise, g.goal
         nprops = len(self._masks)
-        for _key, fp, state in sorted(init, key=lambda e: e[0]):
-            self.add(state, fp, 0, -1)
         runs_keys: list[array[int]] = []
         runs_fps: list[array[int]] = []
         runs_masks: list[list[array[int]]] = []
@@ -279,7 +305,6 @@ class GraphBuilder:
             runs_keys.append(ks)
             runs_fps.append(fs)
             runs_masks.append(ms)
-        # merge the workers' ascending runs of keys: level by level, each level in key order
         level_start = [0, len(fps)]
         level = 0
         pos = [0] * len(parts)
@@ -310,8 +335,12 @@ class GraphBuilder:
             for k in range(nprops):
                 premise[k].append(ms[2 * k][i])
                 goal[k].append(ms[2 * k + 1][i])
-        # the rows: each source's steps, found by its fingerprint, in the order its worker took them
-        n = len(fps)
+
+    def _rows_of_parts(self, parts: Sequence[dict[str, Any]]) -> None:
+        """The rows: each source's steps, found by its fingerprint, in the order its worker took them."""
+        g = self.graph
+        index = g.index
+        n = len(g.fps)
         row_part = array("i", [-1]) * n
         row_start = array("q", [0]) * n
         row_end = array("q", [0]) * n
@@ -359,8 +388,51 @@ class GraphBuilder:
                         lab = glob
                     label.append(lab)
             offsets.append(len(dst))
-        g.seconds = time.perf_counter() - self._start
-        return g
+
+    def _settle_native(self, merge: Callable[..., None], parts: Sequence[dict[str, Any]], level_shift: int,
+                       action_bits: int, rank_mask: int) -> None:
+        """:meth:`_settle_parts` in engine/_assemble.c: the graph's state arrays sized once and
+        written in place, then every fingerprint numbered in the index in one call."""
+        g = self.graph
+        first = len(g.fps)
+        settled = sum(len(p["keys"]) // 8 for p in parts)
+        out_masks: list[array[int]] = []
+        for k in range(len(self._masks)):
+            out_masks += [g.premise[k], g.goal[k]]
+        for a in [g.fps, g.depth, g.parent, *out_masks]:
+            _extend(a, settled)
+        merge([p["keys"] for p in parts], [p["fps"] for p in parts], [p["masks"] for p in parts],
+              g.fps, g.depth, g.parent, out_masks, first, level_shift, action_bits, rank_mask)
+        g.index.enumerate(g.fps, INDEX_TAG)  # the initial states again, with the same numbers
+
+    def _rows_native(self, rows: Callable[..., list[int]], parts: Sequence[dict[str, Any]]) -> None:
+        """:meth:`_rows_of_parts` in engine/_assemble.c, on the steps' ends as state numbers (read
+        from the index in bulk); each worker's labels named by one canonical number per instance, so
+        that the C gives the graph's labels in the order the Python does."""
+        g = self.graph
+        index = g.index
+        srcs: list[array[int]] = []
+        dsts: list[array[int]] = []
+        canon: list[array[int]] = []
+        instances: dict[Hashable, int] = {}
+        for part in parts:
+            steps = len(part["e_src"]) // 8
+            s, d = array("i", bytes(4 * steps)), array("i", bytes(4 * steps))
+            index.numbers(part["e_src"], INDEX_TAG, s)
+            index.numbers(part["e_dst"], INDEX_TAG, d)
+            srcs.append(s)
+            dsts.append(d)
+            canon.append(array("i", [instances.setdefault(inst, len(instances)) for inst in part["labels"]]))
+        order = list(instances)
+        glob = array("i", [self._labels.get(inst, -2) for inst in order])
+        edges = sum(len(s) for s in srcs)
+        _extend(g.offsets, len(g.fps))
+        _extend(g.dst, edges)
+        _extend(g.label, edges)
+        fresh = rows(srcs, dsts, [p["e_lab"] for p in parts], canon, glob, len(g.keys), g.offsets, g.dst, g.label)
+        for c in fresh:
+            self._labels[order[c]] = len(g.keys)
+            g.keys.append(order[c])
 
     def finish(self, complete: bool) -> Graph:
         """The graph: every state's row closed; ``complete`` False if the search stopped short (then
@@ -370,6 +442,26 @@ class GraphBuilder:
         g.complete = g.complete and complete
         g.seconds = time.perf_counter() - self._start
         return g
+
+
+def _extend(a: array[int], count: int) -> None:
+    """``count`` zeros appended to ``a``: room that engine/_assemble.c writes in place (from a
+    zeroed bytes object, the kernel's untouched pages: twice as fast as a repeated array)."""
+    a.frombytes(bytes(a.itemsize * count))
+
+
+def _assembly() -> tuple[Callable[..., None], Callable[..., list[int]]] | None:
+    """engine/_assemble.c's ``merge`` and ``rows`` where they are built and compiled code is
+    wanted, else None (a pure install, or ``ISRCHECK_PURE=1``: the Python loops)."""
+    from isrcheck import native
+
+    if native.compiled_wanted():
+        try:
+            from ._assemble import merge, rows
+        except ImportError:  # a pure install (ISRCHECK_BUILD_PURE=1)
+            return None
+        return merge, rows
+    return None
 
 
 def _build(model: FairModel, properties: Sequence[LeadsTo], max_states: int | None, max_depth: int | None,
@@ -583,6 +675,23 @@ class _Components:
         for c in self.nontrivial:
             for v in c:
                 self.in_nontrivial[v] = 1
+        #: engine/_scc.c's flags of the states where a behaviour may stutter (outside the nontrivial
+        #: components, no fair edge out), made for the first instance that needs them
+        self.quiet: bytearray | None = None
+
+
+def _stem_search() -> tuple[Callable[..., bytearray], Callable[..., list[int] | None]] | None:
+    """engine/_scc.c's ``quiet`` and ``stem`` where they are built and compiled code is wanted, else
+    None (the Python passes: :func:`_fair_bad` and :func:`_stem`, the definition they follow)."""
+    from isrcheck import native
+
+    if native.compiled_wanted():
+        try:
+            from ._scc import quiet, stem
+        except ImportError:  # a pure install (ISRCHECK_BUILD_PURE=1)
+            return None
+        return quiet, stem
+    return None
 
 
 def _fair_bad(g: Graph, comps: _Components, goal: array, bit: int) -> dict[int, list[int]]:
@@ -601,6 +710,14 @@ def _fair_bad(g: Graph, comps: _Components, goal: array, bit: int) -> dict[int, 
                 break
         if fair:
             bad[v] = [v]
+    bad.update(_fair_components(g, comps, goal, bit))
+    return bad
+
+
+def _fair_components(g: Graph, comps: _Components, goal: array, bit: int) -> dict[int, list[int]]:
+    """The part of :func:`_fair_bad` inside the full graph's nontrivial components (none in an
+    acyclic graph): every state of a fair component of the ``not Q`` subgraph -> that component."""
+    bad: dict[int, list[int]] = {}
     for c in comps.nontrivial:
         sub = [v for v in c if not goal[v] >> bit & 1]
         if not sub:
@@ -612,6 +729,42 @@ def _fair_bad(g: Graph, comps: _Components, goal: array, bit: int) -> dict[int, 
                 for v in d:
                     bad[v] = d
     return bad
+
+
+def _python_stem(g: Graph, comps: _Components, premise: array, goal: array,
+                 bit: int) -> tuple[list[int], int, list[int]] | None:
+    """One instance's shortest stem (:func:`_stem`), with the component it ends in, or None."""
+    bad = _fair_bad(g, comps, goal, bit)
+    if not bad:
+        return None
+    found = _stem(g, premise, goal, bit, bad)
+    if found is None:
+        return None
+    stem, at = found
+    return stem, at, bad[stem[-1]]
+
+
+def _native_stem(native: tuple[Callable[..., bytearray], Callable[..., list[int] | None]], g: Graph,
+                 comps: _Components, premise: array, goal: array, bit: int) -> tuple[list[int], int, list[int]] | None:
+    """:func:`_python_stem` with its passes over every state in engine/_scc.c: those over every
+    state for every instance were most of a verdict's time (5 s of IsrHeals on 6,994,032 states).
+    The bad states are given as flags: the quiet ones where the goal does not hold (the C reads
+    that from the masks), and the states of the fair components :func:`_fair_components` finds."""
+    quiet, stem = native
+    if comps.quiet is None:
+        comps.quiet = quiet(g.offsets, g.label, g.states, comps.in_nontrivial)
+    fair_comps = _fair_components(g, comps, goal, bit)
+    fair: bytearray | None = None
+    if fair_comps:
+        fair = bytearray(g.states)
+        for v in fair_comps:
+            fair[v] = 1
+    tail = stem(g.offsets, g.dst, g.depth, premise, goal, bit, comps.quiet, fair)
+    if tail is None:
+        return None
+    head = g.chain(tail[0])
+    entry = tail[-1]
+    return head + tail[1:], len(head) - 1, fair_comps.get(entry, [entry])
 
 
 def _stem(g: Graph, premise: array, goal: array, bit: int, bad: dict[int, list[int]]) -> tuple[list[int], int] | None:
@@ -713,16 +866,17 @@ def lasso_for(g: Graph, prop: LeadsTo, k: int, comps: _Components | None = None)
     comps = comps or _Components(g)
     best: Lasso | None = None
     premise, goal = g.premise[k], g.goal[k]
+    native = _stem_search()
     for bit, name in enumerate(prop.instances):
-        bad = _fair_bad(g, comps, goal, bit)
-        if not bad:
-            continue
-        found = _stem(g, premise, goal, bit, bad)
+        if native is not None:
+            found = _native_stem(native, g, comps, premise, goal, bit)
+        else:
+            found = _python_stem(g, comps, premise, goal, bit)
         if found is None:
             continue
-        stem, at = found
+        stem, at, comp = found
         entry = stem[-1]
-        cycle = _loop(g, entry, bad[entry])
+        cycle = _loop(g, entry, comp)
         lasso = Lasso(name, stem + [g.dst[e] for e in cycle], len(stem) - 1, at, [g.label[e] for e in cycle])
         if best is None or (len(stem), len(lasso.chain)) < (best.loop + 1, len(best.chain)):
             best = lasso

@@ -1,7 +1,9 @@
 """benchmarks/bench_scale.py (``make bench-scale``) works: its --quick form, on the checkpoint group
 only (two ``check`` children of 289 states: seconds, most of it two interpreters starting), prints the table with the ratio
-and the load average and gives both runs the same state count. The full-size runs take minutes
-and are not run here; --only's refusal of an unknown group is one line with exit status 2.
+and the load average and gives both runs the same state count; on the one-process liveness group
+(clean-election, seconds) the run with liveness reports its graph per state and per edge. The
+full-size runs take minutes and are not run here; --only's refusal of an unknown group is one line
+with exit status 2.
 """
 from __future__ import annotations
 
@@ -33,3 +35,18 @@ def test_an_unknown_group_is_refused() -> None:
                        timeout=60)
     assert r.returncode == 2
     assert r.stderr.strip().splitlines() == ["error: --only: no group nonsense (liveness, liveness-1p, brokers, peer, checkpoint)"]
+
+
+def test_quick_liveness_rows_report_the_graph(tmp_path: Path) -> None:
+    """The run with liveness reports its graph (issue 32: bytes per state and per edge) from the
+    check's JSON; the safety run has none."""
+    out = tmp_path / "scale.json"
+    r = subprocess.run([sys.executable, str(SCRIPT), "--quick", "--only", "liveness-1p", "--json", str(out)],
+                       capture_output=True, text=True, timeout=180)
+    assert r.returncode == 0, r.stdout + r.stderr
+    safety, live = json.loads(out.read_text())
+    assert safety["graph_bytes"] is None and live["graph_states"] == live["states"] == safety["states"] > 0
+    assert live["graph_edges"] > live["graph_states"] and live["graph_bytes"] > 8 * live["graph_edges"]
+    per_state = round((live["graph_bytes"] - 8 * live["graph_edges"]) / live["graph_states"])
+    assert f"liveness graph: {live['states']:,} states, {live['graph_edges']:,} edges" in r.stdout
+    assert f"{per_state:,} B a state (index included) + 8 B an edge" in r.stdout

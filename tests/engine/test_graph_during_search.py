@@ -104,3 +104,80 @@ def test_a_recorded_search_cannot_be_checkpointed(tmp_path) -> None:
     ck = Checkpoints(tmp_path, {"model": "replication"}, every=0, resume=False)
     with pytest.raises(SnapshotError, match="liveness graph"):
         Checker(model, graph=L.GraphBuilder(model, props), checkpoint=ck).run()
+
+
+class _Keeper:
+    """A recorder for the parallel checker that keeps the workers' parts (and assembles them as the
+    real one does), so that one search's parts can be assembled again."""
+
+    def __init__(self, model, props) -> None:
+        self.builder = L.GraphBuilder(model, props)
+        self.properties = self.builder.properties
+        self.args: tuple = ()
+
+    def assemble(self, *args):
+        self.args = args
+        return self.builder.assemble(*args)
+
+
+@pytest.mark.parametrize("name", ["replication", "clean-election", "leader-crash-kip-320"])
+def test_the_c_assembly_is_the_python_assembly(name: str) -> None:
+    """engine/_assemble.c (with the index filled and read in bulk) against the Python loops that
+    define it, on the same parts: the same arrays, fair labels and index; the Python loops run
+    where the index is a dict (the pure build's)."""
+    pytest.importorskip("isrcheck.engine._assemble", reason="a pure install builds no C extension")
+    from isrcheck import native
+    from isrcheck.engine.parallel import ParallelChecker
+
+    if not native.compiled_wanted():
+        pytest.skip("the compiled modules are stale, so this interpreter runs the Python source")
+    tg, props, model = _setup(name)
+    keeper = _Keeper(model, props)
+    result = ParallelChecker(model, workers=2, graph=keeper).run()
+    assert result.limit_hit is None and not result.violations and keeper.args
+    in_c = keeper.builder.finish(True)
+    python = L.GraphBuilder(model, props)
+    python.graph.index = {}
+    in_python = python.assemble(*keeper.args)
+    assert not isinstance(in_c.index, dict) and in_c.states > 100 and in_c.keys
+    assert _arrays(in_c) == _arrays(in_python)
+    assert [in_c.index.get(fp) for fp in in_c.fps] == [in_python.index[fp] for fp in in_c.fps]
+
+
+def _parts(keys, fps, e_src, e_dst, e_lab, labels):
+    from array import array
+
+    return {"keys": array("q", keys).tobytes(), "fps": array("q", fps).tobytes(), "masks": [],
+            "e_src": array("q", e_src).tobytes(), "e_dst": array("q", e_dst).tobytes(),
+            "e_lab": array("i", e_lab).tobytes(), "labels": labels}
+
+
+SHIFT, ACTION = 48, 16
+
+
+@pytest.mark.parametrize("part, message", [
+    # two keys of the first level out of key order
+    (_parts([1 << SHIFT | 1, 1 << SHIFT], [20, 21], [10], [20], [-1], []), "discovery order"),
+    # a parent rank past the initial states (there is one)
+    (_parts([1 << SHIFT | 3 << ACTION], [20], [10], [20], [-1], []), "outside its parent's level"),
+    # the sources out of state order: 20 (state 1) expanded before 10 (state 0)
+    (_parts([1 << SHIFT], [20], [20, 10], [10, 20], [-1, -1], []), "state order"),
+    # a label with no instance
+    (_parts([1 << SHIFT], [20], [10], [20], [0], []), "no instance"),
+])
+def test_parts_out_of_the_search_order_are_refused(part, message) -> None:
+    """The C assembly checks the parts before it trusts them (the Python loops would build another
+    graph from them, or fail on an index)."""
+    pytest.importorskip("isrcheck.engine._assemble", reason="a pure install builds no C extension")
+    from isrcheck import native
+
+    if not native.compiled_wanted():
+        pytest.skip("the compiled modules are stale, so this interpreter runs the Python source")
+    b = L.GraphBuilder(_Line(), [])
+    with pytest.raises(ValueError, match=message):
+        b.assemble([(0, 10, 0)], [part], SHIFT, ACTION, (1 << 32) - 1)
+
+
+class _Line:
+    def fair_key(self, action):
+        return action

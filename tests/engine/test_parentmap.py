@@ -115,3 +115,45 @@ def test_new_parent_map_picks_the_build(pure: bool) -> None:
         pytest.skip("the compiled modules are stale, so this interpreter runs the Python source")
     assert (module, name) == (("builtins", "dict") if pure else ("isrcheck.engine._parentmap", "ParentMap"))
     assert answers == [None, -5, 2]
+
+
+def test_enumerate_and_numbers_are_the_one_at_a_time_answers() -> None:
+    """The liveness graph's index filled and read in bulk (engine/liveness.py, GraphBuilder.assemble):
+    ``enumerate(fps, first)`` stores what ``m[fps[i]] = first + i`` would, across growth, and
+    ``numbers(fps, base, out)`` reads them back less ``base``, for runs of a repeated fingerprint too."""
+    from array import array
+
+    tag = 1 << 62
+    rng = random.Random(5)
+    fps = array("q", dict.fromkeys([0, -1, SMALLEST, LARGEST, *(rng.randint(SMALLEST, LARGEST) for _ in range(5000))]))
+    m = _parent_map()
+    m.enumerate(fps, tag)
+    assert len(m) == len(fps) and all(m[fp] == tag + i for i, fp in enumerate(fps))
+    m.enumerate(fps[:3].tobytes(), tag)  # bytes as a worker sends them; again: the same entries
+    assert len(m) == len(fps) and m.nbytes / len(m) <= 16 / (3 / 8)
+    probes = array("q", [fps[9], fps[9], fps[9], fps[0], *fps[::-7]])
+    out = array("i", [-7]) * (len(probes) + 1)
+    m.numbers(probes.tobytes(), tag, out)
+    assert list(out) == [9, 9, 9, 0, *range(len(fps) - 1, -1, -7), -7]  # the entry past them untouched
+
+
+def test_bulk_refusals_are_clear() -> None:
+    from array import array
+
+    m = _parent_map()
+    with pytest.raises(ValueError, match="its own parent"):
+        m.enumerate(array("q", [5, 6]), 5)
+    with pytest.raises(ValueError, match="whole 8-byte words"):
+        m.enumerate(b"1234", 0)
+    m.enumerate(array("q", [10, 11]), 100)
+    m[12] = None
+    with pytest.raises(KeyError, match="13"):
+        m.numbers(array("q", [10, 13]), 100, array("i", [0, 0]))
+    with pytest.raises(ValueError, match="no state number"):
+        m.numbers(array("q", [12]), 0, array("i", [0]))  # an initial state's mark
+    with pytest.raises(ValueError, match="no state number"):
+        m.numbers(array("q", [10]), 101, array("i", [0]))  # below the base
+    with pytest.raises(ValueError, match="at least as long"):
+        m.numbers(array("q", [10, 11]), 100, array("i", [0]))
+    with pytest.raises(ValueError, match="array\\('i'\\)"):
+        m.numbers(array("q", [10]), 100, array("q", [0]))

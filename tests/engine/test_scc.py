@@ -113,3 +113,85 @@ def test_arrays_of_the_wrong_width_are_refused() -> None:
         _scc().nontrivial(array("q", [0, 1]), array("q", [0]), 1)
     with pytest.raises(ValueError):
         _scc().nontrivial(array("q", [0]), array("i"), -1)
+
+
+class _Random:
+    """A random graph over states 0..n-1 from state 0, each step with a fair instance or none, and one
+    leads-to property of two instances read from random masks: cycles, fair and unfair, everywhere."""
+
+    def __init__(self, seed: int) -> None:
+        rnd = random.Random(seed)
+        self.n = n = rnd.randint(1, 60)
+        self.succ = [[(rnd.randrange(n), rnd.choice([None, "a", "b", "c"])) for _ in range(rnd.randint(0, 3))]
+                     for _ in range(n)]
+        self.masks = [(rnd.randrange(4), rnd.randrange(4) if rnd.random() < 0.5 else 0) for _ in range(n)]
+
+    def init_states(self) -> list[int]:
+        return [0]
+
+    def actions(self, s: int) -> list[tuple[int, int, str | None]]:
+        return [(i, t, k) for i, (t, k) in enumerate(self.succ[s])]
+
+    def next_state(self, s: int, a: tuple[int, int, str | None]) -> int:
+        return a[1]
+
+    def fingerprint(self, s: int) -> int:
+        return s
+
+    def fair_key(self, a: tuple[int, int, str | None]) -> str | None:
+        return a[2]
+
+    def prop(self) -> L.LeadsTo:
+        return L.LeadsTo("Random", ("i", "j"), lambda s: self.masks[s])
+
+
+@pytest.mark.parametrize("seed", range(150))
+def test_the_c_stem_is_the_python_stem(seed: int) -> None:
+    """engine/_scc.c's ``quiet`` and ``stem`` (the passes over every state for every instance) against
+    the Python ``_fair_bad`` and ``_stem`` they follow: the same stem, premise position and component
+    for every instance, so the same lassos; and on some seeds there is one to compare."""
+    _scc()
+    native = L._stem_search()
+    if native is None:
+        pytest.skip("the compiled modules are stale, so this interpreter runs the Python source")
+    m = _Random(seed)
+    g = L.build_graph(m, [m.prop()])
+    comps = L._Components(g)
+    for bit in range(2):
+        got = L._native_stem(native, g, comps, g.premise[0], g.goal[0], bit)
+        assert got == L._python_stem(g, comps, g.premise[0], g.goal[0], bit)
+
+
+def test_the_c_stem_finds_stems_and_fair_cycles() -> None:
+    """The seeds above are not all vacuous: stems into quiet states and into fair components."""
+    _scc()
+    native = L._stem_search()
+    if native is None:
+        pytest.skip("the compiled modules are stale, so this interpreter runs the Python source")
+    ends = set()
+    for seed in range(150):
+        m = _Random(seed)
+        g = L.build_graph(m, [m.prop()])
+        comps = L._Components(g)
+        for bit in range(2):
+            found = L._native_stem(native, g, comps, g.premise[0], g.goal[0], bit)
+            if found is not None:
+                ends.add("cycle" if len(found[2]) > 1 else "stutter")
+    assert ends == {"cycle", "stutter"}
+
+
+def test_stem_refuses_arrays_that_do_not_make_a_graph() -> None:
+    g = L.build_graph(_Rings(), [])
+    quiet = _scc().quiet(g.offsets, g.label, g.states, bytearray(g.states))
+    masks = array("Q", [1]) * g.states
+    with pytest.raises(ValueError, match="one byte per state"):
+        _scc().stem(g.offsets, g.dst, g.depth, masks, masks, 0, quiet[1:], None)
+    with pytest.raises(ValueError, match="one entry per state"):
+        _scc().stem(g.offsets, g.dst, g.depth, masks[1:], masks, 0, quiet, None)
+    with pytest.raises(ValueError, match="between 0 and 63"):
+        _scc().stem(g.offsets, g.dst, g.depth, masks, masks, 64, quiet, None)
+    bad = array("i", g.dst)
+    bad[0] = g.states  # the first edge out of state 0, the only premise state; the last one is quiet
+    first, last = array("Q", [1]) + array("Q", [0]) * (g.states - 1), bytearray(g.states - 1) + b"\x01"
+    with pytest.raises(ValueError, match="outside the graph"):
+        _scc().stem(g.offsets, bad, g.depth, first, array("Q", [0]) * g.states, 0, last, None)
