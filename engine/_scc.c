@@ -30,6 +30,22 @@ int_view(PyObject *obj, Py_buffer *view, Py_ssize_t itemsize, const char *what)
     return 0;
 }
 
+/* The state count argument of every entry point: 0 <= n <= 2**31 - 1 (state numbers are int32), or -1
+ * with the exception set. */
+static Py_ssize_t
+state_count(PyObject *arg)
+{
+    Py_ssize_t n = PyLong_AsSsize_t(arg);
+    if (n == -1 && PyErr_Occurred()) {
+        return -1;
+    }
+    if (n < 0 || n > INT32_MAX) {
+        PyErr_SetString(PyExc_ValueError, "n must be between 0 and 2**31 - 1");
+        return -1;
+    }
+    return n;
+}
+
 static PyObject *
 scc_nontrivial(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
 {
@@ -37,12 +53,8 @@ scc_nontrivial(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
         PyErr_SetString(PyExc_TypeError, "nontrivial(offsets, dst, n)");
         return NULL;
     }
-    Py_ssize_t n = PyLong_AsSsize_t(args[2]);
-    if (n == -1 && PyErr_Occurred()) {
-        return NULL;
-    }
-    if (n < 0 || n > INT32_MAX) {
-        PyErr_SetString(PyExc_ValueError, "n must be between 0 and 2**31 - 1");
+    Py_ssize_t n = state_count(args[2]);
+    if (n < 0) {
         return NULL;
     }
     Py_buffer ob, db;
@@ -212,12 +224,8 @@ scc_quiet(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
         PyErr_SetString(PyExc_TypeError, "quiet(offsets, label, n, in_nontrivial)");
         return NULL;
     }
-    Py_ssize_t n = PyLong_AsSsize_t(args[2]);
-    if (n == -1 && PyErr_Occurred()) {
-        return NULL;
-    }
-    if (n < 0 || n > INT32_MAX) {
-        PyErr_SetString(PyExc_ValueError, "n must be between 0 and 2**31 - 1");
+    Py_ssize_t n = state_count(args[2]);
+    if (n < 0) {
         return NULL;
     }
     Py_buffer ob, lb, nb;
