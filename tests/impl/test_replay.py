@@ -80,6 +80,10 @@ def captured_run(tmp_path_factory):
             acked += [k.produce(0, f"w{i}", timeout=10)[1] for i in range(250)]
             k.consume(0, 0, timeout=10)
             c.wait_for(lambda k: len(k.consume(0, 0, timeout=10)) == len(acked), 20, "everything committed")
+            # and every replica's high watermark there too (a follower learns it one fetch later): the
+            # state compared before and after the replays must not still be moving
+            c.wait_for(lambda k: all(r[3] == r[4] == len(acked) for b in (1, 3) for r in k.metadata(b).replicas
+                                     if r[0] == 0), 20, "every replica's high watermark at the end")
         assert nem.captured is not None
         yield c, list(nem.captured), acked
     finally:
