@@ -17,6 +17,7 @@ import os
 from pathlib import Path
 
 from setuptools import Extension, setup
+from setuptools.command.build_ext import build_ext
 
 ROOT = Path(__file__).resolve().parent
 
@@ -122,8 +123,57 @@ def _extensions() -> list:
     # plain C extensions (see each file): the state classes' constructor, the state fingerprint
     plain = [Extension(f"{_C_PACKAGE[folder]}.{leaf}", [str(Path(folder) / f"{leaf}.c")],
                        depends=list(NATIVE_HEADERS)) for folder, leaf in NATIVE_C]
-    return plain + mypycify(paths, opt_level="3", debug_level="0", group_name=group,
-                                 target_dir=str(ROOT / "build" / "mypyc-c"))
+    # multi_file: a C file per module (one file of 20 MB is one compiler process for minutes), which
+    # ParallelBuildExt compiles side by side
+    target = ROOT / "build" / "mypyc-c"
+    compiled = mypycify(paths, opt_level="3", debug_level="0", group_name=group, multi_file=True,
+                        target_dir=str(target))
+    for ext in compiled:  # the per-module files sit at the top of target but include the group's
+        ext.include_dirs.append(str(target.joinpath(*group.split(".")[:-1])))  # header, beside its library
+    return plain + compiled
 
 
-setup(ext_modules=_extensions())
+def _jobs() -> int:
+    """Compiler processes at once: ISRCHECK_BUILD_JOBS, else one per CPU this process may use."""
+    raw = os.environ.get("ISRCHECK_BUILD_JOBS", "").strip()
+    if raw.isdigit() and int(raw) > 0:
+        return int(raw)
+    return max(1, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1))
+
+
+class ParallelBuildExt(build_ext):
+    """build_ext compiling the C files of each extension side by side: mypyc's group is one
+    extension of many files, which setuptools compiles one after the other (its ``parallel`` option
+    spreads whole extensions only). Uses the compiler's own steps (``_setup_compile``, ``_compile``),
+    so flags, includes and dependencies are the serial build's."""
+
+    def build_extensions(self) -> None:
+        from concurrent.futures import ThreadPoolExecutor
+
+        compiler = self.compiler
+        jobs = _jobs()
+
+        def compile(sources, output_dir=None, macros=None, include_dirs=None, debug=0,  # noqa: ANN001
+                    extra_preargs=None, extra_postargs=None, depends=None):  # noqa: ANN001
+            macros, objects, extra_postargs, pp_opts, build = compiler._setup_compile(
+                output_dir, macros, include_dirs, sources, depends, extra_postargs)
+            cc_args = compiler._get_cc_args(pp_opts, debug, extra_preargs)
+
+            def one(obj: str) -> None:
+                src, ext = build[obj]
+                compiler._compile(obj, src, ext, cc_args, extra_postargs, pp_opts)
+
+            # the largest files first, so the last one to finish is a small one
+            todo = sorted((o for o in objects if o in build), key=lambda o: -os.path.getsize(build[o][0]))
+            with ThreadPoolExecutor(jobs) as pool:
+                for _ in pool.map(one, todo):
+                    pass
+            return objects
+
+        if jobs > 1:
+            compiler.compile = compile
+        self.parallel = jobs  # and the extensions themselves side by side
+        super().build_extensions()
+
+
+setup(ext_modules=_extensions(), cmdclass={"build_ext": ParallelBuildExt})

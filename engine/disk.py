@@ -10,10 +10,11 @@ specs/07-checker.md ("On disk"); in short:
 * **Levels.** The search goes level by level. The states of level ``d`` are read back, in the
   order :class:`Checker` would pop them from its queue, from the level's file (each state in the
   model's validating binary ``state_codec``, never pickled; the first :data:`BUFFER` states of a
-  level stay in memory as they are, as TLC's queue buffers before it spills). In memory is one
-  Python set of the fingerprints of levels ``d-1`` and ``d`` and of the next level's
-  *candidates*; every older level lives in ``seen.i64``, one sorted file of little-endian signed
-  64-bit fingerprints.
+  level stay in memory as they are, as TLC's queue buffers before it spills). In memory are the
+  fingerprints of levels ``d-1`` and ``d`` and of the next level's *candidates*, three flat
+  tables (engine/_parentmap.c's, 21-43 bytes a fingerprint, where a Python set costs about 80; a
+  dict in the pure build) rotated at each level's end; every older level lives in ``seen.i64``,
+  one sorted file of little-endian signed 64-bit fingerprints.
 * **Candidates.** A successor whose fingerprint is in none of those sets is a candidate: its
   fingerprint, its parent's, the position of its step in the level (every enabled action of every
   state in order counts one) and its encoding are written down, and ``always`` and ``sometimes``
@@ -61,6 +62,7 @@ from .core import (A, Checks, CheckResult, Kind, Model, ModelFault, Progress, S,
                    action_name, paused_gc, result_of)
 from .explore import replay_fingerprints
 from .memory import CHECK_EVERY, resident_bytes
+from .parentmap import new_parent_map
 
 __all__ = ["DiskChecker", "DiskError", "MARKER", "check_directory", "prepare_directory"]
 
@@ -326,14 +328,16 @@ class DiskChecker(Generic[S, A]):
         lengths = array("q")
         buffer = self.buffer
         held: list[Any] = []
-        # the fingerprints of levels d-1 and d, and of level d+1's candidates so far
-        window: set[int] = set()
+        # the window: the fingerprints of levels d-1 (older) and d (current), and of level d+1's
+        # candidates so far (cands), each a fingerprint table used as a set (the value is unused)
+        older = new_parent_map()
+        current = new_parent_map()
         with open(self._path(0, "states"), "wb") as out:
             for s in model.init_states():
                 fp = fingerprint(s)
-                if fp in window:
+                if fp in current:
                     continue
-                window.add(fp)
+                current[fp] = None
                 level_fps.append(fp)
                 if len(held) < buffer:
                     held.append(s)
@@ -369,7 +373,7 @@ class DiskChecker(Generic[S, A]):
                 limit_hit = limit_hit or "depth"
                 break
             self.levels = d + 1
-            add = window.add
+            cands = new_parent_map()
             cand_fp = array("q")
             cand_parent = array("q")
             cand_pos = array("q")
@@ -410,12 +414,12 @@ class DiskChecker(Generic[S, A]):
                                     level_found[name] = (k, (d, fp, Step(a, t), "transition", ""))
                             stop = stop_on_first
                         tfp = fingerprint(t)
-                        if tfp in window:
+                        if tfp in cands or tfp in current or tfp in older:
                             if stop:
                                 gen_stop = k
                                 break
                             continue
-                        add(tfp)
+                        cands[tfp] = None
                         cand_fp.append(tfp)
                         cand_parent.append(fp)
                         cand_pos.append(k)
@@ -461,7 +465,6 @@ class DiskChecker(Generic[S, A]):
             order = np.argsort(cf, kind="stable")
             sorted_c = cf[order]
             old_sorted = self._merge_probe(prev_sorted, sorted_c)
-            prev_sorted_gone = prev_sorted  # level d-1: on disk now, out of the window below
             prev_sorted = level_sorted  # level d goes to disk at the next level's end
             is_new = np.ones(len(cf), dtype=bool)
             is_new[order[old_sorted]] = False
@@ -520,8 +523,8 @@ class DiskChecker(Generic[S, A]):
             del cand_held
             level_sorted = sorted_c[~old_sorted]
             # the window becomes levels d and d+1: level d-1 and the old candidates leave it
-            window.difference_update(prev_sorted_gone.tolist())
-            window.difference_update(cf[~is_new].tolist())
+            del cands
+            older, current = current, _fingerprint_set(np, fr_fps)
             d += 1
             if max_memory is not None and resident_bytes() > max_memory:
                 limit_hit = "memory"
@@ -565,6 +568,16 @@ class DiskChecker(Generic[S, A]):
                 name = action_name(a)
                 counts[name] = counts.get(name, 0) + 1
         return transitions
+
+
+def _fingerprint_set(np: Any, fps: Any) -> Any:
+    """A fingerprint table (:func:`new_parent_map`) holding the int64 array ``fps``, filled in
+    bulk where it is engine/_parentmap.c's (each stored as an initial state: its own parent)."""
+    table = new_parent_map()
+    if isinstance(table, dict):
+        return dict.fromkeys(fps.tolist())
+    table.absorb(np.repeat(fps.astype(np.int64, copy=False), 2).tobytes())
+    return table
 
 
 def _member(np: Any, sorted_array: Any, values: Any) -> Any:

@@ -12,7 +12,7 @@ from isrcheck.analyses.vacuity import VacuityWarning
 from isrcheck.commands import resources
 from isrcheck.commands.evaluate import DiskRequest, SnapshotRequest, disk_line, evaluate, verdict_json, with_untaken
 from isrcheck.commands.options import (Inputs, description_of, emit_json, exit_with, input_options, json_opt,
-                                       print_all, show_progress, verbose_opt)
+                                       print_all, verbose_opt)
 from isrcheck.engine.checkpoint import DEFAULT_EVERY, Checkpoints
 from isrcheck.engine.disk import DiskError, check_directory
 from isrcheck.render import changes, json_form, tablefit, tables, terminal
@@ -24,7 +24,9 @@ def warning_line(w: VacuityWarning) -> None:
 
 
 @click.command(short_help="Exhaustively check a model.")
-@input_options
+@input_options(explain={"--set": "Override a configuration key, e.g. --set faults.crashes=1 (repeatable). With "
+                                  "--peer: a constant of the specification, log_size, max_records or "
+                                  "max_leader_epoch (default 2, 2, 3: TLC's recorded runs; its pins apply only there)."})
 @json_opt
 @click.option("--max-depth", type=click.IntRange(min=0), metavar="N", help="Explore at most this many steps deep.")
 @click.option("--max-states", type=click.IntRange(min=1), metavar="N", help="Stop after this many distinct states.")
@@ -66,9 +68,16 @@ def check(inputs: Inputs, as_json: bool, max_depth: int | None, max_states: int 
     disk = disk_request(disk_dir, keep_disk, workers, liveness, snapshots is not None)
     if inputs.peer is not None or replicas is not None:
         i = inputs
-        if i.peer is None or i.name is not None or i.config_file is not None or i.overrides or i.variant or verbose:
-            click.echo("error: --peer MODULE takes no NAME, --config, --set, --variant or --verbose; "
+        if i.peer is None or i.name is not None or i.config_file is not None or i.variant or verbose:
+            click.echo("error: --peer MODULE takes no NAME, --config, --variant or --verbose; "
                        "--replicas needs --peer", err=True)
+            exit_with(2)
+        from isrcheck.commands.peer import PeerConstantError, peer_constants
+
+        try:
+            constants = peer_constants(i.overrides)
+        except PeerConstantError as e:
+            click.echo(f"error: {e}", err=True)
             exit_with(2)
         if liveness:
             click.echo("error: --liveness: the TLA+ specification states no liveness property (TypeOk, WeakIsr and "
@@ -77,8 +86,8 @@ def check(inputs: Inputs, as_json: bool, max_depth: int | None, max_states: int 
         from isrcheck.commands.peer import check_peer
 
         exit_with(check_peer(i.peer, 2 if replicas is None else replicas, bool(symmetry), i.only, max_depth,
-                             max_states, i.keep_going, workers, as_json, show_progress(as_json), ceiling, i.strict,
-                             disk))
+                             max_states, i.keep_going, workers, as_json, ceiling, i.strict,
+                             disk, constants))
     with resources.progress(as_json, f"checking {inputs.name or inputs.config_file}", limit=ceiling.limit) as progress:
         ev = evaluate(inputs, max_depth=max_depth, max_states=max_states, symmetry=symmetry, liveness=liveness,
                       workers=workers, progress=progress, max_memory=ceiling.limit,

@@ -19,7 +19,7 @@ its JSON has the same fields (specs/check-result.schema.json):
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import click
@@ -50,6 +50,37 @@ def _peer_state_json(s: PeerState) -> dict[str, Any]:
     }
 
 
+#: The specification's constants a peer check may set with ``--set KEY=N`` (TLC's LogSize,
+#: MaxRecords and MaxLeaderEpoch), with their defaults: the values TLC's recorded figures use.
+PEER_CONSTANTS = {"log_size": 2, "max_records": 2, "max_leader_epoch": 3}
+
+
+class PeerConstantError(ValueError):
+    """A ``--set`` a peer check cannot take; one sentence."""
+
+
+def peer_constants(overrides: Sequence[str]) -> dict[str, int]:
+    """The constants of ``--set KEY=N`` for a peer check (each of :data:`PEER_CONSTANTS`, an int),
+    the others at their defaults; :class:`PeerConstantError` for any other key or value (the model
+    checks the ranges)."""
+    from isrcheck.model.config import ConfigError, parse_override
+
+    out = dict(PEER_CONSTANTS)
+    for text in overrides:
+        try:
+            path, value = parse_override(text)
+        except ConfigError as e:
+            raise PeerConstantError(str(e)) from None
+        key = ".".join(path)
+        if key not in PEER_CONSTANTS:
+            raise PeerConstantError(f"--set {key[:40]}: a peer check sets only the specification's constants "
+                                    f"({', '.join(PEER_CONSTANTS)})")
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise PeerConstantError(f"--set {key}: expects an integer, got {str(value)[:40]!r}")
+        out[key] = value
+    return out
+
+
 def pin_mismatches(module: str, symmetry: bool, keep_going: bool, result: CheckResult) -> list[str]:
     """How a two-replica run with no --property and no limit differs from TLC's recorded figures
     (TLC's conventions: a counterexample's length and the depth count states, Init included)."""
@@ -78,11 +109,11 @@ def pin_mismatches(module: str, symmetry: bool, keep_going: bool, result: CheckR
 
 
 def peer_verdict(module: str, replicas: int, symmetry: bool, only: Sequence[str], keep_going: bool, strict: bool,
-                 limited: bool, result: CheckResult) -> Verdict:
+                 limited: bool, result: CheckResult, constants: Mapping[str, int] | None = None) -> Verdict:
     """The one verdict of a peer check: the finding, compared with TLC's figures when they apply
-    (two replicas, every property, no --max-depth or --max-states)."""
+    (two replicas, the default constants, every property, no --max-depth or --max-states)."""
     found = found_outcome(result, None, (), strict)
-    if replicas != 2 or only or limited:
+    if replicas != 2 or only or limited or (constants is not None and constants != PEER_CONSTANTS):
         return Verdict(found, found, [], strict=strict)
     return compared(found, pin_mismatches(module, symmetry, keep_going, result), (), strict)
 
@@ -125,30 +156,35 @@ def trace_lines(v: Violation) -> list[str]:
 
 def check_peer(module: str, replicas: int, symmetry: bool, only: Sequence[str], max_depth: int | None,
                max_states: int | None, keep_going: bool, workers: int, as_json: bool,
-               show_progress: bool, ceiling: resources.Ceiling | None = None, strict: bool = False,
-               disk: Any = None) -> int:
+               ceiling: resources.Ceiling | None = None, strict: bool = False,
+               disk: Any = None, constants: Mapping[str, int] | None = None) -> int:
     """Run the check and print it; the exit status (0 success or as pinned, 1 otherwise, 2 bad
     arguments).
     ``ceiling``: the memory ceiling (isrcheck/commands/resources.py), reported in one line when it stops the search."""
     try:
-        model = PeerModel(module, replicas, symmetry, properties=list(only) if only else None)
+        model = PeerModel(module, replicas, symmetry, properties=list(only) if only else None,
+                          **(constants or PEER_CONSTANTS))
     except PeerModelError as e:
         click.echo(f"error: {e}", err=True)
         return 2
     label = f"peer {module} ({MODULES[module]})"
-    with terminal.progress_status(show_progress, f"checking {label}") as progress:
+    # a live status line on a terminal, plain lines on a pipe or in a CI log (as a model's check)
+    with resources.progress(as_json, f"checking {label}",
+                            limit=ceiling.limit if ceiling is not None else None) as progress:
         if disk is not None:  # check --disk (a DiskRequest)
             checker = DiskChecker(model, disk.directory, max_depth=max_depth, max_states=max_states,
                                   stop_on_first=not keep_going, progress=progress,
-                                  max_memory=ceiling.limit if ceiling is not None else None, keep=disk.keep)
+                                  max_memory=ceiling.limit if ceiling is not None else None, keep=disk.keep,
+                                  progress_every=resources.report_every())
             result = checker.run()
             disk_line(checker)
         else:
             result = search(model, workers=workers, max_depth=max_depth, max_states=max_states,
                             stop_on_first=not keep_going, progress=progress,
-                            max_memory=ceiling.limit if ceiling is not None else None)
+                            max_memory=ceiling.limit if ceiling is not None else None,
+                            progress_every=resources.report_every())
     verdict = peer_verdict(module, replicas, symmetry, only, keep_going, strict,
-                           max_depth is not None or max_states is not None, result)
+                           max_depth is not None or max_states is not None, result, constants)
     if as_json:
         click.echo(json.dumps(result_json(label, model, result, verdict), indent=2))
     else:

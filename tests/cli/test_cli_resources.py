@@ -161,7 +161,7 @@ def test_the_default_ceiling_is_the_smaller_of_three_quarters_of_memory_and_8_gi
 
 
 # ---------------------------------------------------------------------------- progress in a pipe
-_PROGRESS = re.compile(r"^(checking|simulating) (\S+): [\d,]+ states  depth \d+  (queue|walks left) [\d,]+  "
+_PROGRESS = re.compile(r"^(checking|simulating) (\S+|peer \S+ \(\w+\)): [\d,]+ states  depth \d+  (queue|walks left) [\d,]+  "
                        r"[\d,]+/s  \d+ s  mem \d+\.\d [KMGT]iB (of \d+\.\d [KMGT]iB|\(no ceiling\))$")
 
 
@@ -173,6 +173,21 @@ def test_check_prints_progress_lines_on_a_piped_stderr(cli, monkeypatch):
     assert len(lines) >= 2 and all(_PROGRESS.match(x) for x in lines), res.stderr
     assert lines[-1].startswith(f"checking {MODEL}: {FULL_STATES:,} states")
     json.loads(res.stdout)  # stdout stays one JSON object
+
+
+@pytest.mark.parametrize("disk", [False, True], ids=["memory", "disk"])
+def test_a_peer_check_prints_progress_lines_on_a_piped_stderr(cli, monkeypatch, tmp_path, disk):
+    """The transcription of the TLA+ specification reports as a model's check does, in memory and
+    with --disk (it printed nothing on a pipe)."""
+    monkeypatch.setenv(resources.PROGRESS_ENV, "0")
+    res = cli("check", "--peer", "kip-320", "--json", *(["--disk", str(tmp_path / "d")] if disk else []))
+    assert res.exit_code == 0, res.stderr
+    lines = res.stderr.splitlines()
+    if disk:  # and the one line saying what the files took
+        assert lines[-1].startswith("disk: 22 levels, "), res.stderr
+        lines = lines[:-1]
+    assert len(lines) >= 2 and all(_PROGRESS.match(x) for x in lines), res.stderr
+    assert lines[-1].startswith(f"checking peer kip-320 (Kip320): {json.loads(res.stdout)['distinct_states']:,} states")
 
 
 def test_simulate_prints_progress_lines_on_a_piped_stderr(cli, monkeypatch):

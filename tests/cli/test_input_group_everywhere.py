@@ -201,6 +201,27 @@ def test_check_peer_pins_apply_only_as_recorded(cli):
     assert "liveness" not in doc  # the specification states no liveness property
 
 
+def test_check_peer_sets_the_specifications_constants(cli, assert_input_error):
+    """--set log_size/max_records/max_leader_epoch reach the transcription (the count is the
+    checker's on the model built with them, not the default's), the pins apply only at the defaults
+    TLC was run with, and any other key or value is one error line."""
+    from isrcheck.engine.checker import Checker
+    from isrcheck.peers.kafka_specification.model import PeerModel
+
+    doc = _peer(cli, "kip-320", "--set", "max_records=1", "--set", "max_leader_epoch=2")
+    want = Checker(PeerModel("kip-320", 2, max_records=1, max_leader_epoch=2)).run().distinct_states
+    default = _peer(cli, "kip-320")
+    assert doc["distinct_states"] == want != default["distinct_states"]
+    assert (doc["config"]["max_records"], doc["config"]["max_leader_epoch"], doc["config"]["log_size"]) == (1, 2, 2)
+    assert doc["pins"] is None and doc["outcome"] == "success"
+    same = _peer(cli, "kip-320", "--set", "max_leader_epoch=3")  # the default, said out loud: pinned still
+    assert same["pins"] == {"as_pinned": True, "mismatches": []}
+    assert_input_error(cli("check", "--peer", "kip-320", "--set", "faults.crashes=1"), "--set faults.crashes",
+                       "only the specification's constants")
+    assert_input_error(cli("check", "--peer", "kip-320", "--set", "max_records=two"), "expects an integer")
+    assert_input_error(cli("check", "--peer", "kip-320", "--set", "log_size=0"), "log_size >= 1")
+
+
 def test_check_peer_mismatches_are_named():
     from isrcheck.commands.peer import peer_verdict
     from isrcheck.peers.kafka_specification import expected

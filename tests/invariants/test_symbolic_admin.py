@@ -26,7 +26,7 @@ from isrcheck.invariants.symbolic.replication import (ALWAYS, TRANSITION, Encodi
 from isrcheck.model.actions import apply, enabled_actions
 from isrcheck.model.config import from_mapping
 from isrcheck.model.tables import PartitionState as PS
-from z3_compare import BY_NAME, assert_one_step_agrees, bmc_lengths, comparable, model_of
+from z3_compare import BY_NAME, AtStates, assert_one_step_agrees, bmc_lengths, comparable, model_of
 from z3_states import reachable, sample
 slow = pytest.mark.skipif(not os.environ.get("ISRCHECK_SLOW"), reason="slow z3 run: set ISRCHECK_SLOW=1")
 
@@ -139,8 +139,9 @@ def test_encoded_properties_agree_on_topic_creation():
     enc = Encoding(cfg, queue=6)
     states = reachable(cfg, 3000)
     bad = [s for s in states if not all(BY_NAME[n].check(s) for n in ALWAYS)]
+    at = AtStates(enc, lambda sym: [enc.properties(sym)[n] for n in ALWAYS])
     for s in sample(bad, 15) + sample(states, 25):
-        got = evaluate([enc.properties(concrete(enc, s))[n] for n in ALWAYS])
+        got = at.values(s)
         assert got == [BY_NAME[n].check(s) for n in ALWAYS]
 
 
@@ -187,8 +188,9 @@ def test_encoded_properties_agree_on_topic_deletion():
     deleted_in_isr = [s for s in states if s.zk.deleting and any(
         s.brokers[b - 1].replicas[0] is None and s.zk.partitions[0].isr >> b & 1 for b in (1, 2, 3))]
     assert deleted_in_isr
+    at = AtStates(enc, lambda sym: [enc.properties(sym)[n] for n in ALWAYS])
     for s in sample(states, 25) + deleted_in_isr[:5]:
-        got = evaluate([enc.properties(concrete(enc, s))[n] for n in ALWAYS])
+        got = at.values(s)
         assert got == [BY_NAME[n].check(s) for n in ALWAYS]
 
 

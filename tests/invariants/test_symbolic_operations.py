@@ -30,7 +30,7 @@ from isrcheck.invariants.symbolic.verdicts import Verdict
 from isrcheck.model.action_text import parse_all
 from isrcheck.model.actions import apply
 from isrcheck.model.config import from_mapping
-from z3_compare import BY_NAME, assert_one_step_agrees, bmc_lengths, explicit_lengths, model_of
+from z3_compare import BY_NAME, AtStates, assert_one_step_agrees, bmc_lengths, explicit_lengths, model_of
 from z3_states import reachable, sample
 slow = pytest.mark.skipif(not os.environ.get("ISRCHECK_SLOW"),
                           reason="slow z3 run (a minute or more): set ISRCHECK_SLOW=1")
@@ -96,8 +96,9 @@ def test_encoded_properties_agree_on_failover_misses_crash():
     states = reachable(cfg, 40000)
     bad = [s for s in states if not all(BY_NAME[n].check(s) for n in ALWAYS)]
     seen_false = set()
+    at = AtStates(enc, lambda sym: [enc.properties(sym)[n] for n in ALWAYS])
     for s in sample(bad, 20) + sample(states, 20):
-        got = evaluate([enc.properties(concrete(enc, s))[n] for n in ALWAYS])
+        got = at.values(s)
         for n, g in zip(ALWAYS, got):
             assert g == BY_NAME[n].check(s), n
             if not g:

@@ -37,7 +37,7 @@ from isrcheck.invariants.symbolic.replication import Encoding, concrete, evaluat
 from isrcheck.model.actions import Action
 from isrcheck.engine.checker import Checker, ModelFault
 from isrcheck.model.state import LeaderAndIsr, StopReplica
-from z3_compare import comparable, model_of
+from z3_compare import AtStates, OneStep, comparable, model_of
 from z3_states import reachable_with_model as reachable
 
 MODELS = {"reassignment": (612, 40), "reassignment-broker-crash": (1500, 40)}
@@ -167,6 +167,7 @@ def test_broker_change_over_the_current_assignment(name):
     # enough states to pass a completed reassignment (a broker's start-up restarts one waiting at
     # step 4, which puts more states before the first completion in breadth-first order)
     model, states = reachable(cfg, 20000)
+    steps = OneStep(enc)
     seen, after_move = 0, 0
     for s in states:
         if any(s.controller.reassign_step):
@@ -178,9 +179,8 @@ def test_broker_change_over_the_current_assignment(name):
             if a.name != "ProcessBrokerChange":
                 continue
             t = model.next_state(s, a)
-            cs = concrete(enc, s)
-            [inst] = [i for i in enc.instances(cs) if i.name == "ProcessBrokerChange" and evaluate([i.guard])[0]]
-            assert leaf_values(inst.effect) == leaf_values(concrete(enc, t)), (s, a)
+            [effect] = [eff for i, g, _, eff in steps.values(s) if i.name == "ProcessBrokerChange" and g]
+            assert effect == leaf_values(concrete(enc, t)), (s, a)
             seen += 1
             after_move += moved
     assert seen and after_move, (seen, after_move)
@@ -195,20 +195,10 @@ ONE_STEP = {"reassignment": (612, 25), "reassignment-broker-crash": (6000, 12),
             "deposed-controller-reassignment": (3000, 5), "deposed-controller-ar-write": (3000, 4)}
 
 
-#: the deposed controller's models take 57-83 s each here: run with ISRCHECK_SLOW=1 (CI's 30 minutes);
-#: in the suite their encoding is checked by test_a_deposed_controllers_refused_writes_end_its_steps_as_the_model_does
-#: and by the known weakness at its length (test_symbolic_manifest_agreement.py). Two more (30-40 s
-#: each) are slow too: the suite keeps their kip-320 counterparts (reassignment-with-data-kip-320,
-#: reassignment-broker-crash-kip-320: the same reassignment, data and crash, with the epoch caches), and
-#: the high-watermark generation's replication steps are compared one step at a time in
-#: test_symbolic_replication.py
-SLOW_ONE_STEP = {"deposed-controller-reassignment", "deposed-controller-ar-write",
-                 "reassignment-with-data", "reassignment-broker-crash"}
-
-
-@pytest.mark.parametrize("name", [pytest.param(n, marks=pytest.mark.skipif(
-    not os.environ.get("ISRCHECK_SLOW"), reason="slow z3 sampling (a minute or more): set ISRCHECK_SLOW=1"))
-    if n in SLOW_ONE_STEP else n for n in sorted(ONE_STEP)])
+#: every model above is in the suite: with the instances built once and valued at each sampled
+#: state (z3_compare.OneStep), the eight take 6-13 s each, where building them over each state's
+#: values took 30-83 s and kept four of them out of CI's 30 minutes
+@pytest.mark.parametrize("name", sorted(ONE_STEP))
 def test_one_step_agrees_with_the_model(name):
     """Every action: the encoding enables exactly the model's actions and each leads to exactly the
     model's successor, field by field; every one of the 12 steps and the deleting StopReplica seen."""
@@ -233,16 +223,17 @@ def test_one_step_agrees_with_the_model(name):
     chosen |= {states.index(s) for s in trace}
     kinds: set[str] = set()
     refused: set[str] = set()
+    steps = OneStep(enc)  # the instances built once, valued at each state
+    assert len(steps.plain) == len(steps.instances)
+    steps.assert_as_built_over(states[min(chosen)])
     for s in (states[i] for i in sorted(chosen)):
-        insts = enc.instances(concrete(enc, s))
-        guards = evaluate([i.guard for i in insts])
-        illegal = evaluate([i.illegal for i in insts])
+        valued = steps.values(s)
         acts = model.actions(s)
-        assert {label(i) for i, g in zip(insts, guards) if g} == {str(a) for a in acts}, (name, s)
+        assert {label(i) for i, g, _, _ in valued if g} == {str(a) for a in acts}, (name, s)
         for a in acts:
-            matching = [(i, bad) for i, g, bad in zip(insts, guards, illegal) if g and label(i) == str(a)]
-            assert len(matching) == 1, (str(a), [i.kind for i, _ in matching])
-            inst, bad = matching[0]
+            matching = [(i, bad, eff) for i, g, bad, eff in valued if g and label(i) == str(a)]
+            assert len(matching) == 1, (str(a), [i.kind for i, _, _ in matching])
+            inst, bad, got = matching[0]
             kinds.add(inst.kind)
             try:
                 after = model.next_state(s, a)
@@ -252,7 +243,6 @@ def test_one_step_agrees_with_the_model(name):
                 continue
             assert not bad, (name, str(a), inst.kind, "the encoding refuses it, the model does not", s)
             want = comparable(enc, after, shape)
-            got = evaluate(inst.effect.leaves())
             diff = [names[i] for i, (g, w) in enumerate(zip(got, want)) if w is not None and g != w]
             assert not diff, (name, str(a), inst.kind, diff, s)
     steps = {k for k in kinds if k.startswith("ReassignPartition") and "deposed" not in k}
@@ -287,8 +277,9 @@ def test_encoded_properties_agree_with_the_model(name):
     samples = states[:: max(1, len(states) // 25)] + trace
     broken = 0
     names = (*ALWAYS, "IsrSubsetOfReplicas", "ReassignmentRecoverable")  # the last two: terms only, so far
+    at = AtStates(enc, lambda sym: [enc.properties(sym)[n] for n in names])
     for s in samples:
-        got = evaluate([enc.properties(concrete(enc, s))[n] for n in names])
+        got = at.values(s)
         want = [by_name[n].check(s) for n in names]
         assert got == want, (s, [n for n, g, w in zip(names, got, want) if g != w])
         broken += not all(want)
@@ -327,17 +318,16 @@ def test_a_deposed_controllers_refused_writes_end_its_steps_as_the_model_does():
     shape = enc.fresh("shape")
     names = [str(x) for x in shape.leaves()]
     ended: list[int] = []
+    steps = OneStep(enc)
     for s in random.Random(1).sample(writing, 16):
-        insts = enc.instances(concrete(enc, s))
-        guards = evaluate([i.guard for i in insts])
+        valued = steps.values(s)
         acts = model.actions(s)
-        assert {label(i) for i, g in zip(insts, guards) if g} == {str(a) for a in acts}, s
+        assert {label(i) for i, g, _, _ in valued if g} == {str(a) for a in acts}, s
         for a in acts:
             if a.name != "ReassignPartition" or a.args[0] != s.stale.epoch:
                 continue
-            (inst,) = [i for i, g in zip(insts, guards) if g and label(i) == str(a)]
+            (got,) = [eff for i, g, _, eff in valued if g and label(i) == str(a)]
             after = model.next_state(s, a)
-            got = evaluate(inst.effect.leaves())
             diff = [names[i] for i, (g, w) in enumerate(zip(got, comparable(enc, after, shape)))
                     if w is not None and g != w]
             assert not diff, (str(a), diff, s)
