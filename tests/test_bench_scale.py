@@ -34,7 +34,8 @@ def test_an_unknown_group_is_refused() -> None:
     r = subprocess.run([sys.executable, str(SCRIPT), "--only", "nonsense"], capture_output=True, text=True,
                        timeout=60)
     assert r.returncode == 2
-    assert r.stderr.strip().splitlines() == ["error: --only: no group nonsense (liveness, liveness-1p, brokers, peer, checkpoint)"]
+    assert r.stderr.strip().splitlines() == [
+        "error: --only: no group nonsense (liveness, liveness-1p, brokers, peer, disk, checkpoint)"]
 
 
 def test_quick_liveness_rows_report_the_graph(tmp_path: Path) -> None:
@@ -50,3 +51,17 @@ def test_quick_liveness_rows_report_the_graph(tmp_path: Path) -> None:
     per_state = round((live["graph_bytes"] - 8 * live["graph_edges"]) / live["graph_states"])
     assert f"liveness graph: {live['states']:,} states, {live['graph_edges']:,} edges" in r.stdout
     assert f"{per_state:,} B a state (index included) + 8 B an edge" in r.stdout
+
+
+def test_quick_disk_rows_compare_with_memory(tmp_path: Path) -> None:
+    """The --disk row beside the same check in memory: the same states, its speed as a fraction of
+    the in-memory run's (issue 32's target: at least half) and the run's own line on its files."""
+    out = tmp_path / "scale.json"
+    r = subprocess.run([sys.executable, str(SCRIPT), "--quick", "--only", "disk", "--json", str(out)],
+                       capture_output=True, text=True, timeout=180)
+    assert r.returncode == 0, r.stdout + r.stderr
+    memory, disk = json.loads(out.read_text())
+    assert memory["states"] == disk["states"] == 28_939  # the peer's kip-320, two replicas (TLC's count)
+    assert memory["checkpoint_line"] is None and disk["checkpoint_line"].startswith("disk: 22 levels, ")
+    ratio = memory["seconds"] / disk["seconds"]
+    assert f"{ratio:.2f}x the in-memory states/s; disk: 22 levels, " in r.stdout
