@@ -72,7 +72,7 @@ def check(inputs: Inputs, as_json: bool, max_depth: int | None, max_states: int 
             click.echo("error: --peer MODULE takes no NAME, --config, --variant or --verbose; "
                        "--replicas needs --peer", err=True)
             exit_with(2)
-        from isrcheck.commands.peer import PeerConstantError, peer_constants
+        from isrcheck.commands.peer import PeerConstantError, check_peer, peer_constants
 
         try:
             constants = peer_constants(i.overrides)
@@ -83,8 +83,6 @@ def check(inputs: Inputs, as_json: bool, max_depth: int | None, max_states: int 
             click.echo("error: --liveness: the TLA+ specification states no liveness property (TypeOk, WeakIsr and "
                        "StrongIsr are invariants); `isrcheck check NAME --liveness` checks the model's", err=True)
             exit_with(2)
-        from isrcheck.commands.peer import check_peer
-
         exit_with(check_peer(i.peer, 2 if replicas is None else replicas, bool(symmetry), i.only, max_depth,
                              max_states, i.keep_going, workers, as_json, ceiling, i.strict,
                              disk, constants))

@@ -51,8 +51,9 @@ def _peer_state_json(s: PeerState) -> dict[str, Any]:
 
 
 #: The specification's constants a peer check may set with ``--set KEY=N`` (TLC's LogSize,
-#: MaxRecords and MaxLeaderEpoch), with their defaults: the values TLC's recorded figures use.
-PEER_CONSTANTS = {"log_size": 2, "max_records": 2, "max_leader_epoch": 3}
+#: MaxRecords and MaxLeaderEpoch), with their defaults: the transcription's own (the values TLC's
+#: recorded figures use), read from a model built without them.
+PEER_CONSTANTS = {k: getattr(PeerModel("kip-320"), k) for k in ("log_size", "max_records", "max_leader_epoch")}
 
 
 class PeerConstantError(ValueError):

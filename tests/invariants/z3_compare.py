@@ -77,7 +77,7 @@ class AtStates:
         """The terms' values in the model state ``s`` (``extra``: more (variable, value) pairs)."""
         if self._app is None:
             return []
-        return _arguments(z3.simplify(z3.substitute(self._app, *self.sym.values_of(s), *extra)), self._bool)
+        return _valued(self._app, self._bool, [*self.sym.values_of(s), *extra])
 
 
 def ground_values(terms: Sequence[Any]) -> list[Any]:
@@ -85,7 +85,13 @@ def ground_values(terms: Sequence[Any]) -> list[Any]:
     into one numeral, whose reading back fails past Python's 4,300 decimal digits)."""
     if not terms:
         return []
-    return _arguments(z3.simplify(_application("ground_values", terms)), [z3.is_bool(t) for t in terms])
+    return _valued(_application("ground_values", terms), [z3.is_bool(t) for t in terms], ())
+
+
+def _valued(app: Any, bools: Sequence[bool], pairs: Sequence[tuple[Any, Any]]) -> list[Any]:
+    """The arguments of the application ``app`` with ``pairs`` substituted, simplified to values
+    (Booleans where ``bools`` says)."""
+    return _arguments(z3.simplify(z3.substitute(app, *pairs) if pairs else app), bools)
 
 
 def _application(name: str, terms: Sequence[Any]) -> Any:
@@ -142,8 +148,7 @@ class OneStep:
         """The values of effect ``leaves`` (of the enabled instances) in ``s``."""
         if not leaves:
             return []
-        app = _application("effects", leaves)
-        return _arguments(z3.simplify(z3.substitute(app, *self.at.sym.values_of(s))), [z3.is_bool(t) for t in leaves])
+        return _valued(_application("effects", leaves), [z3.is_bool(t) for t in leaves], self.at.sym.values_of(s))
 
     def lossy(self, s: Any, a: Any) -> tuple[Any, bool, list[Any]]:
         """The LossyCrash instance of action ``a`` in ``s``: (instance, guard, effect leaves), its
@@ -166,19 +171,17 @@ class OneStep:
         assert ground_values([x for b, _ in enabled for x in b.effect.leaves()]) == [x for _, eff in enabled for x in eff]
 
 
-#: assert_one_step_agrees's instances per encoding (the encoding kept alive beside them, so its id
-#: is not reused while the entry is here)
-_ONE_STEP: dict[int, tuple[Any, OneStep]] = {}
+#: assert_one_step_agrees's instances for the encoding it was last given (its callers loop over the
+#: states of one encoding; keeping one bounds what a test process holds)
+_LAST_ONE_STEP: list[OneStep] = []
 
 
 def one_step(enc: Any) -> tuple[OneStep, bool]:
     """The encoding's :class:`OneStep`, and whether it was just built."""
-    entry = _ONE_STEP.get(id(enc))
-    if entry is not None and entry[0] is enc:
-        return entry[1], False
-    made = OneStep(enc)
-    _ONE_STEP[id(enc)] = (enc, made)
-    return made, True
+    if _LAST_ONE_STEP and _LAST_ONE_STEP[0].enc is enc:
+        return _LAST_ONE_STEP[0], False
+    _LAST_ONE_STEP[:] = [OneStep(enc)]
+    return _LAST_ONE_STEP[0], True
 
 
 def assert_one_step_agrees(enc: Any, s: Any, label: str = "", shape: Any = None, kinds: Counter[str] | None = None,
