@@ -451,8 +451,9 @@ def self_logged_run(directory: Any, zookeeper: str | None = None,
         c.up(wait=30)
         with c.client() as k:
             k.create_topic(cfg.partitions, cfg.replication_factor, assignment=assignment)
-        # the model's initial state: every replica has taken its LeaderAndIsr; a write before that (a
-        # slow follower on a loaded machine) would make the logged history start elsewhere
+        # the model's initial state: every replica has taken its LeaderAndIsr before the scenario's first
+        # write (the merge also places a slow replica's first LeaderAndIsr before a step that beat it, such
+        # as its leader dropping it from the ISR: conformance/selflog.py's _the_start)
         c.wait_for(_every_replica_knows_its_leader, 30, "every replica to know its partition's leader")
         run = SelfLoggedRun(c, partitions=cfg.partitions)
         try:

@@ -46,7 +46,9 @@ Every process of a real cluster run writes its own file (``<name>.<pid>.events.j
   brokers registering, the topic being created) is folded into the header's ``initial``: the start is
   the first line after which the facts logged so far cover the controller epoch, each partition's
   leader/ISR znode, every broker's liveness and every assigned replica's role, and agree with the
-  model's initial state;
+  model's initial state; a replica's first LeaderAndIsr logged after another process's first step (a
+  slow replica its leader already dropped from the ISR) goes before that step, which it commutes with
+  (:func:`_the_start`), and a run that never gets there is an error naming the line that left it;
 - a client's ``acked[p]`` lines list the writes acknowledged to that client; the merged event carries
   the union over every client line so far (the model's ``acked`` is the run's, not one client's);
 - the header says ``"facts": "partial"`` (each event carries one process's facts), ``silent`` lists
@@ -336,6 +338,94 @@ def _anchors(cfg: Config, init: Mapping[str, Any]) -> list[str]:
         out += [f"partitions[{p}].{f}" for f in ("leader", "isr", "leader_epoch", "zk_version")]
         out += [f"replicas[{b},{p}].role" for b in init.get(f"partitions[{p}].replicas", [])]
     return out
+
+
+def _initial(template: Mapping[str, Any], path: str, value: Any) -> bool:
+    """``value`` is the model's initial state's value of ``path`` (type and all: ``1`` is not ``True``)."""
+    want = template.get(path)
+    return want == value and type(want) is type(value)
+
+
+def _the_start(lines: list[SelfLine], anchors: Sequence[str], template: Mapping[str, Any],
+               files: int) -> tuple[list[SelfLine], int, dict[str, Any], int]:
+    """(lines, the start's index, the facts folded up to it, replica lines pulled forward).
+
+    The start is the first line after which the facts logged so far cover ``anchors`` and agree with
+    the model's initial state (``template``). On a loaded machine one process may step before a slow
+    replica logs its first LeaderAndIsr (the leader drops it from the ISR after
+    ``replica_lag_time_max_ms``): that line says only its own broker's part of the initial state, so
+    it commutes with every other process's step and goes before the first of them, provided the
+    replica logged nothing else in between. A run that still never reaches the initial state is a
+    one-line error naming the first line that left it, the fact and both values."""
+    start, folded = _first_initial(lines, anchors, template)
+    if start >= 0:
+        return lines, start, folded, 0
+    settled: dict[str, int] = {}  # a broker's line after which its own facts so far are the initial state's
+    own: dict[str, dict[str, Any]] = {}
+    departure: int | None = None  # the first line that leaves the initial state
+    for i, ln in enumerate(lines):
+        mine = own.setdefault(ln.process, {})
+        mine.update(ln.facts)
+        agrees = all(_initial(template, p, v) for p, v in mine.items())
+        if ln.role == "broker" and ln.process not in settled:
+            if agrees and mine:
+                settled[ln.process] = i
+        elif not agrees and departure is None:
+            departure = i
+    late = {q: j for q, j in settled.items() if departure is not None and j > departure}
+    if departure is not None and late and all(
+            _is_request(lines[j]) and not any(ln.process == q for ln in lines[departure:j]) for q, j in late.items()):
+        pulled = set(late.values())
+        moved = [lines[j] for j in sorted(pulled)]
+        reordered = lines[:departure] + moved + [ln for i, ln in enumerate(lines[departure:], departure)
+                                                 if i not in pulled]
+        start, folded = _first_initial(reordered, anchors, template)
+        if start >= 0:
+            return reordered, start, folded, len(moved)
+    raise EventLogError(f"the run never reached the model's initial state ({len(lines)} line(s) from {files} "
+                        f"file(s)): the topic created with the configuration's assignment, its leader elected and "
+                        f"known to every replica; {_why_not_initial(lines, anchors, template, departure)}")
+
+
+def _is_request(ln: SelfLine) -> bool:
+    """A broker's line of a controller request it handled (LeaderAndIsr, UpdateMetadata, StopReplica)."""
+    return ln.kind == "observation" and ln.action is not None and ln.action[0] == "DeliverRequest"
+
+
+def _first_initial(lines: Sequence[SelfLine], anchors: Sequence[str],
+                   template: Mapping[str, Any]) -> tuple[int, dict[str, Any]]:
+    """The first line after which the folded facts cover ``anchors`` and agree with ``template``
+    (-1 if none), and the facts folded up to it."""
+    folded: dict[str, Any] = {}
+    for i, ln in enumerate(lines):
+        folded.update(ln.facts)
+        if all(a in folded for a in anchors) and all(_initial(template, p, v) for p, v in folded.items()):
+            return i, folded
+    return -1, folded
+
+
+def _why_not_initial(lines: Sequence[SelfLine], anchors: Sequence[str], template: Mapping[str, Any],
+                     departure: int | None) -> str:
+    """What kept the run from the model's initial state, for :func:`_the_start`'s error."""
+    folded: dict[str, Any] = {}
+    for ln in lines[:departure]:
+        folded.update(ln.facts)
+    missing = [a for a in anchors if a not in folded or not _initial(template, a, folded[a])]
+    if departure is None:
+        return "no line left it, and it was never complete: " + _listed(missing, folded, template)
+    ln = lines[departure]
+    path, value = next((p, v) for p, v in ln.facts.items() if not _initial(template, p, v))
+    missing = [a for a in missing if a not in ln.facts]
+    step = f" ({ln.action[0]})" if ln.action else ""
+    return (f"{ln.where}{step} left it first, {path} = {json.dumps(value)} where it has "
+            f"{json.dumps(template.get(path))}, before " + _listed(missing, folded, template))
+
+
+def _listed(missing: Sequence[str], folded: Mapping[str, Any], template: Mapping[str, Any]) -> str:
+    shown = [f"{a} = {json.dumps(folded[a])} (initially {json.dumps(template.get(a))})" if a in folded
+             else f"{a} (never logged)" for a in missing[:4]]
+    return ", ".join(shown) + (f" and {len(missing) - 4} more" if len(missing) > 4 else "") if shown else \
+        "every fact it needs had its initial value"
 
 
 def _order_problem(mine: Sequence[SelfLine]) -> tuple[SelfLine, str] | None:
@@ -1268,20 +1358,11 @@ def merge_selflogs(paths: Iterable[str | Path], max_silent: int = MAX_SILENT) ->
         notes.append(f"{fenced} fetch answer(s) the leader counted and the follower dropped (it handled a controller "
                      f"request first): the model's FetchAnswerLost, each a unit of faults.lost_fetch_answers")
     cfg = _model_config(raw_cfg, lines, fenced)
-    # the start: the first line after which what was logged is the model's initial state
-    anchors = _anchors(cfg, template)
-    folded: dict[str, Any] = {}
-    start = -1
-    for i, ln in enumerate(lines):
-        folded.update(ln.facts)
-        if all(a in folded for a in anchors) and all(template.get(p) == v and type(template.get(p)) is type(v)
-                                                    for p, v in folded.items()):
-            start = i
-            break
-    if start < 0:
-        raise EventLogError(f"the run never reached the model's initial state ({len(lines)} line(s) from "
-                            f"{len(read)} file(s)): the topic created with the configuration's assignment, its "
-                            f"leader elected and known to every replica")
+    lines, start, folded, pulled = _the_start(lines, _anchors(cfg, template), template, len(read))
+    if pulled:
+        notes.append(f"{pulled} replica(s)' first LeaderAndIsr logged after another process's first step of the run "
+                     f"placed before that step (it changes only that replica's broker): the model starts with "
+                     f"every replica told")
     log = EventLog(cfg, [], dict(folded), "partial", tuple(SILENT), max_silent, False, "cluster-selflog", None,
                    f"the implementation's own event logs of {len(read)} process(es), merged by CLOCK_MONOTONIC")
     origin: dict[int, SelfLine] = {}

@@ -113,6 +113,52 @@ def test_a_follower_line_moved_before_the_produce_it_copies_is_rejected(copy):
     assert not r.ok and r.reason.startswith(f"{first.process} seq {first.seq} "), r.reason
 
 
+def _first_request_line(events: Path, b: int) -> tuple[Path, int, list[dict]]:
+    """Broker ``b``'s file, the index of its first LeaderAndIsr line (the one that makes it a replica),
+    and that file's lines."""
+    f = next(x for x in selflog_files([events]) if x.name.startswith(f"broker-{b}."))
+    lines = _lines(f)
+    i = next(i for i, ln in enumerate(lines) if ln.get("facts", {}).get(f"replicas[{b},0].present") is True)
+    return f, i, lines
+
+
+@pytest.mark.cluster
+def test_a_replica_told_after_the_leaders_first_step_goes_before_it(copy):
+    """A loaded machine: a follower logs its first LeaderAndIsr only after the leader's first Produce
+    (it touches only that follower's broker, so it commutes with the Produce and goes before it)."""
+    merged = merge_selflogs([copy])
+    produce = next(ev for ev in merged.log.events if ev.action and ev.action[0] == "Produce")
+    follower = next(b for b in (1, 2, 3) if f"broker-{b}" != produce.actor)
+    f, i, lines = _first_request_line(copy, follower)
+    assert lines[i]["t"] < produce.t < lines[i + 1]["t"]  # logged before the Produce, its next line after
+    lines[i]["t"] = produce.t + 1
+    _write(f, lines)
+    moved, r = validate_selflogs([copy])
+    assert r.ok, f"{r.reason} {r.details}"
+    assert any(n.startswith("1 replica(s)' first LeaderAndIsr logged after another process's first step")
+               for n in moved.notes), moved.notes
+    assert [ev.action for ev in moved.log.events] == [ev.action for ev in merged.log.events]
+    assert moved.folded == merged.folded
+
+
+@pytest.mark.cluster
+def test_a_run_that_never_reaches_the_initial_state_names_the_line_that_left_it(copy):
+    """The controller's first leader/ISR write leaves a replica out of the ISR: the one-line error names
+    that line, the fact and both values, and what the initial state still lacked then."""
+    f = next(x for x in selflog_files([copy]) if x.name.startswith("controller-1."))
+    lines = _lines(f)
+    i = next(i for i, ln in enumerate(lines) if "partitions[0].isr" in ln.get("facts", {}))
+    lines[i]["facts"]["partitions[0].isr"] = lines[i]["facts"]["partitions[0].isr"][:2]
+    _write(f, lines)
+    with pytest.raises(EventLogError) as e:
+        merge_selflogs([copy])
+    msg = str(e.value)
+    assert msg.startswith("the run never reached the model's initial state") and "\n" not in msg
+    assert f"controller-1 seq {lines[i]['seq']} ({f.name} line {i + 1})" in msg, msg
+    assert "partitions[0].isr = [1, 2] where it has [1, 2, 3]" in msg, msg
+    assert "replicas[3,0].role = \"none\" (initially \"follower\")" in msg, msg  # not told yet
+
+
 @pytest.mark.cluster
 def test_lines_reordered_inside_one_process_log_are_named(copy):
     f, i, ln = _broker_line(copy, lambda ln: ln.seq >= 4)
