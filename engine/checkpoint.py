@@ -60,7 +60,12 @@ DEFAULT_EVERY = 60.0
 #: the run whatever the size. ``--checkpoint-every 0`` (every level) is taken at its word.
 WRITE_BUDGET = 20.0
 
-__all__ = ["MAGIC", "FORMAT", "FILE_NAME", "DEFAULT_EVERY", "WRITE_BUDGET", "SnapshotError", "Snapshot", "Checkpoints",
+#: What a ``--disk`` search's snapshot says of its directory (engine/disk.py): the level whose
+#: expansion it starts, the fingerprints in its seen file, the frontier states on file (not held in
+#: memory), the candidates written and the most bytes on disk so far.
+DISK_KEYS = ("level", "seen", "on_file", "candidates", "disk_peak")
+
+__all__ = ["DISK_KEYS", "MAGIC", "FORMAT", "FILE_NAME", "DEFAULT_EVERY", "WRITE_BUDGET", "SnapshotError", "Snapshot", "Checkpoints",
            "pairs_of", "absorb_pairs", "identity_difference"]
 
 
@@ -86,6 +91,10 @@ class Snapshot:
     states: int
     pairs: bytes = b""
     frontier: list[bytes] = field(default_factory=list)
+    #: a ``--disk`` search's snapshot (engine/disk.py): where its level files stand; its parent map
+    #: and the frontier past the states held in memory stay in the disk directory, so ``pairs`` is
+    #: empty and ``frontier`` holds only those states
+    disk: dict[str, int] | None = None
 
 
 # ---------------------------------------------------------------------- the parent map
@@ -150,6 +159,9 @@ def identity_difference(snapshot: Mapping[str, Any], here: Mapping[str, Any]) ->
         a, b = snapshot.get(key), here.get(key)
         if a == b:
             continue
+        if key == "search" and isinstance(a, dict) and isinstance(b, dict) and a.get("disk") != b.get("disk"):
+            return ("it is of a --disk search: resume it with --disk DIR, the directory that run used" if a.get("disk")
+                    else "it is of a search in memory: resume it without --disk")
         if key == "variant" and isinstance(a, dict) and isinstance(b, dict) and a.get("name") == b.get("name"):
             return f"its variant's file changed since the snapshot was written ({_short(a)})"
         if isinstance(a, dict) and isinstance(b, dict) and key != "variant":
@@ -247,7 +259,8 @@ class Checkpoints:
 
     # ------------------------------------------------------------------ writing
     def write(self, snap: Snapshot, frontier: Iterable[Any], encode: Any) -> None:
-        """Write ``snap`` with the frontier's states encoded by ``encode``, atomically."""
+        """Write ``snap`` with the frontier's states encoded by ``encode``, atomically (with
+        ``snap.disk``, the files it names must be on disk, synced, before this is called)."""
         began = time.monotonic()
         encoded = [encode(s) for s in frontier]
         lengths = array("I", [len(b) for b in encoded])
@@ -273,6 +286,8 @@ class Checkpoints:
             "sha256": digest.hexdigest(),
             "written": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         }
+        if snap.disk is not None:
+            header["disk"] = snap.disk
         head = json.dumps(header, sort_keys=True).encode()
         tmp = self.directory / (FILE_NAME + ".tmp")
         with open(tmp, "wb") as f:
@@ -343,7 +358,7 @@ def read_snapshot(path: Path, identity: Mapping[str, Any] | None = None) -> Snap
     if hashlib.sha256(body).hexdigest() != digest:
         raise SnapshotError(f"the snapshot {where} is damaged (its SHA-256 does not match its header)")
     pairs_len, lengths_len = sections["pairs"], sections["lengths"]
-    if pairs_len != 16 * snap.states:
+    if pairs_len != (0 if snap.disk is not None else 16 * snap.states):
         raise SnapshotError(f"the snapshot {where} is damaged ({pairs_len} bytes of parent map for "
                             f"{snap.states} states)")
     lengths = array("I")
@@ -409,8 +424,13 @@ def _parse_header(h: Any) -> tuple[Snapshot, dict[str, int], str]:
     if not isinstance(digest, str) or len(digest) != 64:
         raise ValueError("sha256 is not a digest")
     integer(h["frontier_states"], "frontier_states")
+    disk = h.get("disk")
+    if disk is not None:
+        if not isinstance(disk, dict) or sorted(disk) != sorted(DISK_KEYS):
+            raise TypeError("disk is not the table of a --disk search")
+        disk = {k: integer(disk[k], f"disk.{k}") for k in DISK_KEYS}
     snap = Snapshot(identity=identity, depth=integer(h["depth"], "depth"),
                     transitions=integer(h["transitions"], "transitions"), counts=dict(counts), unseen=list(unseen),
                     violations=list(violations), limit_hit=limit, seconds=float(seconds),
-                    states=integer(h["states"], "states"))
+                    states=integer(h["states"], "states"), disk=disk)
     return snap, {k: int(v) for k, v in sections.items()}, digest

@@ -35,9 +35,17 @@ specs/07-checker.md ("On disk"); in short:
   fingerprint (``LNNNNN.fps``, ``LNNNNN.parents``): a counterexample's chain costs one binary
   search per level, and is replayed from an initial state as :class:`Checker` replays its own.
 
+* **Snapshots** (``checkpoint``). Before a level's expansion the search is a consistent cut; a
+  snapshot keeps it by hard-linking the seen file and the level's states file (both would otherwise
+  be replaced or deleted as the search goes on), writing where the level's on-file states are, and
+  then writing engine/checkpoint.py's snapshot with a ``disk`` table and no parent map (the level
+  files are it). :meth:`DiskChecker._reopen` and :meth:`DiskChecker._restore` put the directory and
+  the window back as they were, checked against the snapshot (specs/07-checker.md, "On disk").
+
 Files of the directory: ``isrcheck-disk.json`` (the marker that makes it a disk run's directory,
 which a later run may clear), ``seen.i64``, and per level ``LNNNNN.states`` (the candidates'
-encodings, in generation order), ``LNNNNN.fps`` and ``LNNNNN.parents``. Level state files are
+encodings, in generation order), ``LNNNNN.fps`` and ``LNNNNN.parents``; with snapshots,
+``seen.LNNNNN.snap``, ``LNNNNN.snap`` and ``LNNNNN.front``. Level state files are
 deleted as soon as the search is past them; everything is removed at the end unless ``keep``.
 
 numpy is needed (imported when a search starts): :class:`DiskError` says so when it is missing.
@@ -58,6 +66,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, Generic
 
+from .checkpoint import FILE_NAME, Checkpoints, Snapshot, SnapshotError
 from .core import (A, Checks, CheckResult, Kind, Model, ModelFault, Progress, S, Step, Violation,
                    action_name, paused_gc, result_of)
 from .explore import replay_fingerprints
@@ -70,7 +79,9 @@ __all__ = ["DiskChecker", "DiskError", "MARKER", "check_directory", "prepare_dir
 MARKER = "isrcheck-disk.json"
 FORMAT = 1
 #: The names of the files a run writes (beside the marker): only these are ever deleted.
-_OURS = re.compile(r"^(seen\.i64|seen\.tmp|L\d{5,}\.(states|fps|parents))$")
+_OURS = re.compile(r"^(seen\.i64|seen\.tmp|seen\.L\d{5,}\.snap|L\d{5,}\.(states|fps|parents|snap|front))$")
+#: A checkpoint directory may be the disk directory itself: its snapshot files are not the run's.
+_SNAPSHOT_FILES = (FILE_NAME, FILE_NAME + ".tmp")
 #: Fingerprints read per block while merging the seen file (8 MiB).
 BLOCK = 1 << 20
 #: States of a level decoded per chunk of index arrays.
@@ -98,10 +109,10 @@ def check_directory(directory: str | os.PathLike[str]) -> None:
         names = sorted(os.listdir(d))
     except OSError as e:
         raise DiskError(f"cannot read the --disk directory {d}: {e.strerror}") from None
-    if names and MARKER not in names:
+    if [n for n in names if n not in _SNAPSHOT_FILES] and MARKER not in names:
         raise DiskError(f"--disk {d} is not empty and holds no previous disk run ({MARKER} is missing): "
                         "give an empty or new directory")
-    others = [n for n in names if n != MARKER and not _OURS.match(n)]
+    others = [n for n in names if n != MARKER and not _OURS.match(n) and n not in _SNAPSHOT_FILES]
     if others:
         raise DiskError(f"--disk {d} holds files no disk run wrote ({', '.join(others[:3])}"
                         f"{', ...' if len(others) > 3 else ''}): give an empty or new directory")
@@ -126,7 +137,7 @@ def prepare_directory(directory: str | os.PathLike[str]) -> bool:
         if _OURS.match(n):
             (d / n).unlink()
     (d / MARKER).write_text(json.dumps({"format": FORMAT, "what": "isrcheck check --disk working files: "
-                                        "safe to delete when no run uses them"}) + "\n")
+                                        "safe to delete when no run uses them", "made": made}) + "\n")
     return made
 
 
@@ -158,6 +169,7 @@ class DiskChecker(Generic[S, A]):
         max_memory: int | None = None,
         keep: bool = False,
         buffer: int = BUFFER,
+        checkpoint: Checkpoints | None = None,
     ) -> None:
         # the bounds of every search (engine/core.py's Search, which the compiled build compiles: an
         # interpreted class cannot extend it, and this module is interpreted)
@@ -176,6 +188,10 @@ class DiskChecker(Generic[S, A]):
         self.levels = 0
         self.candidates = 0
         self._made = False
+        #: snapshots between levels (engine/checkpoint.py with its ``disk`` table), and the level of
+        #: the last one written or resumed: its files are kept until the next one is written
+        self.checkpoint = checkpoint
+        self._snapshot_level: int | None = None
 
     # ------------------------------------------------------------------ files
     def _path(self, level: int, kind: str) -> Path:
@@ -210,20 +226,177 @@ class DiskChecker(Generic[S, A]):
                 pass
 
     def run(self) -> CheckResult:
-        """Explore; the cyclic garbage collector is paused meanwhile (see :func:`paused_gc`)."""
+        """Explore; the cyclic garbage collector is paused meanwhile (see :func:`paused_gc`). With a
+        checkpoint, a run that does not finish leaves its files: its snapshot needs them."""
         self._np = _numpy()
-        self._made = prepare_directory(self.directory)
+        ck = self.checkpoint
+        snap: Snapshot | None = None
+        if ck is not None:
+            ck.complete_identity([p.name for p in self.model.properties()], str(self.codec.signature),
+                                 {"stop_on_first": self.stop_on_first, "max_depth": self.max_depth,
+                                  "max_states": self.max_states, "disk": True})
+            ck.prepare()
+            if ck.resume:
+                snap = ck.load()
+        if snap is None:
+            self._made = prepare_directory(self.directory)
+        else:
+            self._reopen(snap)
         resume = paused_gc()
         done = False
         try:
-            result = self._search()
+            result = self._search(snap)
             done = True
             return result
         finally:
             if resume:
                 gc.enable()
-            if not (self.keep and done):
+            if (done and not self.keep) or (not done and ck is None):
                 self._cleanup()
+
+    # ------------------------------------------------------------------ snapshots
+    def _snapshot_files(self, level: int) -> list[Path]:
+        """The files a snapshot taken before ``level``'s expansion needs besides the level files:
+        the seen file and the level's states file (hard links: the search replaces the one and
+        deletes the other as it goes on) and the positions of its states on file."""
+        return [self.directory / f"seen.L{level:05d}.snap", self._path(level, "snap"), self._path(level, "front")]
+
+    def _save(self, ck: Checkpoints, level: int, front: tuple[list[Any], Any, Any, Any], states: int,
+              transitions: int, counts: dict[str, int], unseen: set[str],
+              origins: dict[str, tuple[int, int, Step | None, Kind, str]], seconds: float) -> None:
+        """Write a snapshot before ``level``'s expansion: the window and the frontier are exactly the
+        level's, the seen file holds every level before ``level - 1`` (merged at this level's end).
+        The files go first (linked, written, synced), the snapshot last: a kill in between leaves the
+        previous snapshot, whose files are only removed once this one is written."""
+        np = self._np
+        began = time.monotonic()
+        held, fps, offsets, lengths = front
+        seen_link, states_link, positions = self._snapshot_files(level)
+        seen = self.directory / "seen.i64"
+        if not seen.exists():
+            seen.touch()
+        for src, dst in ((seen, seen_link), (self._path(level, "states"), states_link)):
+            if dst.exists():
+                dst.unlink()
+            os.link(src, dst)
+        on_file = fps[len(held):]
+        np.concatenate((on_file, offsets, lengths)).astype("<i8", copy=False).tofile(positions)
+        since = 0 if self._snapshot_level is None else self._snapshot_level + 1
+        for f in [seen, states_link, positions] + [self._path(k, kind) for k in range(since, level + 1)
+                                                   for kind in ("fps", "parents")]:
+            _fsync(f)
+        _fsync(self.directory)
+        records: list[dict[str, Any]] = []
+        for name, (lv, fp, extra, kind, message) in origins.items():
+            index: int | None = None
+            if extra is not None:
+                source = replay_fingerprints(self.model, self._chain(lv, fp))[-1].state
+                index = list(self.model.actions(source)).index(extra.action)
+            records.append({"property": name, "kind": kind, "fp": fp, "message": message, "action": index,
+                            "faulted": extra is not None and extra.state is None, "level": lv})
+        snap = Snapshot(identity=ck.identity, depth=level - 1, transitions=transitions, counts=dict(counts),
+                        unseen=sorted(unseen), violations=records, limit_hit=None, seconds=seconds, states=states,
+                        disk={"level": level, "seen": seen.stat().st_size // 8, "on_file": len(on_file),
+                              "candidates": self.candidates, "disk_peak": self.disk_peak})
+        ck.write(snap, held, self.codec.encode)
+        ck.write_seconds += ck.last - began - ck.last_write  # the files' part of the cost too
+        ck.last_write = ck.last - began
+        previous, self._snapshot_level = self._snapshot_level, level
+        if previous is not None and previous != level:
+            for f in self._snapshot_files(previous):
+                f.unlink(missing_ok=True)
+
+    def _reopen(self, snap: Snapshot) -> None:
+        """Make the directory what it was when ``snap`` was written, or refuse in one sentence: the
+        snapshot's files there with their sizes, the seen file and the level's states file put back,
+        and whatever the run wrote past the snapshot removed."""
+        disk = snap.disk
+        where = self.checkpoint.path if self.checkpoint is not None else ""
+        if disk is None:
+            raise SnapshotError(f"the snapshot {where} is of a search in memory: resume it without --disk")
+        level = disk["level"]
+        d = self.directory
+        if not (d / MARKER).is_file():
+            raise DiskError(f"--disk {d} holds no disk run ({MARKER} is missing): resume with the --disk "
+                            f"directory the run of {where} used (a run that finished has removed its files)")
+        needed = self._snapshot_files(level) + [self._path(k, kind) for k in range(level + 1)
+                                                for kind in ("fps", "parents")]
+        missing = [f.name for f in needed if not f.is_file()]
+        if missing:
+            raise DiskError(f"--disk {d} does not hold the files of the snapshot {where} ({missing[0]} is missing"
+                            f"{' and ' + str(len(missing) - 1) + ' more' if len(missing) > 1 else ''}): resume "
+                            f"with the --disk directory that run used, which a finished run has emptied")
+        seen_link, states_link, positions = self._snapshot_files(level)
+        sizes = sum(self._path(k, "fps").stat().st_size for k in range(level + 1))
+        parents = sum(self._path(k, "parents").stat().st_size for k in range(level + 1))
+        if (sizes != 8 * snap.states or parents != sizes or seen_link.stat().st_size != 8 * disk["seen"]
+                or positions.stat().st_size != 24 * disk["on_file"]):
+            raise DiskError(f"--disk {d} does not hold the files of the snapshot {where}: their sizes differ "
+                            "from what it recorded (another run's files, or damaged)")
+        for n in os.listdir(d):
+            m = re.match(r"^(?:seen\.)?L(\d{5,})\.", n)
+            if n in ("seen.i64", "seen.tmp") or (m and int(m.group(1)) > level) or (
+                    m and n.endswith((".snap", ".front")) and int(m.group(1)) != level) or n == f"L{level:05d}.states":
+                (d / n).unlink()
+        os.link(seen_link, d / "seen.i64")
+        os.link(states_link, self._path(level, "states"))
+        self._snapshot_level = level
+        try:  # the run that made the directory removes it at its end, resumed or not
+            self._made = json.loads((d / MARKER).read_text()).get("made") is True
+        except (OSError, ValueError, AttributeError):
+            self._made = False
+        self.candidates = disk["candidates"]
+        self.disk_peak = disk["disk_peak"]
+
+    def _restore(self, snap: Snapshot) -> tuple[Any, ...]:
+        """The search's variables at the snapshot's level boundary (the directory was reopened):
+        (front, older, current, prev_sorted, level_sorted, origins), each checked against the files."""
+        np = self._np
+        assert snap.disk is not None
+        level, on_file = snap.disk["level"], snap.disk["on_file"]
+        where = self.checkpoint.path if self.checkpoint is not None else ""
+
+        def damaged(why: str) -> SnapshotError:
+            return SnapshotError(f"the snapshot {where} is damaged or not of the files in --disk "
+                                 f"{self.directory} ({why})")
+
+        held = []
+        for raw in snap.frontier:
+            try:
+                held.append(self.codec.decode(raw))
+            except Exception as e:  # the codec's CodecError, or anything a damaged byte string raises
+                raise damaged(f"a frontier state does not decode: {e}") from None
+        words = np.fromfile(self._snapshot_files(level)[2], dtype="<i8").astype(np.int64)
+        fps_file, offsets, lengths = words[:on_file], words[on_file:2 * on_file], words[2 * on_file:]
+        size = self._path(level, "states").stat().st_size
+        if on_file and (int(offsets.min()) < 0 or int(lengths.min()) < 0 or int((offsets + lengths).max()) > size):
+            raise damaged("a frontier state lies outside the level's states file")
+        fingerprint = self.model.fingerprint
+        fr_fps = np.concatenate((np.array([fingerprint(t) for t in held], dtype=np.int64), fps_file))
+        level_sorted = np.fromfile(self._path(level, "fps"), dtype="<i8").astype(np.int64)
+        if not np.array_equal(np.sort(fr_fps), level_sorted):
+            raise damaged("its frontier is not the level's states")
+        prev_sorted = (np.fromfile(self._path(level - 1, "fps"), dtype="<i8").astype(np.int64) if level
+                       else np.empty(0, dtype=np.int64))
+        origins: dict[str, tuple[int, int, Step | None, Kind, str]] = {}
+        for rec in snap.violations:
+            lv = rec.get("level")
+            if type(lv) is not int or not 0 <= lv <= level:
+                raise damaged("a violation names no level")
+            try:
+                source = replay_fingerprints(self.model, self._chain(lv, rec["fp"]))[-1].state
+            except RuntimeError:
+                raise damaged("a violation's state is not in the level files") from None
+            extra: Step | None = None
+            if rec["action"] is not None:
+                acts = list(self.model.actions(source))
+                if not 0 <= rec["action"] < len(acts):
+                    raise damaged("a violation's action is not one of its state's")
+                a = acts[rec["action"]]
+                extra = Step(a, None if rec["faulted"] else self.model.next_state(source, a))
+            origins[rec["property"]] = (lv, rec["fp"], extra, rec["kind"], rec["message"])
+        front = (held, fr_fps, offsets, lengths)
+        return front, _fingerprint_set(np, prev_sorted), _fingerprint_set(np, fr_fps), prev_sorted, level_sorted, origins
 
     # ------------------------------------------------------------------ levels on disk
     def _states(self, level: int, front: tuple[list[Any], Any, Any, Any]) -> Iterator[tuple[Any, int]]:
@@ -297,7 +470,7 @@ class DiskChecker(Generic[S, A]):
         parents.astype("<i8", copy=False).tofile(self._path(level, "parents"))
 
     # ------------------------------------------------------------------ the search
-    def _search(self) -> CheckResult:  # noqa: C901 - the checker's loop, written out as Checker's is
+    def _search(self, snap: Snapshot | None) -> CheckResult:  # noqa: C901 - the checker's loop, as Checker's is
         np = self._np
         model = self.model
         checks = Checks.of(model)
@@ -323,55 +496,68 @@ class DiskChecker(Generic[S, A]):
         depth = 0
         limit_hit: str | None = None
 
-        # ---- level 0: the initial states, all judged (Checker checks no bound among them)
-        level_fps = array("q")
-        lengths = array("q")
+        ck = self.checkpoint
         buffer = self.buffer
-        held: list[Any] = []
-        # the window: the fingerprints of levels d-1 (older) and d (current), and of level d+1's
-        # candidates so far (cands), each a fingerprint table used as a set (the value is unused)
-        older = new_parent_map()
-        current = new_parent_map()
-        with open(self._path(0, "states"), "wb") as out:
-            for s in model.init_states():
-                fp = fingerprint(s)
-                if fp in current:
-                    continue
-                current[fp] = None
-                level_fps.append(fp)
-                if len(held) < buffer:
-                    held.append(s)
-                else:
-                    b = encode(s)
-                    out.write(b)
-                    lengths.append(len(b))
-                if not safe(s):
-                    for name in broken_always(s):
-                        if name not in origins:
-                            origins[name] = (0, fp, None, "always", "")
-                unseen.difference_update(witnessed(s, unseen))
-        states = len(level_fps)
-        fr_fps = np.frombuffer(level_fps, dtype=np.int64).copy()
-        fr_len = np.frombuffer(lengths, dtype=np.int64).copy()
-        front = (held, fr_fps, np.cumsum(fr_len) - fr_len, fr_len)
-        order = np.argsort(fr_fps, kind="stable")
-        self._write_parents(0, fr_fps[order], fr_fps[order])  # an initial state is its own parent
-        level_sorted = fr_fps[order]  # this level's fingerprints, sorted: merged into seen.i64 later
-        prev_sorted = np.empty(0, dtype=np.int64)
-        peak = self._disk_bytes()
+        d = 0
+        if snap is None:
+            # ---- level 0: the initial states, all judged (Checker checks no bound among them)
+            level_fps = array("q")
+            lengths = array("q")
+            held: list[Any] = []
+            # the window: the fingerprints of levels d-1 (older) and d (current), and of level d+1's
+            # candidates so far (cands), each a fingerprint table used as a set (the value is unused)
+            older = new_parent_map()
+            current = new_parent_map()
+            with open(self._path(0, "states"), "wb") as out:
+                for s in model.init_states():
+                    fp = fingerprint(s)
+                    if fp in current:
+                        continue
+                    current[fp] = None
+                    level_fps.append(fp)
+                    if len(held) < buffer:
+                        held.append(s)
+                    else:
+                        b = encode(s)
+                        out.write(b)
+                        lengths.append(len(b))
+                    if not safe(s):
+                        for name in broken_always(s):
+                            if name not in origins:
+                                origins[name] = (0, fp, None, "always", "")
+                    unseen.difference_update(witnessed(s, unseen))
+            states = len(level_fps)
+            fr_fps = np.frombuffer(level_fps, dtype=np.int64).copy()
+            fr_len = np.frombuffer(lengths, dtype=np.int64).copy()
+            front = (held, fr_fps, np.cumsum(fr_len) - fr_len, fr_len)
+            order = np.argsort(fr_fps, kind="stable")
+            self._write_parents(0, fr_fps[order], fr_fps[order])  # an initial state is its own parent
+            level_sorted = fr_fps[order]  # this level's fingerprints, sorted: merged into seen.i64 later
+            prev_sorted = np.empty(0, dtype=np.int64)
+            peak = self._disk_bytes()
 
+        else:  # the level boundary the snapshot was taken at
+            front, older, current, prev_sorted, level_sorted, origins = self._restore(snap)
+            fr_fps = front[1]
+            d = depth = snap.disk["level"] if snap.disk is not None else 0
+            states, transitions, counts = snap.states, snap.transitions, dict(snap.counts)
+            unseen.intersection_update(snap.unseen)
+            start -= snap.seconds  # the run's time is the time of all its parts
+            peak = self.disk_peak
         stop = bool(origins) and stop_on_first
         if max_memory is not None and not stop and resident_bytes() > max_memory:
             limit_hit = "memory"
             stop = True
         memory_due = states + CHECK_EVERY if max_memory is not None else -1
 
-        d = 0
         while not stop and len(fr_fps):
             depth = d
             if self.max_depth is not None and d >= self.max_depth:
                 limit_hit = limit_hit or "depth"
                 break
+            if ck is not None and d > 0 and d != self._snapshot_level and ck.due():
+                self.disk_peak = peak
+                self._save(ck, d, front, states, transitions, counts, unseen, origins, time.perf_counter() - start)
             self.levels = d + 1
             cands = new_parent_map()
             cand_fp = array("q")
@@ -578,6 +764,16 @@ def _fingerprint_set(np: Any, fps: Any) -> Any:
         return dict.fromkeys(fps.tolist())
     table.absorb(np.repeat(fps.astype(np.int64, copy=False), 2).tobytes())
     return table
+
+
+def _fsync(path: Path) -> None:
+    """Put ``path`` (a file or a directory) on the device: a snapshot must outlive a crash of the
+    machine, not only of the process."""
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
 
 
 def _member(np: Any, sorted_array: Any, values: Any) -> Any:

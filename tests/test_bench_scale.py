@@ -35,7 +35,7 @@ def test_an_unknown_group_is_refused() -> None:
                        timeout=60)
     assert r.returncode == 2
     assert r.stderr.strip().splitlines() == [
-        "error: --only: no group nonsense (liveness, liveness-1p, brokers, peer, disk, checkpoint)"]
+        "error: --only: no group nonsense (liveness, liveness-1p, brokers, peer, disk, checkpoint, disk-checkpoint)"]
 
 
 def test_quick_liveness_rows_report_the_graph(tmp_path: Path) -> None:
@@ -65,3 +65,17 @@ def test_quick_disk_rows_compare_with_memory(tmp_path: Path) -> None:
     assert memory["checkpoint_line"] is None and disk["checkpoint_line"].startswith("disk: 22 levels, ")
     ratio = memory["seconds"] / disk["seconds"]
     assert f"{ratio:.2f}x the in-memory states/s; disk: 22 levels, " in r.stdout
+
+
+def test_quick_disk_checkpoint_rows(tmp_path: Path) -> None:
+    """A --disk run checkpointed at every level beside the same --disk run: the same states, the
+    snapshot written, and both of the run's own lines (its snapshots, its files) in the table."""
+    out = tmp_path / "scale.json"
+    r = subprocess.run([sys.executable, str(SCRIPT), "--quick", "--only", "disk-checkpoint", "--json", str(out)],
+                       capture_output=True, text=True, timeout=180)
+    assert r.returncode == 0, r.stdout + r.stderr
+    plain, checkpointed = json.loads(out.read_text())
+    assert plain["states"] == checkpointed["states"] == 289
+    assert plain["snapshot_bytes"] is None and checkpointed["snapshot_bytes"] > 0
+    assert checkpointed["checkpoint_line"].startswith("checkpoint: ") and "; disk: " in checkpointed["checkpoint_line"]
+    assert "against the plain run; checkpoint: " in r.stdout

@@ -13,7 +13,7 @@ from isrcheck.commands import resources
 from isrcheck.commands.evaluate import DiskRequest, SnapshotRequest, disk_line, evaluate, verdict_json, with_untaken
 from isrcheck.commands.options import (Inputs, description_of, emit_json, exit_with, input_options, json_opt,
                                        print_all, verbose_opt)
-from isrcheck.engine.checkpoint import DEFAULT_EVERY, Checkpoints
+from isrcheck.engine.checkpoint import DEFAULT_EVERY, Checkpoints, SnapshotError
 from isrcheck.engine.disk import DiskError, check_directory
 from isrcheck.render import changes, json_form, tablefit, tables, terminal
 
@@ -39,7 +39,8 @@ def warning_line(w: VacuityWarning) -> None:
               help="Worker processes for the safety search (the result, traces included, is the same as with one).")
 @click.option("--checkpoint", "checkpoint_dir", type=click.Path(file_okay=False), metavar="DIR", default=None,
               help="Write a snapshot of the search to DIR between levels, so that --resume DIR can finish a run "
-                   "that was killed (single process: not with --workers).")
+                   "that was killed (single process: not with --workers; with --disk, the snapshot names the "
+                   "disk files it needs).")
 @click.option("--checkpoint-every", type=click.FloatRange(min=0), metavar="SECONDS", default=None,
               help="With --checkpoint or --resume: the least time between two snapshots "
                    "(default 60; 0: at every level).")
@@ -49,7 +50,8 @@ def warning_line(w: VacuityWarning) -> None:
 @click.option("--disk", "disk_dir", type=click.Path(file_okay=False), metavar="DIR", default=None,
               help="Keep the seen fingerprints, the frontier and the parent pointers in files in DIR (an empty or "
                    "new directory, or a previous --disk run's), as TLC does: the same result in bounded memory "
-                   "(single process, safety only). The files are removed at the end unless --keep-disk.")
+                   "(single process, safety only). The files are removed at the end unless --keep-disk. With "
+                   "--checkpoint a killed run goes on with --resume and the same --disk DIR.")
 @click.option("--keep-disk", is_flag=True, default=False, help="With --disk: leave the run's files in DIR.")
 @click.option("--replicas", type=int, default=None, metavar="N", help="With --peer: the number of replicas (default 2).")
 @verbose_opt
@@ -65,7 +67,7 @@ def check(inputs: Inputs, as_json: bool, max_depth: int | None, max_states: int 
     does: an expected failure is reported "as pinned" and exits 0."""
     ceiling = resources.memory_ceiling(max_memory)  # a bad size: exit 2 before any work
     snapshots = snapshot_request(checkpoint_dir, resume_dir, checkpoint_every, workers, inputs.peer is not None)
-    disk = disk_request(disk_dir, keep_disk, workers, liveness, snapshots is not None)
+    disk = disk_request(disk_dir, keep_disk, workers, liveness)
     if inputs.peer is not None or replicas is not None:
         i = inputs
         if i.peer is None or i.name is not None or i.config_file is not None or i.variant or verbose:
@@ -138,11 +140,15 @@ def snapshot_request(checkpoint_dir: str | None, resume_dir: str | None, every: 
         usage_error("--checkpoint and --resume check manifest models, scenarios and --config files, not --peer")
     directory = resume_dir if resume_dir is not None else checkpoint_dir
     assert directory is not None
+    if resume_dir is not None:  # no snapshot there: refused before any note or work
+        try:
+            Checkpoints(resume_dir, {}, resume=True).prepare()
+        except SnapshotError as e:
+            usage_error(str(e))
     return SnapshotRequest(directory, DEFAULT_EVERY if every is None else every, resume=resume_dir is not None)
 
 
-def disk_request(directory: str | None, keep: bool, workers: int, liveness: bool | None,
-                 snapshots: bool) -> DiskRequest | None:
+def disk_request(directory: str | None, keep: bool, workers: int, liveness: bool | None) -> DiskRequest | None:
     """What --disk and --keep-disk ask for, refused in one line (exit 2) where they cannot be
     honoured, before any work (a directory that is not empty and not a disk run's among them)."""
     if directory is None:
@@ -154,8 +160,6 @@ def disk_request(directory: str | None, keep: bool, workers: int, liveness: bool
     if liveness:
         usage_error("--disk checks safety properties only (the liveness graph is held in memory): "
                     "leave out --liveness")
-    if snapshots:
-        usage_error("--disk does not take --checkpoint or --resume (a disk run's directory is not a snapshot)")
     try:
         check_directory(directory)
     except DiskError as e:

@@ -114,7 +114,7 @@ def evaluate(inputs: Inputs, *, max_depth: int | None = None, max_states: int | 
     if disk is not None:
         checker = DiskChecker(model, disk.directory, max_depth=max_depth, max_states=max_states,
                               stop_on_first=not inputs.keep_going, progress=progress, max_memory=max_memory,
-                              progress_every=progress_every, keep=disk.keep)
+                              progress_every=progress_every, keep=disk.keep, checkpoint=checkpoints)
         result = checker.run()
     else:
         result = search(model, workers=workers, max_depth=max_depth, max_states=max_states,

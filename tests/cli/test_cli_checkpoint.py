@@ -48,10 +48,16 @@ def uninterrupted() -> dict[str, Any]:
     return found
 
 
-def test_resume_after_sigkill_matches_an_uninterrupted_run(tmp_path: Path, uninterrupted: dict[str, Any]) -> None:
+@pytest.mark.parametrize("disk", [False, True], ids=["memory", "disk"])
+def test_resume_after_sigkill_matches_an_uninterrupted_run(tmp_path: Path, uninterrupted: dict[str, Any],
+                                                           disk: bool) -> None:
+    """In memory, and with --disk (the snapshot names the disk files it needs; the resumed run is given
+    the same --disk directory, whose next level the kill left half written)."""
     ck = tmp_path / "ck"
+    on_disk = ["--disk", str(tmp_path / "disk")] if disk else []
     child = subprocess.Popen([sys.executable, "-m", "isrcheck", "check", *MODEL, "--json", "--checkpoint", str(ck),
-                              "--checkpoint-every", "0"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                              "--checkpoint-every", "0", *on_disk], stdout=subprocess.DEVNULL,
+                             stderr=subprocess.DEVNULL)
     snap = None
     deadline = time.monotonic() + 300
     try:
@@ -73,7 +79,10 @@ def test_resume_after_sigkill_matches_an_uninterrupted_run(tmp_path: Path, unint
     assert snap is not None, "the run ended before a snapshot holding a violation could be seen"
     assert child.returncode == -signal.SIGKILL
     assert 0 < snap.states < uninterrupted["distinct_states"]
-    r = run(["check", *MODEL, "--json", "--resume", str(ck)])
+    assert (snap.disk is not None) == disk
+    if disk:
+        assert "resume it with --disk DIR" in refusal([*MODEL, "--resume", str(ck)])
+    r = run(["check", *MODEL, "--json", "--resume", str(ck), *on_disk])
     assert r.returncode == 0, r.stderr
     assert facts(r.stdout) == uninterrupted
     # the resumed run went on checkpointing in the same directory, and its snapshot is resumable

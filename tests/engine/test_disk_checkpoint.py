@@ -1,0 +1,108 @@
+"""engine/disk.py with engine/checkpoint.py: a ``--disk`` search that is stopped in the middle of a
+level (as a SIGKILL stops it: no clean-up, the next level's files half written) and resumed from its
+last snapshot gives the in-memory Checker's result field for field, counterexamples included, with a
+level's states held in memory or on file; a resume that cannot be honoured (another directory, an
+emptied one, a snapshot of the other kind of search) is one sentence. The real kill through the
+command line is in tests/cli/test_cli_checkpoint.py."""
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+pytest.importorskip("numpy")
+
+from isrcheck.engine.checker import Checker  # noqa: E402
+from isrcheck.engine.checkpoint import FILE_NAME, Checkpoints, SnapshotError, read_snapshot  # noqa: E402
+from isrcheck.engine.disk import DiskChecker, DiskError  # noqa: E402
+from isrcheck.peers.kafka_specification import PeerModel  # noqa: E402
+
+from test_disk import gate_model, summary  # noqa: E402
+
+IDENTITY = {"model": "under test"}
+
+
+class Killed(Exception):
+    """Raised from the progress callback: the search stops where it stands, as under SIGKILL."""
+
+
+def killed_run(model: Any, disk: Path, ck: Path, after: int, buffer: int, **limits: Any) -> int:
+    """Start a checkpointed disk search and stop it at the ``after``-th progress report that comes
+    once a snapshot is on disk; the snapshot's level."""
+    calls = [0]
+
+    def progress(_: Any) -> None:
+        if (ck / FILE_NAME).exists():
+            calls[0] += 1
+            if calls[0] >= after:
+                raise Killed
+
+    checker = DiskChecker(model, disk, buffer=buffer, progress=progress, progress_every=0.0,
+                          checkpoint=Checkpoints(ck, IDENTITY, every=0.0), **limits)
+    with pytest.raises(Killed):
+        checker.run()
+    snap = read_snapshot(ck / FILE_NAME)
+    assert snap.disk is not None and snap.pairs == b""
+    return snap.disk["level"]
+
+
+def resumed(model: Any, disk: Path, ck: Path, buffer: int, **limits: Any) -> Any:
+    return DiskChecker(model, disk, buffer=buffer, checkpoint=Checkpoints(ck, IDENTITY, every=0.0, resume=True),
+                       **limits).run()
+
+
+@pytest.mark.parametrize("buffer", [0, 40, 1 << 20], ids=["on-file", "mixed", "held"])
+def test_a_stopped_disk_search_resumes_to_the_checkers_result(buffer: int, tmp_path: Path) -> None:
+    """hw-truncation-one-crash with keep-going: two violations found before the stop, carried by the
+    snapshot (their counterexamples replayed from the level files), and the rest found after it."""
+    model = gate_model("hw-truncation-one-crash")
+    want = Checker(model, stop_on_first=False).run()
+    assert len(want.violations) == 2
+    level = killed_run(model, tmp_path / "disk", tmp_path / "ck", 2_000, buffer, stop_on_first=False)
+    snap = read_snapshot(tmp_path / "ck" / FILE_NAME)
+    assert 0 < level < want.depth and snap.violations  # stopped between the violations and the end
+    assert snap.disk is not None and len(snap.frontier) == min(buffer, len(snap.frontier) + snap.disk["on_file"])
+    assert (snap.disk["on_file"] > 0) == (buffer < 1 << 20)
+    assert os.path.exists(tmp_path / "disk" / f"L{level + 1:05d}.states")  # the next level half written
+    got = resumed(model, tmp_path / "disk", tmp_path / "ck", buffer, stop_on_first=False)
+    assert summary(got) == summary(want)
+    assert not (tmp_path / "disk").exists()  # a finished run removes its files
+
+
+def test_a_stopped_peer_search_resumes_under_a_state_cut(tmp_path: Path) -> None:
+    """The peer transcription, cut by max_states after the resume: the cut lands where Checker's does."""
+    model = PeerModel("kip-320", 2, False)
+    want = Checker(model, max_states=5_000).run()
+    killed_run(model, tmp_path / "disk", tmp_path / "ck", 50, 16, max_states=5_000)
+    got = resumed(model, tmp_path / "disk", tmp_path / "ck", 16, max_states=5_000)
+    assert summary(got) == summary(want) and got.limit_hit == "states"
+
+
+def test_a_resume_without_the_runs_files_is_one_sentence(tmp_path: Path) -> None:
+    model = gate_model("clean-election")
+    killed_run(model, tmp_path / "disk", tmp_path / "ck", 5, 0)
+    with pytest.raises(DiskError, match="holds no disk run"):
+        resumed(model, tmp_path / "elsewhere", tmp_path / "ck", 0)
+    copy = tmp_path / "copy"
+    shutil.copytree(tmp_path / "disk", copy)
+    for f in copy.glob("seen.L*.snap"):
+        f.unlink()
+    with pytest.raises(DiskError, match=r"does not hold the files of the snapshot .*seen\.L\d{5}\.snap is missing"):
+        resumed(model, copy, tmp_path / "ck", 0)
+    victim = tmp_path / "disk" / "L00000.fps"
+    victim.write_bytes(victim.read_bytes() + b"\0" * 8)
+    with pytest.raises(DiskError, match="their sizes differ"):
+        resumed(model, tmp_path / "disk", tmp_path / "ck", 0)
+
+
+def test_the_other_kind_of_search_is_refused_in_one_sentence(tmp_path: Path) -> None:
+    model = gate_model("clean-election")
+    killed_run(model, tmp_path / "disk", tmp_path / "ck", 5, 0)
+    with pytest.raises(SnapshotError, match="it is of a --disk search: resume it with --disk DIR"):
+        Checker(model, checkpoint=Checkpoints(tmp_path / "ck", IDENTITY, resume=True)).run()
+    Checker(model, checkpoint=Checkpoints(tmp_path / "mem", IDENTITY, every=0.0)).run()
+    with pytest.raises(SnapshotError, match="it is of a search in memory: resume it without --disk"):
+        resumed(model, tmp_path / "disk", tmp_path / "mem", 0)
