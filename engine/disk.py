@@ -706,11 +706,14 @@ class DiskChecker(Generic[S, A]):
             fr_fps = cf[is_new].copy()
             front = ([t for t, keep in zip(cand_held, new_held.tolist()) if keep], fr_fps, off[on_file].copy(),
                      cl[on_file].copy())
-            del cand_held
             level_sorted = sorted_c[~old_sorted]
-            # the window becomes levels d and d+1: level d-1 and the old candidates leave it
-            del cands
-            older, current = current, _fingerprint_set(np, fr_fps)
+            # the level's candidates go before the next level's table is filled (the peak of a level's
+            # end: a name held to the next level keeps its array, 8 bytes a candidate each)
+            del (cands, cand_held, cand_fp, cand_parent, cand_pos, cand_len, cf, order, sorted_c, old_sorted, is_new,
+                 pos, new_pos, kept, kept_sorted, cl, off, new_held, on_file)
+            # the window becomes levels d and d+1: level d-1's table leaves it before d+1's is filled
+            older, current = current, None
+            current = _fingerprint_set(np, fr_fps)
             d += 1
             if max_memory is not None and resident_bytes() > max_memory:
                 limit_hit = "memory"
@@ -762,7 +765,9 @@ def _fingerprint_set(np: Any, fps: Any) -> Any:
     table = new_parent_map()
     if isinstance(table, dict):
         return dict.fromkeys(fps.tolist())
-    table.absorb(np.repeat(fps.astype(np.int64, copy=False), 2).tobytes())
+    fps = fps.astype(np.int64, copy=False)
+    for lo in range(0, len(fps), BLOCK):  # a block at a time: (fingerprint, itself) pairs, 16 MiB at most
+        table.absorb(np.repeat(fps[lo:lo + BLOCK], 2))
     return table
 
 

@@ -106,3 +106,31 @@ def test_the_other_kind_of_search_is_refused_in_one_sentence(tmp_path: Path) -> 
     Checker(model, checkpoint=Checkpoints(tmp_path / "mem", IDENTITY, every=0.0)).run()
     with pytest.raises(SnapshotError, match="it is of a search in memory: resume it without --disk"):
         resumed(model, tmp_path / "disk", tmp_path / "mem", 0)
+
+
+def test_a_kill_while_a_snapshot_is_written_leaves_the_previous_one_whole(tmp_path: Path,
+                                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    """Stopped after the next snapshot's files were linked and synced but before its file was written:
+    the previous snapshot's files are all still there and resuming it gives Checker's result."""
+    model = gate_model("hw-truncation-one-crash")
+    want = Checker(model, stop_on_first=False).run()
+    real_write = Checkpoints.write
+    written = [0]
+
+    def write(self: Checkpoints, *args: Any, **kw: Any) -> None:
+        if written[0] == 6:
+            raise Killed
+        written[0] += 1
+        real_write(self, *args, **kw)
+
+    monkeypatch.setattr(Checkpoints, "write", write)
+    with pytest.raises(Killed):
+        DiskChecker(model, tmp_path / "disk", buffer=0, stop_on_first=False,
+                    checkpoint=Checkpoints(tmp_path / "ck", IDENTITY, every=0.0)).run()
+    monkeypatch.setattr(Checkpoints, "write", real_write)
+    level = read_snapshot(tmp_path / "ck" / FILE_NAME).disk["level"]
+    links = sorted(f.name for f in (tmp_path / "disk").glob("*.snap"))
+    assert links == [f"L{level:05d}.snap", f"L{level + 1:05d}.snap", f"seen.L{level:05d}.snap",
+                     f"seen.L{level + 1:05d}.snap"]  # the unwritten snapshot's files, and the last one's
+    got = resumed(model, tmp_path / "disk", tmp_path / "ck", 0, stop_on_first=False)
+    assert summary(got) == summary(want)
