@@ -227,7 +227,8 @@ class DiskChecker(Generic[S, A]):
 
     def run(self) -> CheckResult:
         """Explore; the cyclic garbage collector is paused meanwhile (see :func:`paused_gc`). With a
-        checkpoint, a run that does not finish leaves its files: its snapshot needs them."""
+        checkpoint, a run that does not finish (killed, interrupted, or stopped by the memory
+        ceiling) leaves its files: its snapshot needs them."""
         self._np = _numpy()
         ck = self.checkpoint
         snap: Snapshot | None = None
@@ -243,15 +244,16 @@ class DiskChecker(Generic[S, A]):
         else:
             self._reopen(snap)
         resume = paused_gc()
-        done = False
+        finished = False
         try:
             result = self._search(snap)
-            done = True
+            # stopped by the memory ceiling, a checkpointed run can still be resumed (with a higher one)
+            finished = ck is None or result.limit_hit != "memory"
             return result
         finally:
             if resume:
                 gc.enable()
-            if (done and not self.keep) or (not done and ck is None):
+            if (finished and not self.keep) or (not finished and ck is None):
                 self._cleanup()
 
     # ------------------------------------------------------------------ snapshots

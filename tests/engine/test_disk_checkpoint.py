@@ -134,3 +134,23 @@ def test_a_kill_while_a_snapshot_is_written_leaves_the_previous_one_whole(tmp_pa
                      f"seen.L{level + 1:05d}.snap"]  # the unwritten snapshot's files, and the last one's
     got = resumed(model, tmp_path / "disk", tmp_path / "ck", 0, stop_on_first=False)
     assert summary(got) == summary(want)
+
+
+def test_a_run_stopped_by_the_memory_ceiling_keeps_its_files_for_a_resume(tmp_path: Path,
+                                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    """The ceiling is read as past once a snapshot is written: the run reports ``memory``, leaves the
+    files its snapshot names, and a resume without the ceiling finishes with Checker's result."""
+    import isrcheck.engine.disk as disk_module
+
+    model = gate_model("clean-election")
+    want = Checker(model).run()
+    ck = tmp_path / "ck"
+    monkeypatch.setattr(disk_module, "resident_bytes", lambda: 1 << 40 if (ck / FILE_NAME).exists() else 0)
+    stopped = DiskChecker(model, tmp_path / "disk", buffer=0, max_memory=1 << 30,
+                          checkpoint=Checkpoints(ck, IDENTITY, every=0.0)).run()
+    assert stopped.limit_hit == "memory" and stopped.distinct_states < want.distinct_states
+    level = read_snapshot(ck / FILE_NAME).disk["level"]
+    assert (tmp_path / "disk" / f"seen.L{level:05d}.snap").exists()
+    monkeypatch.undo()
+    got = resumed(model, tmp_path / "disk", ck, 0)
+    assert summary(got) == summary(want)
