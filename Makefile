@@ -9,8 +9,8 @@ NATIVE := $(VENV)/.compiled
 # engine/_fptable.c, the parallel workers' shared fingerprint table; engine/_parentmap.c, the
 # single-process checker's fingerprint-to-parent map; engine/_codec.c, the state codec's program;
 # engine/_scc.c, the liveness graph's components; engine/_assemble.c, the liveness graph of a parallel
-# search from the workers' parts; peers/kafka_specification/_canon.c, the peer's symmetric
-# fingerprint); a change recompiles them.
+# search from the workers' parts; engine/_fpset.c, the --disk search's window of fingerprints;
+# peers/kafka_specification/_canon.c, the peer's symmetric fingerprint); a change recompiles them.
 NATIVE_SOURCES := $(wildcard engine/*.py engine/*.c engine/*.h model/*.py model/*.c invariants/properties/*.py) peers/kafka_specification/model.py peers/kafka_specification/_canon.c setup.py isrcheck/native.py
 
 .DEFAULT_GOAL := install

@@ -100,7 +100,8 @@ def _remove_compiled() -> None:
 #: model's state fingerprint (model/_partshash.c) and the peer model's symmetric fingerprint
 #: (peers/kafka_specification/_canon.c)
 NATIVE_C = (("engine", "_newtuple"), ("engine", "_fptable"), ("engine", "_parentmap"), ("engine", "_codec"),
-            ("engine", "_scc"), ("engine", "_assemble"), ("model", "_partshash"), ("peers/kafka_specification", "_canon"))
+            ("engine", "_scc"), ("engine", "_assemble"), ("engine", "_fpset"), ("model", "_partshash"),
+            ("peers/kafka_specification", "_canon"))
 #: headers they include (engine/_fingerprints.h: what the two fingerprint tables share;
 #: engine/_module.h: a module holding one type, every engine extension's init)
 NATIVE_HEADERS = ("engine/_fingerprints.h", "engine/_module.h")

@@ -12,7 +12,7 @@ specs/07-checker.md ("On disk"); in short:
   model's validating binary ``state_codec``, never pickled; the first :data:`BUFFER` states of a
   level stay in memory as they are, as TLC's queue buffers before it spills). In memory are the
   fingerprints of levels ``d-1`` and ``d`` and of the next level's *candidates*, three flat
-  tables (engine/_parentmap.c's, 21-43 bytes a fingerprint, where a Python set costs about 80; a
+  sets (engine/_fpset.c's, 11-21 bytes a fingerprint, where a Python set costs about 80; a
   dict in the pure build) rotated at each level's end; every older level lives in ``seen.i64``,
   one sorted file of little-endian signed 64-bit fingerprints.
 * **Candidates.** A successor whose fingerprint is in none of those sets is a candidate: its
@@ -71,7 +71,6 @@ from .core import (A, Checks, CheckResult, Kind, Model, ModelFault, Progress, S,
                    action_name, paused_gc, result_of)
 from .explore import replay_fingerprints
 from .memory import CHECK_EVERY, resident_bytes
-from .parentmap import new_parent_map
 
 __all__ = ["DiskChecker", "DiskError", "MARKER", "check_directory", "prepare_directory"]
 
@@ -508,8 +507,8 @@ class DiskChecker(Generic[S, A]):
             held: list[Any] = []
             # the window: the fingerprints of levels d-1 (older) and d (current), and of level d+1's
             # candidates so far (cands), each a fingerprint table used as a set (the value is unused)
-            older = new_parent_map()
-            current = new_parent_map()
+            older = new_fingerprint_set()
+            current = new_fingerprint_set()
             with open(self._path(0, "states"), "wb") as out:
                 for s in model.init_states():
                     fp = fingerprint(s)
@@ -561,7 +560,7 @@ class DiskChecker(Generic[S, A]):
                 self.disk_peak = peak
                 self._save(ck, d, front, states, transitions, counts, unseen, origins, time.perf_counter() - start)
             self.levels = d + 1
-            cands = new_parent_map()
+            cands = new_fingerprint_set()
             cand_fp = array("q")
             cand_parent = array("q")
             cand_pos = array("q")
@@ -761,15 +760,28 @@ class DiskChecker(Generic[S, A]):
         return transitions
 
 
+def new_fingerprint_set() -> Any:
+    """An empty window table: engine/_fpset.c's ``FingerprintSet`` where it is built and compiled
+    code is wanted, else a dict (both answer ``fp in t`` and ``t[fp] = None``)."""
+    from isrcheck import native
+
+    if native.compiled_wanted():
+        try:
+            from ._fpset import FingerprintSet
+        except ImportError:  # a pure install (ISRCHECK_BUILD_PURE=1)
+            pass
+        else:
+            return FingerprintSet()
+    return {}
+
+
 def _fingerprint_set(np: Any, fps: Any) -> Any:
-    """A fingerprint table (:func:`new_parent_map`) holding the int64 array ``fps``, filled in
-    bulk where it is engine/_parentmap.c's (each stored as an initial state: its own parent)."""
-    table = new_parent_map()
+    """A window table (:func:`new_fingerprint_set`) holding the int64 array ``fps``, filled in
+    bulk where it is engine/_fpset.c's (straight from the array's buffer: no copy)."""
+    table = new_fingerprint_set()
     if isinstance(table, dict):
         return dict.fromkeys(fps.tolist())
-    fps = fps.astype(np.int64, copy=False)
-    for lo in range(0, len(fps), BLOCK):  # a block at a time: (fingerprint, itself) pairs, 16 MiB at most
-        table.absorb(np.repeat(fps[lo:lo + BLOCK], 2))
+    table.update(np.ascontiguousarray(fps, dtype=np.int64))
     return table
 
 

@@ -274,8 +274,8 @@ def test_a_memory_ceiling_stops_it_as_it_stops_checker(tmp_path):
 
 @pytest.mark.parametrize("pure", [False, True], ids=["compiled", "pure"])
 def test_the_window_tables_hold_exactly_the_level_given(pure, monkeypatch):
-    """A level's fingerprints, filled in bulk into the window's table (engine/_parentmap.c's where
-    it is built, a dict in the pure build): every one is in it, fingerprint 0 and the extremes of the
+    """A level's fingerprints, filled in bulk into the window's table (engine/_fpset.c's where it
+    is built, a dict in the pure build): every one is in it, fingerprint 0 and the extremes of the
     signed range included, and nothing else is."""
     import numpy as np
 
@@ -294,7 +294,7 @@ def test_the_window_tables_hold_exactly_the_level_given(pure, monkeypatch):
 
 def _compiled_map_available() -> bool:
     try:
-        from isrcheck.engine._parentmap import ParentMap  # noqa: F401
+        from isrcheck.engine._fpset import FingerprintSet  # noqa: F401
     except ImportError:
         return False
     return True
