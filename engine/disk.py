@@ -71,6 +71,7 @@ from .core import (A, Checks, CheckResult, Kind, Model, ModelFault, Progress, S,
                    action_name, paused_gc, result_of)
 from .explore import replay_fingerprints
 from .memory import CHECK_EVERY, resident_bytes
+from .parentmap import new_fingerprint_set
 
 __all__ = ["DiskChecker", "DiskError", "MARKER", "check_directory", "prepare_directory"]
 
@@ -758,21 +759,6 @@ class DiskChecker(Generic[S, A]):
                 name = action_name(a)
                 counts[name] = counts.get(name, 0) + 1
         return transitions
-
-
-def new_fingerprint_set() -> Any:
-    """An empty window table: engine/_fpset.c's ``FingerprintSet`` where it is built and compiled
-    code is wanted, else a dict (both answer ``fp in t`` and ``t[fp] = None``)."""
-    from isrcheck import native
-
-    if native.compiled_wanted():
-        try:
-            from ._fpset import FingerprintSet
-        except ImportError:  # a pure install (ISRCHECK_BUILD_PURE=1)
-            pass
-        else:
-            return FingerprintSet()
-    return {}
 
 
 def _fingerprint_set(np: Any, fps: Any) -> Any:

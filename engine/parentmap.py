@@ -11,25 +11,41 @@ Both are mappings with the same answers for what the checker asks (``fp in m``, 
 ``m[fp] = parent``, ``len(m)``, ``m.get(fp)``), a parent being a fingerprint or None for an initial
 state, so the checker's code is one; :func:`new_parent_map` picks the C one when it is built and
 compiled code is wanted, else a plain dict (the pure-Python build's reference).
+:func:`new_fingerprint_set` does the same for the ``--disk`` search's window, which asks only
+whether a fingerprint is there (engine/_fpset.c: 8 bytes a slot).
 """
 from __future__ import annotations
 
+import importlib
 from typing import Any
 
 
 def new_parent_map() -> Any:
     """A fresh, empty map: engine/_parentmap.c's ``ParentMap`` where it is built and compiled code
     is wanted, else a dict."""
+    return _native_or_dict("_parentmap", "ParentMap")
+
+
+def new_fingerprint_set() -> Any:
+    """A fresh, empty set for the ``--disk`` search's window (engine/disk.py): engine/_fpset.c's
+    ``FingerprintSet`` (8 bytes a slot: the window asks membership only, no parent) where it is
+    built and compiled code is wanted, else a dict (both answer ``fp in t`` and ``t[fp] = None``)."""
+    return _native_or_dict("_fpset", "FingerprintSet")
+
+
+def _native_or_dict(module: str, name: str) -> Any:
+    """An instance of the C class ``name`` of ``isrcheck.engine.<module>``, or a dict in a pure
+    install (ISRCHECK_BUILD_PURE=1) or where the source is asked for (ISRCHECK_PURE=1)."""
     from isrcheck import native
 
     if native.compiled_wanted():
         try:
-            from ._parentmap import ParentMap
-        except ImportError:  # a pure install (ISRCHECK_BUILD_PURE=1)
+            cls = getattr(importlib.import_module(f"isrcheck.engine.{module}"), name)
+        except ImportError:
             pass
         else:
-            return ParentMap()
+            return cls()
     return {}
 
 
-__all__ = ["new_parent_map"]
+__all__ = ["new_fingerprint_set", "new_parent_map"]
