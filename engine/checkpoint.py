@@ -65,8 +65,8 @@ WRITE_BUDGET = 20.0
 #: memory), the candidates written and the most bytes on disk so far.
 DISK_KEYS = ("level", "seen", "on_file", "candidates", "disk_peak")
 
-__all__ = ["DISK_KEYS", "MAGIC", "FORMAT", "FILE_NAME", "DEFAULT_EVERY", "WRITE_BUDGET", "SnapshotError", "Snapshot", "Checkpoints",
-           "pairs_of", "absorb_pairs", "identity_difference"]
+__all__ = ["DISK_KEYS", "MAGIC", "FORMAT", "FILE_NAME", "DEFAULT_EVERY", "WRITE_BUDGET", "SnapshotError", "Snapshot",
+           "Checkpoints", "pairs_of", "absorb_pairs", "identity_difference"]
 
 
 class SnapshotError(Exception):

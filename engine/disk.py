@@ -398,7 +398,8 @@ class DiskChecker(Generic[S, A]):
                 extra = Step(a, None if rec["faulted"] else self.model.next_state(source, a))
             origins[rec["property"]] = (lv, rec["fp"], extra, rec["kind"], rec["message"])
         front = (held, fr_fps, offsets, lengths)
-        return front, _fingerprint_set(np, prev_sorted), _fingerprint_set(np, fr_fps), prev_sorted, level_sorted, origins
+        older, current = _fingerprint_set(np, prev_sorted), _fingerprint_set(np, fr_fps)
+        return front, older, current, prev_sorted, level_sorted, origins
 
     # ------------------------------------------------------------------ levels on disk
     def _states(self, level: int, front: tuple[list[Any], Any, Any, Any]) -> Iterator[tuple[Any, int]]:
