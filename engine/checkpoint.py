@@ -61,9 +61,10 @@ DEFAULT_EVERY = 60.0
 WRITE_BUDGET = 20.0
 
 #: What a ``--disk`` search's snapshot says of its directory (engine/disk.py): the level whose
-#: expansion it starts, the fingerprints in its seen file, the frontier states on file (not held in
-#: memory), the candidates written and the most bytes on disk so far.
-DISK_KEYS = ("level", "seen", "on_file", "candidates", "disk_peak")
+#: expansion it starts, the fingerprints in its seen file, the level's candidates on file (not held
+#: in memory; its states are those of them marked new), the candidates written and the most bytes
+#: on disk so far.
+DISK_KEYS = ("level", "seen", "on_file_candidates", "candidates", "disk_peak")
 
 __all__ = ["DISK_KEYS", "MAGIC", "FORMAT", "FILE_NAME", "DEFAULT_EVERY", "WRITE_BUDGET", "SnapshotError", "Snapshot",
            "Checkpoints", "pairs_of", "absorb_pairs", "identity_difference"]
@@ -342,6 +343,9 @@ def read_snapshot(path: Path, identity: Mapping[str, Any] | None = None) -> Snap
     except (UnicodeDecodeError, ValueError):
         raise SnapshotError(f"the snapshot {where} is damaged (its header is not JSON)") from None
     at += size
+    if isinstance(header, dict) and isinstance(header.get("disk"), dict) and "on_file" in header["disk"]:
+        raise SnapshotError(f"{where} is a snapshot of an earlier --disk layout (its frontier's offsets in memory, "
+                            "before the candidates went to files): it cannot be resumed by this isrcheck")
     try:
         snap, sections, digest = _parse_header(header)
     except (KeyError, TypeError, ValueError) as e:

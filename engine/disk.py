@@ -17,10 +17,14 @@ specs/07-checker.md ("On disk"); in short:
   one sorted file of little-endian signed 64-bit fingerprints.
 * **Candidates.** A successor whose fingerprint is in none of those sets is a candidate: its
   fingerprint, its parent's, the position of its step in the level (every enabled action of every
-  state in order counts one) and its encoding are written down, and ``always`` and ``sometimes``
-  properties are judged on it there and then. At the end of the level the candidates' fingerprints
-  are sorted and merged against ``seen.i64`` block by block (never a whole-file load), which says
-  which of them are really new; the seen file is rewritten as the merge with level ``d-1``.
+  state in order counts one) and its encoding go to the level's files as they come (a block of
+  flat arrays at a time: nothing per candidate stays in memory but its slot in the candidates'
+  set), and ``always`` and ``sometimes`` properties are judged on it there and then. At the end of
+  the level the candidates' fingerprints are read back, sorted and merged against ``seen.i64``
+  block by block (never a whole-file load), which says which of them are really new; the seen
+  file is rewritten as the merge with level ``d-1`` (its ``.fps`` file, streamed too). The level's
+  new states are then its candidates marked new, one byte each: they are read back from the
+  candidates' files, skipping the others.
   A candidate that turns out old was judged for nothing but harmlessly: an old state was judged
   when it was new, so it can break no property that is not recorded yet, nor witness one that is
   still unwitnessed (and under ``stop_on_first`` no violation had been found before this level).
@@ -36,17 +40,20 @@ specs/07-checker.md ("On disk"); in short:
   search per level, and is replayed from an initial state as :class:`Checker` replays its own.
 
 * **Snapshots** (``checkpoint``). Before a level's expansion the search is a consistent cut; a
-  snapshot keeps it by hard-linking the seen file and the level's states file (both would otherwise
-  be replaced or deleted as the search goes on), writing where the level's on-file states are, and
-  then writing engine/checkpoint.py's snapshot with a ``disk`` table and no parent map (the level
+  snapshot keeps it by hard-linking the seen file and the level's states, lengths and candidate
+  fingerprints (each would otherwise be replaced or deleted as the search goes on), writing the
+  marks of the level's on-file candidates, and then writing engine/checkpoint.py's snapshot with a ``disk`` table and no parent map (the level
   files are it). :meth:`DiskChecker._reopen` and :meth:`DiskChecker._restore` put the directory and
   the window back as they were, checked against the snapshot (specs/07-checker.md, "On disk").
 
 Files of the directory: ``isrcheck-disk.json`` (the marker that makes it a disk run's directory,
 which a later run may clear), ``seen.i64``, and per level ``LNNNNN.states`` (the candidates'
-encodings, in generation order), ``LNNNNN.fps`` and ``LNNNNN.parents``; with snapshots,
-``seen.LNNNNN.snap``, ``LNNNNN.snap`` and ``LNNNNN.front``. Level state files are
-deleted as soon as the search is past them; everything is removed at the end unless ``keep``.
+encodings, in generation order) with ``.lens`` (their lengths) and ``.cfps`` (every candidate's
+fingerprint), ``.cpar`` and ``.cpos`` (the candidates' parents and positions, gone at the level's
+end), ``LNNNNN.fps`` and ``LNNNNN.parents``; with snapshots, ``seen.LNNNNN.snap``, ``LNNNNN.snap``,
+``.lsnap``, ``.csnap`` and ``.front``. A level's candidate files are deleted as soon as the
+search is past it; everything is removed at the end unless ``keep``. Files are read with buffered
+reads, never mapped, so that none counts in the resident memory (a level's states file is GiBs).
 
 numpy is needed (imported when a search starts): :class:`DiskError` says so when it is missing.
 Interpreted on purpose (not in ``isrcheck.native.COMPILED_MODULES``): its loop is the checker's,
@@ -56,15 +63,15 @@ from __future__ import annotations
 
 import gc
 import json
-import mmap
 import os
 import re
+import sys
 import time
 from array import array
 from collections import Counter
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
-from typing import Any, Generic
+from typing import Any, Generic, NamedTuple
 
 from .checkpoint import FILE_NAME, Checkpoints, Snapshot, SnapshotError
 from .core import (A, Checks, CheckResult, Kind, Model, ModelFault, Progress, S, Step, Violation,
@@ -79,17 +86,23 @@ __all__ = ["DiskChecker", "DiskError", "MARKER", "check_directory", "prepare_dir
 MARKER = "isrcheck-disk.json"
 FORMAT = 1
 #: The names of the files a run writes (beside the marker): only these are ever deleted.
-_OURS = re.compile(r"^(seen\.i64|seen\.tmp|seen\.L\d{5,}\.snap|L\d{5,}\.(states|fps|parents|snap|front))$")
+_OURS = re.compile(r"^(seen\.i64|seen\.tmp|seen\.L\d{5,}\.snap|L\d{5,}\.(states|lens|cfps|cpar|cpos|fps|parents|snap|lsnap|csnap|"
+                   r"front))$")
 #: A checkpoint directory may be the disk directory itself: its snapshot files are not the run's.
 _SNAPSHOT_FILES = (FILE_NAME, FILE_NAME + ".tmp")
 #: Fingerprints read per block while merging the seen file (8 MiB).
 BLOCK = 1 << 20
-#: States of a level decoded per chunk of index arrays.
+#: States of a level decoded per chunk of index arrays, and candidates written per flush of their
+#: fingerprint, parent, position and length arrays to the level's files.
 CHUNK = 1 << 15
 #: The first states of each level kept in memory as they are (not encoded, not decoded: the pure
 #: build's codec costs several times a state's expansion), as TLC's queue keeps a buffer before it
 #: spills; with the level being read, at most twice this many states are held at once.
 BUFFER = 1 << 15
+#: The level files are little-endian; a big-endian machine swaps its arrays before writing them.
+_BIG_ENDIAN = sys.byteorder == "big"
+#: The snapshot links and marks of a level (engine/disk.py's ``_snapshot_files``).
+_LINKS = (".snap", ".lsnap", ".csnap", ".front")
 
 
 class DiskError(Exception):
@@ -259,33 +272,33 @@ class DiskChecker(Generic[S, A]):
     # ------------------------------------------------------------------ snapshots
     def _snapshot_files(self, level: int) -> list[Path]:
         """The files a snapshot taken before ``level``'s expansion needs besides the level files:
-        the seen file and the level's states file (hard links: the search replaces the one and
-        deletes the other as it goes on) and the positions of its states on file."""
-        return [self.directory / f"seen.L{level:05d}.snap", self._path(level, "snap"), self._path(level, "front")]
+        the seen file and the level's states, lengths and candidate fingerprints (hard links: the
+        search replaces the first and deletes the others as it goes on) and which of the level's
+        on-file candidates are its states (one byte each)."""
+        return [self.directory / f"seen.L{level:05d}.snap", self._path(level, "snap"), self._path(level, "lsnap"),
+                self._path(level, "csnap"), self._path(level, "front")]
 
-    def _save(self, ck: Checkpoints, level: int, front: tuple[list[Any], Any, Any, Any], states: int,
-              transitions: int, counts: dict[str, int], unseen: set[str],
-              origins: dict[str, tuple[int, int, Step | None, Kind, str]], seconds: float) -> None:
+    def _save(self, ck: Checkpoints, level: int, front: _Front, states: int, transitions: int,
+              counts: dict[str, int], unseen: set[str], origins: dict[str, tuple[int, int, Step | None, Kind, str]],
+              seconds: float) -> None:
         """Write a snapshot before ``level``'s expansion: the window and the frontier are exactly the
         level's, the seen file holds every level before ``level - 1`` (merged at this level's end).
         The files go first (linked, written, synced), the snapshot last: a kill in between leaves the
         previous snapshot, whose files are only removed once this one is written."""
-        np = self._np
         began = time.monotonic()
-        held, fps, offsets, lengths = front
-        seen_link, states_link, positions = self._snapshot_files(level)
+        seen_link, states_link, lens_link, fps_link, mask = self._snapshot_files(level)
         seen = self.directory / "seen.i64"
         if not seen.exists():
             seen.touch()
-        for src, dst in ((seen, seen_link), (self._path(level, "states"), states_link)):
+        for src, dst in ((seen, seen_link), (self._path(level, "states"), states_link),
+                         (self._path(level, "lens"), lens_link), (self._path(level, "cfps"), fps_link)):
             if dst.exists():
                 dst.unlink()
             os.link(src, dst)
-        on_file = fps[len(held):]
-        np.concatenate((on_file, offsets, lengths)).astype("<i8", copy=False).tofile(positions)
+        front.mask.astype(self._np.uint8).tofile(mask)
         since = 0 if self._snapshot_level is None else self._snapshot_level + 1
-        for f in [seen, states_link, positions] + [self._path(k, kind) for k in range(since, level + 1)
-                                                   for kind in ("fps", "parents")]:
+        for f in [seen, states_link, lens_link, fps_link, mask] + [self._path(k, kind) for k in range(since, level + 1)
+                                                                  for kind in ("fps", "parents")]:
             _fsync(f)
         _fsync(self.directory)
         records: list[dict[str, Any]] = []
@@ -298,9 +311,9 @@ class DiskChecker(Generic[S, A]):
                             "faulted": extra is not None and extra.state is None, "level": lv})
         snap = Snapshot(identity=ck.identity, depth=level - 1, transitions=transitions, counts=dict(counts),
                         unseen=sorted(unseen), violations=records, limit_hit=None, seconds=seconds, states=states,
-                        disk={"level": level, "seen": seen.stat().st_size // 8, "on_file": len(on_file),
+                        disk={"level": level, "seen": seen.stat().st_size // 8, "on_file_candidates": len(front.mask),
                               "candidates": self.candidates, "disk_peak": self.disk_peak})
-        ck.write(snap, held, self.codec.encode)
+        ck.write(snap, front.held, self.codec.encode)
         ck.write_seconds += ck.last - began - ck.last_write  # the files' part of the cost too
         ck.last_write = ck.last - began
         previous, self._snapshot_level = self._snapshot_level, level
@@ -310,8 +323,8 @@ class DiskChecker(Generic[S, A]):
 
     def _reopen(self, snap: Snapshot) -> None:
         """Make the directory what it was when ``snap`` was written, or refuse in one sentence: the
-        snapshot's files there with their sizes, the seen file and the level's states file put back,
-        and whatever the run wrote past the snapshot removed."""
+        snapshot's files there with their sizes, the seen file and the level's states, lengths and
+        candidate fingerprints put back, and whatever the run wrote past the snapshot removed."""
         disk = snap.disk
         where = self.checkpoint.path if self.checkpoint is not None else ""
         if disk is None:
@@ -328,20 +341,25 @@ class DiskChecker(Generic[S, A]):
             raise DiskError(f"--disk {d} does not hold the files of the snapshot {where} ({missing[0]} is missing"
                             f"{' and ' + str(len(missing) - 1) + ' more' if len(missing) > 1 else ''}): resume "
                             f"with the --disk directory that run used, which a finished run has emptied")
-        seen_link, states_link, positions = self._snapshot_files(level)
+        seen_link, states_link, lens_link, fps_link, mask = self._snapshot_files(level)
         sizes = sum(self._path(k, "fps").stat().st_size for k in range(level + 1))
         parents = sum(self._path(k, "parents").stat().st_size for k in range(level + 1))
+        on_file = disk["on_file_candidates"]
         if (sizes != 8 * snap.states or parents != sizes or seen_link.stat().st_size != 8 * disk["seen"]
-                or positions.stat().st_size != 24 * disk["on_file"]):
+                or mask.stat().st_size != on_file or lens_link.stat().st_size != 4 * on_file
+                or fps_link.stat().st_size < 8 * on_file or fps_link.stat().st_size % 8):
             raise DiskError(f"--disk {d} does not hold the files of the snapshot {where}: their sizes differ "
                             "from what it recorded (another run's files, or damaged)")
+        links = {f.name for f in self._snapshot_files(level)}
         for n in os.listdir(d):
             m = re.match(r"^(?:seen\.)?L(\d{5,})\.", n)
             if n in ("seen.i64", "seen.tmp") or (m and int(m.group(1)) > level) or (
-                    m and n.endswith((".snap", ".front")) and int(m.group(1)) != level) or n == f"L{level:05d}.states":
+                    m and n.endswith(_LINKS) and n not in links) or n.endswith((".cpar", ".cpos")) or n in (
+                    f"L{level:05d}.{kind}" for kind in ("states", "lens", "cfps")):
                 (d / n).unlink()
         os.link(seen_link, d / "seen.i64")
-        os.link(states_link, self._path(level, "states"))
+        for link, kind in ((states_link, "states"), (lens_link, "lens"), (fps_link, "cfps")):
+            os.link(link, self._path(level, kind))
         self._snapshot_level = level
         try:  # the run that made the directory removes it at its end, resumed or not
             self._made = json.loads((d / MARKER).read_text()).get("made") is True
@@ -350,12 +368,12 @@ class DiskChecker(Generic[S, A]):
         self.candidates = disk["candidates"]
         self.disk_peak = disk["disk_peak"]
 
-    def _restore(self, snap: Snapshot) -> tuple[Any, ...]:
+    def _restore(self, snap: Snapshot) -> tuple[_Front, Any, Any, dict[str, tuple[int, int, Step | None, Kind, str]]]:
         """The search's variables at the snapshot's level boundary (the directory was reopened):
-        (front, older, current, prev_sorted, level_sorted, origins), each checked against the files."""
+        (front, older, current, origins), each checked against the files."""
         np = self._np
         assert snap.disk is not None
-        level, on_file = snap.disk["level"], snap.disk["on_file"]
+        level, on_file = snap.disk["level"], snap.disk["on_file_candidates"]
         where = self.checkpoint.path if self.checkpoint is not None else ""
 
         def damaged(why: str) -> SnapshotError:
@@ -368,18 +386,23 @@ class DiskChecker(Generic[S, A]):
                 held.append(self.codec.decode(raw))
             except Exception as e:  # the codec's CodecError, or anything a damaged byte string raises
                 raise damaged(f"a frontier state does not decode: {e}") from None
-        words = np.fromfile(self._snapshot_files(level)[2], dtype="<i8").astype(np.int64)
-        fps_file, offsets, lengths = words[:on_file], words[on_file:2 * on_file], words[2 * on_file:]
-        size = self._path(level, "states").stat().st_size
-        if on_file and (int(offsets.min()) < 0 or int(lengths.min()) < 0 or int((offsets + lengths).max()) > size):
-            raise damaged("a frontier state lies outside the level's states file")
+        mask = np.fromfile(self._snapshot_files(level)[4], dtype=np.uint8)
+        if mask.size and int(mask.max()) > 1:
+            raise damaged("its frontier's marks are not of the level's candidates")
+        mask = mask.astype(bool)
+        lens = np.fromfile(self._path(level, "lens"), dtype="<i4")
+        if on_file and (int(lens.min()) < 0 or int(lens.sum(dtype=np.int64)) != self._path(level, "states").stat().st_size):
+            raise damaged("the level's states file is not the lengths of its states")
+        cand = np.fromfile(self._path(level, "cfps"), dtype="<i8").astype(np.int64)
+        skip = len(cand) - on_file
         fingerprint = self.model.fingerprint
-        fr_fps = np.concatenate((np.array([fingerprint(t) for t in held], dtype=np.int64), fps_file))
-        level_sorted = np.fromfile(self._path(level, "fps"), dtype="<i8").astype(np.int64)
-        if not np.array_equal(np.sort(fr_fps), level_sorted):
+        held_fps = [fingerprint(t) for t in held]
+        fr_fps = np.concatenate((np.array(held_fps, dtype=np.int64), cand[skip:][mask]))
+        del cand, lens
+        fr_fps.sort()
+        if not np.array_equal(fr_fps, np.fromfile(self._path(level, "fps"), dtype="<i8").astype(np.int64)):
             raise damaged("its frontier is not the level's states")
-        prev_sorted = (np.fromfile(self._path(level - 1, "fps"), dtype="<i8").astype(np.int64) if level
-                       else np.empty(0, dtype=np.int64))
+        del fr_fps
         origins: dict[str, tuple[int, int, Step | None, Kind, str]] = {}
         for rec in snap.violations:
             lv = rec.get("level")
@@ -397,59 +420,71 @@ class DiskChecker(Generic[S, A]):
                 a = acts[rec["action"]]
                 extra = Step(a, None if rec["faulted"] else self.model.next_state(source, a))
             origins[rec["property"]] = (lv, rec["fp"], extra, rec["kind"], rec["message"])
-        front = (held, fr_fps, offsets, lengths)
-        older, current = _fingerprint_set(np, prev_sorted), _fingerprint_set(np, fr_fps)
-        return front, older, current, prev_sorted, level_sorted, origins
+        front = _Front(held, held_fps, skip, mask, len(held) + int(np.count_nonzero(mask)))
+        older = self._fingerprint_set(self._path(level - 1, "fps") if level else None)
+        current = self._fingerprint_set(self._path(level, "fps"))
+        return front, older, current, origins
 
     # ------------------------------------------------------------------ levels on disk
-    def _states(self, level: int, front: tuple[list[Any], Any, Any, Any]) -> Iterator[tuple[Any, int]]:
-        """The states of ``level`` with their fingerprints, in the level's order: ``front`` is
-        (the states held in memory, every state's fingerprint, the offsets and lengths of the
-        others' encodings in the level's file); those in memory come first."""
-        held, fps, offsets, lengths = front
-        yield from zip(held, fps[:len(held)].tolist())
-        fps = fps[len(held):]
-        n = len(fps)
-        if n == 0:
+    def _states(self, level: int, front: _Front) -> Iterator[tuple[Any, int]]:
+        """The states of ``level`` with their fingerprints, in the level's order: those ``front``
+        holds first, then the on-file candidates it marks, read a chunk at a time from the level's
+        states, lengths and fingerprints files (buffered reads: no mapping, so a level's file never
+        counts in the resident memory)."""
+        np = self._np
+        yield from zip(front.held, front.held_fps)
+        mask = front.mask
+        n = len(mask)
+        if n == 0 or not mask.any():
             return
         decode = self.codec.decode
-        with open(self._path(level, "states"), "rb") as f, \
-                mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as mm:
+        with open(self._path(level, "states"), "rb") as f, open(self._path(level, "lens"), "rb") as lf, \
+                open(self._path(level, "cfps"), "rb") as cf:
+            cf.seek(8 * front.skip)
             for lo in range(0, n, CHUNK):
-                for o, ln, fp in zip(offsets[lo:lo + CHUNK].tolist(), lengths[lo:lo + CHUNK].tolist(),
-                                     fps[lo:lo + CHUNK].tolist()):
-                    yield decode(mm[o:o + ln]), fp
+                lengths = np.fromfile(lf, dtype="<i4", count=CHUNK).astype(np.int64)
+                fps = np.fromfile(cf, dtype="<i8", count=CHUNK)
+                chunk = f.read(int(lengths.sum()))
+                ends = np.cumsum(lengths)
+                keep = mask[lo:lo + CHUNK]
+                for o, ln, fp in zip((ends - lengths)[keep].tolist(), lengths[keep].tolist(), fps[keep].tolist()):
+                    yield decode(chunk[o:o + ln]), fp
 
-    def _merge_probe(self, add: Any, probe: Any) -> Any:
-        """Merge the sorted fingerprints ``add`` into ``seen.i64`` (streamed block by block) and
-        answer which of the sorted fingerprints ``probe`` the merged set holds (a boolean array)."""
+    def _blocks(self, path: Path | None) -> Iterator[Any]:
+        """The int64 fingerprints of a sorted file, :data:`BLOCK` at a time (nothing for None)."""
+        if path is None:
+            return
+        with open(path, "rb") as f:
+            while True:
+                block = self._np.fromfile(f, dtype="<i8", count=BLOCK)
+                if block.size == 0:
+                    return
+                yield block.astype(self._np.int64, copy=False)
+
+    def _merge_probe(self, add: Path | None, probe: Any) -> Any:
+        """Merge the sorted fingerprints of the file ``add`` into ``seen.i64`` (both streamed block by
+        block) and answer which of the sorted fingerprints ``probe`` the merged set holds (a boolean
+        array)."""
         np = self._np
         seen = self.directory / "seen.i64"
         tmp = self.directory / "seen.tmp"
+        if not seen.exists():
+            seen.touch()
         found = np.zeros(len(probe), dtype=bool)
-        ai = pi = 0
-        with open(seen, "ab+") as f, open(tmp, "wb") as g:
-            f.seek(0)
-            while True:
-                block = np.fromfile(f, dtype="<i8", count=BLOCK)
-                if block.size == 0:
-                    break
-                hi = block[-1]
-                aj = int(np.searchsorted(add, hi, side="right"))
-                if aj > ai:
-                    block = np.concatenate((block, add[ai:aj]))
-                    block.sort(kind="stable")  # two sorted runs: a linear merge
-                pj = int(np.searchsorted(probe, hi, side="right"))
+        pi = 0
+        with open(tmp, "wb") as g:
+            for block in _merged(np, self._blocks(seen), self._blocks(add)):
+                pj = int(np.searchsorted(probe, block[-1], side="right"))
                 if pj > pi:
                     found[pi:pj] = _member(np, block, probe[pi:pj])
-                block.tofile(g)
-                ai, pi = aj, pj
-            rest = add[ai:]
-            if pi < len(probe) and rest.size:
-                found[pi:] = _member(np, rest, probe[pi:])
-            rest.tofile(g)
+                    pi = pj
+                block.astype("<i8", copy=False).tofile(g)
         os.replace(tmp, seen)
         return found
+
+    def _fingerprint_set(self, path: Path | None) -> Any:
+        """A window set holding the fingerprints of a level's ``.fps`` file (None: no level)."""
+        return _fingerprint_set(self._np, self._blocks(path))
 
     def _parent_of(self, level: int, fp: int) -> int:
         np = self._np
@@ -468,9 +503,9 @@ class DiskChecker(Generic[S, A]):
         chain.reverse()
         return chain
 
-    def _write_parents(self, level: int, fps_sorted: Any, parents: Any) -> None:
-        fps_sorted.astype("<i8", copy=False).tofile(self._path(level, "fps"))
-        parents.astype("<i8", copy=False).tofile(self._path(level, "parents"))
+    def _unlink(self, level: int, *kinds: str) -> None:
+        for kind in kinds:
+            self._path(level, kind).unlink(missing_ok=True)
 
     # ------------------------------------------------------------------ the search
     def _search(self, snap: Snapshot | None) -> CheckResult:  # noqa: C901 - the checker's loop, as Checker's is
@@ -503,15 +538,15 @@ class DiskChecker(Generic[S, A]):
         buffer = self.buffer
         d = 0
         if snap is None:
-            # ---- level 0: the initial states, all judged (Checker checks no bound among them)
-            level_fps = array("q")
-            lengths = array("q")
-            held: list[Any] = []
+            # ---- level 0: the initial states, all judged (Checker checks no bound among them); they are
+            # the level's candidates, every one new
             # the window: the fingerprints of levels d-1 (older) and d (current), and of level d+1's
-            # candidates so far (cands), each a fingerprint table used as a set (the value is unused)
+            # candidates so far (cands), each a fingerprint set
             older = new_fingerprint_set()
             current = new_fingerprint_set()
-            with open(self._path(0, "states"), "wb") as out:
+            level_fps = array("q")
+            held: list[Any] = []
+            with _Candidates(self, 0) as out:
                 for s in model.init_states():
                     fp = fingerprint(s)
                     if fp in current:
@@ -520,28 +555,26 @@ class DiskChecker(Generic[S, A]):
                     level_fps.append(fp)
                     if len(held) < buffer:
                         held.append(s)
+                        out.add(fp, fp, 0, None)
                     else:
-                        b = encode(s)
-                        out.write(b)
-                        lengths.append(len(b))
+                        out.add(fp, fp, 0, encode(s))
                     if not safe(s):
                         for name in broken_always(s):
                             if name not in origins:
                                 origins[name] = (0, fp, None, "always", "")
                     unseen.difference_update(witnessed(s, unseen))
             states = len(level_fps)
-            fr_fps = np.frombuffer(level_fps, dtype=np.int64).copy()
-            fr_len = np.frombuffer(lengths, dtype=np.int64).copy()
-            front = (held, fr_fps, np.cumsum(fr_len) - fr_len, fr_len)
-            order = np.argsort(fr_fps, kind="stable")
-            self._write_parents(0, fr_fps[order], fr_fps[order])  # an initial state is its own parent
-            level_sorted = fr_fps[order]  # this level's fingerprints, sorted: merged into seen.i64 later
-            prev_sorted = np.empty(0, dtype=np.int64)
+            fr = np.sort(np.frombuffer(level_fps, dtype=np.int64))
+            _write_sorted(self._path(0, "fps"), fr)
+            _write_sorted(self._path(0, "parents"), fr)  # an initial state is its own parent
+            self._unlink(0, "cpar", "cpos")
+            front = _Front(held, level_fps[:len(held)].tolist(), len(held), np.ones(states - len(held), dtype=bool),
+                           states)
+            del level_fps, fr
             peak = self._disk_bytes()
 
         else:  # the level boundary the snapshot was taken at
-            front, older, current, prev_sorted, level_sorted, origins = self._restore(snap)
-            fr_fps = front[1]
+            front, older, current, origins = self._restore(snap)
             d = depth = snap.disk["level"] if snap.disk is not None else 0
             states, transitions, counts = snap.states, snap.transitions, dict(snap.counts)
             unseen.intersection_update(snap.unseen)
@@ -553,7 +586,7 @@ class DiskChecker(Generic[S, A]):
             stop = True
         memory_due = states + CHECK_EVERY if max_memory is not None else -1
 
-        while not stop and len(fr_fps):
+        while not stop and front.size:
             depth = d
             if self.max_depth is not None and d >= self.max_depth:
                 limit_hit = limit_hit or "depth"
@@ -563,12 +596,6 @@ class DiskChecker(Generic[S, A]):
                 self._save(ck, d, front, states, transitions, counts, unseen, origins, time.perf_counter() - start)
             self.levels = d + 1
             cands = new_fingerprint_set()
-            cand_fp = array("q")
-            cand_parent = array("q")
-            cand_pos = array("q")
-            cand_len = array("q")  # of the candidates past the first ``buffer``, written to the file
-            cand_held: list[Any] = []  # the first ``buffer`` candidates, kept as they are
-            nheld = 0
             faults: list[int] = []
             witnesses: list[tuple[int, list[str]]] = []
             # the level's first occurrence of each property not yet broken: name -> (position, origin)
@@ -578,8 +605,8 @@ class DiskChecker(Generic[S, A]):
             k = -1  # the position of the step being taken
             gen_stop: int | None = None  # the position of a stop seen while generating
             memory_stop = False
-            with open(self._path(d + 1, "states"), "wb", buffering=1 << 20) as out:
-                write = out.write
+            with _Candidates(self, d + 1) as out:
+                add = out.add
                 for s, fp in self._states(d, front):
                     for a in actions(s):
                         k += 1
@@ -609,16 +636,11 @@ class DiskChecker(Generic[S, A]):
                                 break
                             continue
                         cands[tfp] = None
-                        cand_fp.append(tfp)
-                        cand_parent.append(fp)
-                        cand_pos.append(k)
-                        if nheld < buffer:
-                            cand_held.append(t)
-                            nheld += 1
+                        if out.count < buffer:
+                            out.held.append(t)
+                            add(tfp, fp, k, None)
                         else:
-                            b = encode(t)
-                            write(b)
-                            cand_len.append(len(b))
+                            add(tfp, fp, k, encode(t))
                         if not safe(t):
                             for name in broken_always(t):
                                 if name not in origins and name not in level_found:
@@ -634,8 +656,8 @@ class DiskChecker(Generic[S, A]):
                             break
                     if gen_stop is not None:
                         break
-                    if max_memory is not None and states + len(cand_fp) >= memory_due:
-                        memory_due = states + len(cand_fp) + CHECK_EVERY
+                    if max_memory is not None and states + out.count >= memory_due:
+                        memory_due = states + out.count + CHECK_EVERY
                         if resident_bytes() > max_memory:
                             memory_stop = True
                             gen_stop = k
@@ -644,21 +666,26 @@ class DiskChecker(Generic[S, A]):
                         now = time.perf_counter()
                         if now - last_report >= self.progress_every:
                             last_report = now
-                            self.progress(Progress(states + len(cand_fp), d, len(fr_fps) + len(cand_fp),
-                                                   now - start))
+                            self.progress(Progress(states + out.count, d, front.size + out.count, now - start))
             last_pos = k
-            self.candidates += len(cand_fp)
+            ncand, cand_held = out.count, out.held
+            self.candidates += ncand
+            del cands  # the level's candidate set goes before its arrays are loaded
 
             # ---- the level's end: which candidates are really new
-            cf = np.frombuffer(cand_fp, dtype=np.int64)
-            order = np.argsort(cf, kind="stable")
+            cf = np.fromfile(self._path(d + 1, "cfps"), dtype="<i8").astype(np.int64, copy=False)
+            nheld = len(cand_held)
+            held_fps = cf[:nheld].copy()  # a view would keep the whole array alive
+            order = np.argsort(cf)  # the fingerprints are distinct: any sort is the sort
             sorted_c = cf[order]
-            old_sorted = self._merge_probe(prev_sorted, sorted_c)
-            prev_sorted = level_sorted  # level d goes to disk at the next level's end
-            is_new = np.ones(len(cf), dtype=bool)
+            del cf
+            old_sorted = self._merge_probe(self._path(d - 1, "fps") if d else None, sorted_c)
+            is_new = np.ones(ncand, dtype=bool)
             is_new[order[old_sorted]] = False
-            pos = np.frombuffer(cand_pos, dtype=np.int64)
-            new_pos = pos[is_new]
+            del old_sorted
+            # positions rise with the candidates: a position's candidate is a binary search away
+            pos = (np.memmap(self._path(d + 1, "cpos"), dtype="<i8", mode="r") if ncand
+                   else np.empty(0, dtype=np.int64))
 
             # ---- where Checker stops in this level, if it does
             cut = gen_stop
@@ -667,9 +694,10 @@ class DiskChecker(Generic[S, A]):
             elif memory_stop:
                 limit_hit = "memory"
                 stop = True
-            if max_states is not None and len(new_pos):
+            if max_states is not None:
                 j = max(max_states - states, 1)  # Checker stops on the j-th new state
-                at = int(new_pos[j - 1]) if len(new_pos) >= j else None
+                nth = _nth_true(np, is_new, j)
+                at = int(pos[nth]) if nth is not None else None
                 # before a stop seen while generating (a violation's step stops before the count is
                 # checked; the memory is read after the state's last step, the count before it)
                 if at is not None and (gen_stop is None or at < gen_stop or (memory_stop and at <= gen_stop)):
@@ -678,8 +706,11 @@ class DiskChecker(Generic[S, A]):
                     stop = True
             if cut is None:
                 cut = last_pos
-            kept = is_new & (pos <= cut)
-            states += int(kept.sum())
+            kept = is_new
+            if cut < last_pos:
+                kept = is_new.copy()
+                kept[int(np.searchsorted(pos, cut, side="right")):] = False
+            states += int(np.count_nonzero(kept))
             for p, names in witnesses:
                 if p <= cut:
                     unseen.difference_update(names)
@@ -688,35 +719,36 @@ class DiskChecker(Generic[S, A]):
                     if origin[3] == "always" and not is_new[int(np.searchsorted(pos, p))]:
                         continue  # pragma: no cover - an old state breaks no property still unbroken
                     origins[name] = origin
+            del pos
             if cut < last_pos:
                 transitions, counts = transitions0, counts0
                 transitions += self._recount(d, front, cut, set(faults), counts)
-            # the parents of the states kept (those up to the cut: a counterexample may end there)
+            # the parents of the states kept (those up to the cut: a counterexample may end there),
+            # sorted by fingerprint
             kept_sorted = kept[order]
-            if kept_sorted.any():
-                self._write_parents(d + 1, sorted_c[kept_sorted],
-                                    np.frombuffer(cand_parent, dtype=np.int64)[order][kept_sorted])
+            _write_sorted(self._path(d + 1, "fps"), sorted_c[kept_sorted])
+            del sorted_c
+            chosen = order[kept_sorted]
+            del order, kept_sorted
+            parents = np.fromfile(self._path(d + 1, "cpar"), dtype="<i8")
+            with open(self._path(d + 1, "parents"), "wb") as f:
+                for lo in range(0, len(chosen), BLOCK):
+                    parents[chosen[lo:lo + BLOCK]].astype("<i8", copy=False).tofile(f)
+            del parents, chosen
+            self._unlink(d + 1, "cpar", "cpos")
             peak = max(peak, self._disk_bytes())
             if stop:
                 break
 
-            # ---- the next level: its states in generation order, its parents sorted by fingerprint
-            self._path(d, "states").unlink()
-            cl = np.frombuffer(cand_len, dtype=np.int64)
-            off = np.cumsum(cl) - cl
+            # ---- the next level: its states are the new candidates, in generation order
+            self._unlink(d, "states", "lens", "cfps")
             new_held = is_new[:nheld]
-            on_file = is_new[nheld:]
-            fr_fps = cf[is_new].copy()
-            front = ([t for t, keep in zip(cand_held, new_held.tolist()) if keep], fr_fps, off[on_file].copy(),
-                     cl[on_file].copy())
-            level_sorted = sorted_c[~old_sorted]
-            # the level's candidates go before the next level's table is filled (the peak of a level's
-            # end: a name held to the next level keeps its array, 8 bytes a candidate each)
-            del (cands, cand_held, cand_fp, cand_parent, cand_pos, cand_len, cf, order, sorted_c, old_sorted, is_new,
-                 pos, new_pos, kept, kept_sorted, cl, off, new_held, on_file)
-            # the window becomes levels d and d+1: level d-1's table leaves it before d+1's is filled
+            front = _Front([t for t, keep in zip(cand_held, new_held.tolist()) if keep], held_fps[new_held].tolist(),
+                           nheld, is_new[nheld:].copy(), int(np.count_nonzero(is_new)))
+            del cand_held, held_fps, new_held, is_new, kept
+            # the window becomes levels d and d+1: level d-1's set leaves it before d+1's is filled
             older, current = current, None
-            current = _fingerprint_set(np, fr_fps)
+            current = self._fingerprint_set(self._path(d + 1, "fps"))
             d += 1
             if max_memory is not None and resident_bytes() > max_memory:
                 limit_hit = "memory"
@@ -742,8 +774,7 @@ class DiskChecker(Generic[S, A]):
         return result_of(states, depth, seconds, transitions, violations.values(), unseen, Counter(counts),
                          limit_hit, model.properties())
 
-    def _recount(self, level: int, front: tuple[list[Any], Any, Any, Any], cut: int, faults: set[int],
-                 counts: dict[str, int]) -> int:
+    def _recount(self, level: int, front: _Front, cut: int, faults: set[int], counts: dict[str, int]) -> int:
         """The transitions (returned) and coverage (added to ``counts``) of the steps of ``level``
         up to position ``cut``: every enabled action is a step, a faulting one is no transition."""
         k = -1
@@ -762,14 +793,112 @@ class DiskChecker(Generic[S, A]):
         return transitions
 
 
-def _fingerprint_set(np: Any, fps: Any) -> Any:
-    """A window table (:func:`new_fingerprint_set`) holding the int64 array ``fps``, filled in
-    bulk where it is engine/_fpset.c's (straight from the array's buffer: no copy)."""
+class _Front(NamedTuple):
+    """The states of the level being expanded, as :meth:`DiskChecker._states` reads them: the new
+    states among its first ``skip`` candidates, held as they are, then the candidates on file
+    (``LNNNNN.states``, ``.lens``, and ``.cfps`` past its first ``skip`` fingerprints) that ``mask``
+    marks new. One byte a candidate, where offsets, lengths and fingerprints in memory cost 24."""
+    held: list[Any]
+    held_fps: list[int]
+    skip: int
+    mask: Any
+    size: int
+
+
+class _Candidates:
+    """A level's candidates written down as they come (``count`` so far): fingerprint, parent and
+    position to ``LNNNNN.cfps``, ``.cpar`` and ``.cpos`` (little-endian int64), and the encoding of
+    each one not held in memory to ``.states`` with its length to ``.lens`` (int32), through flat
+    arrays flushed every :data:`CHUNK` candidates: nothing of a level's candidates but their set
+    grows in memory."""
+
+    def __init__(self, checker: DiskChecker[Any, Any], level: int) -> None:
+        self._files = [open(checker._path(level, kind), "wb", buffering=1 << 20)
+                       for kind in ("cfps", "cpar", "cpos", "lens", "states")]
+        self._fps, self._parents, self._positions, self._lengths = array("q"), array("q"), array("q"), array("i")
+        self._write = self._files[4].write
+        self.held: list[Any] = []
+        self.count = 0
+
+    def add(self, fp: int, parent: int, position: int, encoded: bytes | None) -> None:
+        self._fps.append(fp)
+        self._parents.append(parent)
+        self._positions.append(position)
+        if encoded is not None:
+            self._write(encoded)
+            self._lengths.append(len(encoded))
+        self.count += 1
+        if len(self._fps) >= CHUNK:
+            self._flush()
+
+    def _flush(self) -> None:
+        for arr, f in zip((self._fps, self._parents, self._positions, self._lengths), self._files):
+            if arr:
+                if _BIG_ENDIAN:
+                    arr.byteswap()
+                arr.tofile(f)
+                del arr[:]
+
+    def __enter__(self) -> _Candidates:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        try:
+            if exc[0] is None:
+                self._flush()
+        finally:
+            for f in self._files:
+                f.close()
+
+
+def _merged(np: Any, a_blocks: Iterator[Any], b_blocks: Iterator[Any]) -> Iterator[Any]:
+    """The merge of two streams of sorted int64 blocks (each stream sorted as a whole), as sorted
+    blocks: everything up to the smaller of the two blocks' last values at a time."""
+    a = next(a_blocks, None)
+    b = next(b_blocks, None)
+    while a is not None and b is not None:
+        lim = min(a[-1], b[-1])
+        ia = int(np.searchsorted(a, lim, side="right"))
+        ib = int(np.searchsorted(b, lim, side="right"))
+        out = np.concatenate((a[:ia], b[:ib]))
+        out.sort(kind="stable")  # two sorted runs: a linear merge
+        yield out
+        a = a[ia:] if ia < len(a) else next(a_blocks, None)
+        b = b[ib:] if ib < len(b) else next(b_blocks, None)
+    for rest, blocks in ((a, a_blocks), (b, b_blocks)):
+        if rest is not None:
+            yield rest
+            yield from blocks
+
+
+def _fingerprint_set(np: Any, blocks: Iterable[Any]) -> Any:
+    """A window table (:func:`new_fingerprint_set`) holding every fingerprint of the int64 arrays
+    ``blocks``, filled a block at a time (engine/_fpset.c's straight from each block's buffer)."""
     table = new_fingerprint_set()
-    if isinstance(table, dict):
-        return dict.fromkeys(fps.tolist())
-    table.update(np.ascontiguousarray(fps, dtype=np.int64))
+    for block in blocks:
+        if isinstance(table, dict):
+            table.update(dict.fromkeys(block.tolist()))
+        else:
+            table.update(np.ascontiguousarray(block, dtype=np.int64))
     return table
+
+
+def _nth_true(np: Any, mask: Any, j: int) -> int | None:
+    """The index of the ``j``-th (from 1) true entry of the boolean array ``mask``, or None."""
+    before = 0
+    for lo in range(0, len(mask), BLOCK):
+        part = mask[lo:lo + BLOCK]
+        here = int(np.count_nonzero(part))
+        if before + here >= j:
+            return lo + int(np.flatnonzero(part)[j - before - 1])
+        before += here
+    return None
+
+
+def _write_sorted(path: Path, values: Any) -> None:
+    """Write the int64 array ``values`` (a level's sorted fingerprints or parents) as the level files
+    are: little-endian."""
+    values.astype("<i8", copy=False).tofile(path)
 
 
 def _fsync(path: Path) -> None:

@@ -274,9 +274,9 @@ def test_a_memory_ceiling_stops_it_as_it_stops_checker(tmp_path):
 
 @pytest.mark.parametrize("pure", [False, True], ids=["compiled", "pure"])
 def test_the_window_tables_hold_exactly_the_level_given(pure, monkeypatch):
-    """A level's fingerprints, filled in bulk into the window's table (engine/_fpset.c's where it
-    is built, a dict in the pure build): every one is in it, fingerprint 0 and the extremes of the
-    signed range included, and nothing else is."""
+    """A level's fingerprints, filled in bulk into the window's table a block of its file at a time
+    (engine/_fpset.c's where it is built, a dict in the pure build): every one is in it, fingerprint
+    0 and the extremes of the signed range included, and nothing else is."""
     import numpy as np
 
     from isrcheck.engine.disk import _fingerprint_set
@@ -285,7 +285,7 @@ def test_the_window_tables_hold_exactly_the_level_given(pure, monkeypatch):
         monkeypatch.setenv("ISRCHECK_PURE", "1")
     fps = np.array([0, 1, -1, 2**63 - 1, -2**63, 123456789, -987654321] + list(range(10, 5000, 7)),
                    dtype=np.int64)
-    table = _fingerprint_set(np, fps)
+    table = _fingerprint_set(np, [fps[:300], fps[300:301], fps[301:]])
     assert len(table) == len(fps)
     assert all(int(fp) in table for fp in fps)
     assert not any(x in table for x in (3, -2, 2**62, 11, 5001))

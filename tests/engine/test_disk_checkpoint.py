@@ -6,6 +6,7 @@ emptied one, a snapshot of the other kind of search) is one sentence. The real k
 command line is in tests/cli/test_cli_checkpoint.py."""
 from __future__ import annotations
 
+import json
 import os
 import shutil
 from pathlib import Path
@@ -16,7 +17,7 @@ import pytest
 pytest.importorskip("numpy")
 
 from isrcheck.engine.checker import Checker  # noqa: E402
-from isrcheck.engine.checkpoint import FILE_NAME, Checkpoints, SnapshotError, read_snapshot  # noqa: E402
+from isrcheck.engine.checkpoint import FILE_NAME, MAGIC, Checkpoints, SnapshotError, read_snapshot  # noqa: E402
 from isrcheck.engine.disk import DiskChecker, DiskError  # noqa: E402
 from isrcheck.peers.kafka_specification import PeerModel  # noqa: E402
 
@@ -64,8 +65,8 @@ def test_a_stopped_disk_search_resumes_to_the_checkers_result(buffer: int, tmp_p
     level = killed_run(model, tmp_path / "disk", tmp_path / "ck", 2_000, buffer, stop_on_first=False)
     snap = read_snapshot(tmp_path / "ck" / FILE_NAME)
     assert 0 < level < want.depth and snap.violations  # stopped between the violations and the end
-    assert snap.disk is not None and len(snap.frontier) == min(buffer, len(snap.frontier) + snap.disk["on_file"])
-    assert (snap.disk["on_file"] > 0) == (buffer < 1 << 20)
+    assert snap.disk is not None and len(snap.frontier) == min(buffer, len(snap.frontier) + snap.disk["on_file_candidates"])
+    assert (snap.disk["on_file_candidates"] > 0) == (buffer < 1 << 20)
     assert os.path.exists(tmp_path / "disk" / f"L{level + 1:05d}.states")  # the next level half written
     got = resumed(model, tmp_path / "disk", tmp_path / "ck", buffer, stop_on_first=False)
     assert summary(got) == summary(want)
@@ -96,6 +97,37 @@ def test_a_resume_without_the_runs_files_is_one_sentence(tmp_path: Path) -> None
     victim.write_bytes(victim.read_bytes() + b"\0" * 8)
     with pytest.raises(DiskError, match="their sizes differ"):
         resumed(model, tmp_path / "disk", tmp_path / "ck", 0)
+
+
+def test_damaged_level_files_and_an_earlier_layout_are_one_sentence(tmp_path: Path) -> None:
+    """A lengths file that no longer adds up to the states file, marks that are not marks, and a
+    snapshot of the earlier layout (the frontier's offsets in its ``on_file`` count) are refused."""
+    model = gate_model("clean-election")
+    level = killed_run(model, tmp_path / "disk", tmp_path / "ck", 5, 0)
+    pristine = tmp_path / "pristine"
+    shutil.copytree(tmp_path / "disk", pristine)
+    lens = tmp_path / "disk" / f"L{level:05d}.lsnap"
+    data = bytearray(lens.read_bytes())
+    data[0] ^= 1
+    lens.write_bytes(bytes(data))
+    with pytest.raises(SnapshotError, match="the level's states file is not the lengths of its states"):
+        resumed(model, tmp_path / "disk", tmp_path / "ck", 0)
+    shutil.rmtree(tmp_path / "disk")
+    shutil.copytree(pristine, tmp_path / "disk")
+    marks = tmp_path / "disk" / f"L{level:05d}.front"
+    marks.write_bytes(b"\x07" + marks.read_bytes()[1:])
+    with pytest.raises(SnapshotError, match="its frontier's marks are not of the level's candidates"):
+        resumed(model, tmp_path / "disk", tmp_path / "ck", 0)
+    path = tmp_path / "ck" / FILE_NAME
+    raw = path.read_bytes()
+    at = len(MAGIC)
+    size = int.from_bytes(raw[at:at + 8], "little")
+    header = json.loads(raw[at + 8:at + 8 + size])
+    header["disk"]["on_file"] = header["disk"].pop("on_file_candidates")
+    text = json.dumps(header).encode()
+    path.write_bytes(raw[:at] + len(text).to_bytes(8, "little") + text + raw[at + 8 + size:])
+    with pytest.raises(SnapshotError, match="earlier --disk layout .* cannot be resumed by this isrcheck"):
+        resumed(model, pristine, tmp_path / "ck", 0)
 
 
 def test_the_other_kind_of_search_is_refused_in_one_sentence(tmp_path: Path) -> None:

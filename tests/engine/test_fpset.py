@@ -83,7 +83,7 @@ def test_the_window_uses_it_where_compiled_code_is_wanted(monkeypatch: pytest.Mo
     cls = type(_fpset())
     assert type(new_fingerprint_set()) is cls
     fps = np.array([5, -3, 0, 5], dtype=np.int64)
-    assert type(_fingerprint_set(np, fps)) is cls and len(_fingerprint_set(np, fps)) == 3
+    assert type(_fingerprint_set(np, [fps])) is cls and len(_fingerprint_set(np, [fps])) == 3
     monkeypatch.setenv("ISRCHECK_PURE", "1")
-    pure = _fingerprint_set(np, fps)
+    pure = _fingerprint_set(np, [fps])
     assert isinstance(pure, dict) and sorted(pure) == [-3, 0, 5]
