@@ -552,6 +552,79 @@ table_grow(FingerprintTable *self, PyObject *Py_UNUSED(ignored))
     Py_RETURN_NONE;
 }
 
+/* pairs(): every (fingerprint, parent) as two native 64-bit words (engine/checkpoint.py's parent
+ * map, as engine/_parentmap.c's pairs() writes it; an initial state is settled as its own parent):
+ * a snapshot of a parallel search. Only while no other process uses the table. */
+static PyObject *
+table_pairs(FingerprintTable *self, PyObject *Py_UNUSED(ignored))
+{
+    if (check_mapped(self) < 0) {
+        return NULL;
+    }
+    uint64_t *h = self->base;
+    uint64_t cap = load(h + H_CAPACITY);
+    uint64_t *slots = slots_of(self);
+    int zero = load(h + H_ZERO_PRESENT) != 0;
+    Py_ssize_t used = 0;
+    for (uint64_t i = 0; i < cap; i++) {
+        used += slots[i * SLOT_WORDS + S_FP] != 0;
+    }
+    PyObject *out = PyBytes_FromStringAndSize(NULL, (used + zero) * 16);
+    if (out == NULL) {
+        return NULL;
+    }
+    char *w = PyBytes_AS_STRING(out);
+    if (zero) {
+        uint64_t pair[2] = {0, load(h + H_ZERO_PARENT)};
+        memcpy(w, pair, 16);
+        w += 16;
+    }
+    for (uint64_t i = 0; i < cap; i++) {
+        uint64_t *s = slots + i * SLOT_WORDS;
+        if (s[S_FP] != 0) {
+            uint64_t pair[2] = {s[S_FP], s[S_PARENT]};
+            memcpy(w, pair, 16);
+            w += 16;
+        }
+    }
+    return out;
+}
+
+/* absorb(buffer): enter the pairs of a buffer laid out as pairs() writes them, each with key 0
+ * (below every key a search offers, so no state of the buffer is won again) and its parent: the
+ * visited states of a resumed parallel search. Grows as it needs; only while no other process
+ * uses the table. */
+static PyObject *
+table_absorb(FingerprintTable *self, PyObject *arg)
+{
+    Py_buffer view;
+    if (check_mapped(self) < 0 || PyObject_GetBuffer(arg, &view, PyBUF_SIMPLE) < 0) {
+        return NULL;
+    }
+    if (view.len % 16 != 0) {
+        PyBuffer_Release(&view);
+        PyErr_SetString(PyExc_ValueError, "absorb() takes whole 16-byte pairs");
+        return NULL;
+    }
+    const char *p = view.buf;
+    for (Py_ssize_t j = 0; j < view.len / 16; j++, p += 16) {
+        uint64_t pair[2];
+        memcpy(pair, p, 16);
+        while (claim(self, pair[0], 0) < 0) {
+            PyObject *grown = table_grow(self, NULL);
+            if (grown == NULL) {
+                PyBuffer_Release(&view);
+                return NULL;
+            }
+            Py_DECREF(grown);
+        }
+        entry_words(self, pair[0])[1] = pair[1];
+    }
+    PyBuffer_Release(&view);
+    flush_count(self);
+    Py_RETURN_NONE;
+}
+
 /* A table is one mapping inherited by fork; a pickled copy would be a different table. */
 static PyObject *
 table_reduce(FingerprintTable *Py_UNUSED(self), PyObject *Py_UNUSED(ignored))
@@ -699,6 +772,10 @@ static PyMethodDef table_methods[] = {
      "wants_growth(): whether claims refuse until grow() is called"},
     {"grow", (PyCFunction)table_grow, METH_NOARGS,
      "grow(): double the capacity and rehash; only while no other process uses the table"},
+    {"pairs", (PyCFunction)table_pairs, METH_NOARGS,
+     "pairs(): every (fingerprint, parent) as two native 64-bit words, an initial state its own parent"},
+    {"absorb", (PyCFunction)table_absorb, METH_O,
+     "absorb(buffer): enter the pairs of a buffer written by pairs(), each with key 0 and its parent"},
     {"__reduce__", (PyCFunction)table_reduce, METH_NOARGS, "refused: the table is shared by fork"},
     {NULL, NULL, 0, NULL},
 };

@@ -262,6 +262,35 @@ class PyFingerprintTable:
             at = self._find(word)
             return None if at < 0 else self._words[at]
 
+    def pairs(self) -> bytes:
+        """Every (fingerprint, parent) as two native 64-bit words, an initial state its own parent
+        (engine/checkpoint.py's parent map): a snapshot of a parallel search. Only while no other
+        process uses the table."""
+        out = array("Q")
+        with self._lock:
+            w = self._words
+            if w[_H_ZERO_PRESENT]:
+                out.extend((0, w[_H_ZERO_PARENT]))
+            for i in range(w[_H_CAPACITY]):
+                at = _HEADER_WORDS + i * _SLOT_WORDS
+                if w[at]:
+                    out.extend((w[at], w[at + 2]))
+        return out.tobytes()
+
+    def absorb(self, pairs: bytes) -> None:
+        """Enter the pairs of :meth:`pairs`, each with key 0 (below every key a search offers, so no
+        state of them is won again) and its parent: a resumed parallel search's visited states.
+        Grows as it needs; only while no other process uses the table."""
+        if len(pairs) % 16:
+            raise ValueError("absorb() takes whole 16-byte pairs")
+        words = array("Q")
+        words.frombytes(pairs)
+        it = iter(words)
+        for fp, parent in zip(it, it):
+            while self._claim(fp, 0) < 0:
+                self.grow()
+            self.settle(_signed(fp), 0, _signed(parent))
+
     def flush(self) -> None:
         """Nothing to do: this table counts every entry as it inserts it (the C one counts in
         batches, and flushes its batch here)."""

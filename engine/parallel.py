@@ -46,6 +46,7 @@ level); the coordinator then doubles the table, with nobody touching it, and let
 from __future__ import annotations
 
 import gc
+import heapq
 import multiprocessing as mp
 import os
 import pickle
@@ -65,7 +66,7 @@ from typing import Any, Generic
 from .frames import END_FRAME, HDR, PeerGone as _PeerGone, WorkerError
 from .frames import frame as _frame
 from .checker import Checker
-from .checkpoint import Checkpoints, SnapshotError
+from .checkpoint import Checkpoints, Snapshot, SnapshotError, absorb_pairs, pairs_of
 from .core import A, Checks, CheckResult, Kind, Model, ModelFault, Progress, S, Search, Step, Violation, action_name, result_of
 from .explore import replay_fingerprints
 from .fptable import new_table
@@ -252,6 +253,7 @@ class _Worker:
             "balance": self._balance,
             "cut": self._cut,
             "graph": self._graph,
+            "frontier": self._frontier,
         }
         while True:
             msg = self.ctrl.recv()
@@ -457,6 +459,12 @@ class _Worker:
         self.keys, self.fps, self.states = keys.tobytes(), fps, states
         return len(received)
 
+    def _frontier(self) -> tuple[bytes, list[bytes]]:
+        """This worker's part of the level to expand next, for a snapshot: its keys (int64 words, in
+        key order) and its states in the model's codec."""
+        encode = self.codec.encode
+        return self.keys, [encode(st) for st in self.states]
+
     def _graph(self) -> dict[str, Any]:
         """This worker's part of the liveness graph (once, after the last level), given up here."""
         part = {"e_src": self.e_src.tobytes(), "e_dst": self.e_dst.tobytes(), "e_lab": self.e_lab.tobytes(),
@@ -488,8 +496,13 @@ class _Worker:
         return new, upto, _coverage(islice(taken, upto))
 
 
-def _first(entry: tuple[int, int, Any]) -> int:
+def _first(entry: tuple[int, ...]) -> int:
     return entry[0]
+
+
+def _as_is(raw: bytes) -> bytes:
+    """A frontier state already encoded (by the worker that held it)."""
+    return raw
 
 
 def _coverage(taken: Any) -> dict[str, int]:
@@ -561,6 +574,7 @@ class ParallelChecker(Search, Generic[S, A]):
         max_memory: int | None = None,
         table_slots: int = TABLE_INITIAL_SLOTS,
         graph: Any = None,
+        checkpoint: Checkpoints | None = None,
     ) -> None:
         if workers < 1:
             raise ValueError(f"workers must be at least 1, got {workers}")
@@ -577,6 +591,9 @@ class ParallelChecker(Search, Generic[S, A]):
         #: a liveness GraphBuilder (engine/liveness.py): the workers record their steps and settled
         #: states, and a search that went through every state assembles the graph from them
         self.graph = graph
+        #: snapshots between levels (engine/checkpoint.py): the single process's format, so either
+        #: search resumes the other's
+        self.checkpoint = checkpoint
         # per run: moved_states (what crossed between workers), table_grows (pauses to grow the
         # fingerprint table in the middle of a level), the seconds the workers spent expanding and
         # settling (expand_s, settle_s: summed over workers and levels), the slowest worker's
@@ -593,13 +610,13 @@ class ParallelChecker(Search, Generic[S, A]):
         self._abandoned = False  # a level was cut short (memory): the workers are mid-level
         self._figures: tuple[int, int, int, int] = (0, 0, 0, 0)  # total, depth, frontier, transitions
         self._transitions = 0
+        # where the level loop starts: level, states, transitions, coverage (a resumed run's are the snapshot's)
+        self._start_at: tuple[int, int, int, Counter[str]] = (0, 0, 0, Counter())
 
     # ------------------------------------------------------------------ entry point
     def run(self) -> CheckResult:
         if self.workers == 1 or not self.stop_on_first or "fork" not in mp.get_all_start_methods():
-            return Checker(self.model, max_depth=self.max_depth, max_states=self.max_states,
-                           stop_on_first=self.stop_on_first, progress=self.progress,
-                           progress_every=self.progress_every, max_memory=self.max_memory, graph=self.graph).run()
+            return self._single()
         start = time.perf_counter()
         self.stats = Counter()
         model = self.model
@@ -611,13 +628,19 @@ class ParallelChecker(Search, Generic[S, A]):
         init: list[tuple[int, int, Any]] = []  # (discovery key, fingerprint, state)
         table = new_table(TABLE_SLOTS, self.table_slots)
         self._table = table
-        for index, s in enumerate(model.init_states()):
+        snap = self._snapshot()
+        if snap is not None and (snap.violations or snap.limit_hit):
+            return self._single()  # a snapshot past a violation: only the single process goes on
+        if snap is not None:
+            init = self._restore(snap, table, unseen)
+            start -= snap.seconds  # the run's time is the time of all its parts
+        for index, s in enumerate(model.init_states() if snap is None else ()):
             fp = fingerprint(s)
             if index >= 1 << LEVEL_SHIFT:
                 raise RuntimeError(f"the parallel checker supports at most {1 << LEVEL_SHIFT} initial states")
             while table.claim(fp, 0, index) < 0:
                 table.grow()
-            if not table.settle(fp, index, 0):
+            if not table.settle(fp, index, fp):  # an initial state is its own parent
                 continue  # an earlier initial state had this fingerprint
             for name in checks.broken_always(s):
                 if name not in violations:
@@ -626,10 +649,13 @@ class ParallelChecker(Search, Generic[S, A]):
             init.append((index, fp, s))
         if violations or not init:
             seconds = time.perf_counter() - start
+            level, total, transitions, coverage = self._start_at if snap is not None else (0, len(init), 0, Counter())
             if self.progress is not None:
-                self.progress(Progress(len(init), 0, len(init), seconds))
-            return result_of(len(init), 0, seconds, 0, violations.values(), unseen, Counter(), None,
+                self.progress(Progress(total, level, len(init), seconds))
+            return result_of(total, level, seconds, transitions, violations.values(), unseen, coverage, None,
                              self.model.properties())
+        if snap is None:
+            self._start_at = (0, len(init), 0, Counter())
 
         clean = False
         self._abandoned = False
@@ -649,11 +675,79 @@ class ParallelChecker(Search, Generic[S, A]):
             self.coordinator_shared_kib = shmem_bytes() // 1024
             self._table = None  # unmapped once the workers are gone
 
+    # ------------------------------------------------------------------ snapshots
+    def _single(self) -> CheckResult:
+        """The single-process search with this one's settings (one worker, no fork, every violation
+        wanted, or a snapshot only it can go on from)."""
+        return Checker(self.model, max_depth=self.max_depth, max_states=self.max_states,
+                       stop_on_first=self.stop_on_first, progress=self.progress, progress_every=self.progress_every,
+                       max_memory=self.max_memory, graph=self.graph, checkpoint=self.checkpoint).run()
+
+    def _snapshot(self) -> Snapshot | None:
+        """Ready the checkpoint directory, as :class:`Checker` does (the same identity: a snapshot
+        says nothing of the workers), and the snapshot to resume from, if any."""
+        ck = self.checkpoint
+        if ck is None:
+            return None
+        codec = getattr(self.model, "state_codec", None)
+        if codec is None:
+            raise SnapshotError("this model has no binary state codec: its search cannot be checkpointed")
+        if self.graph is not None:
+            raise SnapshotError("a search that records the liveness graph cannot be checkpointed")
+        ck.complete_identity([p.name for p in self.model.properties()], str(codec.signature),
+                             {"stop_on_first": self.stop_on_first, "max_depth": self.max_depth,
+                              "max_states": self.max_states})
+        ck.prepare()
+        return ck.load() if ck.resume else None
+
+    def _restore(self, snap: Snapshot, table: Any, unseen: set[str]) -> list[tuple[int, int, Any]]:
+        """Put a snapshot's visited states in the table (key 0: never won again) and answer its
+        frontier as the workers' first level: in the snapshot's order, which is the key order, with
+        keys that keep it (ranks are positions in that order, all a key of a held state is for)."""
+        codec = self.model.state_codec  # type: ignore[attr-defined]
+        where = self.checkpoint.path if self.checkpoint is not None else ""
+        absorb_pairs(table, snap.pairs)
+        level = snap.depth + 1
+        if level + 1 >= MAX_LEVELS or len(snap.frontier) > _RANK_MASK:
+            raise SnapshotError(f"the snapshot {where} is past what the parallel checker explores: "
+                                "resume it with one worker")
+        base = level << LEVEL_SHIFT
+        fingerprint = self.model.fingerprint
+        init: list[tuple[int, int, Any]] = []
+        for i, raw in enumerate(snap.frontier):
+            try:
+                state = codec.decode(raw)
+            except Exception as e:  # the codec's CodecError, or anything a damaged byte string raises
+                raise SnapshotError(f"the snapshot {where} is damaged (a frontier state does not decode: {e})") from None
+            fp = fingerprint(state)
+            if table.entry(fp) is None:
+                raise SnapshotError(f"the snapshot {where} is damaged (a frontier state is not in its parent map)")
+            init.append((base | i << ACTION_BITS, fp, state))
+        unseen.intersection_update(snap.unseen)
+        self._start_at = (level, snap.states, snap.transitions, Counter(snap.counts))
+        return init
+
+    def _save(self, ck: Checkpoints, level: int, total: int, transitions: int, coverage: Counter[str],
+              unseen: set[str], seconds: float) -> None:
+        """Write a snapshot before ``level`` is expanded, as :class:`Checker` writes one at the same
+        boundary: the parent map (the table's pairs) and the level's states in key order, which is
+        the single process's queue order (each worker's part comes across once, encoded)."""
+        parts = self._ask_all(("frontier",))
+        runs = []
+        for keys_bytes, encoded in parts:
+            keys = array("q")
+            keys.frombytes(keys_bytes)
+            runs.append(zip(keys, encoded))
+        frontier = (raw for _, raw in heapq.merge(*runs, key=_first))
+        snap = Snapshot(identity=ck.identity, depth=level - 1, transitions=transitions, counts=dict(coverage),
+                        unseen=sorted(unseen), violations=[], limit_hit=None, seconds=seconds, states=total,
+                        pairs=pairs_of(self._table))
+        ck.write(snap, frontier, _as_is)
+
     # ------------------------------------------------------------------ the search
     def _search(self, start: float, init: list, unseen: set[str]) -> CheckResult:
-        total = frontier = len(init)
-        depth = transitions = 0
-        coverage: Counter[str] = Counter()
+        depth, total, transitions, coverage = self._start_at
+        frontier = len(init)
         violations: dict[str, Violation] = {}
         limit_hit: str | None = None
         last_report = start
@@ -661,7 +755,8 @@ class ParallelChecker(Search, Generic[S, A]):
         self._figures = (total, depth, frontier, transitions)
         try:
             self._check_memory()
-            total, depth, frontier, limit_hit = self._levels(start, unseen, total, coverage, violations, last_report)
+            total, depth, frontier, limit_hit = self._levels(start, unseen, total, frontier, coverage, violations,
+                                                             last_report)
             transitions = self._transitions
         except MemoryCeilingHit:
             # the level in progress is abandoned: the figures are those of the last complete one
@@ -685,18 +780,24 @@ class ParallelChecker(Search, Generic[S, A]):
         if used > self.max_memory:
             raise MemoryCeilingHit(f"{used} bytes resident, more than {self.max_memory}")
 
-    def _levels(self, start: float, unseen: set[str], total: int, coverage: Counter[str],
+    def _levels(self, start: float, unseen: set[str], total: int, frontier: int, coverage: Counter[str],
                 violations: dict[str, Violation], last_report: float) -> tuple[int, int, int, str | None]:
         """The level loop of :meth:`_search`: ``(total, depth, frontier, limit_hit)``; the
         transitions are left in ``_transitions``, and after each complete level ``_figures``
-        holds what a search cut short there reports."""
-        frontier = total
-        level = depth = transitions = 0
+        holds what a search cut short there reports. A snapshot is written, when one is due,
+        before a level is expanded (a consistent cut: the table holds every state found, the
+        workers the level's)."""
+        level, _, transitions, _ = self._start_at
+        depth = level
+        resumed_at = level if level else None
         limit_hit: str | None = None
         self._figures = (total, depth, frontier, transitions)
         level_keys = self._initial_keys
         while frontier:
             depth = level
+            ck = self.checkpoint
+            if ck is not None and level > 0 and level != resumed_at and ck.due():
+                self._save(ck, level, total, transitions, coverage, unseen, time.perf_counter() - start)
             if self.max_depth is not None and level >= self.max_depth:
                 limit_hit = "depth"
                 break
@@ -792,8 +893,8 @@ class ParallelChecker(Search, Generic[S, A]):
             entry = self._table.entry(fp)
             if entry is None:
                 raise RuntimeError(f"fingerprint {fp} is not in the parallel checker's table")
-            key, parent = entry
-            if key >> LEVEL_SHIFT == 0:  # an initial state
+            _, parent = entry
+            if parent == fp:  # an initial state (its own parent, also when restored from a snapshot)
                 break
             chain.append(parent)
             fp = parent
@@ -962,17 +1063,16 @@ def search(model: Model[S, A], *, workers: int = 1, max_depth: int | None = None
            max_memory: int | None = None, progress_every: float = 0.5,
            checkpoint: Checkpoints | None = None, graph: Any = None) -> CheckResult:
     """One exhaustive search: :class:`ParallelChecker` with several workers, else :class:`Checker`
-    (also when every violation is wanted, which only the single process reports). A checkpointed
-    search (engine/checkpoint.py) is the single process's: the workers' shared table has no snapshot.
+    (also when every violation is wanted, which only the single process reports). Both write and
+    resume the same snapshots (engine/checkpoint.py), so a run checkpointed with one worker count
+    can be resumed with another.
     ``graph`` (a liveness :class:`~isrcheck.engine.liveness.GraphBuilder`) records the liveness
     graph: the single process tells it every state and step as it goes, the workers each keep their
     part, assembled once the search went through every state."""
-    if checkpoint is not None and workers > 1:
-        raise SnapshotError("--checkpoint and --resume run the single-process search: leave out --workers")
     if workers > 1 and stop_on_first:
         return ParallelChecker(model, workers=workers, max_depth=max_depth, max_states=max_states,
                                progress=progress, progress_every=progress_every, max_memory=max_memory,
-                               graph=graph).run()
+                               graph=graph, checkpoint=checkpoint).run()
     return Checker(model, max_depth=max_depth, max_states=max_states, stop_on_first=stop_on_first,
                    progress=progress, progress_every=progress_every, max_memory=max_memory,
                    checkpoint=checkpoint, graph=graph).run()

@@ -39,8 +39,8 @@ def warning_line(w: VacuityWarning) -> None:
               help="Worker processes for the safety search (the result, traces included, is the same as with one).")
 @click.option("--checkpoint", "checkpoint_dir", type=click.Path(file_okay=False), metavar="DIR", default=None,
               help="Write a snapshot of the search to DIR between levels, so that --resume DIR can finish a run "
-                   "that was killed (single process: not with --workers; with --disk, the snapshot names the "
-                   "disk files it needs).")
+                   "that was killed (with --workers too: either resumes the other's; with --disk, the snapshot "
+                   "names the disk files it needs).")
 @click.option("--checkpoint-every", type=click.FloatRange(min=0), metavar="SECONDS", default=None,
               help="With --checkpoint or --resume: the least time between two snapshots "
                    "(default 60; 0: at every level).")
@@ -66,7 +66,7 @@ def check(inputs: Inputs, as_json: bool, max_depth: int | None, max_states: int 
     A manifest model checked as the manifest defines it is compared with its pins, as `gate`
     does: an expected failure is reported "as pinned" and exits 0."""
     ceiling = resources.memory_ceiling(max_memory)  # a bad size: exit 2 before any work
-    snapshots = snapshot_request(checkpoint_dir, resume_dir, checkpoint_every, workers, inputs.peer is not None)
+    snapshots = snapshot_request(checkpoint_dir, resume_dir, checkpoint_every, inputs.peer is not None)
     disk = disk_request(disk_dir, keep_disk, workers, liveness)
     if inputs.peer is not None or replicas is not None:
         i = inputs
@@ -123,7 +123,7 @@ def check(inputs: Inputs, as_json: bool, max_depth: int | None, max_states: int 
     exit_with(verdict.exit_status)
 
 
-def snapshot_request(checkpoint_dir: str | None, resume_dir: str | None, every: float | None, workers: int,
+def snapshot_request(checkpoint_dir: str | None, resume_dir: str | None, every: float | None,
                      peer: bool) -> SnapshotRequest | None:
     """What --checkpoint, --checkpoint-every and --resume ask for, refused in one line (exit 2) where
     they cannot be honoured, before any work."""
@@ -134,8 +134,6 @@ def snapshot_request(checkpoint_dir: str | None, resume_dir: str | None, every: 
     if checkpoint_dir is not None and resume_dir is not None:
         usage_error("--checkpoint starts a fresh run and --resume goes on with one: give one of them "
                     "(--resume DIR keeps checkpointing to DIR)")
-    if workers > 1:
-        usage_error("--checkpoint and --resume run the single-process search: leave out --workers")
     if peer:
         usage_error("--checkpoint and --resume check manifest models, scenarios and --config files, not --peer")
     directory = resume_dir if resume_dir is not None else checkpoint_dir

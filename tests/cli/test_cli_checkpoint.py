@@ -17,6 +17,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -48,26 +49,18 @@ def uninterrupted() -> dict[str, Any]:
     return found
 
 
-@pytest.mark.parametrize("disk", [False, True], ids=["memory", "disk"])
-def test_resume_after_sigkill_matches_an_uninterrupted_run(tmp_path: Path, uninterrupted: dict[str, Any],
-                                                           disk: bool) -> None:
-    """In memory, and with --disk (the snapshot names the disk files it needs; the resumed run is given
-    the same --disk directory, whose next level the kill left half written)."""
-    ck = tmp_path / "ck"
-    on_disk = ["--disk", str(tmp_path / "disk")] if disk else []
-    child = subprocess.Popen([sys.executable, "-m", "isrcheck", "check", *MODEL, "--json", "--checkpoint", str(ck),
-                              "--checkpoint-every", "0", *on_disk], stdout=subprocess.DEVNULL,
+def killed(command: list[str], ck: Path, ready: Callable[[Any], bool]) -> Any:
+    """Run ``isrcheck COMMAND`` as a child, poll its checkpoint directory ``ck`` and SIGKILL it
+    as soon as the snapshot there is ``ready``; that snapshot."""
+    child = subprocess.Popen([sys.executable, "-m", "isrcheck", *command], stdout=subprocess.DEVNULL,
                              stderr=subprocess.DEVNULL)
     snap = None
     deadline = time.monotonic() + 300
     try:
         while time.monotonic() < deadline and child.poll() is None:
             if (ck / FILE_NAME).exists():
-                try:
-                    seen = read_snapshot(ck / FILE_NAME)
-                except SnapshotError:  # cannot happen (the rename is atomic): shown if it does
-                    raise
-                if seen.violations:
+                seen = read_snapshot(ck / FILE_NAME)  # never a SnapshotError: the rename is atomic
+                if ready(seen):
                     os.kill(child.pid, signal.SIGKILL)
                     snap = seen
                     break
@@ -76,8 +69,20 @@ def test_resume_after_sigkill_matches_an_uninterrupted_run(tmp_path: Path, unint
         if child.poll() is None and snap is None:
             child.kill()
         child.wait()
-    assert snap is not None, "the run ended before a snapshot holding a violation could be seen"
+    assert snap is not None, "the run ended before the snapshot awaited could be seen"
     assert child.returncode == -signal.SIGKILL
+    return snap
+
+
+@pytest.mark.parametrize("disk", [False, True], ids=["memory", "disk"])
+def test_resume_after_sigkill_matches_an_uninterrupted_run(tmp_path: Path, uninterrupted: dict[str, Any],
+                                                           disk: bool) -> None:
+    """In memory, and with --disk (the snapshot names the disk files it needs; the resumed run is given
+    the same --disk directory, whose next level the kill left half written)."""
+    ck = tmp_path / "ck"
+    on_disk = ["--disk", str(tmp_path / "disk")] if disk else []
+    snap = killed(["check", *MODEL, "--json", "--checkpoint", str(ck), "--checkpoint-every", "0", *on_disk], ck,
+                  lambda seen: bool(seen.violations))
     assert 0 < snap.states < uninterrupted["distinct_states"]
     assert (snap.disk is not None) == disk
     if disk:
@@ -87,6 +92,26 @@ def test_resume_after_sigkill_matches_an_uninterrupted_run(tmp_path: Path, unint
     assert facts(r.stdout) == uninterrupted
     # the resumed run went on checkpointing in the same directory, and its snapshot is resumable
     assert read_snapshot(ck / FILE_NAME).states >= snap.states
+
+
+#: a search the workers run (no --keep-going, which only the single process does): 50,164 states
+PARALLEL = ["reassignment-broker-crash", "--no-liveness"]
+
+
+@pytest.mark.parametrize("workers", ["2", "1"], ids=["resumed-with-2", "resumed-with-1"])
+def test_a_parallel_run_killed_resumes_with_any_worker_count(tmp_path: Path, workers: str) -> None:
+    """``--workers 2`` writes the single process's snapshot: killed with SIGKILL a few levels in, it
+    is resumed with two workers or one to the uninterrupted run's result."""
+    plain = run(["check", *PARALLEL, "--json"])
+    assert plain.returncode == 0, plain.stderr
+    want = facts(plain.stdout)
+    ck = tmp_path / "ck"
+    snap = killed(["check", *PARALLEL, "--json", "--workers", "2", "--checkpoint", str(ck), "--checkpoint-every", "0"],
+                  ck, lambda seen: seen.depth >= 3)
+    assert 0 < snap.states < want["distinct_states"]
+    r = run(["check", *PARALLEL, "--json", "--workers", workers, "--resume", str(ck)])
+    assert r.returncode == 0, r.stderr
+    assert facts(r.stdout) == want
 
 
 def test_a_checkpointed_run_reports_what_a_plain_run_does(tmp_path: Path, uninterrupted: dict[str, Any]) -> None:
@@ -158,7 +183,6 @@ def test_a_foreign_file_is_refused(tmp_path: Path) -> None:
 def test_resume_without_a_snapshot_and_bad_combinations_are_refused(tmp_path: Path, snapshot_dir: Path) -> None:
     assert "no snapshot to resume" in refusal(["replication", "--resume", str(tmp_path)])
     assert "already holds a snapshot" in refusal(["replication", "--checkpoint", str(snapshot_dir)])
-    assert "--workers" in refusal(["replication", "--checkpoint", str(tmp_path / "w"), "--workers", "2"])
     assert "needs --checkpoint" in refusal(["replication", "--checkpoint-every", "5"])
     assert "give one of them" in refusal(["replication", "--checkpoint", str(tmp_path / "a"),
                                           "--resume", str(snapshot_dir)])
