@@ -35,7 +35,8 @@ def test_an_unknown_group_is_refused() -> None:
                        timeout=60)
     assert r.returncode == 2
     assert r.stderr.strip().splitlines() == [
-        "error: --only: no group nonsense (liveness, liveness-1p, brokers, peer, disk, checkpoint, disk-checkpoint)"]
+        "error: --only: no group nonsense (liveness, liveness-1p, brokers, peer, disk, checkpoint, disk-checkpoint, "
+        "checkpoint-workers, disk-200m)"]
 
 
 def test_quick_liveness_rows_report_the_graph(tmp_path: Path) -> None:
@@ -63,7 +64,7 @@ def test_quick_disk_rows_compare_with_memory(tmp_path: Path) -> None:
     memory, disk = json.loads(out.read_text())
     assert memory["states"] == disk["states"] == 28_939  # the peer's kip-320, two replicas (TLC's count)
     assert memory["checkpoint_line"] is None and disk["checkpoint_line"].startswith("disk: 22 levels, ")
-    ratio = memory["seconds"] / disk["seconds"]
+    ratio = (disk["states"] / disk["seconds"]) / (memory["states"] / memory["seconds"])
     assert f"{ratio:.2f}x the in-memory states/s; disk: 22 levels, " in r.stdout
 
 
@@ -79,3 +80,29 @@ def test_quick_disk_checkpoint_rows(tmp_path: Path) -> None:
     assert plain["snapshot_bytes"] is None and checkpointed["snapshot_bytes"] > 0
     assert checkpointed["checkpoint_line"].startswith("checkpoint: ") and "; disk: " in checkpointed["checkpoint_line"]
     assert "against the plain run; checkpoint: " in r.stdout
+
+
+def test_quick_checkpoint_workers_rows(tmp_path: Path) -> None:
+    """A two-worker run checkpointed at every level beside the same run plain: the same states, the
+    snapshot written (the parallel search's, issue 32), and the run's own line on its snapshots."""
+    out = tmp_path / "scale.json"
+    r = subprocess.run([sys.executable, str(SCRIPT), "--quick", "--only", "checkpoint-workers", "--json", str(out)],
+                       capture_output=True, text=True, timeout=180)
+    assert r.returncode == 0, r.stdout + r.stderr
+    plain, checkpointed = json.loads(out.read_text())
+    assert plain["states"] == checkpointed["states"] == 2954
+    assert plain["snapshot_bytes"] is None and checkpointed["snapshot_bytes"] > 0
+    assert "against the plain run; checkpoint: " in r.stdout
+
+
+def test_the_half_hour_group_runs_only_when_named() -> None:
+    sys.path.insert(0, str(SCRIPT.parent))
+    try:
+        import bench_scale
+    finally:
+        sys.path.remove(str(SCRIPT.parent))
+    rows = bench_scale.runs(False)
+    assert "disk-200m" not in {r.group for r in bench_scale.selected(rows, None)}
+    named = bench_scale.selected(rows, "disk-200m")
+    assert {r.group for r in named} == {"disk-200m"} and len(named) == 3
+    assert any("205000000" in r.args for r in named) and sum(r.disk for r in named) == 2
