@@ -36,7 +36,7 @@ from .core import (
     paused_gc,
     result_of,
 )
-from .checkpoint import Checkpoints, Snapshot, SnapshotError, absorb_pairs, pairs_of
+from .checkpoint import Checkpoints, Snapshot, SnapshotError, absorb_pairs, pairs_of, prepare_search
 from .explore import parent_chain, replay_actions, replay_fingerprints
 from .memory import CHECK_EVERY, resident_bytes
 from .parentmap import new_parent_map
@@ -241,16 +241,10 @@ class Checker(Search, Generic[S, A]):
     def _checkpoint_codec(self, ck: Checkpoints) -> Any:
         """The model's state codec, which carries the frontier in a snapshot; the identity completed
         with what the engine knows and the directory checked before the search starts."""
-        codec = getattr(self.model, "state_codec", None)
-        if codec is None:
-            raise SnapshotError("this model has no binary state codec: its search cannot be checkpointed")
         if self.observer is not None:
             raise SnapshotError("a search with an observer cannot be checkpointed")
-        ck.complete_identity([p.name for p in self.model.properties()], str(codec.signature),
-                             {"stop_on_first": self.stop_on_first, "max_depth": self.max_depth,
-                              "max_states": self.max_states})
-        ck.prepare()
-        return codec
+        return prepare_search(ck, self.model, {"stop_on_first": self.stop_on_first, "max_depth": self.max_depth,
+                                               "max_states": self.max_states})
 
     def _restored_state(self, codec: Any, raw: bytes, parents: Any) -> tuple[Any, int]:
         """A frontier state of a snapshot, decoded and checked to be one the parent map knows."""

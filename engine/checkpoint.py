@@ -66,7 +66,7 @@ WRITE_BUDGET = 20.0
 #: on disk so far.
 DISK_KEYS = ("level", "seen", "on_file_candidates", "candidates", "disk_peak")
 
-__all__ = ["DISK_KEYS", "MAGIC", "FORMAT", "FILE_NAME", "DEFAULT_EVERY", "WRITE_BUDGET", "SnapshotError", "Snapshot",
+__all__ = ["prepare_search", "DISK_KEYS", "MAGIC", "FORMAT", "FILE_NAME", "DEFAULT_EVERY", "WRITE_BUDGET", "SnapshotError", "Snapshot",
            "Checkpoints", "pairs_of", "absorb_pairs", "identity_difference"]
 
 
@@ -198,6 +198,19 @@ def _short(value: Any) -> str:
         value = value["name"]
     text = value if isinstance(value, str) else json.dumps(value, sort_keys=True)
     return text if len(text) <= 80 else "..." + text[-77:]
+
+
+def prepare_search(ck: Checkpoints, model: Any, search: Mapping[str, Any]) -> Any:
+    """What a search in memory (the single process's or the workers') does before it starts with
+    ``ck``: the model's state codec, which carries the frontier in a snapshot (refused without one),
+    the identity completed with the properties, the codec's schema and the search's bounds, and the
+    directory checked. Answers the codec."""
+    codec = getattr(model, "state_codec", None)
+    if codec is None:
+        raise SnapshotError("this model has no binary state codec: its search cannot be checkpointed")
+    ck.complete_identity([p.name for p in model.properties()], str(codec.signature), search)
+    ck.prepare()
+    return codec
 
 
 # ---------------------------------------------------------------------- the files

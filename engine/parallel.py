@@ -66,7 +66,7 @@ from typing import Any, Generic
 from .frames import END_FRAME, HDR, PeerGone as _PeerGone, WorkerError
 from .frames import frame as _frame
 from .checker import Checker
-from .checkpoint import Checkpoints, Snapshot, SnapshotError, absorb_pairs, pairs_of
+from .checkpoint import Checkpoints, Snapshot, SnapshotError, absorb_pairs, pairs_of, prepare_search
 from .core import A, Checks, CheckResult, Kind, Model, ModelFault, Progress, S, Search, Step, Violation, action_name, result_of
 from .explore import replay_fingerprints
 from .fptable import new_table
@@ -689,15 +689,10 @@ class ParallelChecker(Search, Generic[S, A]):
         ck = self.checkpoint
         if ck is None:
             return None
-        codec = getattr(self.model, "state_codec", None)
-        if codec is None:
-            raise SnapshotError("this model has no binary state codec: its search cannot be checkpointed")
         if self.graph is not None:
             raise SnapshotError("a search that records the liveness graph cannot be checkpointed")
-        ck.complete_identity([p.name for p in self.model.properties()], str(codec.signature),
-                             {"stop_on_first": self.stop_on_first, "max_depth": self.max_depth,
-                              "max_states": self.max_states})
-        ck.prepare()
+        prepare_search(ck, self.model, {"stop_on_first": self.stop_on_first, "max_depth": self.max_depth,
+                                        "max_states": self.max_states})
         return ck.load() if ck.resume else None
 
     def _restore(self, snap: Snapshot, table: Any, unseen: set[str]) -> list[tuple[int, int, Any]]:

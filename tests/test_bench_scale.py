@@ -16,14 +16,19 @@ ROOT = Path(__file__).resolve().parents[1]
 SCRIPT = ROOT / "benchmarks" / "bench_scale.py"
 
 
-def test_quick_checkpoint_rows(tmp_path: Path) -> None:
+def quick(group: str, tmp_path: Path) -> tuple[subprocess.CompletedProcess[str], list[dict]]:
+    """``bench_scale.py --quick --only GROUP``, which must succeed: its run and its JSON rows."""
     out = tmp_path / "scale.json"
-    r = subprocess.run([sys.executable, str(SCRIPT), "--quick", "--only", "checkpoint", "--json", str(out)],
-                       capture_output=True, text=True, timeout=120)
+    r = subprocess.run([sys.executable, str(SCRIPT), "--quick", "--only", group, "--json", str(out)],
+                       capture_output=True, text=True, timeout=180)
     assert r.returncode == 0, r.stdout + r.stderr
+    return r, json.loads(out.read_text())
+
+
+def test_quick_checkpoint_rows(tmp_path: Path) -> None:
+    r, rows = quick("checkpoint", tmp_path)
     assert "x time" in r.stdout and "load average at the start" in r.stdout
     assert "against the plain run; checkpoint: " in r.stdout and "snapshots written to" in r.stdout
-    rows = json.loads(out.read_text())
     assert [row["group"] for row in rows] == ["checkpoint", "checkpoint"]
     assert rows[0]["states"] == rows[1]["states"] == 289
     assert rows[1]["snapshot_bytes"] > 0 and rows[0]["snapshot_bytes"] is None
@@ -42,11 +47,8 @@ def test_an_unknown_group_is_refused() -> None:
 def test_quick_liveness_rows_report_the_graph(tmp_path: Path) -> None:
     """The run with liveness reports its graph (issue 32: bytes per state and per edge) from the
     check's JSON; the safety run has none."""
-    out = tmp_path / "scale.json"
-    r = subprocess.run([sys.executable, str(SCRIPT), "--quick", "--only", "liveness-1p", "--json", str(out)],
-                       capture_output=True, text=True, timeout=180)
-    assert r.returncode == 0, r.stdout + r.stderr
-    safety, live = json.loads(out.read_text())
+    r, rows = quick("liveness-1p", tmp_path)
+    safety, live = rows
     assert safety["graph_bytes"] is None and live["graph_states"] == live["states"] == safety["states"] > 0
     assert live["graph_edges"] > live["graph_states"] and live["graph_bytes"] > 8 * live["graph_edges"]
     per_state = round((live["graph_bytes"] - 8 * live["graph_edges"]) / live["graph_states"])
@@ -57,11 +59,8 @@ def test_quick_liveness_rows_report_the_graph(tmp_path: Path) -> None:
 def test_quick_disk_rows_compare_with_memory(tmp_path: Path) -> None:
     """The --disk row beside the same check in memory: the same states, its speed as a fraction of
     the in-memory run's (issue 32's target: at least half) and the run's own line on its files."""
-    out = tmp_path / "scale.json"
-    r = subprocess.run([sys.executable, str(SCRIPT), "--quick", "--only", "disk", "--json", str(out)],
-                       capture_output=True, text=True, timeout=180)
-    assert r.returncode == 0, r.stdout + r.stderr
-    memory, disk = json.loads(out.read_text())
+    r, rows = quick("disk", tmp_path)
+    memory, disk = rows
     assert memory["states"] == disk["states"] == 28_939  # the peer's kip-320, two replicas (TLC's count)
     assert memory["checkpoint_line"] is None and disk["checkpoint_line"].startswith("disk: 22 levels, ")
     ratio = (disk["states"] / disk["seconds"]) / (memory["states"] / memory["seconds"])
@@ -71,11 +70,8 @@ def test_quick_disk_rows_compare_with_memory(tmp_path: Path) -> None:
 def test_quick_disk_checkpoint_rows(tmp_path: Path) -> None:
     """A --disk run checkpointed at every level beside the same --disk run: the same states, the
     snapshot written, and both of the run's own lines (its snapshots, its files) in the table."""
-    out = tmp_path / "scale.json"
-    r = subprocess.run([sys.executable, str(SCRIPT), "--quick", "--only", "disk-checkpoint", "--json", str(out)],
-                       capture_output=True, text=True, timeout=180)
-    assert r.returncode == 0, r.stdout + r.stderr
-    plain, checkpointed = json.loads(out.read_text())
+    r, rows = quick("disk-checkpoint", tmp_path)
+    plain, checkpointed = rows
     assert plain["states"] == checkpointed["states"] == 289
     assert plain["snapshot_bytes"] is None and checkpointed["snapshot_bytes"] > 0
     assert checkpointed["checkpoint_line"].startswith("checkpoint: ") and "; disk: " in checkpointed["checkpoint_line"]
@@ -85,11 +81,8 @@ def test_quick_disk_checkpoint_rows(tmp_path: Path) -> None:
 def test_quick_checkpoint_workers_rows(tmp_path: Path) -> None:
     """A two-worker run checkpointed at every level beside the same run plain: the same states, the
     snapshot written (the parallel search's, issue 32), and the run's own line on its snapshots."""
-    out = tmp_path / "scale.json"
-    r = subprocess.run([sys.executable, str(SCRIPT), "--quick", "--only", "checkpoint-workers", "--json", str(out)],
-                       capture_output=True, text=True, timeout=180)
-    assert r.returncode == 0, r.stdout + r.stderr
-    plain, checkpointed = json.loads(out.read_text())
+    r, rows = quick("checkpoint-workers", tmp_path)
+    plain, checkpointed = rows
     assert plain["states"] == checkpointed["states"] == 2954
     assert plain["snapshot_bytes"] is None and checkpointed["snapshot_bytes"] > 0
     assert "against the plain run; checkpoint: " in r.stdout

@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -30,9 +31,9 @@ class Killed(Exception):
     """Raised from the progress callback: the search stops where it stands, as under SIGKILL."""
 
 
-def killed_run(model: Any, disk: Path, ck: Path, after: int, buffer: int, **limits: Any) -> int:
-    """Start a checkpointed disk search and stop it at the ``after``-th progress report that comes
-    once a snapshot is on disk; the snapshot's level."""
+def killer(ck: Path, after: int) -> Callable[[Any], None]:
+    """A progress callback that raises :class:`Killed` at the ``after``-th report that comes once
+    a snapshot is in ``ck``."""
     calls = [0]
 
     def progress(_: Any) -> None:
@@ -41,7 +42,13 @@ def killed_run(model: Any, disk: Path, ck: Path, after: int, buffer: int, **limi
             if calls[0] >= after:
                 raise Killed
 
-    checker = DiskChecker(model, disk, buffer=buffer, progress=progress, progress_every=0.0,
+    return progress
+
+
+def killed_run(model: Any, disk: Path, ck: Path, after: int, buffer: int, **limits: Any) -> int:
+    """Start a checkpointed disk search and stop it at the ``after``-th progress report that comes
+    once a snapshot is on disk; the snapshot's level."""
+    checker = DiskChecker(model, disk, buffer=buffer, progress=killer(ck, after), progress_every=0.0,
                           checkpoint=Checkpoints(ck, IDENTITY, every=0.0), **limits)
     with pytest.raises(Killed):
         checker.run()

@@ -20,16 +20,11 @@ from shared import result_summary
 
 from test_checkpoint import forge
 from test_disk import gate_model
+from test_disk_checkpoint import IDENTITY, Killed, killer
 
 pytestmark = pytest.mark.skipif(
     "fork" not in multiprocessing.get_all_start_methods(), reason="the parallel checker forks"
 )
-
-IDENTITY = {"model": "under test"}
-
-
-class Killed(Exception):
-    """Raised from the progress callback: the search stops where it stands, as under SIGKILL."""
 
 
 def searcher(model: Any, workers: int, ck: Checkpoints, **kw: Any) -> Any:
@@ -42,16 +37,9 @@ def stopped(model: Any, ck: Path, workers: int, after: int) -> Snapshot:
     """Start a checkpointed search (a snapshot at every level) and stop it at the ``after``-th
     progress report once a snapshot is on disk (the parallel search reports once a level, the
     single process once a state); the last snapshot."""
-    calls = [0]
-
-    def progress(_: Any) -> None:
-        if (ck / FILE_NAME).exists():
-            calls[0] += 1
-            if calls[0] >= after:
-                raise Killed
-
     with pytest.raises(Killed):
-        searcher(model, workers, Checkpoints(ck, IDENTITY, every=0.0), progress=progress, progress_every=0.0).run()
+        searcher(model, workers, Checkpoints(ck, IDENTITY, every=0.0), progress=killer(ck, after),
+                 progress_every=0.0).run()
     assert multiprocessing.active_children() == []
     return read_snapshot(ck / FILE_NAME)
 
