@@ -727,6 +727,7 @@ class ParallelChecker(Search, Generic[S, A]):
         """Write a snapshot before ``level`` is expanded, as :class:`Checker` writes one at the same
         boundary: the parent map (the table's pairs) and the level's states in key order, which is
         the single process's queue order (each worker's part comes across once, encoded)."""
+        began = time.monotonic()
         parts = self._ask_all(("frontier",))
         runs = []
         for keys_bytes, encoded in parts:
@@ -738,6 +739,8 @@ class ParallelChecker(Search, Generic[S, A]):
                         unseen=sorted(unseen), violations=[], limit_hit=None, seconds=seconds, states=total,
                         pairs=pairs_of(self._table))
         ck.write(snap, frontier, _as_is)
+        ck.write_seconds += ck.last - began - ck.last_write  # the workers' part and the pairs count too
+        ck.last_write = ck.last - began
 
     # ------------------------------------------------------------------ the search
     def _search(self, start: float, init: list, unseen: set[str]) -> CheckResult:
