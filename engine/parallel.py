@@ -42,6 +42,14 @@ unwitnessed properties are the same as well.
 When the table passes three quarters full in the middle of a level, the worker whose claim finds
 it so pauses and tells the coordinator; the others pause at their next claim (or finish the
 level); the coordinator then doubles the table, with nobody touching it, and lets them go on.
+
+Snapshots (``checkpoint``). Before a level is expanded the table and the workers' frontiers are a
+consistent cut, and the coordinator writes :class:`Checker`'s own snapshot of it: the table's
+(fingerprint, parent) pairs as the parent map, and every worker's part of the level, encoded once
+and merged in key order, which is the single process's queue order. A resume enters the pairs with
+key 0, below every key a search offers, and gives the frontier keys of its level in the
+snapshot's order; since a held key only ever stands for its rank, that is the same search. The
+snapshot names no worker count: either search resumes the other's.
 """
 from __future__ import annotations
 
