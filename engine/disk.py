@@ -30,8 +30,9 @@ specs/07-checker.md ("On disk"); in short:
   still unwitnessed (and under ``stop_on_first`` no violation had been found before this level).
 * **The stop.** :class:`Checker` stops at the first of: a faulting step, a step breaking a
   ``transition`` property, a new state breaking an ``always`` property (each seen at generation
-  time, where this search stops too), and the new state that makes ``max_states`` (known once the
-  level's candidates are resolved: its position is the ``k``-th really new candidate's). What lies
+  time, where this search stops too), and the new state that makes ``max_states`` (its position
+  is the ``k``-th really new candidate's: once the candidates written could hold it, a probe of
+  the seen file counts the really new ones, and the level's generation stops when they are enough). What lies
   after the stop's position is dropped: its candidates, witnesses and violations; the transitions
   and coverage of a level cut before its last generated step are recounted by re-reading the level
   up to the stop (only ``actions``, once, at the end; the positions of faulting steps were noted).
@@ -482,6 +483,22 @@ class DiskChecker(Generic[S, A]):
         os.replace(tmp, seen)
         return found
 
+    def _old_among(self, out: _Candidates) -> int:
+        """How many of the candidates written so far the seen file holds (the window's sets held
+        none of them): their fingerprints read back and sorted, the seen file streamed past them."""
+        np = self._np
+        out.flush()
+        probe = np.sort(np.fromfile(out.path("cfps"), dtype="<i8").astype(np.int64, copy=False))
+        old = 0
+        lo = 0
+        seen = self.directory / "seen.i64"
+        for block in self._blocks(seen if seen.exists() else None):
+            hi = int(np.searchsorted(probe, block[-1], side="right"))
+            if hi > lo:
+                old += int(np.count_nonzero(_member(np, block, probe[lo:hi])))
+                lo = hi
+        return old
+
     def _fingerprint_set(self, path: Path | None) -> Any:
         """A window set holding the fingerprints of a level's ``.fps`` file (None: no level)."""
         return _fingerprint_set(self._np, self._blocks(path))
@@ -605,6 +622,10 @@ class DiskChecker(Generic[S, A]):
             k = -1  # the position of the step being taken
             gen_stop: int | None = None  # the position of a stop seen while generating
             memory_stop = False
+            # Checker stops on the cut_at-th new state of the level (with max_states): a probe is due
+            # once the candidates so far could hold it
+            cut_at = max(max_states - states, 1) if max_states is not None else 0
+            cut_due = states + cut_at if max_states is not None else sys.maxsize
             with _Candidates(self, d + 1) as out:
                 add = out.add
                 for s, fp in self._states(d, front):
@@ -662,6 +683,14 @@ class DiskChecker(Generic[S, A]):
                             memory_stop = True
                             gen_stop = k
                             break
+                    if states + out.count >= cut_due:
+                        # enough candidates for the max_states-th new state, were they all new: count
+                        # those really new (the seen file holds the others); once there are enough,
+                        # the cut lies among them and the rest of the level is not needed
+                        found = out.count - self._old_among(out)
+                        if found >= cut_at:
+                            break
+                        cut_due = states + out.count + cut_at - found
                     if self.progress is not None:
                         now = time.perf_counter()
                         if now - last_report >= self.progress_every:
@@ -813,6 +842,7 @@ class _Candidates:
     grows in memory."""
 
     def __init__(self, checker: DiskChecker[Any, Any], level: int) -> None:
+        self._checker, self._level = checker, level
         self._files = [open(checker._path(level, kind), "wb", buffering=1 << 20)
                        for kind in ("cfps", "cpar", "cpos", "lens", "states")]
         self._fps, self._parents, self._positions, self._lengths = array("q"), array("q"), array("q"), array("i")
@@ -829,15 +859,20 @@ class _Candidates:
             self._lengths.append(len(encoded))
         self.count += 1
         if len(self._fps) >= CHUNK:
-            self._flush()
+            self.flush()
 
-    def _flush(self) -> None:
+    def path(self, kind: str) -> Path:
+        return self._checker._path(self._level, kind)
+
+    def flush(self) -> None:
+        """Everything added so far into the files (read back while the level is still written)."""
         for arr, f in zip((self._fps, self._parents, self._positions, self._lengths), self._files):
             if arr:
                 if _BIG_ENDIAN:
                     arr.byteswap()
                 arr.tofile(f)
                 del arr[:]
+            f.flush()
 
     def __enter__(self) -> _Candidates:
         return self
@@ -845,7 +880,7 @@ class _Candidates:
     def __exit__(self, *exc: object) -> None:
         try:
             if exc[0] is None:
-                self._flush()
+                self.flush()
         finally:
             for f in self._files:
                 f.close()

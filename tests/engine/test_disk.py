@@ -298,3 +298,19 @@ def _compiled_map_available() -> bool:
     except ImportError:
         return False
     return True
+
+
+def test_a_states_cut_stops_generating_once_the_cut_is_among_the_candidates(tmp_path):
+    """A --max-states cut in the middle of a wide level: the search counts the really new candidates
+    (a probe of the seen file) once there could be enough of them, and stops generating the level
+    as soon as there are, so it writes fewer candidates than the whole level has; the result is
+    still Checker's."""
+    from isrcheck.peers.kafka_specification import PeerModel
+
+    model = PeerModel("kip-320", 2, False)
+    want = Checker(model, max_states=20_000).run()
+    cut = DiskChecker(model, tmp_path / "cut", buffer=0, max_states=20_000)
+    assert summary(cut.run()) == summary(want)
+    whole = DiskChecker(model, tmp_path / "whole", buffer=0, max_depth=want.depth + 1)
+    whole.run()
+    assert 20_000 - 1 <= cut.candidates < whole.candidates
