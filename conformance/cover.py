@@ -37,11 +37,11 @@ from isrcheck.model.actions import Action
 from isrcheck.engine.core import ModelFault
 from isrcheck.engine.explore import BreadthFirst
 from isrcheck.model.config import Config
-from isrcheck.model.observe import observe
+from isrcheck.model.observe import acked_of, observe
 from isrcheck.model.protocol import Protocol
 
 from .replay import Divergence, compare_step
-from .sides import ImplFailed, ImplRefused, ImplSide, acked_of, impl_support
+from .sides import ImplFailed, ImplRefused, ImplSide, impl_support
 
 __all__ = ["CoverReport", "StateGraph", "build_graph", "cover", "depth_paths", "edge_covering_paths",
            "state_covering_paths"]

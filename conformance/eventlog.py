@@ -49,7 +49,7 @@ from isrcheck.invariants import build_model
 from isrcheck.model.actions import Action
 from isrcheck.engine.explore import successors
 from isrcheck.model.config import Config
-from isrcheck.model.observe import LazyObservation, observe
+from isrcheck.model.observe import LazyObservation, acked_of, observe
 from isrcheck.specs.actions import VocabularyError, action_json, action_text, actions as vocabulary, check_action
 from isrcheck.specs.inputs import Kind, max_bytes, too_large
 from isrcheck.specs.observation import ObservationError
@@ -57,7 +57,6 @@ from isrcheck.specs.observation import validate as validate_observation
 
 from .headers import body_lines, check_envelope, header_config, header_line, read_text, short, text_lines
 from .observations import field_paths, flatten, parse_path, unflatten
-from .sides import acked_of
 
 __all__ = ["Event", "EventLog", "EventLogError", "FORMAT", "Recorder", "ValidationResult", "dumps_log",
            "load_log", "loads_log", "record_simulator", "validate_log", "write_log"]

@@ -75,13 +75,12 @@ from typing import Any
 
 from isrcheck.invariants import build_model
 from isrcheck.model.config import Config, ConfigError, Faults, Reassignment, from_mapping
-from isrcheck.model.observe import observe
+from isrcheck.model.observe import acked_of, observe
 from isrcheck.specs.actions import VocabularyError, actions as vocabulary, check_action
 from isrcheck.specs.inputs import InputError, Kind, check_lines_depth
 
 from .eventlog import Event, EventLog, EventLogError, ValidationResult, _FactChecker, validate_log
 from .observations import flatten
-from .sides import acked_of
 from .headers import body_lines, parse_json, read_text
 
 __all__ = ["FORMAT", "MAX_SILENT", "SILENT", "Merged", "SelfLine", "merge_selflogs", "selflog_files", "validate_selflogs"]

@@ -27,12 +27,12 @@ from isrcheck.model.actions import Action
 from isrcheck.engine.explore import replay
 from isrcheck.model.config import Config
 from isrcheck.model.kafka import KafkaModel
-from isrcheck.model.observe import observe
+from isrcheck.model.observe import acked_of, observe
 from isrcheck.model.protocol import Protocol
 from isrcheck.model.state import State
 from isrcheck.specs.protocol import GENERATION_KEY, GENERATIONS, Generation
 
-__all__ = ["ImplFailed", "ImplRefused", "ImplSide", "ModelRefused", "ModelSide", "acked_of",
+__all__ = ["ImplFailed", "ImplRefused", "ImplSide", "ModelRefused", "ModelSide",
            "impl_support", "supported_generations"]
 
 
@@ -66,20 +66,6 @@ def _generation_ok(gen: Generation) -> str | None:
 def supported_generations() -> list[Generation]:
     """The protocol generations (specs/protocol.toml) that the implementation accepts right now."""
     return [g for g in GENERATIONS if _generation_ok(g) is None]
-
-
-def acked_of(state: State) -> list[list[int]]:
-    """The model's acknowledged write ids per partition (its history variable), ascending."""
-    out = []
-    for g in state.ghost:
-        m, ids, i = g.acked, [], 0
-        while m:
-            if m & 1:
-                ids.append(i)
-            m >>= 1
-            i += 1
-        out.append(ids)
-    return out
 
 
 class ModelSide:

@@ -53,14 +53,13 @@ from isrcheck import __version__
 from isrcheck.engine.checker import Step
 from isrcheck.model.config import Config
 from isrcheck.model.extension import state_values
-from isrcheck.model.observe import observe
+from isrcheck.model.observe import acked_of, observe
 from isrcheck.specs.actions import VocabularyError, action_json, check_action
 from isrcheck.specs.inputs import InputError, Kind, check_json_depth, max_bytes, too_large
 from isrcheck.specs.observation import ObservationError, load_schema
 from isrcheck.specs.observation import validate as validate_observation
 
 from .headers import body_lines, check_envelope, header_config, header_line, parse_json, read_text, short, text_lines
-from .sides import acked_of
 
 __all__ = ["FORMAT", "VERSION", "KINDS", "Trace", "TraceError", "TraceStep", "dumps_itf", "dumps_jsonl",
            "load_trace", "loads_trace", "trace_from_steps", "write_trace"]

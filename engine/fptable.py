@@ -174,6 +174,10 @@ class PyFingerprintTable:
             self._kept.append((_key_part(base) | _key_part(index), fp, parent))
         return got
 
+    def prefetch(self, fp: int) -> None:
+        """A hint for the native table's memory (see engine/_fptable.c); here it only checks fp."""
+        _fp_word(fp)
+
     def _claim(self, word: int, key: int) -> int:
         w = self._words
         with self._lock:

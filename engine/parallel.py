@@ -288,7 +288,9 @@ class _Worker:
         model = self.model
         actions, next_state, fingerprint = model.actions, model.next_state, model.fingerprint
         legal, broken_transition = self.checks.legal, self.checks.broken_transition
-        claim = self.table.claim
+        claim, prefetch = self.table.claim, self.table.prefetch
+        succ_states: list[Any] = []  # the expanded state's successors, in action order
+        succ_fps: list[int] = []
         clock = time.perf_counter()
         # A held state's rank is how many keys of the level are smaller than its own, in every
         # worker's run (one merge walk, in C in the compiled build)
@@ -326,6 +328,11 @@ class _Worker:
             if len(acts) > _ACTION_MASK + 1:
                 raise RuntimeError(f"a state has {len(acts)} enabled actions; the parallel "
                                    f"checker supports at most {_ACTION_MASK + 1}")
+            # Every successor first, its slot fetched as soon as its fingerprint is known; then
+            # the claims, in action order, on slots already on their way: the claims' cache and
+            # TLB misses overlap each other and the expansion instead of coming one by one.
+            succ_states.clear()
+            succ_fps.clear()
             for i, a in enumerate(acts):
                 try:
                     t = next_state(s, a)
@@ -336,6 +343,9 @@ class _Worker:
                 if not legal(s, t):
                     viol = (base | i, "transition", broken_transition(s, t), fp, a, t, "")
                 tfp = fingerprint(t)
+                prefetch(tfp)
+                succ_states.append(t)
+                succ_fps.append(tfp)
                 if record and tfp != fp:  # a step that changes nothing is no edge
                     e_src.append(fp)
                     e_dst.append(tfp)
@@ -347,6 +357,11 @@ class _Worker:
                         if lab is None:
                             lab = label_of[key] = len(label_of)
                         e_lab.append(lab)
+                if viol is not None:
+                    break
+            for i in range(len(succ_fps)):
+                t = succ_states[i]
+                tfp = succ_fps[i]
                 won: int = claim(tfp, base, i, fp)  # kept by the table with its parent, if won
                 if won < 0:
                     won = self._wait_for_growth(tfp, base, i, fp)
@@ -360,11 +375,8 @@ class _Worker:
                         seen_names = witnesses(t, pending)
                         if seen_names:
                             witnessing[tfp] = seen_names
-                if viol is not None:
-                    break
-            else:
-                continue
-            break  # a violation: nothing after it in key order can matter
+            if viol is not None:
+                break  # a violation: nothing after it in key order can matter
         self.table.flush()  # count every entry made here before anyone grows the table
         self.level_starts, self.level_actions = starts, taken
         return {

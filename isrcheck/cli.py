@@ -10,22 +10,12 @@ nothing (vacuous, incomplete), 2 on bad usage or input. Input errors are one lin
 """
 from __future__ import annotations
 
+import importlib
+
 import click
 
 from isrcheck import __version__
 from isrcheck import native as _native
-from isrcheck.commands.check import check
-from isrcheck.commands.cluster import cluster
-from isrcheck.commands.conform import conform, traces, validate
-from isrcheck.commands.diff import diff
-from isrcheck.commands.gallery import gallery
-from isrcheck.commands.gate import gate, list_models
-from isrcheck.commands.history import history
-from isrcheck.commands.graph import graph, report
-from isrcheck.commands.prove import bmc, prove
-from isrcheck.commands.run import run
-from isrcheck.commands.simulate import simulate
-from isrcheck.commands.spark import spark
 from isrcheck.commands.usage import OneLineErrors, usage_line
 from isrcheck.engine.checkpoint import SnapshotError
 from isrcheck.engine.disk import DiskError
@@ -36,6 +26,29 @@ from isrcheck.model.config import ConfigError
 from isrcheck.specs.actions import ActionSyntaxError
 from isrcheck.specs.inputs import InputError
 from isrcheck.specs.manifest import ManifestError
+
+#: every command: its name -> where it is defined ("module:attribute"). A command's module is
+#: imported when that command runs (or a help page lists it), not on every start: importing them
+#: all (the conformance side, the cluster, the z3 provers, networkx) cost about half a second.
+COMMANDS: dict[str, str] = {
+    "check": "isrcheck.commands.check:check",
+    "simulate": "isrcheck.commands.simulate:simulate",
+    "run": "isrcheck.commands.run:run",
+    "list": "isrcheck.commands.gate:list_models",
+    "gate": "isrcheck.commands.gate:gate",
+    "diff": "isrcheck.commands.diff:diff",
+    "gallery": "isrcheck.commands.gallery:gallery",
+    "history": "isrcheck.commands.history:history",
+    "cluster": "isrcheck.commands.cluster:cluster",
+    "spark": "isrcheck.commands.spark:spark",
+    "prove": "isrcheck.commands.prove:prove",
+    "bmc": "isrcheck.commands.prove:bmc",
+    "conform": "isrcheck.commands.conform:conform",
+    "validate": "isrcheck.commands.conform:validate",
+    "traces": "isrcheck.commands.conform:traces",
+    "graph": "isrcheck.commands.graph:graph",
+    "report": "isrcheck.commands.graph:report",
+}
 
 USER_ERRORS = (ConfigError, ManifestError, ScenarioError, ActionSyntaxError, VariantError, LivenessError, InputError,
                SnapshotError, DiskError)
@@ -53,6 +66,18 @@ class _Main(OneLineErrors):
         except click.UsageError as e:  # the top level's own options, or no command at all
             click.echo(usage_line(e), err=True)
             ctx.exit(2)
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted(set(COMMANDS) | set(self.commands))
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        known = self.commands.get(cmd_name)
+        if known is not None or cmd_name not in COMMANDS:
+            return known
+        module, attribute = COMMANDS[cmd_name].split(":")
+        command: click.Command = getattr(importlib.import_module(module), attribute)
+        self.commands[cmd_name] = command
+        return command
 
     def report(self, ctx: click.Context, e: BaseException) -> None:
         if isinstance(e, VariantFailure):  # the variant's code raised while the model ran: not a violation
@@ -73,7 +98,3 @@ def main() -> None:
     the action path to where it raised).
     """
 
-
-for _command in (check, simulate, run, list_models, gate, diff, gallery, history, cluster, spark, prove, bmc, conform,
-                 validate, traces, graph, report):
-    main.add_command(_command)

@@ -13,7 +13,7 @@ from .records import record_epoch, record_id
 from .state import ASK_EPOCH_END, FETCHING, NO_LEADER, TRUNCATE_PENDING, State
 from .tables import PartitionState, ReplicaState
 
-__all__ = ["LazyObservation", "observe", "observe_broker", "observe_controller", "observe_log",
+__all__ = ["LazyObservation", "acked_of", "observe", "observe_broker", "observe_controller", "observe_log",
            "observe_partition", "observe_replica"]
 
 ROLE_LEADER = "leader"
@@ -34,6 +34,20 @@ def observe(state: State) -> dict[str, Any]:
         "partitions": [observe_partition(state, p) for p in range(nparts)],
         "replicas": [observe_replica(state, i, p) for i in range(len(state.brokers)) for p in range(nparts)],
     }
+
+
+def acked_of(state: State) -> list[list[int]]:
+    """The model's acknowledged write ids per partition (its history variable), ascending."""
+    out = []
+    for g in state.ghost:
+        m, ids, i = g.acked, [], 0
+        while m:
+            if m & 1:
+                ids.append(i)
+            m >>= 1
+            i += 1
+        out.append(ids)
+    return out
 
 
 def observe_controller(state: State) -> dict[str, Any]:

@@ -14,14 +14,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from isrcheck.conformance.sides import acked_of
 from isrcheck.conformance.traces import Trace, TraceError, load_trace
 from isrcheck.engine.core import Step
 from isrcheck.inputs.scenario import Scenario, ScenarioError, replay
 from isrcheck.invariants import build_model
 from isrcheck.model.actions import Action
 from isrcheck.model.extension import state_values
-from isrcheck.model.observe import observe
+from isrcheck.model.observe import acked_of, observe
 from isrcheck.specs.inputs import InputError, Kind, read_head
 
 __all__ = ["TRACE_SUFFIXES", "ReplayedTrace", "check_replay", "is_trace_file", "replay_trace", "scenario_of_trace"]

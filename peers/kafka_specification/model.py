@@ -39,11 +39,11 @@ MODULES: dict[str, str] = {
 
 PROPERTY_NAMES: tuple[str, ...] = ("TypeOk", "WeakIsr", "StrongIsr")
 
-TRUNCATE_TO_HW = 0
-KIP_101 = 1
-KIP_279 = 2
-KIP_320_FIRST_TRY = 3
-KIP_320 = 4
+TRUNCATE_TO_HW: Final = 0
+KIP_101: Final = 1
+KIP_279: Final = 2
+KIP_320_FIRST_TRY: Final = 3
+KIP_320: Final = 4
 
 _MODE: dict[str, int] = {
     "truncate-to-hw": TRUNCATE_TO_HW,
@@ -53,16 +53,16 @@ _MODE: dict[str, int] = {
     "kip-320": KIP_320,
 }
 
-REC_SHIFT = 8  # a record is epoch << 8 | id
-REQ_SHIFT = 8  # a request is isr | (leader + 1) << 8
-MAX_REPLICAS = 4
-_RECORD_BITS = 20  # a record (epoch << 8 | id, epoch at most 1000) fits in this many bits
+REC_SHIFT: Final = 8  # a record is epoch << 8 | id
+REQ_SHIFT: Final = 8  # a request is isr | (leader + 1) << 8
+MAX_REPLICAS: Final = 4
+_RECORD_BITS: Final = 20  # a record (epoch << 8 | id, epoch at most 1000) fits in this many bits
 
 # Action names, per variant where the variants differ (the TLA+ operator names).
-ELECT = "ControllerElectLeader"
-CONTROLLER_SHRINK = "ControllerShrinkIsr"
-BECOME_LEADER = "BecomeLeader"
-WRITE = "LeaderWrite"
+ELECT: Final = "ControllerElectLeader"
+CONTROLLER_SHRINK: Final = "ControllerShrinkIsr"
+BECOME_LEADER: Final = "BecomeLeader"
+WRITE: Final = "LeaderWrite"
 _EXPAND = ("LeaderExpandIsr", "LeaderExpandIsr", "LeaderExpandIsr", "LeaderExpandIsrBetterFencing",
            "FencedLeaderExpandIsr")
 _SHRINK = ("LeaderShrinkIsr", "LeaderShrinkIsr", "LeaderShrinkIsr", "LeaderShrinkIsrBetterFencing",
@@ -73,7 +73,7 @@ _FOLLOW = ("BecomeFollowerTruncateToHighWatermark", "BecomeFollowerTruncateKip10
            "BecomeFollowerTruncateKip279", "BecomeFollower", "FencedBecomeFollowerAndTruncate")
 _REPLICATE = ("FollowerReplicate", "FollowerReplicate", "FollowerReplicate", "FollowerFetch",
               "FencedFollowerFetch")
-FOLLOWER_TRUNCATE = "FollowerTruncate"
+FOLLOWER_TRUNCATE: Final = "FollowerTruncate"
 
 #: which argument of an action is a leader epoch (the others are replicas), for display
 _EPOCH_ARG: dict[str, int] = {BECOME_LEADER: 1}

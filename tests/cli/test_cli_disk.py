@@ -10,7 +10,6 @@ from pathlib import Path
 
 import pytest
 
-from conftest import _assert_input_error
 
 pytest.importorskip("numpy")
 
@@ -59,22 +58,22 @@ def test_pinned_liveness_is_left_out_with_a_note(cli, tmp_path: Path) -> None:
     (["--liveness"], "leave out --liveness"),
     (["--resume", "CK"], "no snapshot to resume"),
 ])
-def test_refusals(cli, tmp_path: Path, extra: list[str], fragment: str) -> None:
+def test_refusals(cli, assert_input_error, tmp_path: Path, extra: list[str], fragment: str) -> None:
     extra = [str(tmp_path / "ck") if x == "CK" else x for x in extra]
-    _assert_input_error(cli("check", "replication", "--disk", str(tmp_path / "d"), *extra), fragment)
+    assert_input_error(cli("check", "replication", "--disk", str(tmp_path / "d"), *extra), fragment)
     assert not (tmp_path / "d").exists()
 
 
-def test_keep_disk_needs_disk(cli) -> None:
-    _assert_input_error(cli("check", "replication", "--keep-disk"), "--keep-disk needs --disk")
+def test_keep_disk_needs_disk(cli, assert_input_error) -> None:
+    assert_input_error(cli("check", "replication", "--keep-disk"), "--keep-disk needs --disk")
 
 
-def test_a_directory_of_other_files_is_refused_and_left_alone(cli, tmp_path: Path) -> None:
+def test_a_directory_of_other_files_is_refused_and_left_alone(cli, assert_input_error, tmp_path: Path) -> None:
     d = tmp_path / "d"
     d.mkdir()
     (d / "mine.txt").write_text("keep me")
-    _assert_input_error(cli("check", "replication", "--disk", str(d)), "is not empty")
+    assert_input_error(cli("check", "replication", "--disk", str(d)), "is not empty")
     assert (d / "mine.txt").read_text() == "keep me"
     f = tmp_path / "file"
     f.write_text("")
-    _assert_input_error(cli("check", "replication", "--disk", str(f)), "--disk")
+    assert_input_error(cli("check", "replication", "--disk", str(f)), "--disk")

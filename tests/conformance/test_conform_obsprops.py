@@ -6,7 +6,8 @@ import pytest
 
 from isrcheck.inputs import manifest
 from isrcheck.conformance.cover import build_graph
-from isrcheck.conformance.sides import acked_of, impl_support
+from isrcheck.conformance.sides import impl_support
+from isrcheck.model.observe import acked_of
 from isrcheck.conformance.weaknesses import replay_model
 from isrcheck.invariants.properties import ALL_PROPERTIES, OBSERVATION_PROPERTIES
 from isrcheck.invariants.properties import broken_on_observation as broken

@@ -76,6 +76,18 @@ def test_out_of_range_arguments_are_refused(make: Callable[..., Any]) -> None:
         make(16, 32)  # max_slots below initial_slots
 
 
+def test_prefetch_is_a_hint_that_checks_its_argument_and_changes_nothing(make: Callable[..., Any]) -> None:
+    t = make(1 << 10, 16)
+    assert t.claim(5, 0, 1) == 1
+    for fp in (0, 5, 6, SMALLEST, LARGEST):
+        assert t.prefetch(fp) is None
+    assert len(t) == 1 and t.key_of(5) == 1 and t.key_of(6) is None and t.key_of(0) is None
+    with pytest.raises(OverflowError, match="64 bits"):
+        t.prefetch(1 << 64)
+    with pytest.raises(TypeError):
+        t.prefetch("5")
+
+
 def test_settle_writes_the_parent_of_the_stored_key_only(make: Callable[..., Any]) -> None:
     t = make(1 << 10, 16)
     t.claim(5, 0, 7)
