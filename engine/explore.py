@@ -116,6 +116,7 @@ def expand(
     unwitnessed: Iterable[str] = (),
     checks: Checks | None = None,
     action_text: Callable[[Any], str] = str,
+    seen_among: Callable[[list[int]], Iterable[int]] | None = None,
 ) -> Expansion:
     """Expand ``rows`` of ``(fingerprint, rank, state)`` (see the module docstring on keys).
 
@@ -125,6 +126,12 @@ def expand(
     the sometimes-properties still to witness; ``witnessed`` says which of them a kept successor
     satisfies, and ``witness_keys`` the smallest key of such a successor (where a checker that
     stops inside the level has witnessed it by then).
+
+    ``seen_among``, when given, is asked once, after the steps, which of the kept successors'
+    fingerprints are states of earlier levels: those are dropped as ``skip`` drops them, before
+    they are judged. It is for a caller whose seen set answers many fingerprints at once far
+    better than one (a Spark map task's sorted seen files): most successors of a wide level are
+    old, and judging them, naming their actions and shipping them cost more than the steps.
     """
     checks = checks or Checks.of(model)
     fingerprint = model.fingerprint
@@ -158,9 +165,20 @@ def expand(
             succ[tfp] = Successor(tfp, fp, rank, i, a, t, [])  # action text filled in below
     out.transitions = transitions
     out.coverage.update(counts)
+    if seen_among is not None and succ:
+        for old in seen_among(list(succ)):
+            del succ[old]
     pending = set(unwitnessed)
+    texts: dict[Any, str] = {}  # an action's text, made once per action (many successors share one)
     for x in (sorted_new(out) if pending else succ.values()):
-        x.action = action_text(x.action)
+        a = x.action
+        try:
+            text = texts.get(a)
+            if text is None:
+                text = texts[a] = action_text(a)
+        except TypeError:  # an action that cannot be a dict key: named each time
+            text = action_text(a)
+        x.action = text
         x.broken = [] if checks.safe(x.state) else checks.broken_always(x.state)
         if pending:
             for name in checks.witnessed(x.state, pending):

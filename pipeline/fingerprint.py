@@ -39,6 +39,12 @@ class StableModel:
             self._key = canonical
         else:
             self._key = None
+        # The model's own bound methods, so that a step through this wrapper costs no extra call
+        # (a Spark map task makes millions); the methods below are what they stand for.
+        self.actions = model.actions  # type: ignore[method-assign]
+        self.next_state = model.next_state  # type: ignore[method-assign]
+        if not self.use_digest:
+            self.fingerprint = model.fingerprint  # type: ignore[method-assign]
 
     def __getattr__(self, name: str) -> Any:  # config, protocol, symmetry, ...
         return getattr(self.model, name)

@@ -79,6 +79,49 @@ def test_a_level_keeps_each_successor_at_its_smallest_key_whatever_the_batch_ord
     assert forward.successors[hash((2, 1))].key == (0, 0)
 
 
+def test_seen_among_drops_what_skip_drops_and_asks_once_per_expansion():
+    model = build_model(from_mapping({"brokers": 2, "replication_factor": 2, "max_records": 1, "faults": {"crashes": 1}}))
+    checks = Checks.of(model)
+    rows, _ = initial_level(model, checks)
+    frontier = [(s.fingerprint, rank, s.state) for rank, s in enumerate(rows)]
+    for _ in range(4):  # a level a few steps in, where successors include old states
+        exp = expand(model, frontier, checks=checks)
+        frontier = [(s.fingerprint, rank, s.state) for rank, s in enumerate(sorted_new(exp))]
+    everything = expand(model, frontier, checks=checks)
+    old = set(list(everything.successors)[::2])
+    asked: list[list[int]] = []
+
+    def among(fps: list[int]) -> list[int]:
+        asked.append(fps)
+        return [fp for fp in fps if fp in old]
+
+    by_skip = expand(model, frontier, skip=old, checks=checks)
+    by_among = expand(model, frontier, seen_among=among, checks=checks)
+    assert len(asked) == 1 and set(asked[0]) == set(everything.successors)
+    assert set(by_among.successors) == set(by_skip.successors) == set(everything.successors) - old
+    for fp, x in by_among.successors.items():
+        y = by_skip.successors[fp]
+        assert (x.key, x.action, x.broken, x.parent) == (y.key, y.action, y.broken, y.parent)
+        assert isinstance(x.action, str)
+    assert by_among.transitions == everything.transitions and by_among.coverage == everything.coverage
+
+
+def test_actions_that_cannot_be_dict_keys_are_still_named():
+    toy = Toy({0: [(Act("a"), 1)], 1: []})
+    exp = expand(toy, [(hash(0), 0, 0)], action_text=lambda a: "named")
+    assert [s.action for s in exp.successors.values()] == ["named"]
+
+    class Unhashable(Toy):
+        def actions(self, s):
+            return [[name] for name in ("x", "y")] if s == 0 else []
+
+        def next_state(self, s, a):
+            return 1 if a == ["x"] else 2
+
+    exp = expand(Unhashable({}), [(hash(0), 0, 0)], action_text=lambda a: f"step {a[0]}")
+    assert sorted(s.action for s in exp.successors.values()) == ["step x", "step y"]
+
+
 def test_events_and_the_first_violation_key():
     toy = Toy({0: [(Act("a"), 1), (Act("b"), 2)], 1: [], 2: []}, faults={(0, Act("a")): "Legal"},
               props=[Property("NotTwo", "always", lambda s: s != 2)])

@@ -5,11 +5,9 @@ import gc
 
 import pytest
 
-from isrcheck.inputs import manifest
-from isrcheck.model.statecodec import kafka_state_codec
-from isrcheck.pipeline.explore_spark import ShardContext, expand_shard
+from isrcheck.pipeline.explore_spark import expand_shard
 from isrcheck.pipeline.levels import gc_paused
-from isrcheck.pipeline.spec import ModelSpec
+from _explore_helpers import two_state_level
 
 
 @pytest.fixture
@@ -37,12 +35,12 @@ def test_restored_after_an_error_and_left_off_when_it_was_off(gc_on) -> None:
     assert not gc.isenabled()
 
 
-def test_a_worker_batch_runs_paused_and_the_collector_is_back_between_batches(gc_on, monkeypatch, tmp_path) -> None:
-    """A Spark level's map task pauses the collector for each batch (decoding and expanding) and
-    gives it back before handing the batch's successors to Spark."""
+def test_a_map_task_runs_paused_for_its_whole_shard_and_gives_the_collector_back(gc_on, monkeypatch, tmp_path) -> None:
+    """A Spark level's map task pauses the collector for its whole shard, every batch (decoding and
+    expanding) and the hand-over of its successors to Spark, as the Checker does for its search;
+    the collector is back once the shard is done. Re-enabled after every batch, its first
+    collection walked the batch's surviving states: an eighth of a wide level's map time."""
     import isrcheck.pipeline.explore_spark as ex
-    from isrcheck.pipeline.shards import initial_key
-    from isrcheck.pipeline.store import RunStore
 
     seen: list[bool] = []
     real_expand = ex.expand
@@ -53,20 +51,49 @@ def test_a_worker_batch_runs_paused_and_the_collector_is_back_between_batches(gc
 
     monkeypatch.setattr(ex, "expand", watching_expand)
     monkeypatch.setattr(ex, "BATCH_ROWS", 1)
-    spec = ModelSpec.of("replication", manifest.get("replication").config, None)
-    model = spec.build()
-    s0 = model.init_states()[0]
-    codec = kafka_state_codec()
-    store = RunStore(tmp_path / "run")
-    store.levels_dir.mkdir(parents=True)
-    fp = model.fingerprint(s0)
-    store.write_level(0, {"fingerprint": [fp, fp], "parent": [None, None], "prank": [None, None],
-                          "aidx": [None, None], "action": [None, None], "depth": [0, 0], "rank": [0, 1],
-                          "state": [codec.encode(s0)] * 2, "broken": [[], []], "key": [initial_key(0), initial_key(1)]})
-    ctx = ShardContext(spec.to_json(), 0, 1, str(store.level_dir(0)), str(tmp_path / "staging"), None, [], [])
+    ctx = two_state_level(tmp_path)
     outs = []
     for dest, (kind, _payload) in expand_shard(ctx, 0):
-        outs.append(kind)
-        assert gc.isenabled() and dest == 0
+        outs.append((kind, gc.isenabled()))
+        assert dest == 0
     assert seen == [False, False]
-    assert outs == ["rows", "rows", "summary"]
+    assert outs == [("rows", False), ("rows", False), ("summary", True)]
+    assert gc.isenabled()
+
+
+def test_a_map_task_stopped_early_gives_the_collector_back(gc_on, tmp_path) -> None:
+    task = expand_shard(two_state_level(tmp_path), 0)
+    kind = next(task)[1][0]
+    assert kind == "rows" and not gc.isenabled()
+    task.close()  # Spark stops reading (a failed stage, a cancelled job)
+    assert gc.isenabled()
+
+
+def _shipped(ctx) -> list[int]:
+    """The fingerprints a map task sends to the reduce side."""
+    from isrcheck.pipeline.explore_spark import _from_ipc
+
+    out: list[int] = []
+    for _dest, (kind, payload) in expand_shard(ctx, 0):
+        if kind == "rows":
+            out += _from_ipc(payload).column("fingerprint").to_pylist()
+        else:
+            assert isinstance(payload.coverage, dict) and payload.transitions > 0
+    return out
+
+
+def test_a_map_task_drops_the_successors_its_seen_files_hold(tmp_path) -> None:
+    """With the last Spark level's seen files, a map task ships only successors they do not hold
+    (the reduce side would drop the others); its transitions and coverage are the same."""
+    import numpy as np
+
+    from isrcheck.pipeline.shards import seen_path, write_seen
+
+    every = sorted(set(_shipped(two_state_level(tmp_path / "a"))))
+    assert len(every) >= 2
+    seen_dir = tmp_path / "seen"
+    seen_dir.mkdir()
+    old = np.array(sorted(every[::2]), dtype=np.int64)
+    write_seen(old, seen_path(seen_dir, 0))
+    kept = _shipped(two_state_level(tmp_path / "b", str(seen_dir)))
+    assert sorted(kept) == sorted(set(every) - set(old.tolist()))
