@@ -41,7 +41,7 @@ def test_an_unknown_group_is_refused() -> None:
     assert r.returncode == 2
     assert r.stderr.strip().splitlines() == [
         "error: --only: no group nonsense (liveness, liveness-1p, brokers, peer, disk, checkpoint, disk-checkpoint, "
-        "checkpoint-workers, disk-200m)"]
+        "checkpoint-workers, spark, disk-200m)"]
 
 
 def test_quick_liveness_rows_report_the_graph(tmp_path: Path) -> None:
@@ -99,3 +99,15 @@ def test_the_half_hour_group_runs_only_when_named() -> None:
     named = bench_scale.selected(rows, "disk-200m")
     assert {r.group for r in named} == {"disk-200m"} and len(named) == 3
     assert any("205000000" in r.args for r in named) and sum(r.disk for r in named) == 2
+
+
+def test_quick_spark_rows_compare_spark_with_check(tmp_path: Path) -> None:
+    """The spark group: ``spark explore`` on local[2] beside ``check --workers 2`` on the same
+    space, the same states, with how many levels ran on Spark and the time ratio."""
+    r, rows = quick("spark", tmp_path)
+    check, spark = rows
+    assert check["states"] == spark["states"] == 289 and check["outcome"] == spark["outcome"] == "success"
+    assert spark["spark_levels"] >= 1 and spark["levels"] > spark["spark_levels"]
+    assert spark["tree_bytes"] > spark["peak_bytes"]  # the JVM and its Python workers are counted
+    ratio = spark["seconds"] / check["seconds"]
+    assert f"{spark['spark_levels']} of {spark['levels']} levels on Spark; {ratio:.2f}x the time of `check`" in r.stdout
