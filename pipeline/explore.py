@@ -185,7 +185,7 @@ class Explorer:
                 return self._finish(progress, levels, resumed_at, None, depth=d, start=start)
             stats = LevelStats(d + 1, frontier, outcome.new, visited + outcome.new, outcome.transitions, engine,
                                time.perf_counter() - t0, dict(sorted(outcome.coverage.items())),
-                               sorted(outcome.witnessed), jobs)
+                               sorted(outcome.witnessed), jobs, outcome.reused_map_shards)
             levels.append(stats)
             progress["levels"].append(asdict(stats))
             store.write_progress(progress)

@@ -25,7 +25,10 @@ the new state at that key, the coverage up to it (:func:`count_until` per shard)
 from __future__ import annotations
 
 import functools
-import io
+import hashlib
+import json
+import os
+import shutil
 from collections import Counter
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -41,8 +44,8 @@ from isrcheck.engine.explore import FAULT, count_until, expand
 from isrcheck.model.statecodec import kafka_state_codec
 
 from .levels import LevelJob, LevelOutcome, Stop, descriptor, gc_paused, states_limit
-from .shards import (contains_sorted, has_seen, part_path, read_shard, seen_path, seen_shard, shard_of, sort_by_key,
-                     step_key, write_parquet, write_seen)
+from .shards import (contains_sorted, has_seen, part_path, read_shard, replace_file, seen_path, seen_shard, shard_of,
+                     sort_by_key, step_key, write_parquet, write_seen)
 from .spec import model_for
 
 #: below this many frontier states a level runs as one map and one reduce task, each over every
@@ -52,6 +55,10 @@ SMALL_FRONTIER = 2_000
 #: frontier states expanded at once in a map task (bounds a worker's memory; the garbage collector
 #: is paused per batch, as the Checker pauses it)
 BATCH_ROWS = 4_000
+
+#: the map side's file format (``NNNNN.maps/``: per frontier shard, a file per destination shard and
+#: a summary); a resumed run recomputes what another format wrote
+MAPS_FORMAT = 1
 
 SHUFFLE_SCHEMA = pa.schema([
     ("fingerprint", pa.int64()), ("parent", pa.int64()), ("key", pa.binary()), ("aidx", pa.int32()),
@@ -76,6 +83,11 @@ class ShardContext:
     def shards_of(self, t: int) -> range:
         return range(t, self.parts, self.tasks or self.parts)
 
+    @property
+    def maps_dir(self) -> Path:
+        """Where the map side writes its output: ``levels/NNNNN.maps`` beside the staging directory."""
+        return Path(self.staging_dir).with_suffix(".maps")
+
 
 @dataclass
 class MapSummary:
@@ -96,15 +108,43 @@ def _frontier(ctx: ShardContext, p: int) -> pa.Table:
     return sort_by_key(read_shard(ctx.frontier_dir, p, ctx.parts, ["fingerprint", "key", "state"]))
 
 
-def _ipc(table: pa.Table) -> bytes:
-    sink = io.BytesIO()
-    with pa.ipc.new_stream(sink, table.schema) as w:
-        w.write_table(table)
-    return sink.getvalue()
+def map_file(maps_dir: Path, p: int, q: int) -> Path:
+    """Frontier shard ``p``'s successors that belong to shard ``q`` (Arrow IPC stream)."""
+    return maps_dir / f"{p:05d}-{q:05d}.arrow"
 
 
-def _from_ipc(blob: bytes) -> pa.Table:
-    return pa.ipc.open_stream(pa.BufferReader(blob)).read_all()
+def summary_file(maps_dir: Path, p: int) -> Path:
+    """Frontier shard ``p``'s summary, written after its map files: its presence says they are all there."""
+    return maps_dir / f"{p:05d}.summary.json"
+
+
+def _summary_json(summary: MapSummary, dests: list[int]) -> dict[str, Any]:
+    return {"format": MAPS_FORMAT, "dests": dests, "transitions": summary.transitions,
+            "coverage": dict(summary.coverage), "event_key": None if summary.event_key is None else summary.event_key.hex(),
+            "events": summary.events, "witness_keys": {k: v.hex() for k, v in summary.witness_keys.items()}}
+
+
+def read_summary(maps_dir: Path, p: int) -> tuple[MapSummary, list[int]] | None:
+    """Shard ``p``'s finished map output (its summary and the shards it has files for), or None when
+    a map task has not finished it (or what is there is not ours: it is computed again)."""
+    try:
+        d = json.loads(summary_file(maps_dir, p).read_text(encoding="utf-8"))
+        if d.get("format") != MAPS_FORMAT:
+            return None
+        dests = [int(q) for q in d["dests"]]
+        if not all(map_file(maps_dir, p, q).is_file() for q in dests):
+            return None
+        summary = MapSummary(int(d["transitions"]), Counter({str(k): int(v) for k, v in d["coverage"].items()}),
+                             None if d["event_key"] is None else bytes.fromhex(d["event_key"]), list(d["events"]),
+                             {str(k): bytes.fromhex(v) for k, v in d["witness_keys"].items()})
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        return None
+    return summary, dests
+
+
+def _read_map_file(path: Path) -> pa.Table:
+    with pa.OSFile(str(path), "rb") as f:
+        return pa.ipc.open_stream(f).read_all()
 
 
 def _drain(items: Iterator[Any]) -> None:
@@ -161,7 +201,43 @@ def _seen_among(ctx: ShardContext) -> Callable[[list[int]], list[int]] | None:
 
 
 def expand_shard(ctx: ShardContext, p: int) -> Iterator[tuple[int, tuple[str, Any]]]:
-    """The map side: expand shard ``p`` of the frontier, route successors to their shards."""
+    """The map side: expand shard ``p`` of the frontier into one file per shard its successors
+    belong to, then its summary; to Spark, a record per file (for that shard's reduce task) and the
+    summary. A shard whose files a killed run finished (``--resume``) is not expanded again."""
+    maps = ctx.maps_dir
+    done = read_summary(maps, p)
+    if done is None:
+        done = _write_shard(ctx, p, maps)
+    summary, dests = done
+    for q in dests:
+        yield q, ("rows", p)
+    yield p, ("summary", summary)
+
+
+def _write_shard(ctx: ShardContext, p: int, maps: Path) -> tuple[MapSummary, list[int]]:
+    writers: dict[int, tuple[Any, Any, Path]] = {}
+    try:
+        summary = _expand_into(ctx, p, maps, writers)
+    except BaseException:  # nothing half-written stays behind (a retried task starts the shard again)
+        for w, sink, tmp in writers.values():
+            sink.close()
+            tmp.unlink(missing_ok=True)
+        raise
+    for w, sink, _tmp in writers.values():
+        w.close()
+        sink.close()
+    dests = sorted(writers)
+    for q in dests:
+        replace_file(writers[q][2], map_file(maps, p, q))
+    final = summary_file(maps, p)
+    tmp = final.with_name(f".{final.name}.{os.getpid()}.tmp")
+    tmp.write_text(json.dumps(_summary_json(summary, dests)), encoding="utf-8")
+    replace_file(tmp, final)
+    return summary, dests
+
+
+def _expand_into(ctx: ShardContext, p: int, maps: Path, writers: dict[int, tuple[Any, Any, Path]]) -> MapSummary:
+    """Expand shard ``p``; every batch's successors appended to the file of their shard (``writers``)."""
     model = model_for(ctx.spec_json)
     codec = kafka_state_codec()
     checks = Checks.of(model)
@@ -204,9 +280,14 @@ def expand_shard(ctx: ShardContext, p: int) -> Iterator[tuple[int, tuple[str, An
                 "action": [s.action for s in succ], "state": [encode(s.state) for s in succ],
                 "broken": [s.broken for s in succ]}, schema=SHUFFLE_SCHEMA)
             dest = shard_of(table.column("fingerprint").to_numpy(), ctx.parts)
-            for q in np.unique(dest):
-                yield int(q), ("rows", _ipc(table.filter(pa.array(dest == q))))
-    yield p, ("summary", summary)
+            for q in np.unique(dest).tolist():
+                if q not in writers:
+                    final = map_file(maps, p, q)
+                    tmp = final.with_name(f".{final.name}.{os.getpid()}.tmp")
+                    sink = pa.OSFile(str(tmp), "wb")
+                    writers[q] = (pa.ipc.new_stream(sink, SHUFFLE_SCHEMA), sink, tmp)
+                writers[q][0].write_table(table.filter(pa.array(dest == q)))
+    return summary
 
 
 def reduce_shard(ctx: ShardContext, p: int, items: list[tuple[str, Any]]) -> Iterator[dict[str, Any]]:
@@ -216,8 +297,8 @@ def reduce_shard(ctx: ShardContext, p: int, items: list[tuple[str, Any]]) -> Ite
     tables: list[pa.Table] = []
     summaries: list[MapSummary] = []
     for kind, payload in items:
-        if kind == "rows":
-            tables.append(_from_ipc(payload))
+        if kind == "rows":  # payload: the frontier shard whose map file for p holds the rows
+            tables.append(_read_map_file(map_file(ctx.maps_dir, payload, p)))
         else:
             summaries.append(payload)
     table = pa.concat_tables(tables) if tables else SHUFFLE_SCHEMA.empty_table()
@@ -291,17 +372,50 @@ def _context(ex: LevelJob, d: int, frontier_n: int, unwitnessed: set[str]) -> Sh
     store.discard_staging(d + 1)
     staging.mkdir(parents=True)
     parts = ex.parts()
-    return ShardContext(
+    ctx = ShardContext(
         spec_json=ex.spec_json, depth=d, parts=parts, tasks=1 if frontier_n < SMALL_FRONTIER else parts, frontier_dir=str(store.level_dir(d)),
         staging_dir=str(staging), seen_dir=None if seen_level is None else str(store.level_dir(seen_level)),
         local_dirs=[str(store.level_dir(i)) for i in range((seen_level + 1) if seen_level is not None else 0, d + 1)],
         unwitnessed=sorted(unwitnessed))
+    _open_maps(ctx)
+    return ctx
+
+
+def _maps_identity(ctx: ShardContext) -> dict[str, Any]:
+    """What a level's map output depends on besides the committed levels it reads: kept beside it,
+    so that a resumed run reuses it only for the same level of the same run."""
+    return {"format": MAPS_FORMAT, "depth": ctx.depth, "parts": ctx.parts, "unwitnessed": ctx.unwitnessed,
+            "spec": hashlib.sha256(ctx.spec_json.encode("utf-8")).hexdigest(),
+            "seen_dir": None if ctx.seen_dir is None else Path(ctx.seen_dir).name,
+            "local_dirs": [Path(x).name for x in ctx.local_dirs]}
+
+
+def _open_maps(ctx: ShardContext) -> None:
+    """The level's map directory: kept when a killed run of the same level left it (its finished
+    shards are not expanded again), else made empty."""
+    maps = ctx.maps_dir
+    marker = maps / "_level.json"
+    want = _maps_identity(ctx)
+    try:
+        if json.loads(marker.read_text(encoding="utf-8")) == want:
+            return
+    except (OSError, ValueError):
+        pass
+    shutil.rmtree(maps, ignore_errors=True)
+    maps.mkdir(parents=True)
+    marker.write_text(json.dumps(want), encoding="utf-8")
+
+
+def finished_map_shards(ctx: ShardContext) -> int:
+    """How many frontier shards' map output is already there (reused by this level's job)."""
+    return sum(read_summary(ctx.maps_dir, p) is not None for p in range(ctx.parts))
 
 
 def _spark_level(spark: Any, ex: LevelJob, d: int, frontier_n: int, visited_n: int,
                  unwitnessed: set[str]) -> LevelOutcome:
     sc = spark.sparkContext
     ctx = _context(ex, d, frontier_n, unwitnessed)
+    reused = finished_map_shards(ctx)
     tasks = ctx.tasks
     records = (sc.parallelize(range(tasks), tasks)
                .mapPartitionsWithIndex(functools.partial(expand_task, ctx))
@@ -338,9 +452,13 @@ def _spark_level(spark: Any, ex: LevelJob, d: int, frontier_n: int, visited_n: i
             cutoff, limit = k, "states"
     if cutoff is None:
         store.commit_staging(d + 1)
-        return LevelOutcome(count, transitions, coverage, set(witness_keys))
-    return _stop(spark, ex, ctx, cutoff, limit, idx, events if event_key == cutoff else [], visited_n,
-                 witness_keys, staged)
+        shutil.rmtree(ctx.maps_dir, ignore_errors=True)  # after the commit: a kill before it reuses them
+        return LevelOutcome(count, transitions, coverage, set(witness_keys), reused_map_shards=reused)
+    outcome = _stop(spark, ex, ctx, cutoff, limit, idx, events if event_key == cutoff else [], visited_n,
+                    witness_keys, staged)
+    shutil.rmtree(ctx.maps_dir, ignore_errors=True)
+    outcome.reused_map_shards = reused
+    return outcome
 
 
 def _stop(spark: Any, ex: LevelJob, ctx: ShardContext, cutoff: bytes, limit: str | None, idx: int | None,

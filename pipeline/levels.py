@@ -60,6 +60,7 @@ class LevelStats:
     coverage: dict[str, int] = field(default_factory=dict)
     witnessed: list[str] = field(default_factory=list)
     jobs: int = 0  # Spark jobs the level took (its job group's); 0 in-process
+    reused_map_shards: int = 0  # Spark: frontier shards not expanded again (a killed run had finished them)
 
 
 @dataclass
@@ -82,6 +83,7 @@ class LevelOutcome:
     coverage: Counter[str]
     witnessed: set[str]
     stop: Stop | None = None
+    reused_map_shards: int = 0  # frontier shards whose map output a killed run had finished
 
 
 def descriptor(prop: str, kind: str, message: str, parent: int | None, fingerprint: int | None = None,

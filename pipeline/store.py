@@ -8,6 +8,7 @@ DIR/progress.json     the committed levels with their counts, and the result onc
 DIR/levels/00000/     level 0 (the initial states) as Parquet
 DIR/levels/00001/     level 1, ...
 DIR/levels/00007.staging/   a level being written; never read, removed on resume
+DIR/levels/00007.maps/      a Spark level's map output (per frontier shard); kept on resume, removed once the level is done
 ```
 
 A level computed on Spark is one ``part-PPPPP.parquet`` per shard of fingerprints and the shards'
@@ -135,7 +136,8 @@ class RunStore:
             return removed
         for p in sorted(self.levels_dir.iterdir()):
             name = p.name
-            keep = name.isdigit() and int(name) < committed
+            # the next level's map output stays: the shards a killed run finished are not redone
+            keep = (name.isdigit() and int(name) < committed) or name == f"{committed:05d}.maps"
             if not keep:
                 shutil.rmtree(p, ignore_errors=True) if p.is_dir() else p.unlink(missing_ok=True)
                 removed.append(name)

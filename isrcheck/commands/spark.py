@@ -189,7 +189,8 @@ def explore(name: str | None, config_file: str | None, overrides: tuple[str, ...
             rate = stats.new / stats.seconds if stats.seconds > 0 else 0.0
             console.print(f"level {stats.depth:>3} [{stats.engine:5}] frontier {stats.frontier:>9,} -> "
                           f"new {stats.new:>9,}  visited {stats.visited:>10,}  {stats.seconds:6.2f} s  "
-                          f"{rate:>9,.0f} states/s" + (f"  {stats.jobs} job(s)" if stats.engine == "spark" else ""),
+                          f"{rate:>9,.0f} states/s" + (f"  {stats.jobs} job(s)" if stats.engine == "spark" else "")
+                          + (f"  {stats.reused_map_shards} map shard(s) reused" if stats.reused_map_shards else ""),
                           highlight=False,
                           markup=False)  # "[spark]" is the engine, not a style
 
@@ -211,7 +212,7 @@ def explore(name: str | None, config_file: str | None, overrides: tuple[str, ...
         obj.update({
             "mode": "spark-explore",
             "levels": [{k: getattr(x, k) for k in ("depth", "engine", "frontier", "new", "visited", "transitions",
-                                                    "seconds", "jobs")} for x in res.levels],
+                                                    "seconds", "jobs", "reused_map_shards")} for x in res.levels],
             "spark_levels": res.spark_levels, "out": None if temp else str(out), "resumed_at": res.resumed_at,
             "finished": res.finished, "spark_threshold": threshold,
             "spark": session.info,  # master and executors, when a level ran on Spark

@@ -49,4 +49,6 @@ def two_state_level(tmp_path, seen_dir: str | None = None) -> ShardContext:
     store.write_level(0, {"fingerprint": [fp, fp], "parent": [None, None], "prank": [None, None],
                           "aidx": [None, None], "action": [None, None], "depth": [0, 0], "rank": [0, 1],
                           "state": [codec.encode(s0)] * 2, "broken": [[], []], "key": [initial_key(0), initial_key(1)]})
-    return ShardContext(spec.to_json(), 0, 1, str(store.level_dir(0)), str(tmp_path / "staging"), seen_dir, [], [])
+    ctx = ShardContext(spec.to_json(), 0, 1, str(store.level_dir(0)), str(tmp_path / "staging"), seen_dir, [], [])
+    ctx.maps_dir.mkdir(parents=True)
+    return ctx

@@ -74,3 +74,71 @@ def test_max_states_inside_a_spark_level_equals_the_checker(spark_session, tmp_p
     assert res.result.outcome == "incomplete" and res.result.limit_hit == "states" == want.limit_hit
     assert res.result.distinct_states == 230 and res.result.unwitnessed == want.unwitnessed
     assert res.levels[-1].visited == 188  # level 10 was never committed: the Checker stopped inside it
+
+
+def _finish_some_map_shards(out, tamper: bool) -> list[int]:
+    """As a run killed in the middle of a Spark level leaves it: the map output of some frontier
+    shards written (by the code the map tasks run, here in-process), the level not committed.
+    ``tamper`` adds 1000 to a finished shard's coverage, so that a reuse shows in the result."""
+    import json
+
+    from isrcheck.pipeline import explore_spark as es
+
+    ex = explorer("replication", out, spark_threshold=50, resume=True, session=LazySession())
+    ex._progress = progress = ex.store.read_progress()
+    d, frontier = progress["levels"][-1]["depth"], progress["levels"][-1]["new"]
+    ctx = es._context(ex, d, frontier, ex._unwitnessed(progress))
+    done = [p for p in range(ctx.parts) if p % 2 == 0]
+    for p in done:
+        list(es.expand_shard(ctx, p))
+    if tamper:
+        f = es.summary_file(ctx.maps_dir, done[0])
+        summary = json.loads(f.read_text())
+        action = sorted(summary["coverage"])[0]
+        summary["coverage"][action] += 1000
+        f.write_text(json.dumps(summary))
+    return done
+
+
+def test_a_spark_level_killed_in_the_middle_resumes_from_its_finished_map_shards(spark_session, tmp_path):
+    """`spark explore --resume` after a kill inside a Spark level: the frontier shards whose map
+    output was finished are not expanded again (the level counts them), the others are, and the
+    result is the Checker's; the map output goes once the level is committed."""
+    import shutil
+
+    out = tmp_path / "run"
+    first = explorer("replication", out, spark_threshold=50, stop_after_levels=11, session=LazySession()).run()
+    assert not first.finished and first.levels[-1].engine == "spark"
+    shutil.copytree(out, tmp_path / "tampered")
+    done = _finish_some_map_shards(out, tamper=False)
+    resumed = explorer("replication", out, spark_threshold=50, resume=True, session=LazySession()).run()
+    assert_same(resumed.result, checker("replication"))
+    level = next(x for x in resumed.levels if x.depth == first.levels[-1].depth + 1)
+    assert level.engine == "spark" and level.reused_map_shards == len(done) >= 1
+    assert not list((out / "levels").glob("*.maps"))
+
+    # the proof that the finished shards were read, not recomputed: a shard's summary altered
+    # while the run was down shows in the resumed level's transitions
+    _finish_some_map_shards(tmp_path / "tampered", tamper=True)
+    again = explorer("replication", tmp_path / "tampered", spark_threshold=50, resume=True,
+                     session=LazySession()).run()
+    altered = next(x for x in again.levels if x.depth == level.depth)
+    assert altered.transitions == level.transitions + 1000
+
+
+def test_map_output_of_another_level_or_run_is_not_reused(spark_session, tmp_path):
+    """A map directory whose marker names other inputs (here: another sometimes-property still to
+    witness) is emptied, not read."""
+    import json
+
+    out = tmp_path / "run"
+    first = explorer("replication", out, spark_threshold=50, stop_after_levels=11, session=LazySession()).run()
+    _finish_some_map_shards(out, tamper=True)
+    maps = next((out / "levels").glob("*.maps"))
+    marker = json.loads((maps / "_level.json").read_text())
+    marker["unwitnessed"] = marker["unwitnessed"] + ["SomethingElse"]
+    (maps / "_level.json").write_text(json.dumps(marker))
+    resumed = explorer("replication", out, spark_threshold=50, resume=True, session=LazySession()).run()
+    assert_same(resumed.result, checker("replication"))
+    level = next(x for x in resumed.levels if x.depth == first.levels[-1].depth + 1)
+    assert level.reused_map_shards == 0

@@ -37,9 +37,9 @@ def test_restored_after_an_error_and_left_off_when_it_was_off(gc_on) -> None:
 
 def test_a_map_task_runs_paused_for_its_whole_shard_and_gives_the_collector_back(gc_on, monkeypatch, tmp_path) -> None:
     """A Spark level's map task pauses the collector for its whole shard, every batch (decoding and
-    expanding) and the hand-over of its successors to Spark, as the Checker does for its search;
-    the collector is back once the shard is done. Re-enabled after every batch, its first
-    collection walked the batch's surviving states: an eighth of a wide level's map time."""
+    expanding), as the Checker does for its search; the collector is back once the shard's files
+    are written, before anything goes to Spark. Re-enabled after every batch, its first collection
+    walked the batch's surviving states: an eighth of a wide level's map time."""
     import isrcheck.pipeline.explore_spark as ex
 
     seen: list[bool] = []
@@ -52,31 +52,41 @@ def test_a_map_task_runs_paused_for_its_whole_shard_and_gives_the_collector_back
     monkeypatch.setattr(ex, "expand", watching_expand)
     monkeypatch.setattr(ex, "BATCH_ROWS", 1)
     ctx = two_state_level(tmp_path)
-    outs = []
-    for dest, (kind, _payload) in expand_shard(ctx, 0):
-        outs.append((kind, gc.isenabled()))
-        assert dest == 0
+    outs = [(dest, kind, gc.isenabled()) for dest, (kind, _payload) in expand_shard(ctx, 0)]
     assert seen == [False, False]
-    assert outs == [("rows", False), ("rows", False), ("summary", True)]
-    assert gc.isenabled()
+    assert outs == [(0, "rows", True), (0, "summary", True)]
 
 
-def test_a_map_task_stopped_early_gives_the_collector_back(gc_on, tmp_path) -> None:
-    task = expand_shard(two_state_level(tmp_path), 0)
-    kind = next(task)[1][0]
-    assert kind == "rows" and not gc.isenabled()
-    task.close()  # Spark stops reading (a failed stage, a cancelled job)
+def test_a_map_task_that_fails_gives_the_collector_back_and_leaves_no_file(gc_on, monkeypatch, tmp_path) -> None:
+    import isrcheck.pipeline.explore_spark as ex
+
+    calls = []
+    real_expand = ex.expand
+
+    def failing_expand(*args, **kwargs):
+        calls.append(1)
+        if len(calls) == 2:
+            raise RuntimeError("worker lost")
+        return real_expand(*args, **kwargs)
+
+    monkeypatch.setattr(ex, "expand", failing_expand)
+    monkeypatch.setattr(ex, "BATCH_ROWS", 1)
+    ctx = two_state_level(tmp_path)
+    with pytest.raises(RuntimeError, match="worker lost"):
+        list(expand_shard(ctx, 0))
     assert gc.isenabled()
+    assert sorted(p.name for p in ctx.maps_dir.iterdir()) == []  # the first batch's file went too
 
 
 def _shipped(ctx) -> list[int]:
     """The fingerprints a map task sends to the reduce side."""
-    from isrcheck.pipeline.explore_spark import _from_ipc
+    from isrcheck.pipeline.explore_spark import _read_map_file, map_file
 
     out: list[int] = []
-    for _dest, (kind, payload) in expand_shard(ctx, 0):
+    ctx.maps_dir.mkdir(parents=True, exist_ok=True)
+    for dest, (kind, payload) in expand_shard(ctx, 0):
         if kind == "rows":
-            out += _from_ipc(payload).column("fingerprint").to_pylist()
+            out += _read_map_file(map_file(ctx.maps_dir, payload, dest)).column("fingerprint").to_pylist()
         else:
             assert isinstance(payload.coverage, dict) and payload.transitions > 0
     return out
