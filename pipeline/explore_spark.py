@@ -27,7 +27,6 @@ from __future__ import annotations
 import functools
 import hashlib
 import json
-import os
 import shutil
 from collections import Counter
 from collections.abc import Callable, Iterator
@@ -45,7 +44,7 @@ from isrcheck.model.statecodec import kafka_state_codec
 
 from .levels import LevelJob, LevelOutcome, Stop, descriptor, gc_paused, states_limit
 from .shards import (contains_sorted, has_seen, part_path, read_shard, replace_file, seen_path, seen_shard, shard_of,
-                     sort_by_key, step_key, write_parquet, write_seen)
+                     sort_by_key, step_key, temporary_name, write_parquet, write_seen)
 from .spec import model_for
 
 #: below this many frontier states a level runs as one map and one reduce task, each over every
@@ -230,7 +229,7 @@ def _write_shard(ctx: ShardContext, p: int, maps: Path) -> tuple[MapSummary, lis
     for q in dests:
         replace_file(writers[q][2], map_file(maps, p, q))
     final = summary_file(maps, p)
-    tmp = final.with_name(f".{final.name}.{os.getpid()}.tmp")
+    tmp = temporary_name(final)
     tmp.write_text(json.dumps(_summary_json(summary, dests)), encoding="utf-8")
     replace_file(tmp, final)
     return summary, dests
@@ -283,7 +282,7 @@ def _expand_into(ctx: ShardContext, p: int, maps: Path, writers: dict[int, tuple
             for q in np.unique(dest).tolist():
                 if q not in writers:
                     final = map_file(maps, p, q)
-                    tmp = final.with_name(f".{final.name}.{os.getpid()}.tmp")
+                    tmp = temporary_name(final)
                     sink = pa.OSFile(str(tmp), "wb")
                     writers[q] = (pa.ipc.new_stream(sink, SHUFFLE_SCHEMA), sink, tmp)
                 writers[q][0].write_table(table.filter(pa.array(dest == q)))

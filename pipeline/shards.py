@@ -26,6 +26,7 @@ that start with ``_`` are skipped by Spark's and pyarrow's Parquet readers.
 from __future__ import annotations
 
 import os
+import socket
 from collections.abc import Iterable
 from pathlib import Path
 import numpy as np
@@ -107,14 +108,21 @@ def replace_file(tmp: Path, final: Path) -> None:
     os.replace(tmp, final)
 
 
+def temporary_name(final: Path) -> Path:
+    """Where a task writes ``final`` before renaming it into place: a hidden name of this host and
+    process, so that two attempts of a task (a retry, or a speculative copy on another executor of
+    a cluster sharing the run directory) never write the same file."""
+    return final.with_name(f".{final.name}.{socket.gethostname()}.{os.getpid()}.tmp")
+
+
 def write_parquet(table: pa.Table, final: Path) -> None:
-    tmp = final.with_name(f".{final.name}.{os.getpid()}.tmp")
+    tmp = temporary_name(final)
     pq.write_table(table, tmp, compression="snappy")
     replace_file(tmp, final)
 
 
 def write_seen(array: np.ndarray, final: Path) -> None:
-    tmp = final.with_name(f".{final.name}.{os.getpid()}.tmp")
+    tmp = temporary_name(final)
     with open(tmp, "wb") as f:
         np.save(f, array, allow_pickle=False)
     replace_file(tmp, final)
