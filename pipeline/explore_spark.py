@@ -4,11 +4,14 @@ The states are sharded by fingerprint (:mod:`.shards`). The job has two stages:
 
 1. map task ``p`` reads shard ``p`` of level ``d`` (its own file, or its rows of an in-process
    level's file), sorts it by key, rebuilds the model from the :class:`~.spec.ModelSpec` JSON (once
-   per Python worker), runs :func:`isrcheck.engine.explore.expand` per batch and sends each
-   distinct successor (fingerprint, parent, key, action, encoded state, the always-properties it
-   breaks) to its fingerprint's shard as Arrow IPC, plus one summary to reduce task ``p``: the
-   coverage counts, the events (faulting or transition-breaking steps) at the task's smallest
-   event key, and the smallest key of a witness of each unwitnessed sometimes-property;
+   per Python worker), runs :func:`isrcheck.engine.explore.expand` per batch and writes each
+   distinct successor the last Spark level's seen files do not hold (fingerprint, parent, key,
+   action, encoded state, the always-properties it breaks) to the file of its fingerprint's shard
+   (``levels/NNNNN.maps/PPPPP-QQQQQ.arrow``, Arrow IPC), then shard ``p``'s summary: the coverage
+   counts, the events (faulting or transition-breaking steps) at the task's smallest event key,
+   and the smallest key of a witness of each unwitnessed sometimes-property. Spark's shuffle
+   carries only which files each reduce task reads, and the summary to reduce task ``p``; a
+   resumed run does not expand again a shard whose summary a killed run wrote;
 2. reduce task ``p`` keeps each fingerprint at its smallest key, drops the fingerprints of shard
    ``p``'s seen set, writes the new states as ``part-p.parquet`` and the grown seen set as
    ``_seen-p.npy`` into the staging directory of level ``d + 1``, and returns one small record:
