@@ -41,6 +41,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from isrcheck import __version__
 from isrcheck.engine.core import Checks
 from isrcheck.engine.explore import FAULT, count_until, expand
 from isrcheck.model.statecodec import kafka_state_codec
@@ -386,7 +387,8 @@ def _context(ex: LevelJob, d: int, frontier_n: int, unwitnessed: set[str]) -> Sh
 def _maps_identity(ctx: ShardContext) -> dict[str, Any]:
     """What a level's map output depends on besides the committed levels it reads: kept beside it,
     so that a resumed run reuses it only for the same level of the same run."""
-    return {"format": MAPS_FORMAT, "depth": ctx.depth, "parts": ctx.parts, "unwitnessed": ctx.unwitnessed,
+    return {"format": MAPS_FORMAT, "tool_version": __version__, "depth": ctx.depth, "parts": ctx.parts,
+            "unwitnessed": ctx.unwitnessed,
             "spec": hashlib.sha256(ctx.spec_json.encode("utf-8")).hexdigest(),
             "seen_dir": None if ctx.seen_dir is None else Path(ctx.seen_dir).name,
             "local_dirs": [Path(x).name for x in ctx.local_dirs]}
