@@ -66,7 +66,7 @@ WRITE_BUDGET = 20.0
 #: on disk so far.
 DISK_KEYS = ("level", "seen", "on_file_candidates", "candidates", "disk_peak")
 
-__all__ = ["prepare_search", "DISK_KEYS", "MAGIC", "FORMAT", "FILE_NAME", "DEFAULT_EVERY", "WRITE_BUDGET", "SnapshotError", "Snapshot",
+__all__ = ["prepare_search", "snapshot_disk_directory", "DISK_KEYS", "MAGIC", "FORMAT", "FILE_NAME", "DEFAULT_EVERY", "WRITE_BUDGET", "SnapshotError", "Snapshot",
            "Checkpoints", "pairs_of", "absorb_pairs", "identity_difference"]
 
 
@@ -96,6 +96,8 @@ class Snapshot:
     #: and the frontier past the states held in memory stay in the disk directory, so ``pairs`` is
     #: empty and ``frontier`` holds only those states
     disk: dict[str, int] | None = None
+    #: a ``--disk`` search's directory (absolute), so that ``--resume`` alone finds it
+    disk_directory: str | None = None
 
 
 # ---------------------------------------------------------------------- the parent map
@@ -302,6 +304,8 @@ class Checkpoints:
         }
         if snap.disk is not None:
             header["disk"] = snap.disk
+            if snap.disk_directory is not None:
+                header["disk_directory"] = snap.disk_directory
         head = json.dumps(header, sort_keys=True).encode()
         tmp = self.directory / (FILE_NAME + ".tmp")
         with open(tmp, "wb") as f:
@@ -397,6 +401,13 @@ def read_snapshot(path: Path, identity: Mapping[str, Any] | None = None) -> Snap
     return snap
 
 
+def snapshot_disk_directory(directory: str | os.PathLike[str]) -> str | None:
+    """The ``--disk`` directory the snapshot in ``directory`` was written by, or None (a search in
+    memory, or a snapshot written before snapshots named it); SnapshotError for a file that is not
+    a readable snapshot of this isrcheck."""
+    return read_snapshot(Path(directory) / FILE_NAME).disk_directory
+
+
 def _parse_header(h: Any) -> tuple[Snapshot, dict[str, int], str]:
     """The header's fields, each of the type it must have (ValueError/TypeError/KeyError else)."""
     if not isinstance(h, dict):
@@ -446,8 +457,11 @@ def _parse_header(h: Any) -> tuple[Snapshot, dict[str, int], str]:
         if not isinstance(disk, dict) or sorted(disk) != sorted(DISK_KEYS):
             raise TypeError("disk is not the table of a --disk search")
         disk = {k: integer(disk[k], f"disk.{k}") for k in DISK_KEYS}
+    directory = h.get("disk_directory")
+    if directory is not None and (disk is None or not isinstance(directory, str) or not directory):
+        raise TypeError("disk_directory is not the directory of a --disk search")
     snap = Snapshot(identity=identity, depth=integer(h["depth"], "depth"),
                     transitions=integer(h["transitions"], "transitions"), counts=dict(counts), unseen=list(unseen),
                     violations=list(violations), limit_hit=limit, seconds=float(seconds),
-                    states=integer(h["states"], "states"), disk=disk)
+                    states=integer(h["states"], "states"), disk=disk, disk_directory=directory)
     return snap, {k: int(v) for k, v in sections.items()}, digest

@@ -313,7 +313,8 @@ class DiskChecker(Generic[S, A]):
         snap = Snapshot(identity=ck.identity, depth=level - 1, transitions=transitions, counts=dict(counts),
                         unseen=sorted(unseen), violations=records, limit_hit=None, seconds=seconds, states=states,
                         disk={"level": level, "seen": seen.stat().st_size // 8, "on_file_candidates": len(front.mask),
-                              "candidates": self.candidates, "disk_peak": self.disk_peak})
+                              "candidates": self.candidates, "disk_peak": self.disk_peak},
+                        disk_directory=str(self.directory.resolve()))
         ck.write(snap, front.held, self.codec.encode)
         ck.write_seconds += ck.last - began - ck.last_write  # the files' part of the cost too
         ck.last_write = ck.last - began

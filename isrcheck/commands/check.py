@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import os
 from typing import NoReturn
 
 import click
@@ -13,7 +14,7 @@ from isrcheck.commands import resources
 from isrcheck.commands.evaluate import DiskRequest, SnapshotRequest, disk_line, evaluate, verdict_json, with_untaken
 from isrcheck.commands.options import (Inputs, description_of, emit_json, exit_with, input_options, json_opt,
                                        print_all, verbose_opt)
-from isrcheck.engine.checkpoint import DEFAULT_EVERY, Checkpoints, SnapshotError
+from isrcheck.engine.checkpoint import DEFAULT_EVERY, Checkpoints, SnapshotError, snapshot_disk_directory
 from isrcheck.engine.disk import DiskError, check_directory
 from isrcheck.render import changes, json_form, tablefit, tables, terminal
 
@@ -51,7 +52,7 @@ def warning_line(w: VacuityWarning) -> None:
               help="Keep the seen fingerprints, the frontier and the parent pointers in files in DIR (an empty or "
                    "new directory, or a previous --disk run's), as TLC does: the same result in bounded memory "
                    "(single process, safety only). The files are removed at the end unless --keep-disk. With "
-                   "--checkpoint a killed run goes on with --resume and the same --disk DIR.")
+                   "--checkpoint a killed run goes on with --resume (the snapshot names DIR; --disk DIR where its files have moved).")
 @click.option("--keep-disk", is_flag=True, default=False, help="With --disk: leave the run's files in DIR.")
 @click.option("--replicas", type=int, default=None, metavar="N", help="With --peer: the number of replicas (default 2).")
 @verbose_opt
@@ -67,6 +68,8 @@ def check(inputs: Inputs, as_json: bool, max_depth: int | None, max_states: int 
     does: an expected failure is reported "as pinned" and exits 0."""
     ceiling = resources.memory_ceiling(max_memory)  # a bad size: exit 2 before any work
     snapshots = snapshot_request(checkpoint_dir, resume_dir, checkpoint_every, inputs.peer is not None)
+    if resume_dir is not None and disk_dir is None:
+        disk_dir = snapshot_disk(resume_dir)
     disk = disk_request(disk_dir, keep_disk, workers, liveness)
     if inputs.peer is not None or replicas is not None:
         i = inputs
@@ -144,6 +147,22 @@ def snapshot_request(checkpoint_dir: str | None, resume_dir: str | None, every: 
         except SnapshotError as e:
             usage_error(str(e))
     return SnapshotRequest(directory, DEFAULT_EVERY if every is None else every, resume=resume_dir is not None)
+
+
+def snapshot_disk(resume_dir: str) -> str | None:
+    """The ``--disk`` directory a snapshot names, for ``--resume`` without ``--disk`` (said on
+    stderr); refused in one line when that directory is gone. None for a search in memory."""
+    try:
+        found = snapshot_disk_directory(resume_dir)
+    except SnapshotError:
+        return None  # the resume itself reports what is wrong with the snapshot
+    if found is None:
+        return None
+    if not os.path.isdir(found):
+        usage_error(f"the snapshot in {resume_dir} is of a --disk search whose directory {found} is gone; "
+                    "give --disk DIR where its files are now")
+    click.echo(f"disk: resuming with the snapshot's --disk directory {found}", err=True)
+    return found
 
 
 def disk_request(directory: str | None, keep: bool, workers: int, liveness: bool | None) -> DiskRequest | None:

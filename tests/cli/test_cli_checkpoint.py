@@ -74,22 +74,31 @@ def killed(command: list[str], ck: Path, ready: Callable[[Any], bool]) -> Any:
     return snap
 
 
-@pytest.mark.parametrize("disk", [False, True], ids=["memory", "disk"])
+@pytest.mark.parametrize("disk", ["memory", "disk", "disk-moved"])
 def test_resume_after_sigkill_matches_an_uninterrupted_run(tmp_path: Path, uninterrupted: dict[str, Any],
-                                                           disk: bool) -> None:
-    """In memory, and with --disk (the snapshot names the disk files it needs; the resumed run is given
-    the same --disk directory, whose next level the kill left half written)."""
+                                                           disk: str) -> None:
+    """In memory, and with --disk: the snapshot names the disk directory, so --resume alone goes on
+    there (the kill left its next level half written); when the files have moved, --resume alone
+    says so in one line and --disk gives their new place."""
     ck = tmp_path / "ck"
-    on_disk = ["--disk", str(tmp_path / "disk")] if disk else []
+    on_disk = ["--disk", str(tmp_path / "disk")] if disk != "memory" else []
     snap = killed(["check", *MODEL, "--json", "--checkpoint", str(ck), "--checkpoint-every", "0", *on_disk], ck,
                   lambda seen: bool(seen.violations))
     assert 0 < snap.states < uninterrupted["distinct_states"]
-    assert (snap.disk is not None) == disk
-    if disk:
-        assert "resume it with --disk DIR" in refusal([*MODEL, "--resume", str(ck)])
-    r = run(["check", *MODEL, "--json", "--resume", str(ck), *on_disk])
+    assert (snap.disk is not None) == (disk != "memory")
+    again: list[str] = []
+    if disk == "disk":
+        assert snap.disk_directory == str((tmp_path / "disk").resolve())
+    elif disk == "disk-moved":
+        (tmp_path / "disk").rename(tmp_path / "moved")
+        assert "whose directory" in refusal([*MODEL, "--resume", str(ck)]) and "is gone" in refusal(
+            [*MODEL, "--resume", str(ck)])
+        again = ["--disk", str(tmp_path / "moved")]
+    r = run(["check", *MODEL, "--json", "--resume", str(ck), *again])
     assert r.returncode == 0, r.stderr
     assert facts(r.stdout) == uninterrupted
+    said = "disk: resuming with the snapshot's --disk directory"
+    assert (said in r.stderr) == (disk == "disk")
     # the resumed run went on checkpointing in the same directory, and its snapshot is resumable
     assert read_snapshot(ck / FILE_NAME).states >= snap.states
 

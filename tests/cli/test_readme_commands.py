@@ -37,7 +37,7 @@ SKIP: dict[str, str] = {
         "941,523 states, minutes; tests/cli/test_cli_disk.py runs check --disk on smaller models",
     "isrcheck check leader-crash-kip-320 --set faults.crashes=2 --disk runs/lc2-disk --checkpoint runs/lc2-ck":
         "941,523 states, minutes; tests/cli/test_cli_checkpoint.py kills and resumes a --disk run",
-    "isrcheck check leader-crash-kip-320 --set faults.crashes=2 --disk runs/lc2-disk --resume runs/lc2-ck":
+    "isrcheck check leader-crash-kip-320 --set faults.crashes=2 --resume runs/lc2-ck":
         "needs the killed run above; tests/cli/test_cli_checkpoint.py resumes a --disk run after SIGKILL",
     "isrcheck check --peer kip-320 --replicas 3": "9,985,570 states",
     "isrcheck check --peer kip-320 --replicas 3 --symmetry": "1,665,204 orbits",

@@ -8,6 +8,7 @@ from __future__ import annotations
 import hashlib
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -106,6 +107,22 @@ def test_a_header_of_the_wrong_shape_is_refused(tmp_path: Path) -> None:
 
     forge(ck.path, bad_counts)
     with pytest.raises(SnapshotError, match="damaged .its header"):
+        read_snapshot(ck.path)
+
+
+@pytest.mark.parametrize("directory", ["/some/where", 7, ""])
+def test_a_disk_directory_is_only_a_disk_searchs_and_a_path(tmp_path: Path, directory: Any) -> None:
+    """A snapshot names a --disk directory only beside a --disk search's table, and as a non-empty
+    path; a memory search's snapshot naming one (or a directory that is not a string) is damaged."""
+    ck = complete_run(tmp_path)
+    assert read_snapshot(ck.path).disk_directory is None
+
+    def name_it(header, body):  # type: ignore[no-untyped-def]
+        header["disk_directory"] = directory
+        return body
+
+    forge(ck.path, name_it)
+    with pytest.raises(SnapshotError, match="damaged .its header: disk_directory"):
         read_snapshot(ck.path)
 
 
