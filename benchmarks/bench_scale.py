@@ -3,6 +3,7 @@
     .venv/bin/python benchmarks/bench_scale.py            # the issue's sizes (minutes: 7-15 M states)
     .venv/bin/python benchmarks/bench_scale.py --quick    # scaled-down runs of the same shape (seconds)
     .venv/bin/python benchmarks/bench_scale.py --only liveness,checkpoint --json scale.json
+    .venv/bin/python benchmarks/bench_scale.py --only disk --rounds 3   # interleaved, median ratios
 
 Each run is ``isrcheck check ... --json`` in a child process, as a user would type it: its wall
 time is measured around the child, its states and verdict come from its JSON. Memory is measured
@@ -34,6 +35,7 @@ import argparse
 import json
 import os
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -268,6 +270,13 @@ def graph_line(states: int, edges: int, nbytes: int) -> str:
             f"{per_state:,.0f} B a state (index included) + {EDGE_BYTES} B an edge")
 
 
+def time_ratio(f: dict[str, Any], base: dict[str, Any]) -> float:
+    """A row's time over its group's first row's: the median of the rounds' ratios (``--rounds``),
+    else of the one run each."""
+    ratios = f.get("round_ratios")
+    return statistics.median(ratios) if ratios else f["seconds"] / base["seconds"]
+
+
 def table(rows: list[Run]) -> list[str]:
     """The table: one line per run, the ratio to the first run of its group (time and memory),
     and TLC's states/s ratio for the peer rows."""
@@ -281,7 +290,7 @@ def table(rows: list[Run]) -> list[str]:
             lines.append(f"{r.label:<50} failed: {f['error']}")
             continue
         base = first.setdefault(r.group, f)
-        x_time = f"{f['seconds'] / base['seconds']:.2f}" if base is not f else "1.00"
+        x_time = f"{time_ratio(f, base):.2f}" if base is not f else "1.00"
         x_mem = f"{f['tree_bytes'] / base['tree_bytes']:.2f}" if base is not f and base["tree_bytes"] else "1.00"
         per_state = f"{f['tree_bytes'] / f['states']:,.0f}" if f.get("states") else "-"
         vs = "-"
@@ -296,15 +305,21 @@ def table(rows: list[Run]) -> list[str]:
         if r.checkpoint and f.get("snapshot_bytes"):
             # the wall-clock difference is at the mercy of the load; the run's own account of the
             # time spent writing snapshots (its stderr line) is not
-            lines.append(f"{'':<50} wall clock {100 * (f['seconds'] / base['seconds'] - 1):+.1f}% against the "
+            lines.append(f"{'':<50} wall clock {100 * (time_ratio(f, base) - 1):+.1f}% against the "
                          f"plain run; {f.get('checkpoint_line') or 'no checkpoint line'}")
+        ratios = f.get("round_ratios")
+        if ratios and base is not f:
+            ordered = sorted(ratios)
+            lines.append(f"{'':<50} {len(ratios)} rounds: time ratio min {ordered[0]:.2f}, median "
+                         f"{statistics.median(ordered):.2f}, max {ordered[-1]:.2f}; seconds "
+                         + ", ".join(f"{x:.1f}" for x in f["round_seconds"]))
         if r.spark:
             # issue 32's target: within 2x of check --workers 2 on the same space
             lines.append(f"{'':<50} {f.get('spark_levels', 0)} of {(f.get('levels') or 0)} levels on Spark; "
-                         f"{f['seconds'] / base['seconds']:.2f}x the time of `check`")
+                         f"{time_ratio(f, base):.2f}x the time of `check`")
         if r.disk and base is not f and not r.checkpoint:
             # issue 32's target: at least half the in-memory states/s, in bounded memory
-            rate = (f["states"] / f["seconds"]) / (base["states"] / base["seconds"])
+            rate = (f["states"] / base["states"]) / time_ratio(f, base)
             lines.append(f"{'':<50} {rate:.2f}x the in-memory states/s; "
                          f"{f.get('checkpoint_line') or 'no disk line'}")
     return lines
@@ -322,6 +337,32 @@ def selected(rows: list[Run], only: str | None) -> list[Run]:
     return [r for r in rows if r.group in groups]
 
 
+def _first_of_group(rows: list[Run], i: int) -> int:
+    """The index of the first row of row ``i``'s group (the one its ratios are taken to)."""
+    return next(j for j, r in enumerate(rows) if r.group == rows[i].group)
+
+
+def combined(runs_of_row: list[dict[str, Any]], runs_of_base: list[dict[str, Any]]) -> dict[str, Any]:
+    """One row's figures over ``--rounds`` rounds: the median time (this machine's speed drifts by
+    a third within hours, so one run each is a weak ratio; rows run interleaved, round by round), the
+    largest memory, and the ratio of its time to its group's first row's, round by round, as
+    ``round_ratios`` (printed as its spread). The first failed round's error when any failed."""
+    for f in runs_of_row:
+        if "error" in f:
+            return f
+    if len(runs_of_row) == 1:
+        return runs_of_row[0]
+    times = sorted(f["seconds"] for f in runs_of_row)
+    out = dict(runs_of_row[0])
+    out["seconds"] = statistics.median(times)
+    out["peak_bytes"] = max(f["peak_bytes"] for f in runs_of_row)
+    out["tree_bytes"] = max(f["tree_bytes"] for f in runs_of_row)
+    out["round_seconds"] = [f["seconds"] for f in runs_of_row]
+    if all("error" not in b for b in runs_of_base):
+        out["round_ratios"] = [f["seconds"] / b["seconds"] for f, b in zip(runs_of_row, runs_of_base)]
+    return out
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0],
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -330,19 +371,34 @@ def main(argv: list[str] | None = None) -> int:
                     f"({', '.join(sorted(OPT_IN))} only when named: its run takes half an hour)")
     ap.add_argument("--timeout", type=float, default=None, help="seconds allowed to one run")
     ap.add_argument("--json", metavar="FILE", help="also write every figure to FILE")
+    ap.add_argument("--rounds", type=int, default=1, metavar="N",
+                    help="run every chosen row N times, interleaved; median times and each row's ratio to "
+                         "its group's first row round by round (min, median, max)")
     args = ap.parse_args(argv)
     try:
         chosen = selected(runs(args.quick), args.only)
     except ValueError as e:
         print(f"error: --only: {e}", file=sys.stderr)
         return 2
+    if args.rounds < 1:
+        print("error: --rounds must be at least 1", file=sys.stderr)
+        return 2
     load_start = os.getloadavg()[0]
     print(f"# bench-scale{' --quick' if args.quick else ''}: {len(chosen)} runs, load average {load_start:.2f}, "
           f"{os.cpu_count()} CPUs, {sys.executable}")
-    for r in chosen:
-        r.figures = measure(r, args.timeout)
-        print(f"#   {r.label}: " + (r.figures.get("error") or
-                                    f"{r.figures['states']:,} states in {r.figures['seconds']:.1f} s"), flush=True)
+    rounds: list[list[dict[str, Any]]] = []
+    for k in range(args.rounds):
+        if args.rounds > 1:
+            print(f"# round {k + 1} of {args.rounds}", flush=True)
+        this: list[dict[str, Any]] = []
+        for r in chosen:
+            f = measure(r, args.timeout)
+            this.append(f)
+            print(f"#   {r.label}: " + (f.get("error") or f"{f['states']:,} states in {f['seconds']:.1f} s"),
+                  flush=True)
+        rounds.append(this)
+    for i, r in enumerate(chosen):
+        r.figures = combined([rnd[i] for rnd in rounds], [rnd[_first_of_group(chosen, i)] for rnd in rounds])
     print()
     for line in table(chosen):
         print(line)

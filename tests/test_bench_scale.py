@@ -111,3 +111,29 @@ def test_quick_spark_rows_compare_spark_with_check(tmp_path: Path) -> None:
     assert spark["tree_bytes"] > spark["peak_bytes"]  # the JVM and its Python workers are counted
     ratio = spark["seconds"] / check["seconds"]
     assert f"{spark['spark_levels']} of {spark['levels']} levels on Spark; {ratio:.2f}x the time of `check`" in r.stdout
+
+
+def test_rounds_interleave_the_runs_and_report_the_median_ratio(tmp_path: Path) -> None:
+    """--rounds 2: every row twice, interleaved; median times, the ratio to the group's first row
+    round by round (its spread printed), and the disk line's rate from the median of those ratios."""
+    import statistics
+
+    out = tmp_path / "rows.json"
+    r = subprocess.run([sys.executable, str(SCRIPT), "--quick", "--only", "disk", "--rounds", "2", "--json", str(out)],
+                       capture_output=True, text=True, timeout=600)
+    assert r.returncode == 0, r.stderr
+    memory, disk = json.loads(out.read_text())
+    assert len(memory["round_seconds"]) == len(disk["round_seconds"]) == 2
+    assert memory["seconds"] == statistics.median(memory["round_seconds"])
+    ratios = [d / m for d, m in zip(disk["round_seconds"], memory["round_seconds"])]
+    assert disk["round_ratios"] == ratios
+    assert r.stdout.count("# round ") == 2
+    lo, hi = sorted(ratios)
+    assert f"2 rounds: time ratio min {lo:.2f}, median {statistics.median(ratios):.2f}, max {hi:.2f}" in r.stdout
+    assert f"{1 / statistics.median(ratios):.2f}x the in-memory states/s" in r.stdout
+
+
+def test_rounds_must_be_positive() -> None:
+    r = subprocess.run([sys.executable, str(SCRIPT), "--rounds", "0"], capture_output=True, text=True, timeout=60)
+    assert r.returncode == 2 and r.stderr.strip().splitlines() == ["error: --rounds must be at least 1"]
+    assert r.stdout == ""
