@@ -405,7 +405,20 @@ def snapshot_disk_directory(directory: str | os.PathLike[str]) -> str | None:
     """The ``--disk`` directory the snapshot in ``directory`` was written by, or None (a search in
     memory, or a snapshot written before snapshots named it); SnapshotError for a file that is not
     a readable snapshot of this isrcheck."""
-    return read_snapshot(Path(directory) / FILE_NAME).disk_directory
+    path = Path(directory) / FILE_NAME
+    try:  # the header only: the body (a parent map of 16 bytes a state) is read by the resume itself
+        with open(path, "rb") as f:
+            prefix = f.read(len(MAGIC) + 8)
+            if len(prefix) < len(MAGIC) + 8 or not prefix.startswith(MAGIC):
+                return read_snapshot(path).disk_directory  # not ours, or damaged: said in full there
+            size = int.from_bytes(prefix[len(MAGIC):], "little")
+            header = json.loads(f.read(min(size, MAX_HEADER)).decode()) if size <= MAX_HEADER else None
+    except OSError as e:
+        raise SnapshotError(f"cannot read the snapshot {path}: {e.strerror}") from None
+    except (UnicodeDecodeError, ValueError):
+        header = None
+    found = header.get("disk_directory") if isinstance(header, dict) and isinstance(header.get("disk"), dict) else None
+    return found if isinstance(found, str) and found else None
 
 
 def _parse_header(h: Any) -> tuple[Snapshot, dict[str, int], str]:

@@ -126,6 +126,33 @@ def test_a_disk_directory_is_only_a_disk_searchs_and_a_path(tmp_path: Path, dire
         read_snapshot(ck.path)
 
 
+def test_the_disk_directory_is_read_from_the_header_alone(tmp_path: Path) -> None:
+    """``--resume`` asks the snapshot for its --disk directory before the resume reads it: only the
+    header is read (a body that does not match its digest does not matter there), and a search in
+    memory's snapshot names none."""
+    from isrcheck.engine.checkpoint import snapshot_disk_directory
+
+    ck = complete_run(tmp_path)
+    assert snapshot_disk_directory(tmp_path) is None
+
+    def as_disk(header, body):  # type: ignore[no-untyped-def]
+        header["disk"] = {"level": 1, "seen": 0, "on_file_candidates": 0, "candidates": 0, "disk_peak": 0}
+        header["disk_directory"] = "/runs/d"
+        return body
+
+    forge(ck.path, as_disk)
+    data = bytearray(ck.path.read_bytes())
+    data[-1] ^= 0xFF  # the body no longer matches its digest
+    ck.path.write_bytes(bytes(data))
+    assert snapshot_disk_directory(tmp_path) == "/runs/d"
+    with pytest.raises(SnapshotError, match="SHA-256"):
+        read_snapshot(ck.path)
+    (tmp_path / "other").mkdir()
+    (tmp_path / "other" / ck.path.name).write_bytes(b"not a snapshot at all")
+    with pytest.raises(SnapshotError, match="not an isrcheck snapshot"):
+        snapshot_disk_directory(tmp_path / "other")
+
+
 def test_the_snapshot_is_written_atomically(tmp_path: Path) -> None:
     ck = complete_run(tmp_path)
     assert sorted(p.name for p in tmp_path.iterdir()) == [FILE_NAME]  # no temporary file left behind
