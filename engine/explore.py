@@ -132,6 +132,12 @@ def expand(
     they are judged. It is for a caller whose seen set answers many fingerprints at once far
     better than one (a Spark map task's sorted seen files): most successors of a wide level are
     old, and judging them, naming their actions and shipping them cost more than the steps.
+
+    Without ``seen_among`` each successor is judged as it is made, while it is in the cache (as
+    the parallel workers judge theirs): judged after the batch, a wide batch's states are cold
+    again and the judging costs half as much again. When the rows come in rank order (every
+    caller's), a successor is kept where it is first met and the first witness judged is the one
+    with the smallest key; rows out of order have their witnesses found again in key order.
     """
     checks = checks or Checks.of(model)
     fingerprint = model.fingerprint
@@ -143,7 +149,17 @@ def expand(
     counts: dict[str, int] = {}  # a plain dict: a Counter's item access is generic in the compiled build
     events = out.events
     transitions = 0
+    early = seen_among is None  # judged as made (else after seen_among has dropped the old ones)
+    safe, broken_always, witnessed = checks.safe, checks.broken_always, checks.witnessed
+    names = set(unwitnessed)
+    pending = set(names)
+    witness_keys = out.witness_keys
+    in_order = True
+    last_rank = -1
     for fp, rank, s in rows:
+        if rank < last_rank:
+            in_order = False
+        last_rank = rank
         for i, a in enumerate(actions(s)):
             try:
                 t = next_state(s, a)
@@ -162,15 +178,22 @@ def expand(
             prev = succ.get(tfp)
             if prev is not None and prev.key <= (rank, i):
                 continue
-            succ[tfp] = Successor(tfp, fp, rank, i, a, t, [])  # action text filled in below
+            x = Successor(tfp, fp, rank, i, a, t, [])  # action text filled in below
+            succ[tfp] = x
+            if early:
+                if not safe(t):
+                    x.broken = broken_always(t)
+                if pending:
+                    for name in witnessed(t, pending):
+                        witness_keys[name] = (rank, i)
+                        pending.discard(name)
     out.transitions = transitions
     out.coverage.update(counts)
     if seen_among is not None and succ:
         for old in seen_among(list(succ)):
             del succ[old]
-    pending = set(unwitnessed)
     texts: dict[Any, str] = {}  # an action's text, made once per action (many successors share one)
-    for x in (sorted_new(out) if pending else succ.values()):
+    for x in (sorted_new(out) if pending and not early else succ.values()):
         a = x.action
         try:
             text = texts.get(a)
@@ -179,12 +202,23 @@ def expand(
         except TypeError:  # an action that cannot be a dict key: named each time
             text = action_text(a)
         x.action = text
-        x.broken = [] if checks.safe(x.state) else checks.broken_always(x.state)
+        if early:
+            continue
+        x.broken = [] if safe(x.state) else broken_always(x.state)
         if pending:
-            for name in checks.witnessed(x.state, pending):
-                out.witnessed.add(name)
-                out.witness_keys[name] = x.key
+            for name in witnessed(x.state, pending):
+                witness_keys[name] = x.key
                 pending.discard(name)
+    if early and not in_order and witness_keys:  # the first witness met may not be the first in key order
+        witness_keys.clear()
+        pending = set(names)
+        for x in sorted_new(out):
+            if not pending:
+                break
+            for name in witnessed(x.state, pending):
+                witness_keys[name] = x.key
+                pending.discard(name)
+    out.witnessed.update(witness_keys)
     return out
 
 

@@ -200,3 +200,21 @@ def test_the_simulator_and_the_kit_walk_the_same_path():
 def test_model_fault_is_the_engines():
     with pytest.raises(ModelFault):
         Toy({0: [(Act("x"), 1)]}, faults={(0, Act("x")): "P"}).next_state(0, Act("x"))
+
+
+def test_judged_as_made_or_after_the_batch_the_verdicts_and_witness_keys_agree():
+    """Without seen_among a successor is judged as it is made; with it, after the batch: the same
+    broken properties, and the same smallest witness key, whatever the order of the rows."""
+    model = Counters([Property("NoB", "always", lambda s: s[1] == 0),
+                      Property("BisOne", "sometimes", lambda s: s[1] == 1)])
+    checks = Checks.of(model)
+    level1 = [(hash((1, 0)), 0, (1, 0))]
+    rows = [(s.fingerprint, rank, s.state) for rank, s in enumerate(sorted_new(expand(model, level1, checks=checks)))]
+    # rows: (2,0) at rank 0 and (1,1) at rank 1; both reach (2,1), which breaks NoB and witnesses
+    # BisOne, first at key (0,0); the rows backwards meet it first at (1,0)
+    early = expand(model, rows, unwitnessed=["BisOne"], checks=checks)
+    late = expand(model, rows, unwitnessed=["BisOne"], checks=checks, seen_among=lambda fps: [])
+    backward = expand(model, list(reversed(rows)), unwitnessed=["BisOne"], checks=checks)
+    for exp in (early, late, backward):
+        assert {fp: x.broken for fp, x in exp.successors.items()} == {hash((2, 1)): ["NoB"]}
+        assert exp.witness_keys == {"BisOne": (0, 0)} and exp.witnessed == {"BisOne"}
