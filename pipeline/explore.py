@@ -28,7 +28,8 @@ from isrcheck.model.statecodec import kafka_state_codec
 from .errors import PipelineError
 from .explore_spark import level_group, spark_level
 from .levels import LevelOutcome, LevelStats, Stop, descriptor, gc_paused, states_limit, stop_from
-from .session import LazySession
+from .resident import END_DONE, END_STOP, StretchContext, StretchEnd, run_stretch
+from .session import LazySession, task_slots
 from .shards import SeenSet, initial_key, step_key
 from .spec import FINGERPRINT_SCHEME, ModelSpec
 from .store import RunStore, codec_id
@@ -64,6 +65,7 @@ class Explorer:
         stop_after_levels: int | None = None,
         on_level: Callable[[LevelStats], None] | None = None,
         partitions: int | None = None,
+        resident: bool = True,
     ) -> None:
         self.spec = spec
         self.spec_json = spec.to_json()
@@ -77,6 +79,7 @@ class Explorer:
         self.stop_after_levels = stop_after_levels
         self.on_level = on_level
         self.partitions = partitions
+        self.resident = resident
         self._progress: dict[str, Any] = {}
         self.model = spec.build()
         self.props = Checks.of(self.model)
@@ -150,6 +153,7 @@ class Explorer:
         seconds_before = sum(x.seconds for x in levels)
         progress["seconds_before"] = seconds_before
         computed = 0
+        per_level = False  # the next wide level as a job of its own (a stretch stopped before it)
         if not levels:
             stop = self._init_level(levels, progress)
             computed += 1
@@ -166,6 +170,19 @@ class Explorer:
             t0 = time.perf_counter()
             unwitnessed = self._unwitnessed(progress)
             jobs = 0
+            if frontier >= self.spark_threshold and self.resident and not per_level:
+                self._frontier = self._visited = self._keys = None
+                end = self._stretch(d, computed)
+                progress.update(store.read_progress())  # the levels the stretch committed
+                levels[:] = [LevelStats(**x) for x in progress["levels"]]
+                computed += end.levels
+                per_level = end.end == END_STOP  # the Checker stops inside the next level: found per level
+                if end.end == END_DONE:
+                    self._add_counts(progress, LevelOutcome(0, end.transitions, Counter(end.coverage),
+                                                            set(end.witnessed)))
+                    return self._finish(progress, levels, resumed_at, None, depth=end.depth, start=start)
+                continue
+            per_level = False
             if frontier >= self.spark_threshold:
                 engine = "spark"
                 self._frontier = self._visited = self._keys = None
@@ -191,6 +208,23 @@ class Explorer:
             store.write_progress(progress)
             if self.on_level is not None:
                 self.on_level(stats)
+
+    def _stretch(self, d: int, computed: int) -> StretchEnd:
+        """The wide levels from level ``d`` on as one Spark job whose tasks keep their states
+        (:mod:`.resident`): until a level is narrower than the threshold, the search ends, or the
+        Checker would stop inside the next level."""
+        spark = self.session.get()
+        parts = self.parts()
+        self.store.write_progress(self._progress)  # the shards, for the tasks that read it
+        last = d + (self.stop_after_levels - computed) if self.stop_after_levels is not None else 1 << 62
+        if self.max_depth is not None:
+            last = min(last, self.max_depth)
+        sc = spark.sparkContext
+        slots = task_slots(sc.master, sc.defaultParallelism, int(sc.getConf().get("spark.task.cpus", "1")))
+        tasks = min(slots, parts)
+        ctx = StretchContext(self.spec_json, str(self.store.out), tasks, parts, self.spark_threshold, last,
+                             self.max_states, f"{d:05d}-{uuid.uuid4().hex[:12]}")
+        return run_stretch(spark, ctx, self.store, level_group(d + 1, self.run_id), self.on_level)
 
     def _unwitnessed(self, progress: dict[str, Any]) -> set[str]:
         seen = {n for lv in progress["levels"] for n in lv.get("witnessed", [])}

@@ -61,6 +61,7 @@ class LevelStats:
     witnessed: list[str] = field(default_factory=list)
     jobs: int = 0  # Spark jobs the level took (its job group's); 0 in-process
     reused_map_shards: int = 0  # Spark: frontier shards not expanded again (a killed run had finished them)
+    resident: bool = False  # Spark: a level of a resident stretch (one job for the stretch, counted on its first level)
 
 
 @dataclass

@@ -109,6 +109,20 @@ def _local_cores(master: str) -> int:
     return os.cpu_count() or 2
 
 
+def task_slots(master: str, default_parallelism: int, task_cpus: int = 1) -> int:
+    """How many tasks the session runs at once: the most a barrier stage (all its tasks started
+    together, :mod:`.resident`) may have. Local mode's default parallelism is twice its cores
+    (:func:`session_conf`), so it is read from the master; a cluster's is its executors' cores."""
+    m = re.match(r"local-cluster\[(\d+),(\d+),", master)
+    if m:
+        cores = int(m.group(1)) * int(m.group(2))
+    elif _is_local(master):
+        cores = _local_cores(master)
+    else:
+        cores = default_parallelism
+    return max(1, cores // max(1, task_cpus))
+
+
 def session_conf(master: str = DEFAULT_MASTER, app_name: str = "isrcheck",
                  extra: dict[str, str] | None = None) -> dict[str, str]:
     """The configuration :func:`create_session` uses (exposed for tests and documentation)."""

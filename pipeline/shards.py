@@ -19,7 +19,8 @@ of a level exactly as the ranks do (by induction: comparing ``(parent's path, ai
 lexicographically: :func:`initial_key` (4 bytes) then :func:`step_key` (2 bytes per step).
 
 Files of a level directory (``levels/NNNNN/``): ``part-PPPPP.parquet`` (the shard's states; one
-``part-00000.parquet`` for a level computed in-process) and ``_seen-PPPPP.npy`` (the sorted
+``part-00000.parquet`` for a level computed in-process; ``task-TTTTT.parquet`` per task in a
+resident stretch, :mod:`.resident`, whose last level has ``part-PPPPP-TTTTT.parquet`` per shard and task) and ``_seen-PPPPP.npy`` (the sorted
 fingerprints of every state of shard ``P`` up to this level; written by Spark levels only). Names
 that start with ``_`` are skipped by Spark's and pyarrow's Parquet readers.
 """
@@ -90,6 +91,13 @@ def part_path(level_dir: str | Path, p: int) -> Path:
     return Path(level_dir) / f"part-{p:05d}.parquet"
 
 
+def shard_files(level_dir: str | Path, p: int) -> list[Path]:
+    """The files of shard ``p`` in a level with seen files: ``part-PPPPP.parquet`` (a level of its
+    own job) or ``part-PPPPP-TTTTT.parquet``, one per task of a resident stretch (:mod:`.resident`)."""
+    level = Path(level_dir)
+    return sorted(level.glob(f"part-{p:05d}.parquet")) + sorted(level.glob(f"part-{p:05d}-*.parquet"))
+
+
 def seen_path(level_dir: str | Path, p: int) -> Path:
     return Path(level_dir) / f"_seen-{p:05d}.npy"
 
@@ -129,11 +137,13 @@ def write_seen(array: np.ndarray, final: Path) -> None:
 
 
 def read_shard(level_dir: str | Path, p: int, parts: int, columns: list[str]) -> pa.Table:
-    """Shard ``p`` of a level: its part file when the level was written by Spark, else the rows of
-    the in-process level's single file that belong to shard ``p``."""
-    path = part_path(level_dir, p)
+    """Shard ``p`` of a level: its files when the level was written by Spark with seen files
+    (:func:`shard_files`), else the rows of the level's files that belong to shard ``p``."""
     if has_seen(level_dir):
-        return pq.read_table(path, columns=columns) if path.exists() else _empty(columns)
+        files = shard_files(level_dir, p)
+        if not files:
+            return _empty(columns)
+        return pa.concat_tables([pq.read_table(f, columns=columns) for f in files])
     t = level_dataset(level_dir).to_table(columns=sorted(set(columns) | {"fingerprint"}))
     mask = shard_of(t.column("fingerprint").to_numpy(), parts) == p
     return t.filter(pa.array(mask)).select(columns)

@@ -9,10 +9,14 @@ DIR/levels/00000/     level 0 (the initial states) as Parquet
 DIR/levels/00001/     level 1, ...
 DIR/levels/00007.staging/   a level being written; never read, removed on resume
 DIR/levels/00007.maps/      a Spark level's map output (per frontier shard); kept on resume, removed once the level is done
+DIR/levels/stretch-00012-ID/ where the tasks of a resident stretch meet; removed when it ends, and on resume
 ```
 
 A level computed on Spark is one ``part-PPPPP.parquet`` per shard of fingerprints and the shards'
 seen sets (``_seen-PPPPP.npy``); an in-process level is one ``part-00000.parquet`` (:mod:`.shards`).
+A level of a resident stretch (:mod:`.resident`) is one ``task-TTTTT.parquet`` per task, without
+seen files, except the stretch's last: one ``part-PPPPP-TTTTT.parquet`` per shard and task, and
+the seen files.
 
 A level is committed when ``progress.json`` lists it; ``progress.json`` is replaced atomically
 (write to a temporary file, then rename), after the level's directory is complete. Anything beyond
@@ -37,7 +41,7 @@ import pyarrow.parquet as pq
 from isrcheck.specs.inputs import Kind, check_json_depth, read_text
 
 from .errors import PipelineError
-from .shards import LEVEL_SCHEMA, has_seen, part_path, seen_path, shard_one
+from .shards import LEVEL_SCHEMA, has_seen, seen_path, shard_files, shard_one
 
 FORMAT = 2  # 2: the key column and sharded levels
 
@@ -198,12 +202,18 @@ class RunStore:
         source: ds.Dataset = self._dataset(depth)
         if seen_path(level, 0).exists():
             parts = sum(1 for p in level.iterdir() if p.name.startswith("_seen-"))
-            source = ds.dataset(str(part_path(level, shard_one(fingerprint, parts))), format="parquet")
+            files = shard_files(level, shard_one(fingerprint, parts))
+            if not files:
+                raise self._missing(depth, fingerprint)
+            source = ds.dataset([str(f) for f in files], format="parquet")
         t = source.to_table(filter=pc.field("fingerprint") == fingerprint,
                             columns=["fingerprint", "parent", "aidx", "action", "key"])
         if t.num_rows == 0:
-            raise PipelineError(f"{self.out}: state {fingerprint} is missing from level {depth} (the run is damaged)")
+            raise self._missing(depth, fingerprint)
         return {k: t.column(k)[0].as_py() for k in t.column_names}
+
+    def _missing(self, depth: int, fingerprint: int) -> PipelineError:
+        return PipelineError(f"{self.out}: state {fingerprint} is missing from level {depth} (the run is damaged)")
 
     def chain_to(self, depth: int, fingerprint: int) -> list[int]:
         """Fingerprints from an initial state to the state ``fingerprint`` of level ``depth``."""

@@ -150,16 +150,21 @@ def _level_table(levels: list[Any]) -> Any:
               help="Compute at most N levels now (resume later with --resume).")
 @click.option("--partitions", type=click.IntRange(min=1), metavar="N",
               help="Shards of the states on Spark, fixed for the run (default: twice Spark's cores).")
+@click.option("--per-level", is_flag=True,
+              help="Run each wide level as a Spark job of its own, its frontier read from files, instead of the "
+                   "wide levels together as one job whose tasks keep their states in memory (resident levels: "
+                   "Spark must run one task per core at once).")
 @click.option("--symmetry/--no-symmetry", default=None, help="Force broker-symmetry reduction on or off.")
 @variant_option
 @json_opt
 def explore(name: str | None, config_file: str | None, overrides: tuple[str, ...], master: str | None,
             out_dir: str | None, resume: bool, spark_threshold: int | None, max_depth: int | None,
-            max_states: int | None, stop_after_levels: int | None, partitions: int | None, symmetry: bool | None,
-            variant: str | None, as_json: bool) -> None:
+            max_states: int | None, stop_after_levels: int | None, partitions: int | None, per_level: bool,
+            symmetry: bool | None, variant: str | None, as_json: bool) -> None:
     """Explore every reachable state of MODEL (or --config FILE) level by level, each level stored as
-    Parquet; wide levels run on Spark, narrow ones in-process. The verdict, state count, depth and
-    counterexample length are those of `isrcheck check`."""
+    Parquet; wide levels run on Spark, narrow ones in-process. Consecutive wide levels are one Spark
+    job whose tasks keep their states in memory from level to level (--per-level: a job per level).
+    The verdict, state count, depth and counterexample length are those of `isrcheck check`."""
     from isrcheck.pipeline.session import LazySession, check_pyspark
 
     check_pyspark()
@@ -189,7 +194,7 @@ def explore(name: str | None, config_file: str | None, overrides: tuple[str, ...
             rate = stats.new / stats.seconds if stats.seconds > 0 else 0.0
             console.print(f"level {stats.depth:>3} [{stats.engine:5}] frontier {stats.frontier:>9,} -> "
                           f"new {stats.new:>9,}  visited {stats.visited:>10,}  {stats.seconds:6.2f} s  "
-                          f"{rate:>9,.0f} states/s" + (f"  {stats.jobs} job(s)" if stats.engine == "spark" else "")
+                          f"{rate:>9,.0f} states/s" + _jobs_text(stats)
                           + (f"  {stats.reused_map_shards} map shard(s) reused" if stats.reused_map_shards else ""),
                           highlight=False,
                           markup=False)  # "[spark]" is the engine, not a style
@@ -200,7 +205,7 @@ def explore(name: str | None, config_file: str | None, overrides: tuple[str, ...
             _require_spark()
         ex = Explorer(spec, out, spark_threshold=threshold, session=session, resume=resume, max_depth=max_depth,
                       max_states=max_states, stop_after_levels=stop_after_levels, on_level=on_level,
-                      partitions=partitions)
+                      partitions=partitions, resident=not per_level)
         with _level_heartbeat(session, show and not terminal.is_terminal(sys.stderr)):
             res = ex.run()
     finally:
@@ -212,7 +217,8 @@ def explore(name: str | None, config_file: str | None, overrides: tuple[str, ...
         obj.update({
             "mode": "spark-explore",
             "levels": [{k: getattr(x, k) for k in ("depth", "engine", "frontier", "new", "visited", "transitions",
-                                                    "seconds", "jobs", "reused_map_shards")} for x in res.levels],
+                                                    "seconds", "jobs", "reused_map_shards", "resident")}
+                       for x in res.levels],
             "spark_levels": res.spark_levels, "out": None if temp else str(out), "resumed_at": res.resumed_at,
             "finished": res.finished, "spark_threshold": threshold,
             "spark": session.info,  # master and executors, when a level ran on Spark
@@ -233,6 +239,16 @@ def explore(name: str | None, config_file: str | None, overrides: tuple[str, ...
             out_console.print(f"stopped after {stop_after_levels} level(s); continue with --resume --out {out}",
                               highlight=False)
     exit_with(0 if result.outcome == "success" else 1)
+
+
+def _jobs_text(stats: Any) -> str:
+    """What a Spark level cost in jobs: its own job, or a level of a resident stretch (one job for
+    the stretch, counted on its first level)."""
+    if stats.engine != "spark":
+        return ""
+    if stats.resident:
+        return f"  {stats.jobs} job(s), resident" if stats.jobs else "  resident"
+    return f"  {stats.jobs} job(s)"
 
 
 @contextmanager

@@ -1,5 +1,6 @@
-"""Exploration with levels on Spark equals the single-process Checker (states, depth, outcome,
-counterexample length, transitions, coverage), including across an interruption."""
+"""Exploration with a Spark job per level (``resident=False``, ``spark explore --per-level``) equals
+the single-process Checker (states, depth, outcome, counterexample length, transitions, coverage),
+including across an interruption; test_resident.py covers the wide levels as one job."""
 from __future__ import annotations
 
 import pytest
@@ -13,7 +14,7 @@ pytestmark = pytest.mark.spark
 def test_violation_found_on_spark_equals_the_checker(spark_session, tmp_path):
     """unclean-election: levels 0-2 in-process, then the frontiers of 13 and 33 states on Spark,
     where the violation is found (in the middle of the last level)."""
-    res = explorer("unclean-election", tmp_path / "run", spark_threshold=13, session=LazySession()).run()
+    res = explorer("unclean-election", tmp_path / "run", spark_threshold=13, session=LazySession(), resident=False).run()
     assert [x.engine for x in res.levels] == ["init", "local", "local", "spark"]
     assert_same(res.result, checker("unclean-election"))
     assert res.result.outcome == "safety_failure"
@@ -29,7 +30,7 @@ def test_sharded_levels_equal_the_checker_and_stay_on_disk(spark_session, tmp_pa
     from isrcheck.pipeline.shards import shard_of
 
     out = tmp_path / "run"
-    res = explorer("lossy-undetected-restart", out, spark_threshold=9, partitions=3, session=LazySession()).run()
+    res = explorer("lossy-undetected-restart", out, spark_threshold=9, partitions=3, session=LazySession(), resident=False).run()
     assert_same(res.result, checker("lossy-undetected-restart"))
     spark = [x for x in res.levels if x.engine == "spark"]
     assert spark and all(x.jobs == 1 for x in spark)
@@ -49,7 +50,7 @@ def test_hybrid_success_resumed_across_spark_levels(spark_session, tmp_path):
     """replication: levels 0-9 in-process, 10-11 on Spark (frontier >= 50), the tail in-process;
     interrupted after the first Spark level and resumed."""
     out = tmp_path / "run"
-    ex = explorer("replication", out, spark_threshold=50, stop_after_levels=11, session=LazySession())
+    ex = explorer("replication", out, spark_threshold=50, stop_after_levels=11, session=LazySession(), resident=False)
     first = ex.run()
     assert not first.finished and [x.engine for x in first.levels][-1] == "spark"
     # a level that goes on costs one Spark job (expansion, shuffle by fingerprint, dedup and write)
@@ -58,7 +59,7 @@ def test_hybrid_success_resumed_across_spark_levels(spark_session, tmp_path):
     assert len(spark_session.sparkContext.statusTracker().getJobIdsForGroup(level_group(10, ex.run_id))) == 1
     assert first.levels[-1].jobs == 1
     (out / "levels" / "00011.staging").mkdir()  # an interrupted Spark write
-    second = explorer("replication", out, spark_threshold=50, resume=True, session=LazySession()).run()
+    second = explorer("replication", out, spark_threshold=50, resume=True, session=LazySession(), resident=False).run()
     assert second.finished
     engines = [x.engine for x in second.levels]
     assert engines.count("spark") == 2 and engines[-1] == "local"
@@ -68,7 +69,7 @@ def test_hybrid_success_resumed_across_spark_levels(spark_session, tmp_path):
 
 def test_max_states_inside_a_spark_level_equals_the_checker(spark_session, tmp_path):
     """replication holds 188 states after level 9; the 230th is found while Spark computes level 10."""
-    res = explorer("replication", tmp_path / "run", spark_threshold=50, max_states=230, session=LazySession()).run()
+    res = explorer("replication", tmp_path / "run", spark_threshold=50, max_states=230, session=LazySession(), resident=False).run()
     want = checker("replication", max_states=230)
     assert_same(res.result, want)
     assert res.result.outcome == "incomplete" and res.result.limit_hit == "states" == want.limit_hit
@@ -84,7 +85,7 @@ def _finish_some_map_shards(out, tamper: bool) -> list[int]:
 
     from isrcheck.pipeline import explore_spark as es
 
-    ex = explorer("replication", out, spark_threshold=50, resume=True, session=LazySession())
+    ex = explorer("replication", out, spark_threshold=50, resume=True, session=LazySession(), resident=False)
     ex._progress = progress = ex.store.read_progress()
     d, frontier = progress["levels"][-1]["depth"], progress["levels"][-1]["new"]
     ctx = es._context(ex, d, frontier, ex._unwitnessed(progress))
@@ -107,11 +108,11 @@ def test_a_spark_level_killed_in_the_middle_resumes_from_its_finished_map_shards
     import shutil
 
     out = tmp_path / "run"
-    first = explorer("replication", out, spark_threshold=50, stop_after_levels=11, session=LazySession()).run()
+    first = explorer("replication", out, spark_threshold=50, stop_after_levels=11, session=LazySession(), resident=False).run()
     assert not first.finished and first.levels[-1].engine == "spark"
     shutil.copytree(out, tmp_path / "tampered")
     done = _finish_some_map_shards(out, tamper=False)
-    resumed = explorer("replication", out, spark_threshold=50, resume=True, session=LazySession()).run()
+    resumed = explorer("replication", out, spark_threshold=50, resume=True, session=LazySession(), resident=False).run()
     assert_same(resumed.result, checker("replication"))
     level = next(x for x in resumed.levels if x.depth == first.levels[-1].depth + 1)
     assert level.engine == "spark" and level.reused_map_shards == len(done) >= 1
@@ -121,7 +122,7 @@ def test_a_spark_level_killed_in_the_middle_resumes_from_its_finished_map_shards
     # while the run was down shows in the resumed level's transitions
     _finish_some_map_shards(tmp_path / "tampered", tamper=True)
     again = explorer("replication", tmp_path / "tampered", spark_threshold=50, resume=True,
-                     session=LazySession()).run()
+                     session=LazySession(), resident=False).run()
     altered = next(x for x in again.levels if x.depth == level.depth)
     assert altered.transitions == level.transitions + 1000
 
@@ -132,13 +133,13 @@ def test_map_output_of_another_level_or_run_is_not_reused(spark_session, tmp_pat
     import json
 
     out = tmp_path / "run"
-    first = explorer("replication", out, spark_threshold=50, stop_after_levels=11, session=LazySession()).run()
+    first = explorer("replication", out, spark_threshold=50, stop_after_levels=11, session=LazySession(), resident=False).run()
     _finish_some_map_shards(out, tamper=True)
     maps = next((out / "levels").glob("*.maps"))
     marker = json.loads((maps / "_level.json").read_text())
     marker["unwitnessed"] = marker["unwitnessed"] + ["SomethingElse"]
     (maps / "_level.json").write_text(json.dumps(marker))
-    resumed = explorer("replication", out, spark_threshold=50, resume=True, session=LazySession()).run()
+    resumed = explorer("replication", out, spark_threshold=50, resume=True, session=LazySession(), resident=False).run()
     assert_same(resumed.result, checker("replication"))
     level = next(x for x in resumed.levels if x.depth == first.levels[-1].depth + 1)
     assert level.reused_map_shards == 0

@@ -27,8 +27,8 @@ def test_explore_and_sweep_on_a_local_cluster(tmp_path):
     grid.write_text('[base]\nmax_records = 1\nreplication_factor = 2\n[grid]\nbrokers = [2, 3]\n'
                     '"faults.crashes" = [1]\n')
     commands = [
-        ["spark", "explore", "unclean-election", "--master", MASTER, "--spark-threshold", "0", "--out",
-         str(tmp_path / "run"), "--json"],
+        ["spark", "explore", "unclean-election", "--master", MASTER, "--spark-threshold", "0", "--per-level",
+         "--out", str(tmp_path / "run"), "--json"],
         ["spark", "sweep", "--grid", str(grid), "--master", MASTER, "--json"],
         ["spark", "explore", "clean-election", "--master", MASTER, "--spark-threshold", "0", "--out",
          str(tmp_path / "run2"), "--json"],
@@ -45,20 +45,24 @@ def test_explore_and_sweep_on_a_local_cluster(tmp_path):
     got = json.loads(out_e)
     assert got["spark"] == {"master": MASTER, "executors": 2}  # tasks ran in two executor processes
     assert got["spark_levels"] == len(got["levels"]) - 1  # every level but the initial one on Spark
+    assert all(lv["jobs"] == 1 and not lv["resident"] for lv in got["levels"] if lv["engine"] == "spark")
     assert (got["outcome"], got["distinct_states"], got["depth"], got["transitions"]) == \
         (want.outcome, want.distinct_states, want.depth, want.transitions)
     assert [(v["property"], v["length"]) for v in got["violations"]] == \
         [(v.property, v.length) for v in want.violations]
 
-    # a model that holds (2,954 states, 20-odd levels): every level on the two executors, one
-    # Spark job each, and the Checker's counts
+    # a model that holds (2,954 states, 20-odd levels): every level on the two executors as one
+    # resident job (a task in each executor, the two meeting through the run directory), and the
+    # Checker's counts
     c = manifest.get("clean-election")
     want_c = Checker(build_model(c.config, symmetry=c.symmetry)).run()
     assert code_c == 0, err_c
     got_c = json.loads(out_c)
     assert got_c["spark"] == {"master": MASTER, "executors": 2}
     assert got_c["spark_levels"] == len(got_c["levels"]) - 1
-    assert all(lv["jobs"] == 1 for lv in got_c["levels"] if lv["engine"] == "spark")
+    spark_levels = [lv for lv in got_c["levels"] if lv["engine"] == "spark"]
+    assert all(lv["resident"] for lv in spark_levels)
+    assert [lv["jobs"] for lv in spark_levels] == [1] + [0] * (len(spark_levels) - 1)
     assert (got_c["outcome"], got_c["distinct_states"], got_c["depth"], got_c["transitions"], got_c["coverage"]) == \
         (want_c.outcome, want_c.distinct_states, want_c.depth, want_c.transitions, want_c.coverage)
 
