@@ -28,7 +28,8 @@ How (``T`` tasks of one barrier-mode job, which Spark starts together; task ``t`
 4. It writes the states it won as ``task-TTTTT.parquet`` into the level's staging directory (the
    level it knows will be the stretch's last as ``part-PPPPP-TTTTT.parquet``, a file per shard
    ``P``). Task 0 commits the level (the rename, then ``progress.json``) once every task has
-   written, so a killed run resumes from the last committed level, as after any other level.
+   written, after its own next expansion so as not to wait for them; a killed run resumes from the
+   last committed level, as after any other level.
 5. When the stretch ends after such a last level, the tasks write the shards' seen files into it
    (shard 0's last: its file is the mark that they are all there), for the levels after it.
 
@@ -231,6 +232,7 @@ class _Task:
         witnessed = {n for lv in self.levels for n in lv.get("witnessed", [])}
         self.pending = {p.name for p in self.checks.sometimes} - witnessed
         self.last_by_shard = False  # whether the last level written is in files by shard (it gets the seen files)
+        self.unsettled: LevelStats | None = None  # task 0: the level written and not yet committed
 
     def begin(self) -> None:
         """Mark this task started; refuse a second start. Spark runs a failed barrier stage again
@@ -248,6 +250,7 @@ class _Task:
             rows, keys = self._frontier()
             seen, chunks = self._seen()
             end = self._levels(rows, keys, seen, chunks, t0)
+            self._settle()
             self._finish(end, chunks)
         return asdict(end)
 
@@ -289,6 +292,7 @@ class _Task:
             if d >= ctx.last_depth:
                 return StretchEnd(END_DEPTH, d, committed)
             exp = expand(self.model, _released(rows), skip=seen, unwitnessed=self.pending, checks=self.checks)
+            self._settle()
             own = list(exp.successors.values())
             own_keys = [step_key(keys[s.prank], s.aidx) for s in own]  # type: ignore[index]
             own_fps = np.fromiter((s.fingerprint for s in own), dtype=np.int64, count=len(own))
@@ -322,13 +326,11 @@ class _Task:
             chunks.append(new_fps)
             self.pending -= totals.witnessed
             visited += new_n
-            if t == 0:
-                wait_for(sd, [sd / f"{d + 1:05d}-written-{u:05d}" for u in range(1, ctx.tasks)])
+            if t == 0:  # committed once every task has written it: after the next expansion, or at the end
                 now = time.perf_counter()
-                stats = LevelStats(d + 1, frontier_n, new_n, visited, totals.transitions, "spark", now - t0,
-                                   dict(sorted(totals.coverage.items())), sorted(totals.witnessed),
-                                   ctx.first_jobs if committed == 0 else 0, resident=True)
-                self._commit(stats)
+                self.unsettled = LevelStats(d + 1, frontier_n, new_n, visited, totals.transitions, "spark", now - t0,
+                                            dict(sorted(totals.coverage.items())), sorted(totals.witnessed),
+                                            ctx.first_jobs if committed == 0 else 0, resident=True)
                 t0 = now
             committed += 1
             d += 1
@@ -361,7 +363,9 @@ class _Task:
             "fingerprint": fps, "parent": [x.parent for x, _k in won], "prank": pa.nulls(n, pa.int64()),
             "aidx": [x.aidx for x, _k in won], "action": [x.action for x, _k in won],
             "depth": pa.array(np.full(n, depth, dtype=np.int32)), "rank": pa.nulls(n, pa.int64()),
-            "state": [encode(x.state) for x, _k in won], "broken": [x.broken for x, _k in won],
+            "state": [encode(x.state) for x, _k in won],
+            # none: a state that breaks a property ends the stretch before its level is written
+            "broken": pa.ListArray.from_arrays(pa.array(np.zeros(n + 1, dtype=np.int32)), pa.array([], pa.string())),
             "key": [k for _x, k in won]}, schema=LEVEL_SCHEMA)
         if by_shard:
             dest = shard_of(fps, ctx.parts)
@@ -370,6 +374,18 @@ class _Task:
         else:
             write_parquet(table, staging / f"task-{self.t:05d}.parquet")
         _mark(self.sd, f"{depth:05d}-written-{self.t:05d}")
+
+    def _settle(self) -> None:
+        """Task 0: commit the level it wrote last, once every task has written its part. Done after
+        the next level's expansion, not at once: the other tasks have written theirs by then, and
+        task 0 does not hold the level up waiting for them (they would then wait for it)."""
+        stats = self.unsettled
+        if stats is None:
+            return
+        sd = self.sd
+        wait_for(sd, [sd / f"{stats.depth:05d}-written-{u:05d}" for u in range(1, self.ctx.tasks)])
+        self._commit(stats)
+        self.unsettled = None
 
     def _commit(self, stats: LevelStats) -> None:
         """Task 0: level ``stats.depth`` is complete; commit it as the driver commits a level."""
