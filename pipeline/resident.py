@@ -461,13 +461,14 @@ def stretch_task(ctx: StretchContext, index: int, items: Iterator[Any]) -> Itera
         task.begin()
         end = task.run()
     except BaseException as e:
-        try:
-            final = task.sd / f"failed-{index:05d}"
-            tmp = temporary_name(final)
-            tmp.write_text(f"task {index}: {type(e).__name__}: {e}"[:2000], encoding="utf-8")
-            replace_file(tmp, final)
-        except OSError:
-            pass
+        if not isinstance(e, StretchFailed):  # the first cause only: not a peer's stop, nor a refused restart
+            try:
+                final = task.sd / f"failed-{index:05d}"
+                tmp = temporary_name(final)
+                tmp.write_text(f"task {index}: {type(e).__name__}: {e}"[:2000], encoding="utf-8")
+                replace_file(tmp, final)
+            except OSError:
+                pass
         raise
     if index == 0:
         yield end
@@ -502,8 +503,14 @@ def run_stretch(session: Any, ctx: StretchContext, store: RunStore, job_group: s
         known = len(levels)
         if done:
             break
-    shutil.rmtree(stretch_dir(store, ctx.name), ignore_errors=True)
+    sd = stretch_dir(store, ctx.name)
+    failures = sorted(sd.glob("failed-*")) if "error" in result else []
+    causes = [f.read_text(encoding="utf-8", errors="replace").strip() for f in failures]
+    shutil.rmtree(sd, ignore_errors=True)
     if "error" in result:
+        if causes:  # the task that failed first said why; Spark's own report is of its last attempt
+            raise PipelineError(f"a task of the resident stretch failed ({causes[0]}); the levels it committed are "
+                                f"kept: continue with --resume (--per-level runs a job per level)") from None
         raise result["error"]
     ends = result["ends"]
     if len(ends) != 1:

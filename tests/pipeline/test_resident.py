@@ -146,3 +146,27 @@ def test_task_slots_are_the_cores_that_run_at_once():
     assert task_slots("local-cluster[3,2,1024]", 12, task_cpus=2) == 3
     assert task_slots("spark://host:7077", 16) == 16
     assert task_slots("yarn", 0) == 1
+
+
+@spark
+def test_a_task_that_fails_ends_the_run_in_one_line_naming_its_cause(spark_session, tmp_path):
+    """A frontier state that does not decode fails its task; the other stops instead of waiting,
+    Spark's retries of the stage are refused, and the run says why in one line, its committed
+    levels kept for --resume."""
+    import pyarrow.parquet as pq
+
+    from isrcheck.pipeline.errors import PipelineError
+
+    out = tmp_path / "run"
+    first = explorer("replication", out, spark_threshold=50, stop_after_levels=10, session=LazySession()).run()
+    assert first.levels[-1].engine == "local" and first.levels[-1].new >= 50
+    part = out / "levels" / f"{first.levels[-1].depth:05d}" / "part-00000.parquet"
+    table = pq.read_table(part)
+    states = table.column("state").to_pylist()
+    states[0] = b"not a state"
+    pq.write_table(table.set_column(table.schema.get_field_index("state"), "state",
+                                    pa.array(states, type=pa.binary())), part)
+    with pytest.raises(PipelineError, match=r"a task of the resident stretch failed \(task \d: .*--resume"):
+        explorer("replication", out, spark_threshold=50, resume=True, session=LazySession()).run()
+    assert len(RunStore(out).read_progress()["levels"]) == len(first.levels)  # nothing lost, nothing half-done
+    assert not list((out / "levels").glob("stretch-*"))
