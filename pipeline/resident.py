@@ -505,7 +505,7 @@ def run_stretch(session: Any, ctx: StretchContext, store: RunStore, job_group: s
             break
     sd = stretch_dir(store, ctx.name)
     failures = sorted(sd.glob("failed-*")) if "error" in result else []
-    causes = [f.read_text(encoding="utf-8", errors="replace").strip() for f in failures]
+    causes = [" ".join(f.read_text(encoding="utf-8", errors="replace").split()) for f in failures]  # one line each
     shutil.rmtree(sd, ignore_errors=True)
     if "error" in result:
         if causes:  # the task that failed first said why; Spark's own report is of its last attempt

@@ -8,7 +8,9 @@ The recipes that keep PySpark sane here:
 - Java is checked first (Spark 4 needs Java 17 or later); without it the caller gets one
   :class:`~isrcheck.pipeline.errors.PipelineError` line, not a JVM stack trace.
 - Local mode binds to the loopback interface only, the web UI and the console progress bar are
-  off, and Spark's own logging is cut to errors (a log4j2 file written for the session).
+  off, and Spark's own logging is cut to errors (a log4j2 file written for the session); a
+  task's failure is not logged by the executor as well, since the job's failure carries it to
+  the driver, which says it in one line (or, for a bug, in full).
 - Few shuffle partitions (twice the cores) suit a 2-core machine; Arrow is on for the
   Python <-> JVM exchange.
 
@@ -52,6 +54,8 @@ logger.hadoop.name = org.apache.hadoop
 logger.hadoop.level = error
 logger.parquet.name = org.apache.parquet
 logger.parquet.level = error
+logger.executor.name = org.apache.spark.executor.Executor
+logger.executor.level = off
 """
 
 

@@ -153,11 +153,21 @@ def test_a_task_that_fails_ends_the_run_in_one_line_naming_its_cause(spark_sessi
     """A frontier state that does not decode fails its task; the other stops instead of waiting,
     Spark's retries of the stage are refused, and the run says why in one line, its committed
     levels kept for --resume."""
-    import pyarrow.parquet as pq
-
     from isrcheck.pipeline.errors import PipelineError
 
     out = tmp_path / "run"
+    first = _a_run_with_a_broken_frontier(out)
+    with pytest.raises(PipelineError, match=r"a task of the resident stretch failed \(task \d: .*--resume"):
+        explorer("replication", out, spark_threshold=50, resume=True, session=LazySession()).run()
+    assert len(RunStore(out).read_progress()["levels"]) == len(first.levels)  # nothing lost, nothing half-done
+    assert not list((out / "levels").glob("stretch-*"))
+
+
+def _a_run_with_a_broken_frontier(out):
+    """replication stopped after its 10 in-process levels (the next is the first wide one), the
+    first state of its last level's file replaced by bytes that are no state."""
+    import pyarrow.parquet as pq
+
     first = explorer("replication", out, spark_threshold=50, stop_after_levels=10, session=LazySession()).run()
     assert first.levels[-1].engine == "local" and first.levels[-1].new >= 50
     part = out / "levels" / f"{first.levels[-1].depth:05d}" / "part-00000.parquet"
@@ -166,7 +176,22 @@ def test_a_task_that_fails_ends_the_run_in_one_line_naming_its_cause(spark_sessi
     states[0] = b"not a state"
     pq.write_table(table.set_column(table.schema.get_field_index("state"), "state",
                                     pa.array(states, type=pa.binary())), part)
-    with pytest.raises(PipelineError, match=r"a task of the resident stretch failed \(task \d: .*--resume"):
-        explorer("replication", out, spark_threshold=50, resume=True, session=LazySession()).run()
-    assert len(RunStore(out).read_progress()["levels"]) == len(first.levels)  # nothing lost, nothing half-done
-    assert not list((out / "levels").glob("stretch-*"))
+    return first
+
+
+@spark
+def test_the_command_line_says_a_failed_stretch_in_one_line(tmp_path):
+    """The command's own stderr (Spark's JVM writes there too): the error line, and no executor
+    log or traceback before it."""
+    import subprocess
+    import sys
+
+    out = tmp_path / "run"
+    _a_run_with_a_broken_frontier(out)
+    r = subprocess.run([sys.executable, "-m", "isrcheck", "spark", "explore", "replication", "--spark-threshold", "50",
+                        "--master", "local[2]", "--resume", "--out", str(out)],
+                       capture_output=True, text=True, timeout=300)
+    assert r.returncode == 2, r.stderr[-2000:]
+    assert "Traceback" not in r.stderr and "ERROR" not in r.stderr, r.stderr[-2000:]
+    errors = [line for line in r.stderr.splitlines() if line.startswith("error: ")]
+    assert len(errors) == 1 and "CodecError" in errors[0] and "--resume" in errors[0]
