@@ -20,7 +20,8 @@ lexicographically: :func:`initial_key` (4 bytes) then :func:`step_key` (2 bytes 
 
 Files of a level directory (``levels/NNNNN/``): ``part-PPPPP.parquet`` (the shard's states; one
 ``part-00000.parquet`` for a level computed in-process; ``task-TTTTT.parquet`` per task in a
-resident stretch, :mod:`.resident`, whose last level has ``part-PPPPP-TTTTT.parquet`` per shard and task) and ``_seen-PPPPP.npy`` (the sorted
+resident stretch, :mod:`.resident`, whose last level has ``part-PPPPP-TTTTT.parquet`` per shard
+and task) and ``_seen-PPPPP.npy`` (the sorted
 fingerprints of every state of shard ``P`` up to this level; written by Spark levels only). Names
 that start with ``_`` are skipped by Spark's and pyarrow's Parquet readers.
 """
